@@ -1,0 +1,412 @@
+//! The TOML zone description (`zones/example.toml`): origin, TTL, records (inline or a master
+//! file), and the signing policy. The `[server]` table belongs to pqdns-server and is kept here
+//! unparsed.
+//!
+//! ```toml
+//! origin = "example.com."
+//! default_ttl = 3600
+//! file = "example.com.zone"          # relative to this file; or `records = """..."""`
+//! [signing]
+//! algorithms = ["ECDSAP256SHA256", "ML-DSA-44"]   # several = dual signing
+//! keys = "ksk-zsk"                   # or "csk"
+//! denial = "nsec3"                   # or "nsec"; NSEC3 defaults per RFC 9276
+//! validity = "14d"
+//! key_directory = "keys"
+//! profile = "default"
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::dnssec::algorithm::Algorithm;
+use crate::dnssec::keyfile::{find_key_files, KeyFileError, KeyRole, ZoneKey};
+use crate::dnssec::nsec3::Nsec3Params;
+use crate::dnssec::profile::{Profile, ProfileError};
+use crate::dnssec::provider::Provider;
+use crate::dnssec::sign::{Denial, SigningPolicy};
+use crate::name::Name;
+use crate::zone::{Zone, ZoneError};
+use crate::zonefile::{parse_ttl, ZoneFileError, ZoneFileReader};
+
+/// Why a zone description could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The TOML file could not be read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The TOML is malformed or has unknown or mistyped keys (the message has line and column).
+    #[error("{}: {message}", path.display())]
+    Toml {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message, with position.
+        message: String,
+    },
+    /// A value is out of range or meaningless.
+    #[error("{}: {message}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// The zone data has an error.
+    #[error(transparent)]
+    ZoneFile(#[from] ZoneFileError),
+    /// The records do not form a zone.
+    #[error("{}: {source}", path.display())]
+    Zone {
+        /// The TOML file.
+        path: PathBuf,
+        /// The reason.
+        source: ZoneError,
+    },
+    /// A key file problem.
+    #[error(transparent)]
+    Key(#[from] KeyFileError),
+    /// A profile problem.
+    #[error("{}: {source}", path.display())]
+    Profile {
+        /// The TOML file.
+        path: PathBuf,
+        /// The reason.
+        source: ProfileError,
+    },
+}
+
+/// Key layout.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeyLayout {
+    /// A KSK signing the DNSKEY RRset and a ZSK signing the rest, per algorithm.
+    #[default]
+    KskZsk,
+    /// One combined signing key per algorithm.
+    Csk,
+}
+
+/// Denial of existence choice.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum DenialKind {
+    /// NSEC (RFC 4034 §4).
+    Nsec,
+    /// NSEC3 (RFC 5155).
+    #[default]
+    Nsec3,
+}
+
+/// A custom algorithm-number profile.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CustomProfile {
+    /// Built-in profile to start from.
+    #[serde(default = "default_profile_name")]
+    pub base: String,
+    /// Algorithm name → number overrides.
+    pub numbers: BTreeMap<String, u8>,
+}
+
+fn default_profile_name() -> String {
+    "default".into()
+}
+
+/// The `[signing]` table.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SigningConfig {
+    /// Algorithm names (see `pqdns-zone algorithms`); several means multi-algorithm signing.
+    pub algorithms: Vec<String>,
+    /// KSK/ZSK split or CSK.
+    #[serde(default)]
+    pub keys: KeyLayout,
+    /// NSEC or NSEC3.
+    #[serde(default)]
+    pub denial: DenialKind,
+    /// NSEC3 extra iterations (RFC 9276: 0).
+    #[serde(default)]
+    pub nsec3_iterations: u16,
+    /// NSEC3 salt in hex, empty for none (RFC 9276: none).
+    #[serde(default)]
+    pub nsec3_salt: String,
+    /// Signature validity (`14d`, `3600`, …).
+    #[serde(default = "default_validity")]
+    pub validity: String,
+    /// How far before now the inception is set, for clock skew (`1h`).
+    #[serde(default = "default_skew")]
+    pub inception_offset: String,
+    /// Key directory, relative to the TOML file.
+    #[serde(default = "default_key_dir")]
+    pub key_directory: PathBuf,
+    /// Built-in profile name, or `custom` to use `custom_profile`.
+    #[serde(default = "default_profile_name")]
+    pub profile: String,
+    /// The custom profile, when `profile = "custom"`.
+    pub custom_profile: Option<CustomProfile>,
+    /// Crypto provider: `default` (aws-lc-rs + liboqs) or `liboqs`.
+    #[serde(default = "default_profile_name")]
+    pub provider: String,
+    /// DNSKEY TTL in seconds (default: the zone's default TTL).
+    pub dnskey_ttl: Option<u32>,
+}
+
+fn default_validity() -> String {
+    "14d".into()
+}
+fn default_skew() -> String {
+    "1h".into()
+}
+fn default_key_dir() -> PathBuf {
+    PathBuf::from("keys")
+}
+
+/// A zone description as read from TOML.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ZoneConfig {
+    /// The zone apex, absolute.
+    pub origin: String,
+    /// Default TTL for records without one, seconds.
+    #[serde(default = "default_ttl")]
+    pub default_ttl: u32,
+    /// Master file, relative to the TOML file.
+    pub file: Option<PathBuf>,
+    /// Inline master-file text (relative names are relative to the origin).
+    pub records: Option<String>,
+    /// Signing policy; absent means the zone is served unsigned (or as pre-signed).
+    pub signing: Option<SigningConfig>,
+    /// Settings for pqdns-server, parsed there.
+    pub server: Option<toml::Table>,
+}
+
+fn default_ttl() -> u32 {
+    3600
+}
+
+/// A zone description together with where it was read from.
+#[derive(Clone, Debug)]
+pub struct LoadedConfig {
+    /// The parsed description.
+    pub config: ZoneConfig,
+    /// The TOML file (or a label for embedded text).
+    pub path: PathBuf,
+    /// Directory relative paths are resolved against.
+    pub base_dir: PathBuf,
+    /// The parsed origin.
+    pub origin: Name,
+}
+
+impl LoadedConfig {
+    /// Reads and parses a TOML zone description.
+    ///
+    /// # Errors
+    /// [`ConfigError`] for I/O, TOML syntax or unknown keys (with line), or a bad origin.
+    pub fn read(path: &Path) -> Result<LoadedConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let base = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        LoadedConfig::parse(&text, path, &base)
+    }
+
+    /// Parses TOML text; `path` labels errors, `base_dir` anchors relative paths.
+    ///
+    /// # Errors
+    /// As [`LoadedConfig::read`].
+    pub fn parse(text: &str, path: &Path, base_dir: &Path) -> Result<LoadedConfig, ConfigError> {
+        let config: ZoneConfig = toml::from_str(text).map_err(|e| ConfigError::Toml {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        let origin = Name::parse(&config.origin, None).map_err(|e| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message: format!("origin {:?}: {e} (write it absolute, with a trailing dot)", config.origin),
+        })?;
+        Ok(LoadedConfig {
+            config,
+            path: path.to_path_buf(),
+            base_dir: base_dir.to_path_buf(),
+            origin,
+        })
+    }
+
+    fn invalid(&self, message: String) -> ConfigError {
+        ConfigError::Invalid {
+            path: self.path.clone(),
+            message,
+        }
+    }
+
+    /// Reads the zone's records (master file and/or inline records).
+    ///
+    /// # Errors
+    /// [`ConfigError`] with file and line for zone-file errors, or if no records are given.
+    pub fn read_zone(&self) -> Result<Zone, ConfigError> {
+        let reader = ZoneFileReader::new(Some(self.origin.clone()), Some(self.config.default_ttl));
+        let mut records = Vec::new();
+        if let Some(file) = &self.config.file {
+            records.extend(reader.read_file(&self.base_dir.join(file))?);
+        }
+        if let Some(text) = &self.config.records {
+            let label = format!("{} [records]", self.path.display());
+            records.extend(reader.read_str(text, &label)?);
+        }
+        if self.config.file.is_none() && self.config.records.is_none() {
+            return Err(self.invalid("give the zone data as `file = \"...\"` or `records = \"\"\"...\"\"\"`".into()));
+        }
+        Zone::from_records(self.origin.clone(), records).map_err(|source| ConfigError::Zone {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    /// The signing section, if the zone is to be signed.
+    pub fn signing(&self) -> Option<&SigningConfig> {
+        self.config.signing.as_ref()
+    }
+
+    /// The algorithm-number profile for signing.
+    ///
+    /// # Errors
+    /// [`ConfigError::Profile`] for unknown names.
+    pub fn profile(&self, signing: &SigningConfig) -> Result<Profile, ConfigError> {
+        let result = match (&*signing.profile, &signing.custom_profile) {
+            ("custom", Some(c)) => Profile::custom("custom", &c.base, &c.numbers),
+            ("custom", None) => return Err(self.invalid("profile = \"custom\" needs a [signing.custom_profile] table".into())),
+            (name, _) => Profile::named(name),
+        };
+        result.map_err(|source| ConfigError::Profile {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    /// The crypto provider.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] for an unknown provider name.
+    pub fn provider(&self, signing: &SigningConfig) -> Result<Provider, ConfigError> {
+        Provider::named(&signing.provider)
+            .ok_or_else(|| self.invalid(format!("unknown provider {:?}; use \"default\" or \"liboqs\"", signing.provider)))
+    }
+
+    /// The algorithms to sign with.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] naming an unknown or unavailable algorithm.
+    pub fn algorithms(&self, signing: &SigningConfig) -> Result<Vec<Algorithm>, ConfigError> {
+        if signing.algorithms.is_empty() {
+            return Err(self.invalid("signing.algorithms is empty".into()));
+        }
+        signing
+            .algorithms
+            .iter()
+            .map(|n| {
+                let alg = Algorithm::from_name(n).ok_or_else(|| {
+                    self.invalid(format!("unknown algorithm {n:?}; `pqdns-zone algorithms` lists them"))
+                })?;
+                match alg.unavailable_reason() {
+                    Some(why) => Err(self.invalid(format!("{alg} is unavailable: {why}"))),
+                    None => Ok(alg),
+                }
+            })
+            .collect()
+    }
+
+    /// Signature inception/expiration and denial settings, relative to `now` (UNIX seconds).
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] for an unparsable duration or salt.
+    pub fn policy(&self, signing: &SigningConfig, now: u64) -> Result<SigningPolicy, ConfigError> {
+        let duration = |text: &str, what: &str| {
+            parse_ttl(text).ok_or_else(|| self.invalid(format!("bad {what} {text:?}: use seconds or units like 14d, 1h")))
+        };
+        let validity = duration(&signing.validity, "validity")?;
+        let skew = duration(&signing.inception_offset, "inception_offset")?;
+        let denial = match signing.denial {
+            DenialKind::Nsec => Denial::Nsec,
+            DenialKind::Nsec3 => {
+                let salt = data_encoding::HEXLOWER_PERMISSIVE
+                    .decode(signing.nsec3_salt.as_bytes())
+                    .map_err(|_| self.invalid(format!("nsec3_salt {:?} is not hex", signing.nsec3_salt)))?;
+                Denial::Nsec3(Nsec3Params {
+                    iterations: signing.nsec3_iterations,
+                    salt,
+                    opt_out: false,
+                })
+            }
+        };
+        Ok(SigningPolicy {
+            inception: now.saturating_sub(u64::from(skew)),
+            expiration: now + u64::from(validity),
+            denial,
+        })
+    }
+
+    /// The key directory, resolved against the TOML file's directory.
+    pub fn key_directory(&self, signing: &SigningConfig) -> PathBuf {
+        self.base_dir.join(&signing.key_directory)
+    }
+
+    /// Loads the zone's keys from the key directory and, if `generate` is set, creates the
+    /// missing ones (a KSK and a ZSK, or a CSK, per algorithm). Returns the keys and the paths
+    /// of the files written.
+    ///
+    /// # Errors
+    /// [`ConfigError`] for unreadable or mismatched key files, or a missing key with
+    /// `generate` off (the message says which key and where it was looked for).
+    pub fn keys(&self, generate: bool) -> Result<(Vec<ZoneKey>, Vec<PathBuf>), ConfigError> {
+        let signing = self
+            .signing()
+            .ok_or_else(|| self.invalid("no [signing] table".into()))?;
+        let profile = self.profile(signing)?;
+        let provider = self.provider(signing)?;
+        let dir = self.key_directory(signing);
+        let mut keys = Vec::new();
+        for path in find_key_files(&dir, &self.origin)? {
+            keys.push(ZoneKey::read_files(&path, &profile, &provider)?);
+        }
+        let ttl = signing.dnskey_ttl.unwrap_or(self.config.default_ttl);
+        let roles: &[KeyRole] = match signing.keys {
+            KeyLayout::KskZsk => &[KeyRole::Ksk, KeyRole::Zsk],
+            KeyLayout::Csk => &[KeyRole::Csk],
+        };
+        let mut written = Vec::new();
+        let wanted = self.algorithms(signing)?;
+        for alg in &wanted {
+            let number = profile.number(*alg).ok_or_else(|| {
+                self.invalid(format!("profile {:?} has no number for {alg}", profile.name()))
+            })?;
+            for role in roles {
+                let have = keys
+                    .iter()
+                    .any(|k| k.number == number && k.flags == role.flags());
+                if have {
+                    continue;
+                }
+                if !generate {
+                    return Err(self.invalid(format!(
+                        "no {role:?} for {alg} (algorithm {number}) in {}; run `pqdns-zone keygen` or let the server generate keys",
+                        dir.display()
+                    )));
+                }
+                let key = ZoneKey::generate(&self.origin, *alg, *role, &profile, &provider, ttl)?;
+                let (k, p) = key.write_files(&dir)?;
+                written.extend([k, p]);
+                keys.push(key);
+            }
+        }
+        // Keys in the directory for algorithms no longer configured are left out of signing.
+        let numbers: Vec<_> = wanted.iter().filter_map(|a| profile.number(*a)).collect();
+        keys.retain(|k| numbers.contains(&k.number));
+        Ok((keys, written))
+    }
+}

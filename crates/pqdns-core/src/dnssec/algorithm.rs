@@ -1,0 +1,180 @@
+//! DNSSEC signature algorithms: the 8-bit number on the wire ([`SecAlg`], an open newtype) and
+//! the algorithm it stands for ([`Algorithm`]), which depends on the profile
+//! ([`super::profile::Profile`]) for post-quantum numbers.
+//!
+//! Sizes are from FIPS 204, the Falcon, SPHINCS+ (round 3.1) and MAYO specifications as
+//! implemented by liboqs 0.13, and RFC 6605 / RFC 8080 for the classical ones.
+
+use std::fmt;
+
+/// A DNSSEC algorithm number as carried in DNSKEY, RRSIG and DS RDATA. Any value is valid data;
+/// what it means is decided by a profile.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct SecAlg(pub u8);
+
+impl SecAlg {
+    /// RSA/SHA-256, RFC 5702.
+    pub const RSASHA256: SecAlg = SecAlg(8);
+    /// RSA/SHA-512, RFC 5702.
+    pub const RSASHA512: SecAlg = SecAlg(10);
+    /// ECDSA P-256 with SHA-256, RFC 6605.
+    pub const ECDSAP256SHA256: SecAlg = SecAlg(13);
+    /// ECDSA P-384 with SHA-384, RFC 6605.
+    pub const ECDSAP384SHA384: SecAlg = SecAlg(14);
+    /// Ed25519, RFC 8080.
+    pub const ED25519: SecAlg = SecAlg(15);
+    /// Ed448, RFC 8080.
+    pub const ED448: SecAlg = SecAlg(16);
+    /// ML-DSA-44, the one post-quantum number IANA has assigned (draft-westerbaan-dnssec-mldsa).
+    pub const MLDSA44: SecAlg = SecAlg(18);
+}
+
+impl fmt::Display for SecAlg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// The library that implements an algorithm in a [`super::provider::Provider`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Backend {
+    /// aws-lc-rs (AWS-LC): RSA, ECDSA, Ed25519, ML-DSA.
+    AwsLc,
+    /// liboqs through the `oqs` crate: ML-DSA, Falcon, SPHINCS+, MAYO, Dilithium (round 3).
+    Liboqs,
+}
+
+macro_rules! algorithms {
+    ($($variant:ident, $name:expr, $pk:expr, $sig:expr, $mnemonic:expr;)*) => {
+        /// A signature algorithm pqdns knows, independent of the number a profile gives it.
+        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+        pub enum Algorithm {
+            $(#[doc = $name] $variant,)*
+        }
+
+        impl Algorithm {
+            /// Every algorithm, in table order.
+            pub const ALL: &'static [Algorithm] = &[$(Algorithm::$variant,)*];
+
+            /// The name: IANA mnemonic for classical algorithms, liboqs / FIPS name otherwise.
+            pub fn name(self) -> &'static str {
+                match self { $(Algorithm::$variant => $name,)* }
+            }
+
+            /// DNSKEY public-key field size in bytes (0 = depends on the key, e.g. RSA).
+            pub fn public_key_len(self) -> usize {
+                match self { $(Algorithm::$variant => $pk,)* }
+            }
+
+            /// Largest RRSIG signature field in bytes (0 = depends on the key, e.g. RSA).
+            pub fn max_signature_len(self) -> usize {
+                match self { $(Algorithm::$variant => $sig,)* }
+            }
+
+            /// The mnemonic written in BIND private-key files (`Algorithm: 18 (MLDSA44)`).
+            pub fn mnemonic(self) -> &'static str {
+                match self { $(Algorithm::$variant => $mnemonic,)* }
+            }
+        }
+    };
+}
+
+algorithms! {
+    RsaSha256, "RSASHA256", 0, 0, "RSASHA256";
+    RsaSha512, "RSASHA512", 0, 0, "RSASHA512";
+    EcdsaP256Sha256, "ECDSAP256SHA256", 64, 64, "ECDSAP256SHA256";
+    EcdsaP384Sha384, "ECDSAP384SHA384", 96, 96, "ECDSAP384SHA384";
+    Ed25519, "ED25519", 32, 64, "ED25519";
+    Ed448, "ED448", 57, 114, "ED448";
+    MlDsa44, "ML-DSA-44", 1312, 2420, "MLDSA44";
+    MlDsa65, "ML-DSA-65", 1952, 3309, "MLDSA65";
+    MlDsa87, "ML-DSA-87", 2592, 4627, "MLDSA87";
+    Dilithium2, "Dilithium2", 1312, 2420, "DILITHIUM2";
+    Falcon512, "Falcon-512", 897, 752, "FALCON512";
+    Falcon1024, "Falcon-1024", 1793, 1462, "FALCON1024";
+    FalconPadded512, "Falcon-padded-512", 897, 666, "FALCONPADDED512";
+    FalconPadded1024, "Falcon-padded-1024", 1793, 1280, "FALCONPADDED1024";
+    SphincsSha2_128s, "SPHINCS+-SHA2-128s-simple", 32, 7856, "SPHINCSSHA2128S";
+    SphincsSha2_128f, "SPHINCS+-SHA2-128f-simple", 32, 17088, "SPHINCSSHA2128F";
+    SphincsShake128s, "SPHINCS+-SHAKE-128s-simple", 32, 7856, "SPHINCSSHAKE128S";
+    SphincsShake128f, "SPHINCS+-SHAKE-128f-simple", 32, 17088, "SPHINCSSHAKE128F";
+    Mayo1, "MAYO-1", 1420, 454, "MAYO1";
+    Mayo2, "MAYO-2", 4912, 186, "MAYO2";
+    Mayo3, "MAYO-3", 2986, 681, "MAYO3";
+    Snova24_5_4, "SNOVA_24_5_4", 1016, 248, "SNOVA2454";
+    SlhDsaSha2_128s, "SLH-DSA-SHA2-128s", 32, 7856, "SLHDSASHA2128S";
+    MtlSlhDsaSha2_128s, "SLH-DSA-MTL-SHA2-128s", 32, 0, "MTLSHA2128S";
+    MtlSlhDsaShake128s, "SLH-DSA-MTL-SHAKE-128s", 32, 0, "MTLSHAKE128S";
+}
+
+impl Algorithm {
+    /// Finds an algorithm by name, ignoring case and the characters `-`, `_`, `+` (so
+    /// `ML-DSA-44`, `mldsa44` and `MLDSA44` all match), or by its BIND mnemonic.
+    pub fn from_name(text: &str) -> Option<Algorithm> {
+        let squash = |s: &str| -> String {
+            s.chars()
+                .filter(|c| !matches!(c, '-' | '_' | '+'))
+                .flat_map(char::to_lowercase)
+                .collect()
+        };
+        let want = squash(text);
+        let want = want.strip_suffix("simple").unwrap_or(&want).to_string();
+        Algorithm::ALL.iter().copied().find(|a| {
+            let name = squash(a.name());
+            name.strip_suffix("simple").unwrap_or(&name) == want || squash(a.mnemonic()) == want
+        })
+    }
+
+    /// True for the algorithms designed to resist a quantum adversary.
+    pub fn is_post_quantum(self) -> bool {
+        !matches!(
+            self,
+            Algorithm::RsaSha256
+                | Algorithm::RsaSha512
+                | Algorithm::EcdsaP256Sha256
+                | Algorithm::EcdsaP384Sha384
+                | Algorithm::Ed25519
+                | Algorithm::Ed448
+        )
+    }
+
+    /// Why no backend implements this algorithm, or `None` if one does.
+    pub fn unavailable_reason(self) -> Option<&'static str> {
+        match self {
+            Algorithm::Ed448 => Some("no maintained Rust library with Ed448 is used (aws-lc-rs and ring lack it)"),
+            Algorithm::Snova24_5_4 => Some("SNOVA is not in liboqs 0.13 or any maintained Rust crate"),
+            Algorithm::SlhDsaSha2_128s => Some("FIPS 205 SLH-DSA is not in liboqs 0.13 or aws-lc-rs 1.19"),
+            Algorithm::MtlSlhDsaSha2_128s | Algorithm::MtlSlhDsaShake128s => {
+                Some("MTL mode is not implemented yet")
+            }
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_loosely_and_uniquely() {
+        assert_eq!(Algorithm::from_name("ML-DSA-44"), Some(Algorithm::MlDsa44));
+        assert_eq!(Algorithm::from_name("mldsa44"), Some(Algorithm::MlDsa44));
+        assert_eq!(Algorithm::from_name("ecdsap256sha256"), Some(Algorithm::EcdsaP256Sha256));
+        assert_eq!(
+            Algorithm::from_name("SPHINCS+-SHA2-128s"),
+            Some(Algorithm::SphincsSha2_128s)
+        );
+        assert_eq!(Algorithm::from_name("falcon-padded-512"), Some(Algorithm::FalconPadded512));
+        assert_eq!(Algorithm::from_name("RSA"), None);
+        for a in Algorithm::ALL {
+            assert_eq!(Algorithm::from_name(a.name()), Some(*a), "{a}");
+        }
+    }
+}

@@ -1,0 +1,392 @@
+//! BIND-style key files: `K<zone>+<alg>+<tag>.key` holds the DNSKEY record and
+//! `K<zone>+<alg>+<tag>.private` the private key in `Private-key-format: v1.3` (BIND 9 `dst`
+//! format; the ML-DSA layout is the one of draft-westerbaan-dnssec-mldsa §5: a 32-byte seed).
+//!
+//! Private files are created with mode 0600 and their contents are never logged.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use zeroize::Zeroizing;
+
+use super::algorithm::{Algorithm, SecAlg};
+use super::dnskey::{dnskey_rdata, key_tag, DnskeyRef, FLAG_SEP, FLAG_ZONE};
+use super::profile::Profile;
+use super::provider::{CryptoError, PrivateFields, Provider, SigningKey};
+use crate::name::Name;
+use crate::rr::{Class, Record, RrType};
+use crate::zonefile::ZoneFileReader;
+
+/// Why a key could not be read, written or made.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyFileError {
+    /// A file could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file content is malformed.
+    #[error("{}:{line}: {message}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line (0 if the problem is the file as a whole).
+        line: usize,
+        /// What was wrong.
+        message: String,
+    },
+    /// The algorithm number means nothing in the chosen profile.
+    #[error("{}: algorithm number {number} is not mapped by profile {profile:?}", path.display())]
+    UnknownNumber {
+        /// The file.
+        path: PathBuf,
+        /// The number in the DNSKEY.
+        number: u8,
+        /// The profile used.
+        profile: String,
+    },
+    /// The crypto library rejected the key, or has no such algorithm.
+    #[error("{}: {source}", path.display())]
+    Crypto {
+        /// The file.
+        path: PathBuf,
+        /// The library's reason.
+        source: CryptoError,
+    },
+}
+
+/// Key role: KSK (SEP flag, signs the DNSKEY RRset), ZSK (signs the rest) or CSK (both).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyRole {
+    /// Key-signing key (flags 257).
+    Ksk,
+    /// Zone-signing key (flags 256).
+    Zsk,
+    /// Combined signing key (flags 257, signs everything).
+    Csk,
+}
+
+impl KeyRole {
+    /// DNSKEY flags for this role.
+    pub fn flags(self) -> u16 {
+        match self {
+            KeyRole::Ksk | KeyRole::Csk => FLAG_ZONE | FLAG_SEP,
+            KeyRole::Zsk => FLAG_ZONE,
+        }
+    }
+}
+
+/// A zone's signing key: the DNSKEY it publishes and the private key behind it.
+pub struct ZoneKey {
+    /// Zone apex (DNSKEY owner).
+    pub owner: Name,
+    /// DNSKEY flags (257 or 256).
+    pub flags: u16,
+    /// Algorithm number under the zone's profile.
+    pub number: SecAlg,
+    /// TTL for the DNSKEY record, in seconds.
+    pub ttl: u32,
+    /// The private key.
+    pub key: Box<dyn SigningKey>,
+}
+
+impl std::fmt::Debug for ZoneKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "ZoneKey({} flags {} alg {} tag {})",
+            self.owner,
+            self.flags,
+            self.number,
+            self.key_tag()
+        )
+    }
+}
+
+impl ZoneKey {
+    /// Generates a key for `alg` with the number `profile` gives it.
+    ///
+    /// # Errors
+    /// [`KeyFileError::Crypto`] if the profile has no number for it or the provider cannot
+    /// generate it (the path in the error is the zone name).
+    pub fn generate(
+        owner: &Name,
+        alg: Algorithm,
+        role: KeyRole,
+        profile: &Profile,
+        provider: &Provider,
+        ttl: u32,
+    ) -> Result<ZoneKey, KeyFileError> {
+        let crypto = |source| KeyFileError::Crypto {
+            path: PathBuf::from(owner.to_string()),
+            source,
+        };
+        let number = profile
+            .number(alg)
+            .ok_or_else(|| crypto(CryptoError::Unsupported(alg)))?;
+        let key = provider.scheme(alg).and_then(|s| s.generate()).map_err(crypto)?;
+        Ok(ZoneKey {
+            owner: owner.clone(),
+            flags: role.flags(),
+            number,
+            ttl,
+            key,
+        })
+    }
+
+    /// DNSKEY RDATA.
+    pub fn dnskey_rdata(&self) -> Vec<u8> {
+        dnskey_rdata(self.flags, self.number, self.key.public_key())
+    }
+
+    /// The DNSKEY record.
+    pub fn dnskey_record(&self) -> Record {
+        Record {
+            owner: self.owner.clone(),
+            rtype: RrType::DNSKEY,
+            class: Class::IN,
+            ttl: self.ttl,
+            rdata: self.dnskey_rdata(),
+        }
+    }
+
+    /// Key tag (RFC 4034 Appendix B).
+    pub fn key_tag(&self) -> u16 {
+        key_tag(&self.dnskey_rdata())
+    }
+
+    /// True if the SEP flag is set.
+    pub fn is_sep(&self) -> bool {
+        self.flags & FLAG_SEP != 0
+    }
+
+    /// The BIND file stem `K<zone>+<alg>+<tag>` (zone without escapes' special meaning).
+    pub fn file_stem(&self) -> String {
+        format!("K{}+{:03}+{:05}", self.owner, self.number.0, self.key_tag())
+    }
+
+    /// Writes `<stem>.key` and `<stem>.private` (mode 0600) into `dir`; returns both paths.
+    ///
+    /// # Errors
+    /// [`KeyFileError::Io`] if a file cannot be written.
+    pub fn write_files(&self, dir: &Path) -> Result<(PathBuf, PathBuf), KeyFileError> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| KeyFileError::Io { path, source }
+        };
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let stem = self.file_stem();
+        let key_path = dir.join(format!("{stem}.key"));
+        let private_path = dir.join(format!("{stem}.private"));
+        let role = if self.is_sep() { "key" } else { "zone" };
+        let key_text = format!(
+            "; This is a {role}-signing key, keyid {}, for {}\n; Algorithm: {} ({})\n{}\n",
+            self.key_tag(),
+            self.owner,
+            self.number,
+            self.key.algorithm().name(),
+            self.dnskey_record()
+        );
+        std::fs::write(&key_path, key_text).map_err(io(&key_path))?;
+
+        let mut text = Zeroizing::new(String::new());
+        let _ = writeln!(text, "Private-key-format: v1.3");
+        let _ = writeln!(
+            text,
+            "Algorithm: {} ({})",
+            self.number,
+            self.key.algorithm().mnemonic()
+        );
+        for (name, value) in &self.key.private_fields().0 {
+            let _ = writeln!(
+                text,
+                "{name}: {}",
+                base64::engine::general_purpose::STANDARD.encode(value.as_slice())
+            );
+        }
+        let _ = writeln!(
+            text,
+            "Created: {}",
+            crate::time::to_yyyymmddhhmmss(crate::time::now())
+        );
+        write_private(&private_path, text.as_bytes()).map_err(io(&private_path))?;
+        Ok((key_path, private_path))
+    }
+
+    /// Reads a key pair given the path of its `.key` or `.private` file (or the stem).
+    ///
+    /// # Errors
+    /// [`KeyFileError`] naming the file and, for parse errors, the line.
+    pub fn read_files(
+        path: &Path,
+        profile: &Profile,
+        provider: &Provider,
+    ) -> Result<ZoneKey, KeyFileError> {
+        let text = path.to_string_lossy();
+        let stem = text
+            .strip_suffix(".key")
+            .or_else(|| text.strip_suffix(".private"))
+            .unwrap_or(&text);
+        let key_path = PathBuf::from(format!("{stem}.key"));
+        let private_path = PathBuf::from(format!("{stem}.private"));
+        let key_text = std::fs::read_to_string(&key_path).map_err(|source| KeyFileError::Io {
+            path: key_path.clone(),
+            source,
+        })?;
+        let records = ZoneFileReader::new(None, Some(3600))
+            .read_str(&key_text, &key_path.to_string_lossy())
+            .map_err(|e| KeyFileError::Parse {
+                path: key_path.clone(),
+                line: e.line,
+                message: e.message,
+            })?;
+        let record = records
+            .into_iter()
+            .find(|r| r.rtype == RrType::DNSKEY)
+            .ok_or_else(|| KeyFileError::Parse {
+                path: key_path.clone(),
+                line: 0,
+                message: "no DNSKEY record in key file".into(),
+            })?;
+        let dnskey = DnskeyRef::parse(&record.rdata).ok_or_else(|| KeyFileError::Parse {
+            path: key_path.clone(),
+            line: 0,
+            message: "DNSKEY RDATA shorter than 4 bytes".into(),
+        })?;
+        let alg = profile
+            .algorithm(dnskey.algorithm)
+            .ok_or_else(|| KeyFileError::UnknownNumber {
+                path: key_path.clone(),
+                number: dnskey.algorithm.0,
+                profile: profile.name().to_string(),
+            })?;
+
+        let fields = read_private(&private_path, dnskey.algorithm)?;
+        let crypto = |source| KeyFileError::Crypto {
+            path: private_path.clone(),
+            source,
+        };
+        let key = provider
+            .scheme(alg)
+            .and_then(|s| s.load(&fields, dnskey.public_key))
+            .map_err(crypto)?;
+        Ok(ZoneKey {
+            owner: record.owner,
+            flags: dnskey.flags,
+            number: dnskey.algorithm,
+            ttl: record.ttl,
+            key,
+        })
+    }
+}
+
+/// Creates (or truncates) a file with mode 0600 and writes `data`.
+fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        options.mode(0o600);
+        let mut file = options.open(path)?;
+        // An existing file keeps its old mode on open; force 0600.
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        file.write_all(data)
+    }
+    #[cfg(not(unix))]
+    {
+        options.open(path)?.write_all(data)
+    }
+}
+
+fn read_private(path: &Path, number: SecAlg) -> Result<PrivateFields, KeyFileError> {
+    let text = Zeroizing::new(std::fs::read_to_string(path).map_err(|source| {
+        KeyFileError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    })?);
+    let parse_err = |line, message: String| KeyFileError::Parse {
+        path: path.to_path_buf(),
+        line,
+        message,
+    };
+    let mut fields = PrivateFields::default();
+    let mut saw_format = false;
+    for (idx, line) in text.lines().enumerate() {
+        let line_no = idx + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (name, value) = line
+            .split_once(':')
+            .ok_or_else(|| parse_err(line_no, "expected `Name: value`".into()))?;
+        let value = value.trim();
+        match name.trim() {
+            "Private-key-format" => {
+                if !value.starts_with("v1.") {
+                    return Err(parse_err(line_no, format!("unsupported format {value}")));
+                }
+                saw_format = true;
+            }
+            "Algorithm" => {
+                let n = value.split_whitespace().next().unwrap_or("");
+                if n.parse::<u8>().ok() != Some(number.0) {
+                    return Err(parse_err(
+                        line_no,
+                        format!("algorithm {n} does not match the DNSKEY's {number}"),
+                    ));
+                }
+            }
+            "Created" | "Publish" | "Activate" | "Inactive" | "Delete" | "SyncPublish"
+            | "SyncDelete" | "Revoke" => {}
+            other => {
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(value)
+                    .map_err(|_| parse_err(line_no, format!("{other}: value is not base64")))?;
+                fields.0.push((other.to_string(), Zeroizing::new(bytes)));
+            }
+        }
+    }
+    if !saw_format {
+        return Err(parse_err(0, "missing `Private-key-format` line".into()));
+    }
+    if fields.0.is_empty() {
+        return Err(parse_err(0, "no key material (truncated file?)".into()));
+    }
+    Ok(fields)
+}
+
+/// The key files for `zone` in `dir`: paths of `K<zone>+*.key` files, sorted.
+///
+/// # Errors
+/// [`KeyFileError::Io`] if the directory cannot be listed (a missing directory is empty).
+pub fn find_key_files(dir: &Path, zone: &Name) -> Result<Vec<PathBuf>, KeyFileError> {
+    let prefix = format!("K{zone}+");
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(KeyFileError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let mut out: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.to_ascii_lowercase().starts_with(&prefix.to_ascii_lowercase()) && n.ends_with(".key"))
+        })
+        .collect();
+    out.sort();
+    Ok(out)
+}

@@ -1,0 +1,18 @@
+//! DNSSEC: algorithms and profiles, the crypto provider, keys, signing and verification.
+
+pub mod algorithm;
+mod backend_awslc;
+mod backend_liboqs;
+mod der;
+pub mod dnskey;
+pub mod keyfile;
+pub mod nsec3;
+pub mod profile;
+pub mod provider;
+pub mod rrsig;
+pub mod sign;
+pub mod verify;
+
+pub use algorithm::{Algorithm, Backend, SecAlg};
+pub use profile::Profile;
+pub use provider::{CryptoError, Provider};

@@ -1,0 +1,180 @@
+//! Algorithm-number profiles: which [`Algorithm`] a DNSSEC algorithm number means.
+//!
+//! IANA has assigned one post-quantum number (18 = ML-DSA-44); every other PQC number in use is
+//! project-local and projects clash (`shared/PQC-DNSSEC-WIRE.md` §1). A profile is chosen per
+//! zone (signer) and per trust anchor (validator). Classical numbers (RFC 8624) are the same in
+//! every built-in profile.
+
+use std::collections::BTreeMap;
+
+use super::algorithm::{Algorithm, SecAlg};
+
+/// A number ↔ algorithm mapping. Numbers it does not list are unknown algorithms: data, and
+/// a validation failure where a signature must be checked, never a parse error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Profile {
+    name: String,
+    by_number: BTreeMap<u8, Algorithm>,
+}
+
+/// Why a profile could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProfileError {
+    /// No built-in profile has this name.
+    #[error("unknown profile {0:?}; built-in profiles: default, oqs-bind, verisign")]
+    UnknownProfile(String),
+    /// A custom entry names an algorithm pqdns does not know.
+    #[error("unknown algorithm {0:?} in custom profile; `pqdns-zone algorithms` lists the names")]
+    UnknownAlgorithm(String),
+}
+
+const CLASSICAL: &[(u8, Algorithm)] = &[
+    (8, Algorithm::RsaSha256),
+    (10, Algorithm::RsaSha512),
+    (13, Algorithm::EcdsaP256Sha256),
+    (14, Algorithm::EcdsaP384Sha384),
+    (15, Algorithm::Ed25519),
+    (16, Algorithm::Ed448),
+];
+
+/// IANA 18 for ML-DSA-44, CoreDNS dnssec_pqc numbers for the rest, MTL as Verisign.
+const DEFAULT: &[(u8, Algorithm)] = &[
+    (17, Algorithm::Falcon512),
+    (18, Algorithm::MlDsa44),
+    (19, Algorithm::SphincsSha2_128s),
+    (20, Algorithm::Mayo1),
+    (21, Algorithm::Snova24_5_4),
+    (27, Algorithm::Falcon1024),
+    (28, Algorithm::MlDsa65),
+    (29, Algorithm::SphincsShake128s),
+    (30, Algorithm::Mayo3),
+    (37, Algorithm::FalconPadded512),
+    (38, Algorithm::MlDsa87),
+    (47, Algorithm::FalconPadded1024),
+    (248, Algorithm::MtlSlhDsaSha2_128s),
+    (249, Algorithm::MtlSlhDsaShake128s),
+];
+
+/// OQS-bind (BIND 9 fork): 18 is round-3 Dilithium2, not ML-DSA-44.
+const OQS_BIND: &[(u8, Algorithm)] = &[
+    (17, Algorithm::Falcon512),
+    (18, Algorithm::Dilithium2),
+    (19, Algorithm::SphincsSha2_128s),
+];
+
+/// Verisign's MTL-mode ldns/unbound builds.
+const VERISIGN: &[(u8, Algorithm)] = &[
+    (230, Algorithm::Mayo1),
+    (231, Algorithm::Mayo2),
+    (232, Algorithm::Snova24_5_4),
+    (244, Algorithm::Falcon512),
+    (245, Algorithm::MlDsa44),
+    (246, Algorithm::SphincsSha2_128s),
+    (247, Algorithm::SphincsShake128s),
+    (248, Algorithm::MtlSlhDsaSha2_128s),
+    (249, Algorithm::MtlSlhDsaShake128s),
+];
+
+impl Profile {
+    /// Names of the built-in profiles.
+    pub const BUILT_IN: &'static [&'static str] = &["default", "oqs-bind", "verisign"];
+
+    /// A built-in profile by name.
+    ///
+    /// # Errors
+    /// [`ProfileError::UnknownProfile`] for any other name.
+    pub fn named(name: &str) -> Result<Profile, ProfileError> {
+        let pq = match name {
+            "default" => DEFAULT,
+            "oqs-bind" => OQS_BIND,
+            "verisign" => VERISIGN,
+            _ => return Err(ProfileError::UnknownProfile(name.to_string())),
+        };
+        Ok(Profile {
+            name: name.to_string(),
+            by_number: CLASSICAL.iter().chain(pq).copied().collect(),
+        })
+    }
+
+    /// The `default` profile.
+    pub fn default_profile() -> Profile {
+        Profile::named("default").expect("built-in")
+    }
+
+    /// A custom profile: `base` with `numbers` (algorithm name → number) laid over it. A number
+    /// given here replaces whatever `base` mapped to it, and the algorithm loses its old number.
+    ///
+    /// # Errors
+    /// [`ProfileError`] if `base` or an algorithm name is unknown.
+    pub fn custom(
+        name: &str,
+        base: &str,
+        numbers: &BTreeMap<String, u8>,
+    ) -> Result<Profile, ProfileError> {
+        let mut profile = Profile::named(base)?;
+        profile.name = name.to_string();
+        for (alg_name, &number) in numbers {
+            let alg = Algorithm::from_name(alg_name)
+                .ok_or_else(|| ProfileError::UnknownAlgorithm(alg_name.clone()))?;
+            profile.by_number.retain(|_, a| *a != alg);
+            profile.by_number.insert(number, alg);
+        }
+        Ok(profile)
+    }
+
+    /// The profile's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What `number` means here, or `None` for an unknown algorithm number.
+    pub fn algorithm(&self, number: SecAlg) -> Option<Algorithm> {
+        self.by_number.get(&number.0).copied()
+    }
+
+    /// The number this profile gives `alg`, or `None` if it has none.
+    pub fn number(&self, alg: Algorithm) -> Option<SecAlg> {
+        self.by_number
+            .iter()
+            .find(|(_, a)| **a == alg)
+            .map(|(n, _)| SecAlg(*n))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_profiles_disagree_where_projects_do() {
+        let default = Profile::named("default").unwrap();
+        let oqs = Profile::named("oqs-bind").unwrap();
+        let verisign = Profile::named("verisign").unwrap();
+        assert_eq!(default.algorithm(SecAlg(18)), Some(Algorithm::MlDsa44));
+        assert_eq!(oqs.algorithm(SecAlg(18)), Some(Algorithm::Dilithium2));
+        assert_eq!(verisign.number(Algorithm::MlDsa44), Some(SecAlg(245)));
+        assert_eq!(default.number(Algorithm::FalconPadded1024), Some(SecAlg(47)));
+        for p in [&default, &oqs, &verisign] {
+            assert_eq!(p.algorithm(SecAlg(13)), Some(Algorithm::EcdsaP256Sha256));
+            assert_eq!(p.algorithm(SecAlg(200)), None);
+        }
+        assert!(matches!(
+            Profile::named("coredns"),
+            Err(ProfileError::UnknownProfile(_))
+        ));
+    }
+
+    #[test]
+    fn custom_overrides_move_numbers() {
+        let numbers = BTreeMap::from([("MAYO-2".to_string(), 250u8), ("ML-DSA-44".into(), 253)]);
+        let p = Profile::custom("lab", "default", &numbers).unwrap();
+        assert_eq!(p.algorithm(SecAlg(250)), Some(Algorithm::Mayo2));
+        assert_eq!(p.algorithm(SecAlg(18)), None);
+        assert_eq!(p.number(Algorithm::MlDsa44), Some(SecAlg(253)));
+        let bad = BTreeMap::from([("Rainbow".to_string(), 251u8)]);
+        assert_eq!(
+            Profile::custom("x", "default", &bad),
+            Err(ProfileError::UnknownAlgorithm("Rainbow".into()))
+        );
+    }
+}

@@ -1,0 +1,380 @@
+//! Whole-zone verification, as `ldns-verify-zone` and BIND's `dnssec-verify` do: every RRSIG
+//! checked against the DNSKEYs in the zone (key tag, algorithm via the profile, validity
+//! window, signature), every authoritative RRset signed by each algorithm of the DNSKEY RRset
+//! (RFC 4035 §2.2), and the NSEC (RFC 4034 §4) or NSEC3 (RFC 5155 §7–8) chain complete.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use super::algorithm::SecAlg;
+use super::dnskey::{key_tag, DnskeyRef};
+use super::nsec3::{owner_hash, Nsec3Params, MAX_ITERATIONS};
+use super::profile::Profile;
+use super::provider::Provider;
+use super::rrsig::{signed_data, signing_owner, Rrsig};
+use crate::name::Name;
+use crate::rdata::read_type_bitmap;
+use crate::rr::{Class, RrType};
+use crate::time::serial_le;
+use crate::zone::{Authority, RRset, Zone};
+
+/// What to check.
+#[derive(Clone, Debug)]
+pub struct VerifyOptions {
+    /// The time at which validity windows are evaluated, UNIX seconds.
+    pub now: u64,
+    /// Only check the RRSIGs present (for partial data such as `dig` output): no completeness
+    /// of signatures, no NSEC/NSEC3 chain.
+    pub signatures_only: bool,
+}
+
+/// One problem found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    /// Owner name of the RRset (or NSEC3 record).
+    pub owner: Name,
+    /// Type of the RRset.
+    pub rtype: RrType,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}: {}", self.owner, self.rtype, self.reason)
+    }
+}
+
+/// The outcome of [`verify_zone`].
+#[derive(Clone, Debug, Default)]
+#[must_use]
+pub struct VerifyReport {
+    /// Every problem found; empty means the zone verifies.
+    pub failures: Vec<Failure>,
+    /// RRSIG records examined.
+    pub signatures_checked: usize,
+    /// RRSIG records that verified and are within their validity window.
+    pub signatures_valid: usize,
+}
+
+impl VerifyReport {
+    /// True if nothing failed.
+    pub fn is_ok(&self) -> bool {
+        self.failures.is_empty()
+    }
+}
+
+struct Checker<'a> {
+    zone: &'a Zone,
+    profile: &'a Profile,
+    provider: &'a Provider,
+    opts: &'a VerifyOptions,
+    /// DNSKEY RDATA by owner name (any owner, so partial dumps of several zones work).
+    keys: BTreeMap<&'a Name, Vec<&'a [u8]>>,
+    report: VerifyReport,
+}
+
+/// Verifies a signed zone. See the module doc for what is checked.
+pub fn verify_zone(
+    zone: &Zone,
+    profile: &Profile,
+    provider: &Provider,
+    opts: &VerifyOptions,
+) -> VerifyReport {
+    let keys = zone
+        .nodes
+        .iter()
+        .filter_map(|(name, node)| {
+            node.get(&RrType::DNSKEY)
+                .map(|s| (name, s.rdatas.iter().map(Vec::as_slice).collect()))
+        })
+        .collect();
+    let mut checker = Checker {
+        zone,
+        profile,
+        provider,
+        opts,
+        keys,
+        report: VerifyReport::default(),
+    };
+    checker.run();
+    checker.report
+}
+
+impl Checker<'_> {
+    fn fail(&mut self, owner: &Name, rtype: RrType, reason: impl Into<String>) {
+        self.report.failures.push(Failure {
+            owner: owner.clone(),
+            rtype,
+            reason: reason.into(),
+        });
+    }
+
+    fn run(&mut self) {
+        let zone = self.zone;
+        if !self.opts.signatures_only && !self.keys.contains_key(&zone.origin) {
+            self.fail(&zone.origin, RrType::DNSKEY, "no DNSKEY RRset at the apex");
+        }
+        let apex_algs: BTreeSet<SecAlg> = self
+            .keys
+            .get(&zone.origin)
+            .into_iter()
+            .flatten()
+            .filter_map(|k| DnskeyRef::parse(k))
+            .map(|k| k.algorithm)
+            .collect();
+        for (name, node) in &zone.nodes {
+            let authority = zone.authority(name);
+            for (rtype, set) in node {
+                let needs_sig = match authority {
+                    Authority::Apex | Authority::Authoritative => true,
+                    Authority::Delegation => matches!(*rtype, RrType::DS | RrType::NSEC),
+                    Authority::Glue => false,
+                };
+                self.check_rrset(name, *rtype, set, needs_sig, &apex_algs);
+            }
+        }
+        for (name, set) in &zone.nsec3 {
+            self.check_rrset(name, RrType::NSEC3, set, true, &apex_algs);
+        }
+        if !self.opts.signatures_only {
+            let nsec3param = zone.rrset(&zone.origin, RrType::NSEC3PARAM).cloned();
+            match nsec3param {
+                Some(p) => self.check_nsec3_chain(&p),
+                None => self.check_nsec_chain(),
+            }
+        }
+    }
+
+    fn check_rrset(
+        &mut self,
+        owner: &Name,
+        rtype: RrType,
+        set: &RRset,
+        needs_sig: bool,
+        apex_algs: &BTreeSet<SecAlg>,
+    ) {
+        if set.rdatas.is_empty() {
+            if !set.rrsigs.is_empty() {
+                self.fail(owner, rtype, "RRSIG covers a type with no records here");
+            }
+            return;
+        }
+        let mut valid_algs = BTreeSet::new();
+        for sig in &set.rrsigs {
+            self.report.signatures_checked += 1;
+            match self.check_signature(owner, set, sig) {
+                Ok(alg) => {
+                    self.report.signatures_valid += 1;
+                    valid_algs.insert(alg);
+                }
+                Err(reason) => self.fail(owner, rtype, reason),
+            }
+        }
+        if needs_sig && !self.opts.signatures_only {
+            for alg in apex_algs.difference(&valid_algs) {
+                self.fail(
+                    owner,
+                    rtype,
+                    format!("no valid RRSIG with algorithm {alg} (RFC 4035 §2.2)"),
+                );
+            }
+        }
+    }
+
+    /// Checks one RRSIG; returns its algorithm number if valid.
+    fn check_signature(
+        &self,
+        owner: &Name,
+        set: &RRset,
+        rdata: &[u8],
+    ) -> Result<SecAlg, String> {
+        let sig = Rrsig::parse(rdata).ok_or("malformed RRSIG RDATA")?;
+        let f = &sig.fields;
+        let tag = f.key_tag;
+        if !owner.is_subdomain_of(&f.signer) {
+            return Err(format!("signer {} is not an ancestor of the owner", f.signer));
+        }
+        let alg = self.profile.algorithm(f.algorithm).ok_or_else(|| {
+            format!(
+                "RRSIG algorithm {} is not mapped by profile {:?}",
+                f.algorithm,
+                self.profile.name()
+            )
+        })?;
+        let scheme = self
+            .provider
+            .scheme(alg)
+            .map_err(|e| format!("RRSIG key tag {tag}: {e}"))?;
+        let now = self.opts.now as u32;
+        if !serial_le(f.inception, now) {
+            return Err(format!("RRSIG key tag {tag} ({alg}) is not yet valid (inception {})", crate::time::to_yyyymmddhhmmss(u64::from(f.inception))));
+        }
+        if !serial_le(now, f.expiration) {
+            return Err(format!("RRSIG key tag {tag} ({alg}) has expired ({})", crate::time::to_yyyymmddhhmmss(u64::from(f.expiration))));
+        }
+        let signed_owner = signing_owner(owner, f.labels)
+            .ok_or_else(|| format!("RRSIG key tag {tag}: labels field {} too large", f.labels))?;
+        let candidates: Vec<&[u8]> = self
+            .keys
+            .get(&f.signer)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|k| {
+                DnskeyRef::parse(k).is_some_and(|d| {
+                    d.algorithm == f.algorithm && d.is_zone_key() && d.protocol == 3
+                }) && key_tag(k) == tag
+            })
+            .collect();
+        if candidates.is_empty() {
+            return Err(format!(
+                "no DNSKEY at {} with key tag {tag} and algorithm {}",
+                f.signer, f.algorithm
+            ));
+        }
+        // RFC 4034 §3.1.4: original TTL is what was signed; set.ttl may be lower after a cache.
+        let data = signed_data(f, &signed_owner, Class::IN, set.rdatas.iter().map(Vec::as_slice));
+        // Key tags can collide (RFC 4034 §5.3.1 note); try every matching key.
+        let ok = candidates.iter().any(|k| {
+            let public = &k[4..];
+            scheme.verify(public, &data, sig.signature).is_ok()
+        });
+        if ok {
+            Ok(f.algorithm)
+        } else {
+            Err(format!("RRSIG key tag {tag} ({alg}): signature does not verify"))
+        }
+    }
+
+    fn expected_types(&self, name: &Name) -> BTreeSet<RrType> {
+        self.zone.nodes[name]
+            .iter()
+            .filter(|(_, s)| !s.rdatas.is_empty())
+            .map(|(t, _)| *t)
+            .collect()
+    }
+
+    fn check_nsec_chain(&mut self) {
+        let zone = self.zone;
+        let names: Vec<&Name> = zone
+            .nodes
+            .keys()
+            .filter(|n| zone.authority(n) != Authority::Glue)
+            .filter(|n| !self.expected_types(n).is_empty())
+            .collect();
+        for (i, name) in names.iter().enumerate() {
+            let next = names[(i + 1) % names.len()];
+            let Some(set) = zone.rrset(name, RrType::NSEC) else {
+                self.fail(name, RrType::NSEC, "missing NSEC record");
+                continue;
+            };
+            let rdata = &set.rdatas[0];
+            let Ok((next_name, used)) = Name::read_uncompressed(rdata) else {
+                self.fail(name, RrType::NSEC, "malformed NSEC RDATA");
+                continue;
+            };
+            if &next_name != next {
+                self.fail(
+                    name,
+                    RrType::NSEC,
+                    format!("next name {next_name} should be {next}"),
+                );
+            }
+            let listed: BTreeSet<RrType> = read_type_bitmap(&rdata[used..])
+                .unwrap_or_default()
+                .into_iter()
+                .collect();
+            let mut present = self.expected_types(name);
+            present.insert(RrType::RRSIG);
+            if listed != present {
+                self.fail(name, RrType::NSEC, format!("type bitmap {listed:?} should be {present:?}"));
+            }
+        }
+    }
+
+    fn check_nsec3_chain(&mut self, nsec3param: &RRset) {
+        let zone = self.zone;
+        let Some((params, _, _)) = Nsec3Params::parse(&nsec3param.rdatas[0]) else {
+            self.fail(&zone.origin, RrType::NSEC3PARAM, "malformed NSEC3PARAM");
+            return;
+        };
+        if params.iterations > MAX_ITERATIONS {
+            self.fail(&zone.origin, RrType::NSEC3PARAM, format!("{} iterations exceed the limit of {MAX_ITERATIONS} (RFC 9276)", params.iterations));
+            return;
+        }
+        // Expected: every non-glue name with data, plus empty non-terminals.
+        let mut expected: BTreeMap<Vec<u8>, (Name, Option<BTreeSet<RrType>>)> = BTreeMap::new();
+        for name in zone.nodes.keys() {
+            let authority = zone.authority(name);
+            if authority == Authority::Glue {
+                continue;
+            }
+            let mut types = self.expected_types(name);
+            if types.is_empty() {
+                continue;
+            }
+            let signed = authority != Authority::Delegation || types.contains(&RrType::DS);
+            if signed {
+                types.insert(RrType::RRSIG);
+            }
+            if params.opt_out && authority == Authority::Delegation && !types.contains(&RrType::DS) {
+                continue;
+            }
+            expected.insert(params.hash(name).to_vec(), (name.clone(), Some(types)));
+        }
+        for ent in zone.empty_non_terminals() {
+            expected.entry(params.hash(&ent).to_vec()).or_insert((ent, None));
+        }
+        let mut present: Vec<(Vec<u8>, &Name, &[u8])> = Vec::new();
+        for (owner, set) in &zone.nsec3 {
+            match (owner_hash(owner), set.rdatas.first()) {
+                (Some(h), Some(r)) if owner.parent().as_ref() == Some(&zone.origin) => {
+                    present.push((h, owner, r))
+                }
+                _ => self.fail(owner, RrType::NSEC3, "NSEC3 owner is not <base32hex>.<apex>"),
+            }
+        }
+        present.sort();
+        for (i, (hash, owner, rdata)) in present.iter().enumerate() {
+            let next_expected = &present[(i + 1) % present.len()].0;
+            let parsed = Nsec3Params::parse(rdata);
+            let Some((p, _alg, rest)) = parsed else {
+                self.fail(owner, RrType::NSEC3, "malformed NSEC3 RDATA");
+                continue;
+            };
+            if p.iterations != params.iterations || p.salt != params.salt {
+                self.fail(owner, RrType::NSEC3, "parameters differ from NSEC3PARAM");
+            }
+            let next_len = usize::from(*rest.first().unwrap_or(&0));
+            let next = rest.get(1..1 + next_len).unwrap_or_default();
+            if next != next_expected.as_slice() {
+                self.fail(owner, RrType::NSEC3, "next hashed owner does not follow the chain");
+            }
+            let listed: BTreeSet<RrType> = read_type_bitmap(rest.get(1 + next_len..).unwrap_or_default())
+                .unwrap_or_default()
+                .into_iter()
+                .collect();
+            match expected.get(hash) {
+                None => self.fail(owner, RrType::NSEC3, "hash matches no name in the zone"),
+                Some((name, Some(types))) if &listed != types => self.fail(
+                    owner,
+                    RrType::NSEC3,
+                    format!("type bitmap for {name} is {listed:?}, should be {types:?}"),
+                ),
+                Some((name, None)) if !listed.is_empty() => self.fail(
+                    owner,
+                    RrType::NSEC3,
+                    format!("empty non-terminal {name} should have an empty type bitmap"),
+                ),
+                _ => {}
+            }
+        }
+        let have: BTreeSet<&Vec<u8>> = present.iter().map(|p| &p.0).collect();
+        for (hash, (name, _)) in &expected {
+            if !have.contains(hash) {
+                self.fail(name, RrType::NSEC3, "no NSEC3 record for this name");
+            }
+        }
+    }
+}

@@ -1,0 +1,450 @@
+//! Domain names (RFC 1035 §3.1) with canonical ordering (RFC 4034 §6.1).
+//!
+//! A [`Name`] holds an absolute name in uncompressed wire format, case preserved. Equality and
+//! ordering ignore ASCII case and follow the DNSSEC canonical order, so a `BTreeMap<Name, _>`
+//! iterates a zone in the order NSEC chains need.
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+
+/// Longest name in wire format, in bytes (RFC 1035 §3.1).
+pub const MAX_NAME_LEN: usize = 255;
+/// Longest label, in bytes (RFC 1035 §3.1).
+pub const MAX_LABEL_LEN: usize = 63;
+
+/// Why a name could not be parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    /// A label is longer than 63 bytes.
+    #[error("label longer than 63 bytes")]
+    LabelTooLong,
+    /// The whole name is longer than 255 bytes in wire format.
+    #[error("name longer than 255 bytes")]
+    NameTooLong,
+    /// Two dots in a row, or a dot at the start of a name other than the root.
+    #[error("empty label")]
+    EmptyLabel,
+    /// A `\` escape that is not `\X` or `\DDD` with DDD ≤ 255.
+    #[error("bad escape sequence")]
+    BadEscape,
+    /// A relative name was given where no origin is known.
+    #[error("relative name without an origin")]
+    NoOrigin,
+    /// Wire-format name runs past the end of its buffer or uses a bad label type.
+    #[error("malformed wire-format name")]
+    BadWire,
+}
+
+/// An absolute domain name: uncompressed wire format, case preserved, compared case-insensitively
+/// in canonical DNS order (RFC 4034 §6.1).
+#[derive(Clone)]
+pub struct Name {
+    wire: Box<[u8]>,
+}
+
+impl Name {
+    /// The root name `.`.
+    pub fn root() -> Name {
+        Name {
+            wire: Box::new([0]),
+        }
+    }
+
+    /// Builds a name from uncompressed wire format (a sequence of length-prefixed labels ending in
+    /// the zero-length root label).
+    ///
+    /// # Errors
+    /// [`NameError`] if a label is too long, the total exceeds 255 bytes, or the data does not end
+    /// exactly at the root label.
+    pub fn from_wire(wire: &[u8]) -> Result<Name, NameError> {
+        let (name, used) = Name::read_uncompressed(wire)?;
+        if used != wire.len() {
+            return Err(NameError::BadWire);
+        }
+        Ok(name)
+    }
+
+    /// Reads an uncompressed name from the start of `data`; returns it and the bytes consumed.
+    ///
+    /// # Errors
+    /// [`NameError::BadWire`] on truncation or a compression pointer, and length errors.
+    pub fn read_uncompressed(data: &[u8]) -> Result<(Name, usize), NameError> {
+        let mut pos = 0;
+        loop {
+            let len = *data.get(pos).ok_or(NameError::BadWire)? as usize;
+            if len > MAX_LABEL_LEN {
+                return Err(NameError::BadWire);
+            }
+            pos += 1 + len;
+            if pos > MAX_NAME_LEN {
+                return Err(NameError::NameTooLong);
+            }
+            if pos > data.len() {
+                return Err(NameError::BadWire);
+            }
+            if len == 0 {
+                return Ok((
+                    Name {
+                        wire: data[..pos].into(),
+                    },
+                    pos,
+                ));
+            }
+        }
+    }
+
+    /// Parses presentation format (RFC 1035 §5.1): `www.example.com.`, escapes `\.` and `\DDD`,
+    /// `@` for the origin. A name without a trailing dot is relative and gets `origin` appended.
+    ///
+    /// # Errors
+    /// [`NameError`] for bad escapes, label or name length, empty labels, or a relative name
+    /// with no origin.
+    pub fn parse(text: &str, origin: Option<&Name>) -> Result<Name, NameError> {
+        if text == "@" {
+            return origin.cloned().ok_or(NameError::NoOrigin);
+        }
+        if text == "." {
+            return Ok(Name::root());
+        }
+        let bytes = text.as_bytes();
+        let mut wire = Vec::with_capacity(bytes.len() + 2);
+        let mut label = Vec::with_capacity(MAX_LABEL_LEN);
+        let mut i = 0;
+        let mut absolute = false;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'.' => {
+                    push_label(&mut wire, &label)?;
+                    label.clear();
+                    if i + 1 == bytes.len() {
+                        absolute = true;
+                    }
+                    i += 1;
+                }
+                b'\\' => {
+                    let (byte, used) = parse_escape(&bytes[i + 1..])?;
+                    label.push(byte);
+                    i += 1 + used;
+                }
+                b => {
+                    label.push(b);
+                    i += 1;
+                }
+            }
+        }
+        if !absolute {
+            push_label(&mut wire, &label)?;
+            let origin = origin.ok_or(NameError::NoOrigin)?;
+            wire.extend_from_slice(&origin.wire);
+        } else {
+            wire.push(0);
+        }
+        if wire.len() > MAX_NAME_LEN {
+            return Err(NameError::NameTooLong);
+        }
+        Ok(Name { wire: wire.into() })
+    }
+
+    /// The name in uncompressed wire format, case preserved.
+    pub fn as_wire(&self) -> &[u8] {
+        &self.wire
+    }
+
+    /// Length of the wire format, in bytes (1 for the root).
+    pub fn wire_len(&self) -> usize {
+        self.wire.len()
+    }
+
+    /// Writes the name in canonical form (RFC 4034 §6.2: uncompressed, ASCII lowercase).
+    pub fn write_canonical(&self, out: &mut Vec<u8>) {
+        out.extend(self.wire.iter().map(u8::to_ascii_lowercase));
+    }
+
+    /// A copy with ASCII letters lowercased.
+    pub fn to_lowercase(&self) -> Name {
+        let mut wire = Vec::with_capacity(self.wire.len());
+        self.write_canonical(&mut wire);
+        Name { wire: wire.into() }
+    }
+
+    /// Iterates the labels left to right, without the root label.
+    pub fn labels(&self) -> Labels<'_> {
+        Labels {
+            wire: &self.wire,
+            pos: 0,
+        }
+    }
+
+    /// Number of labels, not counting the root.
+    pub fn label_count(&self) -> usize {
+        self.labels().count()
+    }
+
+    /// True for the root name.
+    pub fn is_root(&self) -> bool {
+        self.wire.len() == 1
+    }
+
+    /// True when the leftmost label is `*` (RFC 4592 §2.1.1).
+    pub fn is_wildcard(&self) -> bool {
+        self.wire.len() >= 2 && self.wire[0] == 1 && self.wire[1] == b'*'
+    }
+
+    /// The name with its leftmost label removed; `None` for the root.
+    pub fn parent(&self) -> Option<Name> {
+        if self.is_root() {
+            return None;
+        }
+        let skip = 1 + self.wire[0] as usize;
+        Some(Name {
+            wire: self.wire[skip..].into(),
+        })
+    }
+
+    /// True if `self` is `other` or lies below it.
+    pub fn is_subdomain_of(&self, other: &Name) -> bool {
+        let (a, b) = (self.wire_len(), other.wire_len());
+        if a < b {
+            return false;
+        }
+        // The suffix must start on a label boundary.
+        let mut pos = 0;
+        while a - pos > b {
+            pos += 1 + self.wire[pos] as usize;
+        }
+        a - pos == b && self.wire[pos..].eq_ignore_ascii_case(&other.wire)
+    }
+
+    /// Prepends one label (raw bytes).
+    ///
+    /// # Errors
+    /// [`NameError`] if the label or the result is too long, or the label is empty.
+    pub fn prepend_label(&self, label: &[u8]) -> Result<Name, NameError> {
+        let mut wire = Vec::with_capacity(self.wire.len() + label.len() + 1);
+        push_label(&mut wire, label)?;
+        wire.extend_from_slice(&self.wire);
+        if wire.len() > MAX_NAME_LEN {
+            return Err(NameError::NameTooLong);
+        }
+        Ok(Name { wire: wire.into() })
+    }
+
+    /// The wildcard `*.<parent>` that could synthesise this name's answers.
+    pub fn wildcard_of_parent(&self) -> Option<Name> {
+        self.parent().and_then(|p| p.prepend_label(b"*").ok())
+    }
+
+    /// Labels right to left, the order canonical comparison uses.
+    fn labels_rev(&self) -> impl Iterator<Item = &[u8]> {
+        let mut offsets = [0u8; 128];
+        let mut n = 0;
+        let mut pos = 0;
+        while self.wire[pos] != 0 {
+            offsets[n] = pos as u8;
+            n += 1;
+            pos += 1 + self.wire[pos] as usize;
+        }
+        (0..n).rev().map(move |i| {
+            let start = offsets[i] as usize;
+            let len = self.wire[start] as usize;
+            &self.wire[start + 1..start + 1 + len]
+        })
+    }
+}
+
+fn push_label(wire: &mut Vec<u8>, label: &[u8]) -> Result<(), NameError> {
+    if label.is_empty() {
+        return Err(NameError::EmptyLabel);
+    }
+    if label.len() > MAX_LABEL_LEN {
+        return Err(NameError::LabelTooLong);
+    }
+    wire.push(label.len() as u8);
+    wire.extend_from_slice(label);
+    Ok(())
+}
+
+/// Parses the part after a backslash: `X` or `DDD`. Returns the byte and the characters used.
+pub(crate) fn parse_escape(rest: &[u8]) -> Result<(u8, usize), NameError> {
+    match rest {
+        [a, b, c, ..] if a.is_ascii_digit() && b.is_ascii_digit() && c.is_ascii_digit() => {
+            let v = u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0');
+            u8::try_from(v)
+                .map(|v| (v, 3))
+                .map_err(|_| NameError::BadEscape)
+        }
+        [a, ..] if !a.is_ascii_digit() => Ok((*a, 1)),
+        _ => Err(NameError::BadEscape),
+    }
+}
+
+/// Iterator over a name's labels, left to right.
+pub struct Labels<'a> {
+    wire: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Iterator for Labels<'a> {
+    type Item = &'a [u8];
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let len = self.wire[self.pos] as usize;
+        if len == 0 {
+            return None;
+        }
+        let label = &self.wire[self.pos + 1..self.pos + 1 + len];
+        self.pos += 1 + len;
+        Some(label)
+    }
+}
+
+impl PartialEq for Name {
+    fn eq(&self, other: &Name) -> bool {
+        self.wire.eq_ignore_ascii_case(&other.wire)
+    }
+}
+impl Eq for Name {}
+
+impl Hash for Name {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        for b in self.wire.iter() {
+            state.write_u8(b.to_ascii_lowercase());
+        }
+    }
+}
+
+impl Ord for Name {
+    /// Canonical DNS name order, RFC 4034 §6.1: labels compared right to left as lowercase byte
+    /// strings, a missing label sorting first.
+    fn cmp(&self, other: &Name) -> Ordering {
+        let mut a = self.labels_rev();
+        let mut b = other.labels_rev();
+        loop {
+            match (a.next(), b.next()) {
+                (None, None) => return Ordering::Equal,
+                (None, Some(_)) => return Ordering::Less,
+                (Some(_), None) => return Ordering::Greater,
+                (Some(x), Some(y)) => {
+                    let ord = x
+                        .iter()
+                        .map(u8::to_ascii_lowercase)
+                        .cmp(y.iter().map(u8::to_ascii_lowercase));
+                    if ord != Ordering::Equal {
+                        return ord;
+                    }
+                }
+            }
+        }
+    }
+}
+impl PartialOrd for Name {
+    fn partial_cmp(&self, other: &Name) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl fmt::Display for Name {
+    /// Presentation format, absolute (trailing dot), with `\.`, `\\` and `\DDD` escapes.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_root() {
+            return f.write_str(".");
+        }
+        for label in self.labels() {
+            write_label(f, label)?;
+            f.write_str(".")?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes one label in presentation format.
+pub(crate) fn write_label(f: &mut impl fmt::Write, label: &[u8]) -> fmt::Result {
+    for &b in label {
+        match b {
+            b'.' | b'\\' | b'"' | b'(' | b')' | b';' | b'@' | b'$' => write!(f, "\\{}", b as char)?,
+            0x21..=0x7e => f.write_char(b as char)?,
+            _ => write!(f, "\\{b:03}")?,
+        }
+    }
+    Ok(())
+}
+
+impl fmt::Debug for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Name({self})")
+    }
+}
+
+impl std::str::FromStr for Name {
+    type Err = NameError;
+    /// Parses an absolute name; a name without a trailing dot is taken as relative to the root.
+    fn from_str(s: &str) -> Result<Name, NameError> {
+        Name::parse(s, Some(&Name::root()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn n(s: &str) -> Name {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn canonical_order_matches_rfc4034_example() {
+        // RFC 4034 §6.1 lists these names in canonical order.
+        let ordered = [
+            "example.",
+            "a.example.",
+            "yljkjljk.a.example.",
+            "Z.a.example.",
+            "zABC.a.EXAMPLE.",
+            "z.example.",
+            "\\001.z.example.",
+            "*.z.example.",
+            "\\200.z.example.",
+        ];
+        let names: Vec<Name> = ordered.iter().map(|s| n(s)).collect();
+        for pair in names.windows(2) {
+            assert_eq!(pair[0].cmp(&pair[1]), Ordering::Less, "{:?}", pair);
+        }
+    }
+
+    #[test]
+    fn parse_relative_escape_and_display() {
+        let origin = n("example.com.");
+        let name = Name::parse("a\\.b.www", Some(&origin)).unwrap();
+        assert_eq!(name.label_count(), 4);
+        assert_eq!(name.to_string(), "a\\.b.www.example.com.");
+        assert_eq!(Name::parse("\\065bc", Some(&origin)).unwrap(), n("abc.example.com."));
+        assert_eq!(Name::parse("@", Some(&origin)).unwrap(), origin);
+        assert_eq!(Name::parse("www", None), Err(NameError::NoOrigin));
+        assert_eq!(Name::parse("a..b.", None), Err(NameError::EmptyLabel));
+        assert_eq!(Name::parse("\\300.", None), Err(NameError::BadEscape));
+        let long = "a".repeat(64) + ".";
+        assert_eq!(Name::parse(&long, None), Err(NameError::LabelTooLong));
+        let too_long = "abcdefghi.".repeat(26);
+        assert_eq!(Name::parse(&too_long, None), Err(NameError::NameTooLong));
+    }
+
+    #[test]
+    fn subdomain_parent_wildcard() {
+        assert!(n("a.b.example.").is_subdomain_of(&n("EXAMPLE.")));
+        assert!(!n("aexample.").is_subdomain_of(&n("example.")));
+        assert!(n("example.").is_subdomain_of(&Name::root()));
+        assert_eq!(n("a.b.example.").parent(), Some(n("b.example.")));
+        assert!(n("*.example.").is_wildcard());
+        assert_eq!(n("x.example.").wildcard_of_parent(), Some(n("*.example.")));
+        assert_eq!(n("WwW.Example.").to_lowercase().as_wire(), n("www.example.").as_wire());
+    }
+
+    #[test]
+    fn wire_round_trip_and_rejects_garbage() {
+        let name = n("www.example.com.");
+        assert_eq!(Name::from_wire(name.as_wire()).unwrap(), name);
+        assert_eq!(Name::from_wire(&[3, b'w', b'w']), Err(NameError::BadWire));
+        assert_eq!(Name::from_wire(&[0xc0, 12]), Err(NameError::BadWire));
+        assert_eq!(Name::from_wire(&[0, 0]), Err(NameError::BadWire));
+    }
+}

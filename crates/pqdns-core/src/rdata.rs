@@ -1,0 +1,679 @@
+//! RDATA layouts: presentation ↔ wire conversion and canonical form (RFC 4034 §6.2).
+//!
+//! Each known type is described once as a list of [`Field`]s; parsing, printing and
+//! canonicalisation all walk that list, so a type is added in one place. Types without a layout
+//! use the RFC 3597 generic syntax `\# <length> <hex>`, which is also accepted for every type.
+
+use std::fmt;
+
+use base64::Engine as _;
+use data_encoding::{BASE32HEX_NOPAD, HEXUPPER};
+
+use crate::name::{parse_escape, Name};
+use crate::rr::RrType;
+use crate::time;
+
+/// One field of an RDATA layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Field {
+    U8,
+    U16,
+    U32,
+    /// An RR type number, printed as its mnemonic.
+    Type,
+    /// A 32-bit UNIX time printed as YYYYMMDDHHMMSS (RFC 4034 §3.2).
+    Time,
+    /// A domain name; `lower` marks the names RFC 4034 §6.2 (as amended by RFC 6840 §5.1)
+    /// lowercases in canonical form.
+    DName { lower: bool },
+    Ipv4,
+    Ipv6,
+    CharString,
+    /// All remaining character-strings (TXT).
+    CharStrings,
+    /// All remaining bytes, base64 in presentation format (keys, signatures).
+    Base64,
+    /// All remaining bytes, hex in presentation format (digests).
+    Hex,
+    /// One length byte then bytes, hex or `-` for empty (NSEC3 salt, RFC 5155 §3.3).
+    Salt,
+    /// One length byte then bytes, base32hex without padding (NSEC3 next hashed owner).
+    Base32,
+    /// The remaining bytes are a type bitmap (RFC 4034 §4.1.2).
+    TypeBitmap,
+    /// CAA tag: one length byte then ASCII (RFC 8659 §4.1).
+    CaaTag,
+    /// CAA value: all remaining bytes as one quoted string.
+    CaaValue,
+}
+
+use Field::*;
+
+const LOWER: Field = DName { lower: true };
+const KEEP: Field = DName { lower: false };
+
+fn layout(rtype: RrType) -> Option<&'static [Field]> {
+    Some(match rtype {
+        RrType::A => &[Ipv4],
+        RrType::AAAA => &[Ipv6],
+        RrType::NS | RrType::CNAME | RrType::PTR | RrType::DNAME => &[LOWER],
+        RrType::SOA => &[LOWER, LOWER, U32, U32, U32, U32, U32],
+        RrType::MX => &[U16, LOWER],
+        RrType::TXT | RrType::SPF => &[CharStrings],
+        RrType::HINFO => &[CharString, CharString],
+        RrType::SRV => &[U16, U16, U16, LOWER],
+        RrType::NAPTR => &[U16, U16, CharString, CharString, CharString, LOWER],
+        RrType::DS | RrType::CDS => &[U16, U8, U8, Hex],
+        RrType::SSHFP => &[U8, U8, Hex],
+        RrType::RRSIG => &[Type, U8, U8, U32, Time, Time, U16, LOWER, Base64],
+        RrType::NSEC => &[KEEP, TypeBitmap],
+        RrType::DNSKEY | RrType::CDNSKEY => &[U16, U8, U8, Base64],
+        RrType::NSEC3 => &[U8, U8, U16, Salt, Base32, TypeBitmap],
+        RrType::NSEC3PARAM => &[U8, U8, U16, Salt],
+        RrType::TLSA => &[U8, U8, U8, Hex],
+        RrType::CAA => &[U8, CaaTag, CaaValue],
+        _ => return None,
+    })
+}
+
+/// Why presentation-format RDATA could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RdataError {
+    /// Fewer fields than the type needs.
+    #[error("missing RDATA field: expected {0}")]
+    Missing(&'static str),
+    /// A field that does not parse; says what was expected and what was found.
+    #[error("bad RDATA field {found:?}: expected {expected}")]
+    Bad {
+        /// What the field should be.
+        expected: &'static str,
+        /// The text found.
+        found: String,
+    },
+    /// More fields than the type takes.
+    #[error("unexpected extra RDATA {0:?}")]
+    Extra(String),
+    /// The RDATA would exceed 65535 bytes.
+    #[error("RDATA longer than 65535 bytes")]
+    TooLong,
+    /// A type with no known layout, given without RFC 3597 `\#` syntax.
+    #[error("type {0} has no presentation format here; use RFC 3597 \\# syntax")]
+    UnknownType(RrType),
+}
+
+fn expected(field: Field) -> &'static str {
+    match field {
+        U8 => "an 8-bit number",
+        U16 => "a 16-bit number",
+        U32 => "a 32-bit number",
+        Type => "an RR type",
+        Time => "a time (YYYYMMDDHHMMSS or seconds)",
+        DName { .. } => "a domain name",
+        Ipv4 => "an IPv4 address",
+        Ipv6 => "an IPv6 address",
+        CharString | CharStrings => "a character-string",
+        Base64 => "base64 data",
+        Hex => "hex data",
+        Salt => "a hex salt or -",
+        Base32 => "a base32hex hash",
+        TypeBitmap => "RR types",
+        CaaTag => "a CAA tag",
+        CaaValue => "a CAA value",
+    }
+}
+
+/// A presentation-format token as the zone-file lexer delivers it: text with escapes still in
+/// place, and whether it was quoted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Token {
+    /// Raw text (escapes not yet decoded).
+    pub text: String,
+    /// True if the token was a quoted string.
+    pub quoted: bool,
+}
+
+/// Parses presentation-format RDATA for `rtype` into uncompressed wire format. Relative names
+/// are completed with `origin`.
+///
+/// # Errors
+/// [`RdataError`] describing the first field that is missing, malformed or extra.
+pub fn parse_presentation(
+    rtype: RrType,
+    tokens: &[Token],
+    origin: Option<&Name>,
+) -> Result<Vec<u8>, RdataError> {
+    if tokens.first().is_some_and(|t| !t.quoted && t.text == "\\#") {
+        return parse_generic(&tokens[1..]);
+    }
+    let fields = layout(rtype).ok_or(RdataError::UnknownType(rtype))?;
+    let mut out = Vec::new();
+    let mut rest = tokens;
+    for &field in fields {
+        let bad = |t: &Token| RdataError::Bad {
+            expected: expected(field),
+            found: t.text.clone(),
+        };
+        if is_rest_field(field) {
+            parse_rest(field, rest, &mut out, origin)?;
+            rest = &[];
+            continue;
+        }
+        let (tok, tail) = rest
+            .split_first()
+            .ok_or(RdataError::Missing(expected(field)))?;
+        rest = tail;
+        let text = tok.text.as_str();
+        match field {
+            U8 => out.push(text.parse::<u8>().map_err(|_| bad(tok))?),
+            U16 => out.extend(text.parse::<u16>().map_err(|_| bad(tok))?.to_be_bytes()),
+            U32 => out.extend(text.parse::<u32>().map_err(|_| bad(tok))?.to_be_bytes()),
+            Type => out.extend(
+                RrType::from_mnemonic(text)
+                    .ok_or_else(|| bad(tok))?
+                    .0
+                    .to_be_bytes(),
+            ),
+            Time => out.extend(parse_time(text).ok_or_else(|| bad(tok))?.to_be_bytes()),
+            DName { .. } => {
+                let name = Name::parse(text, origin).map_err(|_| bad(tok))?;
+                out.extend_from_slice(name.as_wire());
+            }
+            Ipv4 => out.extend(
+                text.parse::<std::net::Ipv4Addr>()
+                    .map_err(|_| bad(tok))?
+                    .octets(),
+            ),
+            Ipv6 => out.extend(
+                text.parse::<std::net::Ipv6Addr>()
+                    .map_err(|_| bad(tok))?
+                    .octets(),
+            ),
+            CharString => push_char_string(&mut out, text).ok_or_else(|| bad(tok))?,
+            Salt => {
+                let salt = if text == "-" {
+                    Vec::new()
+                } else {
+                    HEXUPPER
+                        .decode(text.to_ascii_uppercase().as_bytes())
+                        .map_err(|_| bad(tok))?
+                };
+                out.push(u8::try_from(salt.len()).map_err(|_| bad(tok))?);
+                out.extend(salt);
+            }
+            Base32 => {
+                let hash = BASE32HEX_NOPAD
+                    .decode(text.to_ascii_uppercase().as_bytes())
+                    .map_err(|_| bad(tok))?;
+                out.push(u8::try_from(hash.len()).map_err(|_| bad(tok))?);
+                out.extend(hash);
+            }
+            CaaTag => {
+                if text.is_empty() || !text.bytes().all(|b| b.is_ascii_alphanumeric()) {
+                    return Err(bad(tok));
+                }
+                out.push(u8::try_from(text.len()).map_err(|_| bad(tok))?);
+                out.extend(text.bytes());
+            }
+            _ => unreachable!("rest fields handled above"),
+        }
+    }
+    if let Some(extra) = rest.first() {
+        return Err(RdataError::Extra(extra.text.clone()));
+    }
+    if out.len() > usize::from(u16::MAX) {
+        return Err(RdataError::TooLong);
+    }
+    Ok(out)
+}
+
+fn is_rest_field(field: Field) -> bool {
+    matches!(field, CharStrings | Base64 | Hex | TypeBitmap | CaaValue)
+}
+
+fn parse_rest(
+    field: Field,
+    tokens: &[Token],
+    out: &mut Vec<u8>,
+    _origin: Option<&Name>,
+) -> Result<(), RdataError> {
+    let joined = || tokens.iter().map(|t| t.text.as_str()).collect::<String>();
+    let bad = |found: String| RdataError::Bad {
+        expected: expected(field),
+        found,
+    };
+    match field {
+        CharStrings => {
+            if tokens.is_empty() {
+                return Err(RdataError::Missing(expected(field)));
+            }
+            for tok in tokens {
+                push_char_string(out, &tok.text).ok_or_else(|| bad(tok.text.clone()))?;
+            }
+        }
+        Base64 => {
+            let text = joined();
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(text.as_bytes())
+                .map_err(|_| bad(text.clone()))?;
+            if bytes.is_empty() {
+                return Err(RdataError::Missing(expected(field)));
+            }
+            out.extend(bytes);
+        }
+        Hex => {
+            let text = joined().to_ascii_uppercase();
+            let bytes = HEXUPPER
+                .decode(text.as_bytes())
+                .map_err(|_| bad(text.clone()))?;
+            if bytes.is_empty() {
+                return Err(RdataError::Missing(expected(field)));
+            }
+            out.extend(bytes);
+        }
+        TypeBitmap => {
+            let mut types = Vec::with_capacity(tokens.len());
+            for tok in tokens {
+                types.push(RrType::from_mnemonic(&tok.text).ok_or_else(|| bad(tok.text.clone()))?);
+            }
+            write_type_bitmap(out, &types);
+        }
+        CaaValue => {
+            let tok = tokens
+                .first()
+                .ok_or(RdataError::Missing(expected(field)))?;
+            if let Some(extra) = tokens.get(1) {
+                return Err(RdataError::Extra(extra.text.clone()));
+            }
+            let bytes = unescape(&tok.text).ok_or_else(|| bad(tok.text.clone()))?;
+            out.extend(bytes);
+        }
+        _ => unreachable!("only rest fields reach parse_rest"),
+    }
+    Ok(())
+}
+
+fn parse_generic(tokens: &[Token]) -> Result<Vec<u8>, RdataError> {
+    let (len_tok, hex) = tokens
+        .split_first()
+        .ok_or(RdataError::Missing("an RDATA length"))?;
+    let len: usize = len_tok.text.parse().map_err(|_| RdataError::Bad {
+        expected: "an RDATA length",
+        found: len_tok.text.clone(),
+    })?;
+    let text: String = hex.iter().map(|t| t.text.as_str()).collect();
+    let bytes = HEXUPPER
+        .decode(text.to_ascii_uppercase().as_bytes())
+        .map_err(|_| RdataError::Bad {
+            expected: "hex data",
+            found: text.clone(),
+        })?;
+    if bytes.len() != len {
+        return Err(RdataError::Bad {
+            expected: "hex data as long as the given length",
+            found: text,
+        });
+    }
+    if bytes.len() > usize::from(u16::MAX) {
+        return Err(RdataError::TooLong);
+    }
+    Ok(bytes)
+}
+
+/// Decodes `\X` and `\DDD` escapes in a character-string.
+fn unescape(text: &str) -> Option<Vec<u8>> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' {
+            let (b, used) = parse_escape(&bytes[i + 1..]).ok()?;
+            out.push(b);
+            i += 1 + used;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    Some(out)
+}
+
+fn push_char_string(out: &mut Vec<u8>, text: &str) -> Option<()> {
+    let bytes = unescape(text)?;
+    out.push(u8::try_from(bytes.len()).ok()?);
+    out.extend(bytes);
+    Some(())
+}
+
+/// Writes an RFC 4034 §4.1.2 type bitmap for `types` (any order, duplicates ignored).
+pub fn write_type_bitmap(out: &mut Vec<u8>, types: &[RrType]) {
+    let mut sorted: Vec<u16> = types.iter().map(|t| t.0).collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut i = 0;
+    while i < sorted.len() {
+        let window = (sorted[i] >> 8) as u8;
+        let mut bits = [0u8; 32];
+        let mut used = 0;
+        while i < sorted.len() && (sorted[i] >> 8) as u8 == window {
+            let low = (sorted[i] & 0xff) as usize;
+            bits[low / 8] |= 0x80 >> (low % 8);
+            used = low / 8 + 1;
+            i += 1;
+        }
+        out.push(window);
+        out.push(used as u8);
+        out.extend_from_slice(&bits[..used]);
+    }
+}
+
+/// Reads an RFC 4034 §4.1.2 type bitmap; `None` if malformed.
+pub fn read_type_bitmap(mut data: &[u8]) -> Option<Vec<RrType>> {
+    let mut types = Vec::new();
+    while !data.is_empty() {
+        let window = u16::from(*data.first()?);
+        let len = usize::from(*data.get(1)?);
+        if len == 0 || len > 32 || data.len() < 2 + len {
+            return None;
+        }
+        for (byte_idx, byte) in data[2..2 + len].iter().enumerate() {
+            for bit in 0..8 {
+                if byte & (0x80 >> bit) != 0 {
+                    types.push(RrType(window << 8 | (byte_idx * 8 + bit) as u16));
+                }
+            }
+        }
+        data = &data[2 + len..];
+    }
+    Some(types)
+}
+
+/// Parses an RRSIG time field: YYYYMMDDHHMMSS (UTC) or a decimal number of seconds.
+pub fn parse_time(text: &str) -> Option<u32> {
+    if text.len() == 14 && text.bytes().all(|b| b.is_ascii_digit()) {
+        time::from_yyyymmddhhmmss(text).and_then(|t| u32::try_from(t).ok())
+    } else {
+        text.parse().ok()
+    }
+}
+
+/// A field's position inside wire-format RDATA, found by walking the layout.
+struct Walk<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Walk<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.data.get(self.pos..self.pos + n)?;
+        self.pos += n;
+        Some(s)
+    }
+    fn rest(&mut self) -> &'a [u8] {
+        let s = &self.data[self.pos..];
+        self.pos = self.data.len();
+        s
+    }
+    /// Returns the byte range of the field and advances past it.
+    fn field(&mut self, field: Field) -> Option<std::ops::Range<usize>> {
+        let start = self.pos;
+        match field {
+            U8 => {
+                self.take(1)?;
+            }
+            U16 | Type => {
+                self.take(2)?;
+            }
+            U32 | Time | Ipv4 => {
+                self.take(4)?;
+            }
+            Ipv6 => {
+                self.take(16)?;
+            }
+            DName { .. } => {
+                let (_, used) = crate::name::Name::read_uncompressed(&self.data[self.pos..]).ok()?;
+                self.pos += used;
+            }
+            CharString | Salt | Base32 | CaaTag => {
+                let len = usize::from(*self.take(1)?.first()?);
+                self.take(len)?;
+            }
+            CharStrings => {
+                if self.pos == self.data.len() {
+                    return None;
+                }
+                while self.pos < self.data.len() {
+                    let len = usize::from(*self.take(1)?.first()?);
+                    self.take(len)?;
+                }
+            }
+            Base64 | Hex | CaaValue => {
+                self.rest();
+            }
+            TypeBitmap => {
+                read_type_bitmap(self.rest())?;
+            }
+        }
+        Some(start..self.pos)
+    }
+}
+
+/// Lowercases the embedded names RFC 4034 §6.2 lists (as amended by RFC 6840 §5.1: not NSEC's
+/// next name), in place. RDATA that does not match its layout is left unchanged.
+pub fn canonicalize_rdata(rtype: RrType, rdata: &mut [u8]) {
+    let Some(fields) = layout(rtype) else { return };
+    let mut ranges = Vec::new();
+    let mut walk = Walk {
+        data: rdata,
+        pos: 0,
+    };
+    for &field in fields {
+        let Some(range) = walk.field(field) else {
+            return;
+        };
+        if field == LOWER {
+            ranges.push(range);
+        }
+    }
+    for range in ranges {
+        rdata[range].make_ascii_lowercase();
+    }
+}
+
+/// The RDATA in canonical form (RFC 4034 §6.2), as a new buffer.
+pub fn canonical_rdata(rtype: RrType, rdata: &[u8]) -> Vec<u8> {
+    let mut out = rdata.to_vec();
+    canonicalize_rdata(rtype, &mut out);
+    out
+}
+
+/// Checks that wire-format RDATA matches the type's layout (always true for types without one).
+pub fn is_well_formed(rtype: RrType, rdata: &[u8]) -> bool {
+    let Some(fields) = layout(rtype) else {
+        return true;
+    };
+    let mut walk = Walk {
+        data: rdata,
+        pos: 0,
+    };
+    fields.iter().all(|&f| walk.field(f).is_some()) && walk.pos == rdata.len()
+}
+
+/// Writes RDATA in presentation format; RDATA that does not fit its layout (or has none) is
+/// written in RFC 3597 generic syntax.
+pub fn write_presentation(f: &mut impl fmt::Write, rtype: RrType, rdata: &[u8]) -> fmt::Result {
+    if !is_well_formed(rtype, rdata) || layout(rtype).is_none() {
+        return write!(f, "\\# {} {}", rdata.len(), HEXUPPER.encode(rdata));
+    }
+    let fields = layout(rtype).unwrap_or(&[]);
+    let mut walk = Walk {
+        data: rdata,
+        pos: 0,
+    };
+    for (i, &field) in fields.iter().enumerate() {
+        if i > 0 {
+            f.write_char(' ')?;
+        }
+        let Some(range) = walk.field(field) else {
+            return Ok(());
+        };
+        let v = &rdata[range];
+        match field {
+            U8 => write!(f, "{}", v[0])?,
+            U16 => write!(f, "{}", u16::from_be_bytes([v[0], v[1]]))?,
+            U32 => write!(f, "{}", u32::from_be_bytes([v[0], v[1], v[2], v[3]]))?,
+            Type => write!(f, "{}", RrType(u16::from_be_bytes([v[0], v[1]])))?,
+            Time => f.write_str(&time::to_yyyymmddhhmmss(u64::from(u32::from_be_bytes([
+                v[0], v[1], v[2], v[3],
+            ]))))?,
+            DName { .. } => match crate::name::Name::from_wire(v) {
+                Ok(n) => write!(f, "{n}")?,
+                Err(_) => return Err(fmt::Error),
+            },
+            Ipv4 => write!(f, "{}", std::net::Ipv4Addr::new(v[0], v[1], v[2], v[3]))?,
+            Ipv6 => {
+                let octets: [u8; 16] = v.try_into().map_err(|_| fmt::Error)?;
+                write!(f, "{}", std::net::Ipv6Addr::from(octets))?
+            }
+            CharString => write_char_string(f, &v[1..])?,
+            CharStrings => {
+                let mut rest = v;
+                let mut first = true;
+                while let Some((&len, tail)) = rest.split_first() {
+                    if !first {
+                        f.write_char(' ')?;
+                    }
+                    first = false;
+                    write_char_string(f, &tail[..usize::from(len)])?;
+                    rest = &tail[usize::from(len)..];
+                }
+            }
+            Base64 => f.write_str(&base64::engine::general_purpose::STANDARD.encode(v))?,
+            Hex => f.write_str(&HEXUPPER.encode(v))?,
+            Salt if v.len() == 1 => f.write_char('-')?,
+            Salt => f.write_str(&HEXUPPER.encode(&v[1..]))?,
+            Base32 => f.write_str(&BASE32HEX_NOPAD.encode(&v[1..]))?,
+            TypeBitmap => {
+                let types = read_type_bitmap(v).unwrap_or_default();
+                let list: Vec<String> = types.iter().map(ToString::to_string).collect();
+                f.write_str(&list.join(" "))?
+            }
+            CaaTag => f.write_str(&String::from_utf8_lossy(&v[1..]))?,
+            CaaValue => write_char_string(f, v)?,
+        }
+    }
+    Ok(())
+}
+
+fn write_char_string(f: &mut impl fmt::Write, bytes: &[u8]) -> fmt::Result {
+    f.write_char('"')?;
+    for &b in bytes {
+        match b {
+            b'"' | b'\\' => write!(f, "\\{}", b as char)?,
+            0x20..=0x7e => f.write_char(b as char)?,
+            _ => write!(f, "\\{b:03}")?,
+        }
+    }
+    f.write_char('"')
+}
+
+/// RDATA rendered as a presentation-format string.
+pub fn to_presentation(rtype: RrType, rdata: &[u8]) -> String {
+    let mut s = String::new();
+    // Writing into a String cannot fail except on malformed names, already checked above.
+    let _ = write_presentation(&mut s, rtype, rdata);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toks(s: &str) -> Vec<Token> {
+        s.split_whitespace()
+            .map(|t| Token {
+                text: t.to_string(),
+                quoted: false,
+            })
+            .collect()
+    }
+
+    fn round_trip(rtype: RrType, text: &str) -> String {
+        let origin: Name = "example.com.".parse().unwrap();
+        let wire = parse_presentation(rtype, &toks(text), Some(&origin)).unwrap();
+        to_presentation(rtype, &wire)
+    }
+
+    #[test]
+    fn presentation_round_trips() {
+        assert_eq!(round_trip(RrType::MX, "10 mail"), "10 mail.example.com.");
+        assert_eq!(
+            round_trip(RrType::SOA, "ns1 hostmaster 1 7200 3600 1209600 300"),
+            "ns1.example.com. hostmaster.example.com. 1 7200 3600 1209600 300"
+        );
+        assert_eq!(round_trip(RrType::AAAA, "2001:db8::1"), "2001:db8::1");
+        assert_eq!(
+            round_trip(RrType::NSEC, "a.example.com. A MX RRSIG NSEC TYPE1234"),
+            "a.example.com. A MX RRSIG NSEC TYPE1234"
+        );
+        assert_eq!(
+            round_trip(RrType::NSEC3, "1 0 0 - 2T7B4G4VSA5SMI47K61MV5BV1A22BOJR A RRSIG"),
+            "1 0 0 - 2T7B4G4VSA5SMI47K61MV5BV1A22BOJR A RRSIG"
+        );
+        assert_eq!(
+            round_trip(
+                RrType::RRSIG,
+                "A 18 3 3600 20300101000000 20250101000000 59829 example.com. AAEC"
+            ),
+            "A 18 3 3600 20300101000000 20250101000000 59829 example.com. AAEC"
+        );
+        assert_eq!(round_trip(RrType::DS, "1 13 2 ab CD"), "1 13 2 ABCD");
+        assert_eq!(round_trip(RrType(65000), "\\# 2 abcd"), "\\# 2 ABCD");
+    }
+
+    #[test]
+    fn type_bitmap_matches_rfc4034_example() {
+        // RFC 4034 §4.3: A MX RRSIG NSEC TYPE1234.
+        let mut out = Vec::new();
+        write_type_bitmap(
+            &mut out,
+            &[RrType::A, RrType::MX, RrType::RRSIG, RrType::NSEC, RrType(1234)],
+        );
+        let expected = [
+            0x00, 0x06, 0x40, 0x01, 0x00, 0x00, 0x00, 0x03, 0x04, 0x1b, 0x00, 0x00, 0x00, 0x00,
+            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x20,
+        ];
+        assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn canonical_form_lowercases_only_listed_names() {
+        let origin: Name = "Example.COM.".parse().unwrap();
+        let mut mx = parse_presentation(RrType::MX, &toks("10 MAIL"), Some(&origin)).unwrap();
+        canonicalize_rdata(RrType::MX, &mut mx);
+        assert_eq!(&mx[2..], "mail.example.com.".parse::<Name>().unwrap().as_wire());
+        let nsec = parse_presentation(RrType::NSEC, &toks("ABC A"), Some(&origin)).unwrap();
+        assert_eq!(canonical_rdata(RrType::NSEC, &nsec), nsec);
+    }
+
+    #[test]
+    fn bad_rdata_is_an_error_naming_the_field() {
+        let err = parse_presentation(RrType::MX, &toks("ten mail."), None).unwrap_err();
+        assert_eq!(
+            err,
+            RdataError::Bad {
+                expected: "a 16-bit number",
+                found: "ten".into()
+            }
+        );
+        assert_eq!(
+            parse_presentation(RrType::A, &toks("1.2.3.4 5"), None),
+            Err(RdataError::Extra("5".into()))
+        );
+        assert!(matches!(
+            parse_presentation(RrType::SOA, &toks("a. b. 1"), None),
+            Err(RdataError::Missing(_))
+        ));
+        assert!(parse_presentation(RrType(65000), &toks("\\# 3 abcd"), None).is_err());
+    }
+}

@@ -1,0 +1,341 @@
+//! An in-memory zone: RRsets grouped by owner name in canonical order, with their RRSIGs, and
+//! the authority of each name (apex, authoritative, delegation point, glue) per RFC 1034 §4.2.1
+//! and RFC 4035 §2.2.
+//!
+//! NSEC3 records (RFC 5155) live in their own map, because their hashed owner names are not
+//! part of the name tree that lookups and denial proofs walk.
+
+use std::collections::BTreeMap;
+
+use crate::name::Name;
+use crate::rr::{Class, Record, RrType};
+
+/// One RRset: the records of one (owner, type), and the RRSIGs covering it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RRset {
+    /// TTL in seconds (the lowest given, RFC 2181 §5.2).
+    pub ttl: u32,
+    /// RDATA of each record, uncompressed wire format, duplicates removed.
+    pub rdatas: Vec<Vec<u8>>,
+    /// RDATA of the RRSIG records covering this RRset.
+    pub rrsigs: Vec<Vec<u8>>,
+    /// TTL of the RRSIG records, in seconds.
+    pub rrsig_ttl: u32,
+}
+
+/// All RRsets at one owner name, by type. RRSIG is never a key: signatures sit in their RRset.
+pub type Node = BTreeMap<RrType, RRset>;
+
+/// Where a name stands in the zone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Authority {
+    /// The zone apex.
+    Apex,
+    /// Authoritative data inside the zone.
+    Authoritative,
+    /// A delegation point: NS (and DS) below the apex; only DS and NSEC here are authoritative.
+    Delegation,
+    /// Below a delegation point: glue or occluded data, never signed (RFC 4035 §2.2).
+    Glue,
+}
+
+/// Why records could not form a zone.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ZoneError {
+    /// A record owner lies outside the zone.
+    #[error("{owner} {rtype} is outside zone {origin}")]
+    OutOfZone {
+        /// The zone origin.
+        origin: Name,
+        /// The record owner.
+        owner: Name,
+        /// Its type.
+        rtype: RrType,
+    },
+    /// No SOA, or more than one, at the apex.
+    #[error("zone {0} needs exactly one SOA record at its apex")]
+    Soa(Name),
+    /// A class other than IN.
+    #[error("{owner}: class {class} is not supported (only IN)")]
+    Class {
+        /// The record owner.
+        owner: Name,
+        /// Its class.
+        class: Class,
+    },
+    /// CNAME beside other data (RFC 1034 §3.6.2, RFC 4035 §2.5 allows RRSIG/NSEC only).
+    #[error("{0}: CNAME and other data at the same name")]
+    CnameAndOtherData(Name),
+}
+
+/// A zone: origin, nodes in canonical order, and NSEC3 nodes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Zone {
+    /// The apex name.
+    pub origin: Name,
+    /// RRsets by owner, canonical order.
+    pub nodes: BTreeMap<Name, Node>,
+    /// NSEC3 RRsets (with their RRSIGs) by hashed owner name.
+    pub nsec3: BTreeMap<Name, RRset>,
+}
+
+impl Zone {
+    /// Groups records into a zone rooted at `origin`.
+    ///
+    /// # Errors
+    /// [`ZoneError`] for out-of-zone owners, a missing or duplicate SOA, a class other than IN,
+    /// or CNAME beside other data.
+    pub fn from_records(origin: Name, records: Vec<Record>) -> Result<Zone, ZoneError> {
+        let mut zone = Zone {
+            origin,
+            nodes: BTreeMap::new(),
+            nsec3: BTreeMap::new(),
+        };
+        for r in records {
+            zone.insert(r)?;
+        }
+        zone.check()?;
+        Ok(zone)
+    }
+
+    /// Adds one record (RRSIGs attach to the RRset they cover).
+    ///
+    /// # Errors
+    /// [`ZoneError::OutOfZone`] or [`ZoneError::Class`].
+    pub fn insert(&mut self, r: Record) -> Result<(), ZoneError> {
+        if !r.owner.is_subdomain_of(&self.origin) {
+            return Err(ZoneError::OutOfZone {
+                origin: self.origin.clone(),
+                owner: r.owner,
+                rtype: r.rtype,
+            });
+        }
+        if r.class != Class::IN {
+            return Err(ZoneError::Class {
+                owner: r.owner,
+                class: r.class,
+            });
+        }
+        let (key, is_sig) = match r.covered_type() {
+            Some(t) => (t, true),
+            None => (r.rtype, false),
+        };
+        let set = if key == RrType::NSEC3 {
+            self.nsec3.entry(r.owner).or_default()
+        } else {
+            self.nodes.entry(r.owner).or_default().entry(key).or_default()
+        };
+        let (list, ttl) = if is_sig {
+            (&mut set.rrsigs, &mut set.rrsig_ttl)
+        } else {
+            (&mut set.rdatas, &mut set.ttl)
+        };
+        if list.is_empty() || r.ttl < *ttl {
+            *ttl = r.ttl;
+        }
+        if !list.contains(&r.rdata) {
+            list.push(r.rdata);
+        }
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), ZoneError> {
+        let soa_count = self
+            .nodes
+            .get(&self.origin)
+            .and_then(|n| n.get(&RrType::SOA))
+            .map_or(0, |s| s.rdatas.len());
+        if soa_count != 1 {
+            return Err(ZoneError::Soa(self.origin.clone()));
+        }
+        for (name, node) in &self.nodes {
+            let data_types = node
+                .iter()
+                .filter(|(t, s)| !s.rdatas.is_empty() && **t != RrType::NSEC)
+                .count();
+            if node.contains_key(&RrType::CNAME) && data_types > 1 {
+                return Err(ZoneError::CnameAndOtherData(name.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    /// The SOA RDATA (wire format).
+    pub fn soa(&self) -> &[u8] {
+        self.nodes
+            .get(&self.origin)
+            .and_then(|n| n.get(&RrType::SOA))
+            .and_then(|s| s.rdatas.first())
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// The SOA TTL, in seconds.
+    pub fn soa_ttl(&self) -> u32 {
+        self.rrset(&self.origin, RrType::SOA).map_or(0, |s| s.ttl)
+    }
+
+    /// The SOA MINIMUM field (last 4 bytes), in seconds.
+    pub fn soa_minimum(&self) -> u32 {
+        let soa = self.soa();
+        soa.len()
+            .checked_sub(4)
+            .map_or(0, |i| u32::from_be_bytes([soa[i], soa[i + 1], soa[i + 2], soa[i + 3]]))
+    }
+
+    /// TTL for negative answers and NSEC/NSEC3 records: min(SOA TTL, SOA MINIMUM)
+    /// (RFC 2308 §5, RFC 9077 §3).
+    pub fn negative_ttl(&self) -> u32 {
+        self.soa_ttl().min(self.soa_minimum())
+    }
+
+    /// The RRset of (`name`, `rtype`), if it has data.
+    pub fn rrset(&self, name: &Name, rtype: RrType) -> Option<&RRset> {
+        self.nodes
+            .get(name)
+            .and_then(|n| n.get(&rtype))
+            .filter(|s| !s.rdatas.is_empty())
+    }
+
+    /// Where `name` stands: apex, authoritative, delegation point or glue.
+    pub fn authority(&self, name: &Name) -> Authority {
+        if *name == self.origin {
+            return Authority::Apex;
+        }
+        // Walk up from the parent to the apex; any NS (or DNAME) cut above makes this glue.
+        let mut cur = name.parent();
+        while let Some(n) = cur {
+            if n == self.origin {
+                break;
+            }
+            if self.rrset(&n, RrType::NS).is_some() || self.rrset(&n, RrType::DNAME).is_some() {
+                return Authority::Glue;
+            }
+            cur = n.parent();
+        }
+        if self.rrset(name, RrType::NS).is_some() {
+            Authority::Delegation
+        } else {
+            Authority::Authoritative
+        }
+    }
+
+    /// Names with no RRsets that lie between the apex and a name that has some: empty
+    /// non-terminals (RFC 5155 §7.1 gives them NSEC3 records), excluding those below cuts.
+    pub fn empty_non_terminals(&self) -> Vec<Name> {
+        let mut out = std::collections::BTreeSet::new();
+        for name in self.nodes.keys() {
+            if self.authority(name) == Authority::Glue {
+                continue;
+            }
+            let mut cur = name.parent();
+            while let Some(n) = cur {
+                if !n.is_subdomain_of(&self.origin) || n == self.origin {
+                    break;
+                }
+                if !self.nodes.contains_key(&n) {
+                    out.insert(n.clone());
+                }
+                cur = n.parent();
+            }
+        }
+        out.into_iter().collect()
+    }
+
+    /// All records, in canonical order, RRSIGs after the RRset they cover, NSEC3 last.
+    pub fn records(&self) -> Vec<Record> {
+        let mut out = Vec::new();
+        for (name, node) in &self.nodes {
+            // SOA first at the apex, as master files customarily start.
+            let mut types: Vec<&RrType> = node.keys().collect();
+            types.sort_by_key(|t| (**t != RrType::SOA, t.0));
+            for t in types {
+                push_rrset(&mut out, name, *t, &node[t]);
+            }
+        }
+        for (name, set) in &self.nsec3 {
+            push_rrset(&mut out, name, RrType::NSEC3, set);
+        }
+        out
+    }
+
+    /// Number of records including signatures.
+    pub fn record_count(&self) -> usize {
+        let sets = self
+            .nodes
+            .values()
+            .flat_map(|n| n.values())
+            .chain(self.nsec3.values());
+        sets.map(|s| s.rdatas.len() + s.rrsigs.len()).sum()
+    }
+}
+
+fn push_rrset(out: &mut Vec<Record>, name: &Name, rtype: RrType, set: &RRset) {
+    for rdata in &set.rdatas {
+        out.push(Record {
+            owner: name.clone(),
+            rtype,
+            class: Class::IN,
+            ttl: set.ttl,
+            rdata: rdata.clone(),
+        });
+    }
+    for sig in &set.rrsigs {
+        out.push(Record {
+            owner: name.clone(),
+            rtype: RrType::RRSIG,
+            class: Class::IN,
+            ttl: set.rrsig_ttl,
+            rdata: sig.clone(),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::zonefile::ZoneFileReader;
+
+    pub(crate) fn zone(text: &str) -> Zone {
+        let records = ZoneFileReader::new(Some("example.".parse().unwrap()), Some(300))
+            .read_str(text, "t")
+            .unwrap();
+        Zone::from_records("example.".parse().unwrap(), records).unwrap()
+    }
+
+    #[test]
+    fn authority_and_empty_non_terminals() {
+        let z = zone(
+            "@ SOA ns hm 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\nsub NS ns.sub\nns.sub A 192.0.2.2\n\
+             a.b.c A 192.0.2.3\n",
+        );
+        let n = |s: &str| -> Name { s.parse().unwrap() };
+        assert_eq!(z.authority(&n("example.")), Authority::Apex);
+        assert_eq!(z.authority(&n("ns.example.")), Authority::Authoritative);
+        assert_eq!(z.authority(&n("sub.example.")), Authority::Delegation);
+        assert_eq!(z.authority(&n("ns.sub.example.")), Authority::Glue);
+        assert_eq!(z.empty_non_terminals(), vec![n("c.example."), n("b.c.example.")]);
+        assert_eq!(z.negative_ttl(), 5);
+    }
+
+    #[test]
+    fn bad_zones_are_rejected() {
+        let reader = ZoneFileReader::new(Some("example.".parse().unwrap()), Some(300));
+        let origin: Name = "example.".parse().unwrap();
+        let recs = reader.read_str("www A 192.0.2.1\n", "t").unwrap();
+        assert_eq!(Zone::from_records(origin.clone(), recs), Err(ZoneError::Soa(origin.clone())));
+        let recs = reader
+            .read_str("@ SOA ns hm 1 2 3 4 5\nwww.other. A 192.0.2.1\n", "t")
+            .unwrap();
+        assert!(matches!(
+            Zone::from_records(origin.clone(), recs),
+            Err(ZoneError::OutOfZone { .. })
+        ));
+        let recs = reader
+            .read_str("@ SOA ns hm 1 2 3 4 5\nw CNAME x\nw A 192.0.2.1\n", "t")
+            .unwrap();
+        assert!(matches!(
+            Zone::from_records(origin, recs),
+            Err(ZoneError::CnameAndOtherData(_))
+        ));
+    }
+}
