@@ -1,1 +1,8 @@
-//! placeholder
+//! pqdns-bench: zone generators and measurement reports for pqdns. The criterion suites live in
+//! the workspace's `benches/` directory and run with `cargo bench -p pqdns-bench`.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod genzone;
+pub mod signing_report;

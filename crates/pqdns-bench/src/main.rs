@@ -1,0 +1,99 @@
+//! `pqdns-bench`: generate benchmark zones and write measurement reports.
+
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use pqdns_bench::{genzone, signing_report};
+use pqdns_core::dnssec::Algorithm;
+
+/// Benchmarks and reports for pqdns.
+#[derive(Parser)]
+#[command(name = "pqdns-bench", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Write a TLD-like test zone: N delegations (2 NS, glue, DS each) and M hosts.
+    GenZone {
+        /// Zone apex.
+        #[arg(long, default_value = "tld.")]
+        origin: String,
+        /// Number of delegations.
+        #[arg(long, default_value_t = 1500)]
+        delegations: usize,
+        /// Number of host A records.
+        #[arg(long, default_value_t = 0)]
+        hosts: usize,
+        /// Output file (master-file format).
+        #[arg(long, short)]
+        output: PathBuf,
+    },
+    /// Zone-signing report: primitive rate, zone signing time on 1 and all threads, signed
+    /// size, efficiency against the primitive limit; ldns-signzone ECDSA in the same run.
+    Signing {
+        /// Delegations in the generated zone.
+        #[arg(long, default_value_t = 1500)]
+        delegations: usize,
+        /// Algorithms (names as in `pqdns-zone algorithms`).
+        #[arg(long, value_delimiter = ',', default_value = "ECDSAP256SHA256,ED25519,RSASHA256,ML-DSA-44,ML-DSA-65,ML-DSA-87,Falcon-512,Falcon-padded-512,MAYO-1,SPHINCS+-SHA2-128f,SPHINCS+-SHA2-128s")]
+        algorithms: Vec<String>,
+        /// Skip single-thread runs estimated to take longer than this, seconds.
+        #[arg(long, default_value_t = 120.0)]
+        max_single_thread: f64,
+        /// Output prefix: writes PREFIX.csv and PREFIX.json.
+        #[arg(long, default_value = "docs/bench/signing")]
+        output: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    match Cli::parse().command {
+        Cmd::GenZone {
+            origin,
+            delegations,
+            hosts,
+            output,
+        } => {
+            let text = genzone::delegations_zone(&origin, delegations, hosts);
+            if let Err(e) = std::fs::write(&output, text) {
+                eprintln!("pqdns-bench: {}: {e}", output.display());
+                return ExitCode::from(2);
+            }
+        }
+        Cmd::Signing {
+            delegations,
+            algorithms,
+            max_single_thread,
+            output,
+        } => {
+            let mut algs = Vec::new();
+            for name in &algorithms {
+                match Algorithm::from_name(name) {
+                    Some(a) => algs.push(a),
+                    None => {
+                        eprintln!("pqdns-bench: unknown algorithm {name:?}");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
+            let rows = signing_report::run(&algs, delegations, max_single_thread);
+            let csv = output.with_extension("csv");
+            let json = output.with_extension("json");
+            let written = std::fs::write(&csv, signing_report::to_csv(&rows)).and_then(|()| {
+                std::fs::write(&json, serde_json::to_string_pretty(&rows).unwrap_or_default())
+            });
+            if let Err(e) = written {
+                eprintln!("pqdns-bench: {e}");
+                return ExitCode::from(2);
+            }
+            print!("{}", signing_report::to_csv(&rows));
+        }
+    }
+    ExitCode::SUCCESS
+}

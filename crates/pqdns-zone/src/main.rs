@@ -1,0 +1,451 @@
+//! `pqdns-zone`: generate keys, sign zones, verify signed zones, print DS records and the
+//! algorithm table — for classical and post-quantum DNSSEC.
+
+#![forbid(unsafe_code)]
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use pqdns_core::config::LoadedConfig;
+use pqdns_core::dnssec::dnskey::{ds_record, DigestType, DnskeyRef};
+use pqdns_core::dnssec::keyfile::{KeyRole, ZoneKey};
+use pqdns_core::dnssec::nsec3::Nsec3Params;
+use pqdns_core::dnssec::sign::{sign_zone, Denial, SigningPolicy};
+use pqdns_core::dnssec::verify::{verify_zone, VerifyOptions};
+use pqdns_core::dnssec::{Algorithm, Profile, Provider};
+use pqdns_core::zonefile::{parse_ttl, write_records, ZoneFileReader};
+use pqdns_core::{time, Name, Record, RrType, Zone};
+
+/// Sign and check DNS zones with classical and post-quantum DNSSEC algorithms.
+///
+/// Algorithm numbers depend on the profile (`pqdns-zone algorithms` shows them): `default`
+/// (IANA 18 = ML-DSA-44, CoreDNS numbers for the rest), `oqs-bind` or `verisign`.
+#[derive(Parser)]
+#[command(name = "pqdns-zone", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Generate a key pair and write BIND-style K<zone>+<alg>+<tag>.key/.private files
+    /// (private file mode 0600).
+    Keygen(KeygenArgs),
+    /// Sign a zone: a master file with --origin and keys, or a TOML zone description.
+    Sign(SignArgs),
+    /// Verify a signed zone: every RRSIG, key tags, validity windows and (unless
+    /// --signatures-only) signature completeness and the NSEC/NSEC3 chain. Exits 1 on any
+    /// failure, like ldns-verify-zone.
+    Verify(VerifyArgs),
+    /// Print DS records for the SEP keys (KSKs) in a .key file or zone file.
+    Ds(DsArgs),
+    /// Print the algorithm table: name, number per profile, key and signature sizes.
+    Algorithms,
+}
+
+#[derive(Args)]
+struct CryptoArgs {
+    /// Algorithm-number profile: default, oqs-bind or verisign.
+    #[arg(long, default_value = "default")]
+    profile: String,
+    /// Crypto provider: default (aws-lc-rs + liboqs) or liboqs (liboqs for every PQC algorithm).
+    #[arg(long, default_value = "default")]
+    provider: String,
+}
+
+impl CryptoArgs {
+    fn resolve(&self) -> Result<(Profile, Provider), String> {
+        let profile = Profile::named(&self.profile).map_err(|e| e.to_string())?;
+        let provider = Provider::named(&self.provider)
+            .ok_or_else(|| format!("unknown provider {:?}: use default or liboqs", self.provider))?;
+        Ok((profile, provider))
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Role {
+    /// Key-signing key (flags 257): signs the DNSKEY RRset.
+    Ksk,
+    /// Zone-signing key (flags 256): signs everything else.
+    Zsk,
+    /// Combined signing key (flags 257): signs everything.
+    Csk,
+}
+
+#[derive(Args)]
+struct KeygenArgs {
+    /// Zone apex the key is for, e.g. example.com.
+    #[arg(long)]
+    zone: String,
+    /// Algorithm name, e.g. ECDSAP256SHA256, ED25519, ML-DSA-44, Falcon-512 (see `algorithms`).
+    #[arg(long, short)]
+    algorithm: String,
+    /// Key role.
+    #[arg(long, value_enum, default_value = "csk")]
+    role: Role,
+    /// Directory to write the key files into.
+    #[arg(long, default_value = ".")]
+    dir: PathBuf,
+    /// TTL of the DNSKEY record, seconds.
+    #[arg(long, default_value_t = 3600)]
+    ttl: u32,
+    #[command(flatten)]
+    crypto: CryptoArgs,
+}
+
+#[derive(Args)]
+struct SignArgs {
+    /// A master file (with --origin and keys) or a TOML zone description (*.toml), whose
+    /// [signing] table supplies algorithms, keys and policy (missing keys are generated).
+    input: PathBuf,
+    /// Zone apex, for a master file. Default: the owner of the first SOA.
+    #[arg(long)]
+    origin: Option<String>,
+    /// Key file(s) (.key or .private path) to sign with, for a master file.
+    #[arg(long = "key", short)]
+    keys: Vec<PathBuf>,
+    /// Use NSEC3 (RFC 5155) instead of NSEC, for a master file.
+    #[arg(long)]
+    nsec3: bool,
+    /// NSEC3 extra iterations (RFC 9276 recommends 0).
+    #[arg(long, default_value_t = 0)]
+    iterations: u16,
+    /// NSEC3 salt in hex, or - for none (RFC 9276 recommends none).
+    #[arg(long, default_value = "-")]
+    salt: String,
+    /// Signature validity from now (seconds or units: 14d, 12h).
+    #[arg(long, default_value = "14d")]
+    validity: String,
+    /// Inception this far before now, for clock skew.
+    #[arg(long, default_value = "1h")]
+    inception_offset: String,
+    /// Output file; default: the input name with `.signed` appended.
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    crypto: CryptoArgs,
+}
+
+#[derive(Args)]
+struct VerifyArgs {
+    /// Signed zone in master-file format (or partial data such as `dig +dnssec` output).
+    file: PathBuf,
+    /// Zone apex. Default: the owner of the first SOA (or the root with --signatures-only).
+    #[arg(long)]
+    origin: Option<String>,
+    /// Evaluate validity windows at this time: UNIX seconds or YYYYMMDDHHMMSS. Default: now.
+    #[arg(long)]
+    at: Option<String>,
+    /// Only check the signatures present (no completeness, no NSEC/NSEC3 chain).
+    #[arg(long)]
+    signatures_only: bool,
+    #[command(flatten)]
+    crypto: CryptoArgs,
+}
+
+#[derive(Args)]
+struct DsArgs {
+    /// A .key file or a zone file holding DNSKEY records.
+    file: PathBuf,
+    /// Digest type.
+    #[arg(long, value_enum, default_value = "sha256")]
+    digest: Digest,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Digest {
+    /// SHA-256 (digest type 2, RFC 4509).
+    Sha256,
+    /// SHA-384 (digest type 4, RFC 6605).
+    Sha384,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Keygen(a) => keygen(&a),
+        Command::Sign(a) => sign(&a),
+        Command::Verify(a) => verify(&a),
+        Command::Ds(a) => ds(&a),
+        Command::Algorithms => {
+            algorithms();
+            Ok(ExitCode::SUCCESS)
+        }
+    };
+    result.unwrap_or_else(|e| {
+        eprintln!("pqdns-zone: {e}");
+        ExitCode::from(2)
+    })
+}
+
+fn parse_name(text: &str) -> Result<Name, String> {
+    Name::parse(text, Some(&Name::root())).map_err(|e| format!("bad name {text:?}: {e}"))
+}
+
+fn parse_algorithm(text: &str) -> Result<Algorithm, String> {
+    let alg = Algorithm::from_name(text)
+        .ok_or_else(|| format!("unknown algorithm {text:?}; `pqdns-zone algorithms` lists them"))?;
+    match alg.unavailable_reason() {
+        Some(why) => Err(format!("{alg} is unavailable: {why}")),
+        None => Ok(alg),
+    }
+}
+
+fn keygen(a: &KeygenArgs) -> Result<ExitCode, String> {
+    let (profile, provider) = a.crypto.resolve()?;
+    let zone = parse_name(&a.zone)?;
+    let alg = parse_algorithm(&a.algorithm)?;
+    let role = match a.role {
+        Role::Ksk => KeyRole::Ksk,
+        Role::Zsk => KeyRole::Zsk,
+        Role::Csk => KeyRole::Csk,
+    };
+    let key = ZoneKey::generate(&zone, alg, role, &profile, &provider, a.ttl)
+        .map_err(|e| e.to_string())?;
+    let (key_path, private_path) = key.write_files(&a.dir).map_err(|e| e.to_string())?;
+    tracing::info!(key = %key_path.display(), private = %private_path.display(), "wrote key files");
+    println!("{}", key.file_stem());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn read_master(path: &Path, origin: Option<&str>) -> Result<(Name, Vec<Record>), String> {
+    let origin = origin.map(parse_name).transpose()?;
+    let records = ZoneFileReader::new(origin.clone(), None)
+        .read_file(path)
+        .map_err(|e| e.to_string())?;
+    let origin = match origin {
+        Some(o) => o,
+        None => records
+            .iter()
+            .find(|r| r.rtype == RrType::SOA)
+            .map(|r| r.owner.clone())
+            .ok_or_else(|| format!("{}: no SOA record; give --origin", path.display()))?,
+    };
+    Ok((origin, records))
+}
+
+/// A progress bar on a terminal for zones big enough to wait for.
+fn progress_bar(total_hint: usize) -> Option<indicatif::ProgressBar> {
+    (std::io::stderr().is_terminal() && total_hint > 1000).then(|| {
+        let bar = indicatif::ProgressBar::new(total_hint as u64);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "signing {bar:40} {pos}/{len} RRsets ({per_sec}, eta {eta})",
+            )
+            .expect("valid template"),
+        );
+        bar
+    })
+}
+
+fn sign(a: &SignArgs) -> Result<ExitCode, String> {
+    let is_toml = a.input.extension().is_some_and(|e| e == "toml");
+    let (mut zone, keys, policy, written) = if is_toml {
+        let cfg = LoadedConfig::read(&a.input).map_err(|e| e.to_string())?;
+        let signing = cfg
+            .signing()
+            .ok_or_else(|| format!("{}: no [signing] table", a.input.display()))?;
+        let zone = cfg.read_zone().map_err(|e| e.to_string())?;
+        let (keys, written) = cfg.keys(true).map_err(|e| e.to_string())?;
+        let policy = cfg.policy(signing, time::now()).map_err(|e| e.to_string())?;
+        (zone, keys, policy, written)
+    } else {
+        let (profile, provider) = a.crypto.resolve()?;
+        let (origin, records) = read_master(&a.input, a.origin.as_deref())?;
+        let zone = Zone::from_records(origin, records)
+            .map_err(|e| format!("{}: {e}", a.input.display()))?;
+        if a.keys.is_empty() {
+            return Err("give the signing keys with --key (see `pqdns-zone keygen`)".into());
+        }
+        let keys = a
+            .keys
+            .iter()
+            .map(|p| ZoneKey::read_files(p, &profile, &provider).map_err(|e| e.to_string()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let duration = |t: &str| parse_ttl(t).ok_or_else(|| format!("bad duration {t:?}"));
+        let now = time::now();
+        let denial = if a.nsec3 {
+            let salt = if a.salt == "-" {
+                Vec::new()
+            } else {
+                decode_hex(&a.salt).ok_or_else(|| format!("salt {:?} is not hex", a.salt))?
+            };
+            Denial::Nsec3(Nsec3Params {
+                iterations: a.iterations,
+                salt,
+                opt_out: false,
+            })
+        } else {
+            Denial::Nsec
+        };
+        let policy = SigningPolicy {
+            inception: now.saturating_sub(u64::from(duration(&a.inception_offset)?)),
+            expiration: now + u64::from(duration(&a.validity)?),
+            denial,
+        };
+        (zone, keys, policy, Vec::new())
+    };
+    for path in written {
+        tracing::info!(file = %path.display(), "generated key file");
+    }
+    let bar = progress_bar(zone.nodes.len());
+    let started = std::time::Instant::now();
+    let stats = sign_zone(&mut zone, &keys, &policy, &|done, total| {
+        if let Some(b) = &bar {
+            b.set_length(total as u64);
+            b.set_position(done as u64);
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let output = a.output.clone().unwrap_or_else(|| {
+        let mut p = a.input.clone().into_os_string();
+        p.push(".signed");
+        PathBuf::from(p)
+    });
+    let mut text = String::new();
+    write_records(&mut text, &zone.records()).map_err(|e| e.to_string())?;
+    std::fs::write(&output, text).map_err(|e| format!("{}: {e}", output.display()))?;
+    tracing::info!(
+        zone = %zone.origin,
+        rrsets = stats.rrsets,
+        signatures = stats.signatures,
+        denial_records = stats.denial_records,
+        seconds = started.elapsed().as_secs_f64(),
+        output = %output.display(),
+        "signed"
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn decode_hex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+fn verify(a: &VerifyArgs) -> Result<ExitCode, String> {
+    let (profile, provider) = a.crypto.resolve()?;
+    let now = match &a.at {
+        Some(t) => time::parse_cli_time(t)
+            .ok_or_else(|| format!("bad --at {t:?}: UNIX seconds or YYYYMMDDHHMMSS"))?,
+        None => time::now(),
+    };
+    let origin = match (&a.origin, a.signatures_only) {
+        (Some(o), _) => Some(o.as_str()),
+        (None, true) => Some("."),
+        (None, false) => None,
+    };
+    let (origin, records) = read_master(&a.file, origin)?;
+    let zone = if a.signatures_only {
+        let mut z = Zone {
+            origin,
+            nodes: Default::default(),
+            nsec3: Default::default(),
+        };
+        for r in records {
+            z.insert(r).map_err(|e| format!("{}: {e}", a.file.display()))?;
+        }
+        z
+    } else {
+        Zone::from_records(origin, records).map_err(|e| format!("{}: {e}", a.file.display()))?
+    };
+    let opts = VerifyOptions {
+        now,
+        signatures_only: a.signatures_only,
+    };
+    let report = verify_zone(&zone, &profile, &provider, &opts);
+    for f in &report.failures {
+        println!("FAIL {f}");
+    }
+    println!(
+        "{}: {} signatures checked, {} valid, {} failures",
+        zone.origin,
+        report.signatures_checked,
+        report.signatures_valid,
+        report.failures.len()
+    );
+    Ok(if report.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn ds(a: &DsArgs) -> Result<ExitCode, String> {
+    let records = ZoneFileReader::new(None, Some(3600))
+        .read_file(&a.file)
+        .map_err(|e| e.to_string())?;
+    let digest = match a.digest {
+        Digest::Sha256 => DigestType::Sha256,
+        Digest::Sha384 => DigestType::Sha384,
+    };
+    let mut printed = 0;
+    for r in records.iter().filter(|r| r.rtype == RrType::DNSKEY) {
+        if DnskeyRef::parse(&r.rdata).is_some_and(|k| k.is_sep()) {
+            if let Some(ds) = ds_record(r, digest) {
+                println!("{ds}");
+                printed += 1;
+            }
+        }
+    }
+    if printed == 0 {
+        return Err(format!("{}: no DNSKEY with the SEP flag (a KSK or CSK)", a.file.display()));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn algorithms() {
+    let profiles: Vec<Profile> = Profile::BUILT_IN
+        .iter()
+        .map(|n| Profile::named(n).expect("built-in"))
+        .collect();
+    let provider = Provider::default_provider();
+    let liboqs = Provider::liboqs_first();
+    let size = |n: usize| if n == 0 { "var".to_string() } else { n.to_string() };
+    print!("{:<28}", "algorithm");
+    for p in &profiles {
+        print!("{:>10}", p.name());
+    }
+    println!("{:>9}{:>9}  implementation", "pk B", "sig B");
+    for alg in Algorithm::ALL {
+        print!("{:<28}", alg.name());
+        for p in &profiles {
+            let n = p.number(*alg).map_or("-".to_string(), |n| n.to_string());
+            print!("{n:>10}");
+        }
+        let backends: Vec<String> = [&provider, &liboqs]
+            .iter()
+            .filter_map(|pr| pr.scheme(*alg).ok())
+            .map(|s| format!("{:?}", s.backend()))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let implementation = match alg.unavailable_reason() {
+            Some(why) => format!("unavailable: {why}"),
+            None => backends.join(", "),
+        };
+        println!(
+            "{:>9}{:>9}  {implementation}",
+            size(alg.public_key_len()),
+            size(alg.max_signature_len())
+        );
+    }
+    println!("\nsig B is the largest signature (Falcon compressed signatures vary); var = depends on key size.");
+}
