@@ -47,7 +47,9 @@ mod tests {
     fn generated_zone_has_the_asked_shape() {
         let origin: Name = "tld.".parse().unwrap();
         let text = delegations_zone("tld.", 20, 5);
-        let records = ZoneFileReader::new(None, None).read_str(&text, "gen").unwrap();
+        let records = ZoneFileReader::new(None, None)
+            .read_str(&text, "gen")
+            .unwrap();
         let zone = Zone::from_records(origin, records).unwrap();
         let delegations: Vec<_> = zone
             .nodes
@@ -65,6 +67,8 @@ mod tests {
             .filter(|n| zone.authority(n) == Authority::Glue)
             .count();
         assert_eq!(glue, 40);
-        assert!(zone.rrset(&"host4.tld.".parse().unwrap(), RrType::A).is_some());
+        assert!(zone
+            .rrset(&"host4.tld.".parse().unwrap(), RrType::A)
+            .is_some());
     }
 }

@@ -41,7 +41,11 @@ enum Cmd {
         #[arg(long, default_value_t = 1500)]
         delegations: usize,
         /// Algorithms (names as in `pqdns-zone algorithms`).
-        #[arg(long, value_delimiter = ',', default_value = "ECDSAP256SHA256,ED25519,RSASHA256,ML-DSA-44,ML-DSA-65,ML-DSA-87,Falcon-512,Falcon-padded-512,MAYO-1,SPHINCS+-SHA2-128f,SPHINCS+-SHA2-128s")]
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "ECDSAP256SHA256,ED25519,RSASHA256,ML-DSA-44,ML-DSA-65,ML-DSA-87,Falcon-512,Falcon-padded-512,MAYO-1,SPHINCS+-SHA2-128f,SPHINCS+-SHA2-128s"
+        )]
         algorithms: Vec<String>,
         /// Skip single-thread runs estimated to take longer than this, seconds.
         #[arg(long, default_value_t = 120.0)]
@@ -86,7 +90,10 @@ fn main() -> ExitCode {
             let csv = output.with_extension("csv");
             let json = output.with_extension("json");
             let written = std::fs::write(&csv, signing_report::to_csv(&rows)).and_then(|()| {
-                std::fs::write(&json, serde_json::to_string_pretty(&rows).unwrap_or_default())
+                std::fs::write(
+                    &json,
+                    serde_json::to_string_pretty(&rows).unwrap_or_default(),
+                )
             });
             if let Err(e) = written {
                 eprintln!("pqdns-bench: {e}");

@@ -80,7 +80,9 @@ pub fn run(algorithms: &[Algorithm], delegations: usize, max_single_thread: f64)
         .expect("generated zone parses");
     let zone = Zone::from_records(origin.clone(), records).expect("generated zone is valid");
     let profile = {
-        let numbers = [("SPHINCS+-SHA2-128f".to_string(), 250u8)].into_iter().collect();
+        let numbers = [("SPHINCS+-SHA2-128f".to_string(), 250u8)]
+            .into_iter()
+            .collect();
         Profile::custom("bench", "default", &numbers).expect("valid profile")
     };
     let provider = Provider::default_provider();
@@ -158,7 +160,8 @@ pub fn to_csv(rows: &[Row]) -> String {
             r.algorithm,
             r.sign_ops_per_s,
             r.signatures,
-            r.seconds_1_thread.map_or(String::new(), |s| format!("{s:.3}")),
+            r.seconds_1_thread
+                .map_or(String::new(), |s| format!("{s:.3}")),
             r.seconds_all_threads,
             r.threads,
             r.signed_zone_bytes,

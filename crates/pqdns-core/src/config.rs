@@ -228,7 +228,10 @@ impl LoadedConfig {
         })?;
         let origin = Name::parse(&config.origin, None).map_err(|e| ConfigError::Invalid {
             path: path.to_path_buf(),
-            message: format!("origin {:?}: {e} (write it absolute, with a trailing dot)", config.origin),
+            message: format!(
+                "origin {:?}: {e} (write it absolute, with a trailing dot)",
+                config.origin
+            ),
         })?;
         Ok(LoadedConfig {
             config,
@@ -260,7 +263,9 @@ impl LoadedConfig {
             records.extend(reader.read_str(text, &label)?);
         }
         if self.config.file.is_none() && self.config.records.is_none() {
-            return Err(self.invalid("give the zone data as `file = \"...\"` or `records = \"\"\"...\"\"\"`".into()));
+            return Err(self.invalid(
+                "give the zone data as `file = \"...\"` or `records = \"\"\"...\"\"\"`".into(),
+            ));
         }
         Zone::from_records(self.origin.clone(), records).map_err(|source| ConfigError::Zone {
             path: self.path.clone(),
@@ -280,7 +285,10 @@ impl LoadedConfig {
     pub fn profile(&self, signing: &SigningConfig) -> Result<Profile, ConfigError> {
         let result = match (&*signing.profile, &signing.custom_profile) {
             ("custom", Some(c)) => Profile::custom("custom", &c.base, &c.numbers),
-            ("custom", None) => return Err(self.invalid("profile = \"custom\" needs a [signing.custom_profile] table".into())),
+            ("custom", None) => {
+                return Err(self
+                    .invalid("profile = \"custom\" needs a [signing.custom_profile] table".into()))
+            }
             (name, _) => Profile::named(name),
         };
         result.map_err(|source| ConfigError::Profile {
@@ -294,8 +302,12 @@ impl LoadedConfig {
     /// # Errors
     /// [`ConfigError::Invalid`] for an unknown provider name.
     pub fn provider(&self, signing: &SigningConfig) -> Result<Provider, ConfigError> {
-        Provider::named(&signing.provider)
-            .ok_or_else(|| self.invalid(format!("unknown provider {:?}; use \"default\" or \"liboqs\"", signing.provider)))
+        Provider::named(&signing.provider).ok_or_else(|| {
+            self.invalid(format!(
+                "unknown provider {:?}; use \"default\" or \"liboqs\"",
+                signing.provider
+            ))
+        })
     }
 
     /// The algorithms to sign with.
@@ -311,7 +323,9 @@ impl LoadedConfig {
             .iter()
             .map(|n| {
                 let alg = Algorithm::from_name(n).ok_or_else(|| {
-                    self.invalid(format!("unknown algorithm {n:?}; `pqdns-zone algorithms` lists them"))
+                    self.invalid(format!(
+                        "unknown algorithm {n:?}; `pqdns-zone algorithms` lists them"
+                    ))
                 })?;
                 match alg.unavailable_reason() {
                     Some(why) => Err(self.invalid(format!("{alg} is unavailable: {why}"))),
@@ -327,7 +341,11 @@ impl LoadedConfig {
     /// [`ConfigError::Invalid`] for an unparsable duration or salt.
     pub fn policy(&self, signing: &SigningConfig, now: u64) -> Result<SigningPolicy, ConfigError> {
         let duration = |text: &str, what: &str| {
-            parse_ttl(text).ok_or_else(|| self.invalid(format!("bad {what} {text:?}: use seconds or units like 14d, 1h")))
+            parse_ttl(text).ok_or_else(|| {
+                self.invalid(format!(
+                    "bad {what} {text:?}: use seconds or units like 14d, 1h"
+                ))
+            })
         };
         let validity = duration(&signing.validity, "validity")?;
         let skew = duration(&signing.inception_offset, "inception_offset")?;
@@ -336,7 +354,9 @@ impl LoadedConfig {
             DenialKind::Nsec3 => {
                 let salt = data_encoding::HEXLOWER_PERMISSIVE
                     .decode(signing.nsec3_salt.as_bytes())
-                    .map_err(|_| self.invalid(format!("nsec3_salt {:?} is not hex", signing.nsec3_salt)))?;
+                    .map_err(|_| {
+                        self.invalid(format!("nsec3_salt {:?} is not hex", signing.nsec3_salt))
+                    })?;
                 Denial::Nsec3(Nsec3Params {
                     iterations: signing.nsec3_iterations,
                     salt,
@@ -383,7 +403,10 @@ impl LoadedConfig {
         let wanted = self.algorithms(signing)?;
         for alg in &wanted {
             let number = profile.number(*alg).ok_or_else(|| {
-                self.invalid(format!("profile {:?} has no number for {alg}", profile.name()))
+                self.invalid(format!(
+                    "profile {:?} has no number for {alg}",
+                    profile.name()
+                ))
             })?;
             for role in roles {
                 let have = keys

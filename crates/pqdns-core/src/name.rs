@@ -417,7 +417,10 @@ mod tests {
         let name = Name::parse("a\\.b.www", Some(&origin)).unwrap();
         assert_eq!(name.label_count(), 4);
         assert_eq!(name.to_string(), "a\\.b.www.example.com.");
-        assert_eq!(Name::parse("\\065bc", Some(&origin)).unwrap(), n("abc.example.com."));
+        assert_eq!(
+            Name::parse("\\065bc", Some(&origin)).unwrap(),
+            n("abc.example.com.")
+        );
         assert_eq!(Name::parse("@", Some(&origin)).unwrap(), origin);
         assert_eq!(Name::parse("www", None), Err(NameError::NoOrigin));
         assert_eq!(Name::parse("a..b.", None), Err(NameError::EmptyLabel));
@@ -436,7 +439,10 @@ mod tests {
         assert_eq!(n("a.b.example.").parent(), Some(n("b.example.")));
         assert!(n("*.example.").is_wildcard());
         assert_eq!(n("x.example.").wildcard_of_parent(), Some(n("*.example.")));
-        assert_eq!(n("WwW.Example.").to_lowercase().as_wire(), n("www.example.").as_wire());
+        assert_eq!(
+            n("WwW.Example.").to_lowercase().as_wire(),
+            n("www.example.").as_wire()
+        );
     }
 
     #[test]

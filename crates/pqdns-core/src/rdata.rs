@@ -25,7 +25,9 @@ enum Field {
     Time,
     /// A domain name; `lower` marks the names RFC 4034 §6.2 (as amended by RFC 6840 §5.1)
     /// lowercases in canonical form.
-    DName { lower: bool },
+    DName {
+        lower: bool,
+    },
     Ipv4,
     Ipv6,
     CharString,
@@ -278,9 +280,7 @@ fn parse_rest(
             write_type_bitmap(out, &types);
         }
         CaaValue => {
-            let tok = tokens
-                .first()
-                .ok_or(RdataError::Missing(expected(field)))?;
+            let tok = tokens.first().ok_or(RdataError::Missing(expected(field)))?;
             if let Some(extra) = tokens.get(1) {
                 return Err(RdataError::Extra(extra.text.clone()));
             }
@@ -430,7 +430,8 @@ impl<'a> Walk<'a> {
                 self.take(16)?;
             }
             DName { .. } => {
-                let (_, used) = crate::name::Name::read_uncompressed(&self.data[self.pos..]).ok()?;
+                let (_, used) =
+                    crate::name::Name::read_uncompressed(&self.data[self.pos..]).ok()?;
                 self.pos += used;
             }
             CharString | Salt | Base32 | CaaTag => {
@@ -616,7 +617,10 @@ mod tests {
             "a.example.com. A MX RRSIG NSEC TYPE1234"
         );
         assert_eq!(
-            round_trip(RrType::NSEC3, "1 0 0 - 2T7B4G4VSA5SMI47K61MV5BV1A22BOJR A RRSIG"),
+            round_trip(
+                RrType::NSEC3,
+                "1 0 0 - 2T7B4G4VSA5SMI47K61MV5BV1A22BOJR A RRSIG"
+            ),
             "1 0 0 - 2T7B4G4VSA5SMI47K61MV5BV1A22BOJR A RRSIG"
         );
         assert_eq!(
@@ -636,7 +640,13 @@ mod tests {
         let mut out = Vec::new();
         write_type_bitmap(
             &mut out,
-            &[RrType::A, RrType::MX, RrType::RRSIG, RrType::NSEC, RrType(1234)],
+            &[
+                RrType::A,
+                RrType::MX,
+                RrType::RRSIG,
+                RrType::NSEC,
+                RrType(1234),
+            ],
         );
         let expected = [
             0x00, 0x06, 0x40, 0x01, 0x00, 0x00, 0x00, 0x03, 0x04, 0x1b, 0x00, 0x00, 0x00, 0x00,
@@ -651,7 +661,10 @@ mod tests {
         let origin: Name = "Example.COM.".parse().unwrap();
         let mut mx = parse_presentation(RrType::MX, &toks("10 MAIL"), Some(&origin)).unwrap();
         canonicalize_rdata(RrType::MX, &mut mx);
-        assert_eq!(&mx[2..], "mail.example.com.".parse::<Name>().unwrap().as_wire());
+        assert_eq!(
+            &mx[2..],
+            "mail.example.com.".parse::<Name>().unwrap().as_wire()
+        );
         let nsec = parse_presentation(RrType::NSEC, &toks("ABC A"), Some(&origin)).unwrap();
         assert_eq!(canonical_rdata(RrType::NSEC, &nsec), nsec);
     }

@@ -147,7 +147,11 @@ impl Record {
 impl fmt::Display for Record {
     /// One master-file line: `owner TTL CLASS TYPE RDATA`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}\t{}\t{}\t{}\t", self.owner, self.ttl, self.class, self.rtype)?;
+        write!(
+            f,
+            "{}\t{}\t{}\t{}\t",
+            self.owner, self.ttl, self.class, self.rtype
+        )?;
         crate::rdata::write_presentation(f, self.rtype, &self.rdata)
     }
 }

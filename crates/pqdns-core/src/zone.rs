@@ -123,7 +123,11 @@ impl Zone {
         let set = if key == RrType::NSEC3 {
             self.nsec3.entry(r.owner).or_default()
         } else {
-            self.nodes.entry(r.owner).or_default().entry(key).or_default()
+            self.nodes
+                .entry(r.owner)
+                .or_default()
+                .entry(key)
+                .or_default()
         };
         let (list, ttl) = if is_sig {
             (&mut set.rrsigs, &mut set.rrsig_ttl)
@@ -177,9 +181,9 @@ impl Zone {
     /// The SOA MINIMUM field (last 4 bytes), in seconds.
     pub fn soa_minimum(&self) -> u32 {
         let soa = self.soa();
-        soa.len()
-            .checked_sub(4)
-            .map_or(0, |i| u32::from_be_bytes([soa[i], soa[i + 1], soa[i + 2], soa[i + 3]]))
+        soa.len().checked_sub(4).map_or(0, |i| {
+            u32::from_be_bytes([soa[i], soa[i + 1], soa[i + 2], soa[i + 3]])
+        })
     }
 
     /// TTL for negative answers and NSEC/NSEC3 records: min(SOA TTL, SOA MINIMUM)
@@ -313,7 +317,10 @@ mod tests {
         assert_eq!(z.authority(&n("ns.example.")), Authority::Authoritative);
         assert_eq!(z.authority(&n("sub.example.")), Authority::Delegation);
         assert_eq!(z.authority(&n("ns.sub.example.")), Authority::Glue);
-        assert_eq!(z.empty_non_terminals(), vec![n("c.example."), n("b.c.example.")]);
+        assert_eq!(
+            z.empty_non_terminals(),
+            vec![n("c.example."), n("b.c.example.")]
+        );
         assert_eq!(z.negative_ttl(), 5);
     }
 
@@ -322,7 +329,10 @@ mod tests {
         let reader = ZoneFileReader::new(Some("example.".parse().unwrap()), Some(300));
         let origin: Name = "example.".parse().unwrap();
         let recs = reader.read_str("www A 192.0.2.1\n", "t").unwrap();
-        assert_eq!(Zone::from_records(origin.clone(), recs), Err(ZoneError::Soa(origin.clone())));
+        assert_eq!(
+            Zone::from_records(origin.clone(), recs),
+            Err(ZoneError::Soa(origin.clone()))
+        );
         let recs = reader
             .read_str("@ SOA ns hm 1 2 3 4 5\nwww.other. A 192.0.2.1\n", "t")
             .unwrap();

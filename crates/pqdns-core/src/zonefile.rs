@@ -192,7 +192,14 @@ impl ZoneFileReader {
     pub fn read_str(&self, text: &str, label: &str) -> Result<Vec<Record>, ZoneFileError> {
         let mut state = self.state();
         let mut out = Vec::new();
-        parse_text(text, Path::new(label), Path::new("."), &mut state, &mut out, 0)?;
+        parse_text(
+            text,
+            Path::new(label),
+            Path::new("."),
+            &mut state,
+            &mut out,
+            0,
+        )?;
         Ok(out)
     }
 
@@ -304,7 +311,10 @@ fn parse_record(entry: &Entry, state: &mut State) -> Result<Record, String> {
         } else if let Some(t) = RrType::from_mnemonic(&tok.text) {
             break t;
         } else {
-            return Err(format!("expected TTL, class or RR type, found {:?}", tok.text));
+            return Err(format!(
+                "expected TTL, class or RR type, found {:?}",
+                tok.text
+            ));
         }
     };
     let class = class.unwrap_or(Class::IN);

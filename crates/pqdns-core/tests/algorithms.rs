@@ -58,7 +58,9 @@ fn keys(alg: Algorithm, provider: &Provider) -> Vec<ZoneKey> {
     let origin: Name = "example.".parse().unwrap();
     [KeyRole::Ksk, KeyRole::Zsk]
         .iter()
-        .map(|role| ZoneKey::generate(&origin, alg, *role, &test_profile(), provider, 3600).unwrap())
+        .map(|role| {
+            ZoneKey::generate(&origin, alg, *role, &test_profile(), provider, 3600).unwrap()
+        })
         .collect()
 }
 
@@ -103,7 +105,12 @@ fn primitive_sign_verify_and_sizes() {
         let msg = b"signed data";
         let sig = key.sign(msg).unwrap();
         assert!(scheme.verify(key.public_key(), msg, &sig).is_ok(), "{alg}");
-        assert!(scheme.verify(key.public_key(), b"other data", &sig).is_err(), "{alg}");
+        assert!(
+            scheme
+                .verify(key.public_key(), b"other data", &sig)
+                .is_err(),
+            "{alg}"
+        );
         let mut bad = sig.clone();
         bad[sig.len() / 2] ^= 0x10;
         assert!(scheme.verify(key.public_key(), msg, &bad).is_err(), "{alg}");
@@ -124,14 +131,20 @@ fn key_files_round_trip_with_private_mode_0600() {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(&private_path).unwrap().permissions().mode();
+            let mode = std::fs::metadata(&private_path)
+                .unwrap()
+                .permissions()
+                .mode();
             assert_eq!(mode & 0o777, 0o600, "{alg}");
         }
         let loaded = ZoneKey::read_files(&key_path, &profile, provider).unwrap();
         assert_eq!(loaded.dnskey_rdata(), key.dnskey_rdata(), "{alg}");
         let sig = loaded.key.sign(b"x").unwrap();
         let scheme = provider.scheme(alg).unwrap();
-        assert!(scheme.verify(key.key.public_key(), b"x", &sig).is_ok(), "{alg}");
+        assert!(
+            scheme.verify(key.key.public_key(), b"x", &sig).is_ok(),
+            "{alg}"
+        );
     });
 }
 
@@ -159,13 +172,22 @@ fn ml_dsa_implementations_verify_each_other() {
     let oqs = Provider::liboqs_first();
     for alg in [Algorithm::MlDsa44, Algorithm::MlDsa65, Algorithm::MlDsa87] {
         let (a, o) = (aws.scheme(alg).unwrap(), oqs.scheme(alg).unwrap());
-        assert_eq!((a.backend(), o.backend()), (Backend::AwsLc, Backend::Liboqs));
+        assert_eq!(
+            (a.backend(), o.backend()),
+            (Backend::AwsLc, Backend::Liboqs)
+        );
         let ka = a.generate().unwrap();
         let ko = o.generate().unwrap();
         let sa = ka.sign(b"cross").unwrap();
         let so = ko.sign(b"cross").unwrap();
-        assert!(o.verify(ka.public_key(), b"cross", &sa).is_ok(), "liboqs verifies aws-lc {alg}");
-        assert!(a.verify(ko.public_key(), b"cross", &so).is_ok(), "aws-lc verifies liboqs {alg}");
+        assert!(
+            o.verify(ka.public_key(), b"cross", &sa).is_ok(),
+            "liboqs verifies aws-lc {alg}"
+        );
+        assert!(
+            a.verify(ko.public_key(), b"cross", &so).is_ok(),
+            "aws-lc verifies liboqs {alg}"
+        );
         // A liboqs private key (expanded form) loads under aws-lc-rs and signs the same key.
         let loaded = a.load(&ko.private_fields(), ko.public_key()).unwrap();
         assert_eq!(loaded.public_key(), ko.public_key());
@@ -198,7 +220,12 @@ fn zone_sign_verify_round_trip_detects_tampering() {
             // Change one byte of the www A record.
             let www: Name = "www.example.".parse().unwrap();
             let mut tampered = z.clone();
-            let set = tampered.nodes.get_mut(&www).unwrap().get_mut(&RrType::A).unwrap();
+            let set = tampered
+                .nodes
+                .get_mut(&www)
+                .unwrap()
+                .get_mut(&RrType::A)
+                .unwrap();
             set.rdatas[0][3] ^= 1;
             let failures = verify(&tampered, provider);
             assert!(
@@ -229,7 +256,9 @@ fn dual_algorithm_zone_needs_both_signatures() {
     set.rrsigs.retain(|s| s[2] != 18);
     let failures = verify(&z, &provider);
     assert!(
-        failures.iter().any(|f| f.contains("no valid RRSIG with algorithm 18")),
+        failures
+            .iter()
+            .any(|f| f.contains("no valid RRSIG with algorithm 18")),
         "{failures:?}"
     );
 }

@@ -69,15 +69,24 @@ fn signature_verifies_with_both_implementations_and_fails_on_any_bit_flip() {
         let mut bad_sig = rrsig.clone();
         let last = bad_sig.len() - 100;
         bad_sig[last] ^= 0x01;
-        assert!(!verifies(&provider, &dnskey, &mx, &bad_sig), "{provider:?} signature bit");
+        assert!(
+            !verifies(&provider, &dnskey, &mx, &bad_sig),
+            "{provider:?} signature bit"
+        );
 
         let mut bad_key = dnskey.clone();
         bad_key[200] ^= 0x01;
-        assert!(!verifies(&provider, &bad_key, &mx, &rrsig), "{provider:?} key bit");
+        assert!(
+            !verifies(&provider, &bad_key, &mx, &rrsig),
+            "{provider:?} key bit"
+        );
 
         let mut bad_mx = mx.clone();
         bad_mx[1] ^= 0x01; // preference 10 → 11
-        assert!(!verifies(&provider, &dnskey, &bad_mx, &rrsig), "{provider:?} MX bit");
+        assert!(
+            !verifies(&provider, &dnskey, &bad_mx, &rrsig),
+            "{provider:?} MX bit"
+        );
     }
 }
 
@@ -104,7 +113,11 @@ fn whole_file_verifies_as_a_partial_zone_within_its_window_only() {
     assert!(report.is_ok(), "{:?}", report.failures);
     assert_eq!(report.signatures_valid, 1);
     let late = verify_zone(&zone, &profile, &provider, &opts(1_700_000_000));
-    assert!(late.failures[0].reason.contains("expired"), "{:?}", late.failures);
+    assert!(
+        late.failures[0].reason.contains("expired"),
+        "{:?}",
+        late.failures
+    );
     // Under OQS-bind's numbering 18 is round-3 Dilithium2: the signature must not verify.
     let oqs = Profile::named("oqs-bind").unwrap();
     let wrong = verify_zone(&zone, &oqs, &provider, &opts(DURING_VALIDITY));
@@ -120,7 +133,10 @@ fn private_key_file_is_the_seed_and_loads_as_the_draft_key() {
     )
     .unwrap();
     assert_eq!(key.key_tag(), 59829);
-    assert_eq!(key.key.private_fields().get("PrivateKey").unwrap(), (0u8..32).collect::<Vec<_>>());
+    assert_eq!(
+        key.key.private_fields().get("PrivateKey").unwrap(),
+        (0u8..32).collect::<Vec<_>>()
+    );
     // liboqs 0.13 cannot expand a seed: a clear error, not a panic.
     let err = ZoneKey::read_files(
         &Path::new(DATA).join("Kexample.com.+018+59829.key"),

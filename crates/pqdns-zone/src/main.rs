@@ -59,8 +59,12 @@ struct CryptoArgs {
 impl CryptoArgs {
     fn resolve(&self) -> Result<(Profile, Provider), String> {
         let profile = Profile::named(&self.profile).map_err(|e| e.to_string())?;
-        let provider = Provider::named(&self.provider)
-            .ok_or_else(|| format!("unknown provider {:?}: use default or liboqs", self.provider))?;
+        let provider = Provider::named(&self.provider).ok_or_else(|| {
+            format!(
+                "unknown provider {:?}: use default or liboqs",
+                self.provider
+            )
+        })?;
         Ok((profile, provider))
     }
 }
@@ -166,8 +170,7 @@ enum Digest {
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -257,7 +260,9 @@ fn sign(a: &SignArgs) -> Result<ExitCode, String> {
             .ok_or_else(|| format!("{}: no [signing] table", a.input.display()))?;
         let zone = cfg.read_zone().map_err(|e| e.to_string())?;
         let (keys, written) = cfg.keys(true).map_err(|e| e.to_string())?;
-        let policy = cfg.policy(signing, time::now()).map_err(|e| e.to_string())?;
+        let policy = cfg
+            .policy(signing, time::now())
+            .map_err(|e| e.to_string())?;
         (zone, keys, policy, written)
     } else {
         let (profile, provider) = a.crypto.resolve()?;
@@ -360,7 +365,8 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode, String> {
             nsec3: Default::default(),
         };
         for r in records {
-            z.insert(r).map_err(|e| format!("{}: {e}", a.file.display()))?;
+            z.insert(r)
+                .map_err(|e| format!("{}: {e}", a.file.display()))?;
         }
         z
     } else {
@@ -406,7 +412,10 @@ fn ds(a: &DsArgs) -> Result<ExitCode, String> {
         }
     }
     if printed == 0 {
-        return Err(format!("{}: no DNSKEY with the SEP flag (a KSK or CSK)", a.file.display()));
+        return Err(format!(
+            "{}: no DNSKEY with the SEP flag (a KSK or CSK)",
+            a.file.display()
+        ));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -418,7 +427,13 @@ fn algorithms() {
         .collect();
     let provider = Provider::default_provider();
     let liboqs = Provider::liboqs_first();
-    let size = |n: usize| if n == 0 { "var".to_string() } else { n.to_string() };
+    let size = |n: usize| {
+        if n == 0 {
+            "var".to_string()
+        } else {
+            n.to_string()
+        }
+    };
     print!("{:<28}", "algorithm");
     for p in &profiles {
         print!("{:>10}", p.name());

@@ -47,7 +47,10 @@ fn text(o: &Output) -> String {
 
 /// Generates a key with pqdns-zone; returns its file stem.
 fn keygen(dir: &Path, alg: &str, role: &str) -> String {
-    let o = pqdns_zone(dir, &["keygen", "--zone", "example.", "-a", alg, "--role", role]);
+    let o = pqdns_zone(
+        dir,
+        &["keygen", "--zone", "example.", "-a", alg, "--role", role],
+    );
     assert!(o.status.success(), "{}", text(&o));
     String::from_utf8(o.stdout).unwrap().trim().to_string() + ".key"
 }
@@ -83,13 +86,22 @@ fn zones_we_sign_pass_ldns_verify_zone_and_dnssec_verify() {
         assert!(o.status.success(), "{}", text(&o));
         let ldns = peer(d, "ldns-verify-zone", "ldnsutils", &["ex.signed"]);
         assert!(ldns.status.success(), "nsec3={nsec3}: {}", text(&ldns));
-        let bind = peer(d, "dnssec-verify", "bind9-utils", &["-o", "example.", "ex.signed"]);
+        let bind = peer(
+            d,
+            "dnssec-verify",
+            "bind9-utils",
+            &["-o", "example.", "ex.signed"],
+        );
         assert!(bind.status.success(), "nsec3={nsec3}: {}", text(&bind));
         assert!(text(&bind).contains("Zone fully signed"), "{}", text(&bind));
     }
     // And the peers notice tampering, so their "pass" above means something.
     let signed = std::fs::read_to_string(d.join("ex.signed")).unwrap();
-    std::fs::write(d.join("bad.signed"), signed.replace("192.0.2.3", "192.0.2.9")).unwrap();
+    std::fs::write(
+        d.join("bad.signed"),
+        signed.replace("192.0.2.3", "192.0.2.9"),
+    )
+    .unwrap();
     let ldns = peer(d, "ldns-verify-zone", "ldnsutils", &["bad.signed"]);
     assert!(!ldns.status.success(), "{}", text(&ldns));
 }
@@ -116,7 +128,16 @@ fn zones_bind_signs_pass_pqdns_zone_verify_and_tampering_fails() {
         d,
         "dnssec-signzone",
         "bind9-utils",
-        &["-S", "-3", "-", "-o", "example.", "-f", "bind.signed", "ex.zone"],
+        &[
+            "-S",
+            "-3",
+            "-",
+            "-o",
+            "example.",
+            "-f",
+            "bind.signed",
+            "ex.zone",
+        ],
     );
     assert!(o.status.success(), "{}", text(&o));
     let ok = pqdns_zone(d, &["verify", "bind.signed"]);
@@ -124,7 +145,11 @@ fn zones_bind_signs_pass_pqdns_zone_verify_and_tampering_fails() {
     assert!(String::from_utf8_lossy(&ok.stdout).contains(" 0 failures"));
 
     let signed = std::fs::read_to_string(d.join("bind.signed")).unwrap();
-    std::fs::write(d.join("bad.signed"), signed.replace("192.0.2.3", "192.0.2.9")).unwrap();
+    std::fs::write(
+        d.join("bad.signed"),
+        signed.replace("192.0.2.3", "192.0.2.9"),
+    )
+    .unwrap();
     let bad = pqdns_zone(d, &["verify", "bad.signed"]);
     assert_eq!(bad.status.code(), Some(1), "{}", text(&bad));
     assert!(String::from_utf8_lossy(&bad.stdout).contains("FAIL www.example. A:"));
@@ -142,7 +167,13 @@ fn ds_matches_dnssec_dsfromkey() {
     // "example.\t3600\tIN\tDS\t<rdata>" vs "example. IN DS <rdata>": compare the RDATA.
     let rdata = |o: &Output| {
         let s = String::from_utf8_lossy(&o.stdout).to_string();
-        let after = s.split("DS").nth(1).unwrap().split_whitespace().collect::<Vec<_>>().join(" ");
+        let after = s
+            .split("DS")
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
         after.to_ascii_uppercase()
     };
     assert_eq!(rdata(&ours), rdata(&bind));
@@ -154,14 +185,29 @@ fn post_quantum_zone_round_trip_and_profile_mismatch() {
     let d = dir.path();
     let k1 = keygen(d, "ML-DSA-44", "csk");
     let k2 = keygen(d, "Falcon-512", "csk");
-    let o = pqdns_zone(d, &["sign", "ex.zone", "--nsec3", "-k", &k1, "-k", &k2, "-o", "pq.signed"]);
+    let o = pqdns_zone(
+        d,
+        &[
+            "sign",
+            "ex.zone",
+            "--nsec3",
+            "-k",
+            &k1,
+            "-k",
+            &k2,
+            "-o",
+            "pq.signed",
+        ],
+    );
     assert!(o.status.success(), "{}", text(&o));
     let ok = pqdns_zone(d, &["verify", "pq.signed"]);
     assert!(ok.status.success(), "{}", text(&ok));
     // OQS-bind reads 18 as round-3 Dilithium2: every ML-DSA-44 signature must fail there.
     let wrong = pqdns_zone(d, &["verify", "--profile", "oqs-bind", "pq.signed"]);
     assert_eq!(wrong.status.code(), Some(1), "{}", text(&wrong));
-    assert!(String::from_utf8_lossy(&wrong.stdout).contains("(Dilithium2): signature does not verify"));
+    assert!(
+        String::from_utf8_lossy(&wrong.stdout).contains("(Dilithium2): signature does not verify")
+    );
     // Under the Verisign profile 18 and 17 mean nothing: reported, not skipped.
     let unmapped = pqdns_zone(d, &["verify", "--profile", "verisign", "pq.signed"]);
     assert_eq!(unmapped.status.code(), Some(1));
@@ -172,24 +218,48 @@ fn post_quantum_zone_round_trip_and_profile_mismatch() {
 fn bad_input_gets_clear_errors() {
     let dir = setup();
     let d = dir.path();
-    std::fs::write(d.join("bad.zone"), "$TTL 60\n$ORIGIN example.\nwww A 300.1.2.3\n").unwrap();
+    std::fs::write(
+        d.join("bad.zone"),
+        "$TTL 60\n$ORIGIN example.\nwww A 300.1.2.3\n",
+    )
+    .unwrap();
     let k = keygen(d, "ED25519", "csk");
     let o = pqdns_zone(d, &["sign", "bad.zone", "-k", &k]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("bad.zone:3: A record"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("bad.zone:3: A record"),
+        "{}",
+        text(&o)
+    );
 
     let o = pqdns_zone(d, &["keygen", "--zone", "example.", "-a", "Rainbow-III"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown algorithm"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("unknown algorithm"),
+        "{}",
+        text(&o)
+    );
 
     let o = pqdns_zone(d, &["keygen", "--zone", "example.", "-a", "SNOVA_24_5_4"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("unavailable"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("unavailable"),
+        "{}",
+        text(&o)
+    );
 
     let private = k.replace(".key", ".private");
-    std::fs::write(d.join(&private), "Private-key-format: v1.3\nAlgorithm: 15 (ED25519)\n").unwrap();
+    std::fs::write(
+        d.join(&private),
+        "Private-key-format: v1.3\nAlgorithm: 15 (ED25519)\n",
+    )
+    .unwrap();
     let o = pqdns_zone(d, &["sign", "ex.zone", "-k", &k]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains(".private") && err.contains("truncated"), "{}", text(&o));
+    assert!(
+        err.contains(".private") && err.contains("truncated"),
+        "{}",
+        text(&o)
+    );
 }

@@ -141,9 +141,15 @@ impl Algorithm {
     /// Why no backend implements this algorithm, or `None` if one does.
     pub fn unavailable_reason(self) -> Option<&'static str> {
         match self {
-            Algorithm::Ed448 => Some("no maintained Rust library with Ed448 is used (aws-lc-rs and ring lack it)"),
-            Algorithm::Snova24_5_4 => Some("SNOVA is not in liboqs 0.13 or any maintained Rust crate"),
-            Algorithm::SlhDsaSha2_128s => Some("FIPS 205 SLH-DSA is not in liboqs 0.13 or aws-lc-rs 1.19"),
+            Algorithm::Ed448 => {
+                Some("no maintained Rust library with Ed448 is used (aws-lc-rs and ring lack it)")
+            }
+            Algorithm::Snova24_5_4 => {
+                Some("SNOVA is not in liboqs 0.13 or any maintained Rust crate")
+            }
+            Algorithm::SlhDsaSha2_128s => {
+                Some("FIPS 205 SLH-DSA is not in liboqs 0.13 or aws-lc-rs 1.19")
+            }
             Algorithm::MtlSlhDsaSha2_128s | Algorithm::MtlSlhDsaShake128s => {
                 Some("MTL mode is not implemented yet")
             }
@@ -166,12 +172,18 @@ mod tests {
     fn names_parse_loosely_and_uniquely() {
         assert_eq!(Algorithm::from_name("ML-DSA-44"), Some(Algorithm::MlDsa44));
         assert_eq!(Algorithm::from_name("mldsa44"), Some(Algorithm::MlDsa44));
-        assert_eq!(Algorithm::from_name("ecdsap256sha256"), Some(Algorithm::EcdsaP256Sha256));
+        assert_eq!(
+            Algorithm::from_name("ecdsap256sha256"),
+            Some(Algorithm::EcdsaP256Sha256)
+        );
         assert_eq!(
             Algorithm::from_name("SPHINCS+-SHA2-128s"),
             Some(Algorithm::SphincsSha2_128s)
         );
-        assert_eq!(Algorithm::from_name("falcon-padded-512"), Some(Algorithm::FalconPadded512));
+        assert_eq!(
+            Algorithm::from_name("falcon-padded-512"),
+            Some(Algorithm::FalconPadded512)
+        );
         assert_eq!(Algorithm::from_name("RSA"), None);
         for a in Algorithm::ALL {
             assert_eq!(Algorithm::from_name(a.name()), Some(*a), "{a}");

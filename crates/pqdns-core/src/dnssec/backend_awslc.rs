@@ -271,7 +271,9 @@ impl SignatureScheme for MlDsa {
         }
         .map_err(|_| CryptoError::BadKey("ML-DSA private key is neither a seed nor a key"))?;
         if pair.public_key().as_ref() != public_key {
-            return Err(CryptoError::BadKey("ML-DSA private key does not match the DNSKEY"));
+            return Err(CryptoError::BadKey(
+                "ML-DSA private key does not match the DNSKEY",
+            ));
         }
         Ok(Box::new(MlDsaKey {
             alg: self.0,
@@ -344,7 +346,7 @@ impl Rsa {
         }
     }
 
-    fn from_components(&self, fields: PrivateFields) -> Result<Box<dyn SigningKey>, CryptoError> {
+    fn key_from_fields(&self, fields: PrivateFields) -> Result<Box<dyn SigningKey>, CryptoError> {
         let get = |name| {
             fields
                 .get(name)
@@ -422,16 +424,18 @@ impl SignatureScheme for Rsa {
                 .map(|(n, v)| (n.to_string(), Zeroizing::new(v)))
                 .collect(),
         );
-        self.from_components(fields)
+        self.key_from_fields(fields)
     }
     fn load(
         &self,
         fields: &PrivateFields,
         public_key: &[u8],
     ) -> Result<Box<dyn SigningKey>, CryptoError> {
-        let key = self.from_components(fields.clone())?;
+        let key = self.key_from_fields(fields.clone())?;
         if key.public_key() != public_key {
-            return Err(CryptoError::BadKey("RSA private key does not match the DNSKEY"));
+            return Err(CryptoError::BadKey(
+                "RSA private key does not match the DNSKEY",
+            ));
         }
         Ok(key)
     }
@@ -456,7 +460,10 @@ mod tests {
     fn rfc3110_key_layout() {
         let key = rsa_join(&[1, 0, 1], &[0xc0; 256]);
         assert_eq!(&key[..4], &[3, 1, 0, 1]);
-        assert_eq!(rsa_split(&key).unwrap(), (&[1u8, 0, 1][..], &[0xc0u8; 256][..]));
+        assert_eq!(
+            rsa_split(&key).unwrap(),
+            (&[1u8, 0, 1][..], &[0xc0u8; 256][..])
+        );
         let long_e = rsa_join(&[1; 300], &[2; 10]);
         assert_eq!(&long_e[..3], &[0, 1, 44]);
         assert_eq!(rsa_split(&long_e).unwrap().1, &[2; 10]);

@@ -60,7 +60,9 @@ impl Engine {
             Algorithm::Mayo1 => O::Mayo1,
             Algorithm::Mayo2 => O::Mayo2,
             Algorithm::Mayo3 => O::Mayo3,
-            Algorithm::FalconPadded512 => return raw::RawSig::new(c"Falcon-padded-512").map(Engine::Raw),
+            Algorithm::FalconPadded512 => {
+                return raw::RawSig::new(c"Falcon-padded-512").map(Engine::Raw)
+            }
             Algorithm::FalconPadded1024 => {
                 return raw::RawSig::new(c"Falcon-padded-1024").map(Engine::Raw)
             }
@@ -94,7 +96,9 @@ impl Engine {
         match self {
             Engine::Crate(s) => {
                 let sk = s.secret_key_from_bytes(secret).ok_or(fail)?;
-                s.sign(message, sk).map(|sig| sig.into_vec()).map_err(|_| fail)
+                s.sign(message, sk)
+                    .map(|sig| sig.into_vec())
+                    .map_err(|_| fail)
             }
             Engine::Raw(r) => r.sign(message, secret).ok_or(fail),
         }
@@ -177,7 +181,9 @@ impl SignatureScheme for Oqs {
         let (pk_len, sk_len) = engine.lengths();
         if secret.len() != sk_len {
             return Err(if secret.len() == 32 {
-                CryptoError::BadKey("liboqs cannot expand a 32-byte seed; use the default (aws-lc-rs) provider")
+                CryptoError::BadKey(
+                    "liboqs cannot expand a 32-byte seed; use the default (aws-lc-rs) provider",
+                )
             } else {
                 CryptoError::BadKey("private key has the wrong length for this algorithm")
             });

@@ -54,12 +54,18 @@ mod tests {
 
     #[test]
     fn reads_short_and_long_lengths_and_rejects_truncation() {
-        assert_eq!(tlv(&[0x02, 0x01, 0x05, 0xff], INTEGER), Some((&[5u8][..], &[0xffu8][..])));
+        assert_eq!(
+            tlv(&[0x02, 0x01, 0x05, 0xff], INTEGER),
+            Some((&[5u8][..], &[0xffu8][..]))
+        );
         let mut long = vec![0x04, 0x81, 0x80];
         long.extend([7u8; 0x80]);
         assert_eq!(tlv(&long, OCTET_STRING).unwrap().0.len(), 0x80);
         assert_eq!(tlv(&[0x02, 0x05, 1, 2], INTEGER), None);
         assert_eq!(tlv(&[0x30, 0x00], INTEGER), None);
-        assert_eq!(rsa_private_components(&[0x30, 0x03, 0x02, 0x01, 0x00]), None);
+        assert_eq!(
+            rsa_private_components(&[0x30, 0x03, 0x02, 0x01, 0x00]),
+            None
+        );
     }
 }

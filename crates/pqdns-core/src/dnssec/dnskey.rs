@@ -156,6 +156,9 @@ mod tests {
         let ds = ds_record(rec, DigestType::Sha256).unwrap();
         assert_eq!(&ds.rdata[..4], &[0xec, 0x45, 5, 2]);
         assert_eq!(ds.rdata.len(), 4 + 32);
-        assert_eq!(ds_record(rec, DigestType::Sha384).unwrap().rdata.len(), 4 + 48);
+        assert_eq!(
+            ds_record(rec, DigestType::Sha384).unwrap().rdata.len(),
+            4 + 48
+        );
     }
 }

@@ -129,7 +129,10 @@ impl ZoneKey {
         let number = profile
             .number(alg)
             .ok_or_else(|| crypto(CryptoError::Unsupported(alg)))?;
-        let key = provider.scheme(alg).and_then(|s| s.generate()).map_err(crypto)?;
+        let key = provider
+            .scheme(alg)
+            .and_then(|s| s.generate())
+            .map_err(crypto)?;
         Ok(ZoneKey {
             owner: owner.clone(),
             flags: role.flags(),
@@ -258,13 +261,14 @@ impl ZoneKey {
             line: 0,
             message: "DNSKEY RDATA shorter than 4 bytes".into(),
         })?;
-        let alg = profile
-            .algorithm(dnskey.algorithm)
-            .ok_or_else(|| KeyFileError::UnknownNumber {
-                path: key_path.clone(),
-                number: dnskey.algorithm.0,
-                profile: profile.name().to_string(),
-            })?;
+        let alg =
+            profile
+                .algorithm(dnskey.algorithm)
+                .ok_or_else(|| KeyFileError::UnknownNumber {
+                    path: key_path.clone(),
+                    number: dnskey.algorithm.0,
+                    profile: profile.name().to_string(),
+                })?;
 
         let fields = read_private(&private_path, dnskey.algorithm)?;
         let crypto = |source| KeyFileError::Crypto {
@@ -305,12 +309,13 @@ fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
 }
 
 fn read_private(path: &Path, number: SecAlg) -> Result<PrivateFields, KeyFileError> {
-    let text = Zeroizing::new(std::fs::read_to_string(path).map_err(|source| {
-        KeyFileError::Io {
-            path: path.to_path_buf(),
-            source,
-        }
-    })?);
+    let text =
+        Zeroizing::new(
+            std::fs::read_to_string(path).map_err(|source| KeyFileError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?,
+        );
     let parse_err = |line, message: String| KeyFileError::Parse {
         path: path.to_path_buf(),
         line,
@@ -382,9 +387,11 @@ pub fn find_key_files(dir: &Path, zone: &Name) -> Result<Vec<PathBuf>, KeyFileEr
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.to_ascii_lowercase().starts_with(&prefix.to_ascii_lowercase()) && n.ends_with(".key"))
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                n.to_ascii_lowercase()
+                    .starts_with(&prefix.to_ascii_lowercase())
+                    && n.ends_with(".key")
+            })
         })
         .collect();
     out.sort();

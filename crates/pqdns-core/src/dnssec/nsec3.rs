@@ -16,8 +16,9 @@ pub const FLAG_OPT_OUT: u8 = 1;
 /// than this as insecure, and we refuse to spend the work.
 pub const MAX_ITERATIONS: u16 = 150;
 
-/// NSEC3 chain parameters.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// NSEC3 chain parameters; the default is RFC 9276's: no extra iterations, no salt, no
+/// opt-out.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Nsec3Params {
     /// Extra hash iterations (RFC 9276 §3.1 recommends 0).
     pub iterations: u16,
@@ -25,16 +26,6 @@ pub struct Nsec3Params {
     pub salt: Vec<u8>,
     /// Opt-out (off by default).
     pub opt_out: bool,
-}
-
-impl Default for Nsec3Params {
-    fn default() -> Nsec3Params {
-        Nsec3Params {
-            iterations: 0,
-            salt: Vec::new(),
-            opt_out: false,
-        }
-    }
 }
 
 impl Nsec3Params {
@@ -79,9 +70,12 @@ impl Nsec3Params {
 
     /// The NSEC3 owner name for `name` in `zone`: base32hex(hash) as the first label.
     pub fn hashed_owner(&self, name: &Name, zone: &Name) -> Name {
-        let label = BASE32HEX_NOPAD.encode(&self.hash(name)).to_ascii_lowercase();
-        zone.prepend_label(label.as_bytes())
-            .expect("a 32-character label under a valid zone name fits unless the zone is >222 bytes")
+        let label = BASE32HEX_NOPAD
+            .encode(&self.hash(name))
+            .to_ascii_lowercase();
+        zone.prepend_label(label.as_bytes()).expect(
+            "a 32-character label under a valid zone name fits unless the zone is >222 bytes",
+        )
     }
 
     /// NSEC3 RDATA (RFC 5155 §3.2).

@@ -153,7 +153,10 @@ mod tests {
         assert_eq!(default.algorithm(SecAlg(18)), Some(Algorithm::MlDsa44));
         assert_eq!(oqs.algorithm(SecAlg(18)), Some(Algorithm::Dilithium2));
         assert_eq!(verisign.number(Algorithm::MlDsa44), Some(SecAlg(245)));
-        assert_eq!(default.number(Algorithm::FalconPadded1024), Some(SecAlg(47)));
+        assert_eq!(
+            default.number(Algorithm::FalconPadded1024),
+            Some(SecAlg(47))
+        );
         for p in [&default, &oqs, &verisign] {
             assert_eq!(p.algorithm(SecAlg(13)), Some(Algorithm::EcdsaP256Sha256));
             assert_eq!(p.algorithm(SecAlg(200)), None);

@@ -101,8 +101,12 @@ pub trait SignatureScheme: Send + Sync {
     /// # Errors
     /// [`CryptoError::BadSignature`] if it does not verify, [`CryptoError::BadKey`] if the key
     /// cannot be parsed.
-    fn verify(&self, public_key: &[u8], message: &[u8], signature: &[u8])
-        -> Result<(), CryptoError>;
+    fn verify(
+        &self,
+        public_key: &[u8],
+        message: &[u8],
+        signature: &[u8],
+    ) -> Result<(), CryptoError>;
 }
 
 /// A set of signature schemes, at most one per algorithm.
@@ -117,12 +121,11 @@ impl Provider {
     /// Falcon, SPHINCS+, MAYO and round-3 Dilithium.
     pub fn default_provider() -> Provider {
         let mut schemes: Vec<&'static dyn SignatureScheme> = backend_awslc::SCHEMES.to_vec();
-        schemes.extend(
-            backend_liboqs::SCHEMES
+        schemes.extend(backend_liboqs::SCHEMES.iter().copied().filter(|s| {
+            !backend_awslc::SCHEMES
                 .iter()
-                .copied()
-                .filter(|s| !backend_awslc::SCHEMES.iter().any(|a| a.algorithm() == s.algorithm())),
-        );
+                .any(|a| a.algorithm() == s.algorithm())
+        }));
         Provider {
             name: "default (aws-lc-rs + liboqs)",
             schemes,

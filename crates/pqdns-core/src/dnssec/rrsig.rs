@@ -64,7 +64,8 @@ impl<'a> Rrsig<'a> {
         if rdata.len() < 19 {
             return None;
         }
-        let u32_at = |i: usize| u32::from_be_bytes([rdata[i], rdata[i + 1], rdata[i + 2], rdata[i + 3]]);
+        let u32_at =
+            |i: usize| u32::from_be_bytes([rdata[i], rdata[i + 1], rdata[i + 2], rdata[i + 3]]);
         let (signer, used) = Name::read_uncompressed(&rdata[18..]).ok()?;
         Some(Rrsig {
             fields: RrsigFields {
@@ -112,7 +113,8 @@ pub fn signed_data<'r>(
     let mut owner_wire = Vec::with_capacity(owner.wire_len());
     owner.write_canonical(&mut owner_wire);
     let per_rr = owner_wire.len() + 10;
-    let size = 18 + fields.signer.wire_len() + canonical.iter().map(|r| per_rr + r.len()).sum::<usize>();
+    let size =
+        18 + fields.signer.wire_len() + canonical.iter().map(|r| per_rr + r.len()).sum::<usize>();
     let mut out = Vec::with_capacity(size);
     fields.write(&mut out);
     for rdata in &canonical {
@@ -172,7 +174,10 @@ mod tests {
     #[test]
     fn signing_owner_reconstructs_wildcard() {
         let owner: Name = "a.b.wild.example.".parse().unwrap();
-        assert_eq!(signing_owner(&owner, 2), Some("*.wild.example.".parse().unwrap()));
+        assert_eq!(
+            signing_owner(&owner, 2),
+            Some("*.wild.example.".parse().unwrap())
+        );
         assert_eq!(signing_owner(&owner, 4), Some(owner.clone()));
         assert_eq!(signing_owner(&owner, 5), None);
     }
@@ -200,7 +205,10 @@ mod tests {
         let first_rr = 18 + 9;
         // Owner lowercased, then the RR with RDATA a.example. sorts before b.example.
         assert_eq!(&data[first_rr..first_rr + 9], b"\x07example\x00");
-        assert_eq!(&data[first_rr + 19..first_rr + 19 + 11], b"\x01a\x07example\x00");
+        assert_eq!(
+            &data[first_rr + 19..first_rr + 19 + 11],
+            b"\x01a\x07example\x00"
+        );
         assert_eq!(&data[data.len() - 11..], b"\x01b\x07example\x00");
     }
 }

@@ -116,7 +116,13 @@ pub fn sign_zone(
     let denial_records = match &policy.denial {
         Denial::Nsec => build_nsec(zone),
         Denial::Nsec3(params) => {
-            insert_rdata(zone, &apex, RrType::NSEC3PARAM, 0, params.nsec3param_rdata());
+            insert_rdata(
+                zone,
+                &apex,
+                RrType::NSEC3PARAM,
+                0,
+                params.nsec3param_rdata(),
+            );
             build_nsec3(zone, params)?
         }
     };
@@ -313,12 +319,16 @@ fn build_nsec3(zone: &mut Zone, params: &Nsec3Params) -> Result<usize, SignError
     for ent in zone.empty_non_terminals() {
         entries.push((params.hash(&ent), Vec::new()));
     }
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    entries.sort_by_key(|e| e.0);
     if entries.windows(2).any(|w| w[0].0 == w[1].0) {
         return Err(SignError::Nsec3Collision(zone.origin.clone()));
     }
     let ttl = zone.negative_ttl();
-    let label = |h: &[u8; 20]| data_encoding::BASE32HEX_NOPAD.encode(h).to_ascii_lowercase();
+    let label = |h: &[u8; 20]| {
+        data_encoding::BASE32HEX_NOPAD
+            .encode(h)
+            .to_ascii_lowercase()
+    };
     for (i, (hash, types)) in entries.iter().enumerate() {
         let next = &entries[(i + 1) % entries.len()].0;
         let owner = zone

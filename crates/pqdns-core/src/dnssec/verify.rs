@@ -183,17 +183,15 @@ impl Checker<'_> {
     }
 
     /// Checks one RRSIG; returns its algorithm number if valid.
-    fn check_signature(
-        &self,
-        owner: &Name,
-        set: &RRset,
-        rdata: &[u8],
-    ) -> Result<SecAlg, String> {
+    fn check_signature(&self, owner: &Name, set: &RRset, rdata: &[u8]) -> Result<SecAlg, String> {
         let sig = Rrsig::parse(rdata).ok_or("malformed RRSIG RDATA")?;
         let f = &sig.fields;
         let tag = f.key_tag;
         if !owner.is_subdomain_of(&f.signer) {
-            return Err(format!("signer {} is not an ancestor of the owner", f.signer));
+            return Err(format!(
+                "signer {} is not an ancestor of the owner",
+                f.signer
+            ));
         }
         let alg = self.profile.algorithm(f.algorithm).ok_or_else(|| {
             format!(
@@ -208,10 +206,16 @@ impl Checker<'_> {
             .map_err(|e| format!("RRSIG key tag {tag}: {e}"))?;
         let now = self.opts.now as u32;
         if !serial_le(f.inception, now) {
-            return Err(format!("RRSIG key tag {tag} ({alg}) is not yet valid (inception {})", crate::time::to_yyyymmddhhmmss(u64::from(f.inception))));
+            return Err(format!(
+                "RRSIG key tag {tag} ({alg}) is not yet valid (inception {})",
+                crate::time::to_yyyymmddhhmmss(u64::from(f.inception))
+            ));
         }
         if !serial_le(now, f.expiration) {
-            return Err(format!("RRSIG key tag {tag} ({alg}) has expired ({})", crate::time::to_yyyymmddhhmmss(u64::from(f.expiration))));
+            return Err(format!(
+                "RRSIG key tag {tag} ({alg}) has expired ({})",
+                crate::time::to_yyyymmddhhmmss(u64::from(f.expiration))
+            ));
         }
         let signed_owner = signing_owner(owner, f.labels)
             .ok_or_else(|| format!("RRSIG key tag {tag}: labels field {} too large", f.labels))?;
@@ -234,7 +238,12 @@ impl Checker<'_> {
             ));
         }
         // RFC 4034 §3.1.4: original TTL is what was signed; set.ttl may be lower after a cache.
-        let data = signed_data(f, &signed_owner, Class::IN, set.rdatas.iter().map(Vec::as_slice));
+        let data = signed_data(
+            f,
+            &signed_owner,
+            Class::IN,
+            set.rdatas.iter().map(Vec::as_slice),
+        );
         // Key tags can collide (RFC 4034 §5.3.1 note); try every matching key.
         let ok = candidates.iter().any(|k| {
             let public = &k[4..];
@@ -243,7 +252,9 @@ impl Checker<'_> {
         if ok {
             Ok(f.algorithm)
         } else {
-            Err(format!("RRSIG key tag {tag} ({alg}): signature does not verify"))
+            Err(format!(
+                "RRSIG key tag {tag} ({alg}): signature does not verify"
+            ))
         }
     }
 
@@ -288,7 +299,11 @@ impl Checker<'_> {
             let mut present = self.expected_types(name);
             present.insert(RrType::RRSIG);
             if listed != present {
-                self.fail(name, RrType::NSEC, format!("type bitmap {listed:?} should be {present:?}"));
+                self.fail(
+                    name,
+                    RrType::NSEC,
+                    format!("type bitmap {listed:?} should be {present:?}"),
+                );
             }
         }
     }
@@ -300,7 +315,14 @@ impl Checker<'_> {
             return;
         };
         if params.iterations > MAX_ITERATIONS {
-            self.fail(&zone.origin, RrType::NSEC3PARAM, format!("{} iterations exceed the limit of {MAX_ITERATIONS} (RFC 9276)", params.iterations));
+            self.fail(
+                &zone.origin,
+                RrType::NSEC3PARAM,
+                format!(
+                    "{} iterations exceed the limit of {MAX_ITERATIONS} (RFC 9276)",
+                    params.iterations
+                ),
+            );
             return;
         }
         // Expected: every non-glue name with data, plus empty non-terminals.
@@ -318,13 +340,16 @@ impl Checker<'_> {
             if signed {
                 types.insert(RrType::RRSIG);
             }
-            if params.opt_out && authority == Authority::Delegation && !types.contains(&RrType::DS) {
+            if params.opt_out && authority == Authority::Delegation && !types.contains(&RrType::DS)
+            {
                 continue;
             }
             expected.insert(params.hash(name).to_vec(), (name.clone(), Some(types)));
         }
         for ent in zone.empty_non_terminals() {
-            expected.entry(params.hash(&ent).to_vec()).or_insert((ent, None));
+            expected
+                .entry(params.hash(&ent).to_vec())
+                .or_insert((ent, None));
         }
         let mut present: Vec<(Vec<u8>, &Name, &[u8])> = Vec::new();
         for (owner, set) in &zone.nsec3 {
@@ -332,7 +357,11 @@ impl Checker<'_> {
                 (Some(h), Some(r)) if owner.parent().as_ref() == Some(&zone.origin) => {
                     present.push((h, owner, r))
                 }
-                _ => self.fail(owner, RrType::NSEC3, "NSEC3 owner is not <base32hex>.<apex>"),
+                _ => self.fail(
+                    owner,
+                    RrType::NSEC3,
+                    "NSEC3 owner is not <base32hex>.<apex>",
+                ),
             }
         }
         present.sort();
@@ -349,12 +378,17 @@ impl Checker<'_> {
             let next_len = usize::from(*rest.first().unwrap_or(&0));
             let next = rest.get(1..1 + next_len).unwrap_or_default();
             if next != next_expected.as_slice() {
-                self.fail(owner, RrType::NSEC3, "next hashed owner does not follow the chain");
+                self.fail(
+                    owner,
+                    RrType::NSEC3,
+                    "next hashed owner does not follow the chain",
+                );
             }
-            let listed: BTreeSet<RrType> = read_type_bitmap(rest.get(1 + next_len..).unwrap_or_default())
-                .unwrap_or_default()
-                .into_iter()
-                .collect();
+            let listed: BTreeSet<RrType> =
+                read_type_bitmap(rest.get(1 + next_len..).unwrap_or_default())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .collect();
             match expected.get(hash) {
                 None => self.fail(owner, RrType::NSEC3, "hash matches no name in the zone"),
                 Some((name, Some(types))) if &listed != types => self.fail(
