@@ -3,6 +3,7 @@
 pub mod algorithm;
 mod backend_awslc;
 mod backend_liboqs;
+pub mod denial;
 mod der;
 pub mod dnskey;
 pub mod keyfile;
@@ -11,6 +12,7 @@ pub mod profile;
 pub mod provider;
 pub mod rrsig;
 pub mod sign;
+pub mod validate;
 pub mod verify;
 
 pub use algorithm::{Algorithm, Backend, SecAlg};

@@ -128,6 +128,7 @@ pub fn sign_zone(
     };
 
     let jobs = collect_jobs(zone);
+    let tags: Vec<u16> = keys.iter().map(ZoneKey::key_tag).collect();
     let total = jobs.len();
     let done = AtomicUsize::new(0);
     let algorithms = {
@@ -147,8 +148,8 @@ pub fn sign_zone(
             };
             let mut sigs = Vec::new();
             for &alg in &algorithms {
-                for key in signers(keys, alg, job.rtype) {
-                    sigs.push(sign_rrset(zone, job, set, key, policy)?);
+                for (key, &tag) in signers(keys, &tags, alg, job.rtype) {
+                    sigs.push(sign_rrset(zone, job, set, key, tag, policy)?);
                 }
             }
             let n = done.fetch_add(1, Ordering::Relaxed) + 1;
@@ -181,11 +182,17 @@ pub fn sign_zone(
 
 /// Keys of algorithm `alg` that sign RRsets of `rtype`: KSKs (SEP) for DNSKEY, ZSKs for the
 /// rest; a key is used for both when its algorithm has only one kind (CSK).
-fn signers(keys: &[ZoneKey], alg: SecAlg, rtype: RrType) -> impl Iterator<Item = &ZoneKey> {
-    let of_alg = || keys.iter().filter(move |k| k.number == alg);
+/// Each key comes with its precomputed key tag.
+fn signers<'k>(
+    keys: &'k [ZoneKey],
+    tags: &'k [u16],
+    alg: SecAlg,
+    rtype: RrType,
+) -> impl Iterator<Item = (&'k ZoneKey, &'k u16)> {
+    let of_alg = move || keys.iter().zip(tags).filter(move |(k, _)| k.number == alg);
     let want_sep = rtype == RrType::DNSKEY;
-    let has_wanted = of_alg().any(|k| k.is_sep() == want_sep);
-    of_alg().filter(move |k| !has_wanted || k.is_sep() == want_sep)
+    let has_wanted = of_alg().any(|(k, _)| k.is_sep() == want_sep);
+    of_alg().filter(move |(k, _)| !has_wanted || k.is_sep() == want_sep)
 }
 
 fn sign_rrset(
@@ -193,6 +200,7 @@ fn sign_rrset(
     job: &Job,
     set: &RRset,
     key: &ZoneKey,
+    key_tag: u16,
     policy: &SigningPolicy,
 ) -> Result<Vec<u8>, SignError> {
     let fields = RrsigFields {
@@ -202,7 +210,7 @@ fn sign_rrset(
         original_ttl: set.ttl,
         expiration: policy.expiration as u32,
         inception: policy.inception as u32,
-        key_tag: key.key_tag(),
+        key_tag,
         signer: zone.origin.clone(),
     };
     let data = signed_data(

@@ -1,0 +1,353 @@
+//! Checking authenticated denial of existence: NSEC proofs (RFC 4035 §5.4) and NSEC3 proofs
+//! (RFC 5155 §8) for NXDOMAIN, NODATA and delegations without DS. The records given must
+//! already be verified ([`super::validate::Validator::verify_rrset`]); this module checks that
+//! they prove what is claimed.
+
+use super::nsec3::{owner_hash, Nsec3Params, FLAG_OPT_OUT, HASH_SHA1, MAX_ITERATIONS};
+use super::validate::{ede, Reason};
+use crate::name::Name;
+use crate::rdata::read_type_bitmap;
+use crate::rr::RrType;
+
+/// What a denial is supposed to prove.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// The name does not exist (and no wildcard could have matched).
+    NxDomain,
+    /// The name exists but has no RRset of this type.
+    NoData(RrType),
+    /// The name is a delegation without DS: the child is unsigned (insecure).
+    NoDs,
+}
+
+fn bogus(text: String) -> Reason {
+    Reason::new(ede::NSEC_MISSING, text)
+}
+
+/// An NSEC record: owner, next owner name, types.
+struct Nsec {
+    owner: Name,
+    next: Name,
+    types: Vec<RrType>,
+}
+
+fn parse_nsec(owner: &Name, rdata: &[u8]) -> Option<Nsec> {
+    let (next, used) = Name::read_uncompressed(rdata).ok()?;
+    Some(Nsec {
+        owner: owner.clone(),
+        next,
+        types: read_type_bitmap(&rdata[used..])?,
+    })
+}
+
+impl Nsec {
+    /// True if `name` falls strictly between owner and next (RFC 4034 §4.1.1), with the last
+    /// NSEC of the chain wrapping to the apex.
+    fn covers(&self, name: &Name) -> bool {
+        if self.owner < self.next {
+            self.owner < *name && *name < self.next
+        } else {
+            self.owner < *name || *name < self.next
+        }
+    }
+}
+
+/// Checks an NSEC proof of `claim` for `qname` in `zone`. `nsecs` are (owner, RDATA).
+///
+/// # Errors
+/// A Bogus [`Reason`] saying which part of the proof is missing.
+pub fn check_nsec(
+    zone: &Name,
+    qname: &Name,
+    claim: Claim,
+    nsecs: &[(Name, Vec<u8>)],
+) -> Result<(), Reason> {
+    let parsed: Vec<Nsec> = nsecs
+        .iter()
+        .filter(|(o, _)| o.is_subdomain_of(zone))
+        .filter_map(|(o, r)| parse_nsec(o, r))
+        .collect();
+    let matching = parsed.iter().find(|n| n.owner == *qname);
+    match claim {
+        Claim::NoData(qtype) => {
+            let n = matching
+                .ok_or_else(|| bogus(format!("no NSEC at {qname} for the NODATA proof")))?;
+            if n.types.contains(&qtype) || n.types.contains(&RrType::CNAME) {
+                return Err(bogus(format!("NSEC at {qname} lists {qtype} or CNAME")));
+            }
+            Ok(())
+        }
+        Claim::NoDs => {
+            let n = matching
+                .ok_or_else(|| bogus(format!("no NSEC at {qname} proving the absence of DS")))?;
+            if !n.types.contains(&RrType::NS)
+                || n.types.contains(&RrType::DS)
+                || n.types.contains(&RrType::SOA)
+            {
+                return Err(bogus(format!(
+                    "NSEC at {qname} does not show an unsigned delegation"
+                )));
+            }
+            Ok(())
+        }
+        Claim::NxDomain => {
+            let cover = parsed
+                .iter()
+                .find(|n| n.covers(qname))
+                .ok_or_else(|| bogus(format!("no NSEC covers {qname}")))?;
+            // Closest encloser: the longest ancestor of qname that is an ancestor of the
+            // covering NSEC's owner or next name (RFC 4035 §5.4).
+            let mut ce = qname.parent();
+            while let Some(c) = &ce {
+                if cover.owner.is_subdomain_of(c) || cover.next.is_subdomain_of(c) {
+                    break;
+                }
+                ce = c.parent();
+            }
+            let ce = ce.ok_or_else(|| bogus("no closest encloser".into()))?;
+            let wildcard = ce
+                .prepend_label(b"*")
+                .map_err(|_| bogus("wildcard name too long".into()))?;
+            if !parsed.iter().any(|n| n.covers(&wildcard)) {
+                return Err(bogus(format!("no NSEC proves the absence of {wildcard}")));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// An NSEC3 record: hash of the owner, next hash, flags, types.
+struct Nsec3 {
+    hash: Vec<u8>,
+    next: Vec<u8>,
+    opt_out: bool,
+    types: Vec<RrType>,
+}
+
+impl Nsec3 {
+    fn covers(&self, h: &[u8]) -> bool {
+        if self.hash < self.next {
+            self.hash.as_slice() < h && h < self.next.as_slice()
+        } else {
+            self.hash.as_slice() < h || h < self.next.as_slice()
+        }
+    }
+}
+
+/// Checks an NSEC3 proof of `claim` for `qname` in `zone` (RFC 5155 §8.4–§8.6).
+/// `nsec3s` are (owner, RDATA). NSEC3 with unknown hash algorithms are ignored; more than
+/// [`MAX_ITERATIONS`] iterations make the answer insecure (RFC 9276 §3.2), reported as an error
+/// with EDE 27 (unsupported NSEC3 iterations value).
+///
+/// # Errors
+/// A [`Reason`] saying which part of the proof is missing.
+pub fn check_nsec3(
+    zone: &Name,
+    qname: &Name,
+    claim: Claim,
+    nsec3s: &[(Name, Vec<u8>)],
+) -> Result<(), Reason> {
+    let mut params: Option<Nsec3Params> = None;
+    let mut recs = Vec::new();
+    for (owner, rdata) in nsec3s {
+        if owner.parent().as_ref() != Some(zone) {
+            continue;
+        }
+        let Some((p, alg, rest)) = Nsec3Params::parse(rdata) else {
+            continue;
+        };
+        if alg != HASH_SHA1 {
+            continue;
+        }
+        if p.iterations > MAX_ITERATIONS {
+            return Err(Reason::new(
+                27,
+                format!("NSEC3 iterations {} exceed {MAX_ITERATIONS}", p.iterations),
+            ));
+        }
+        let next_len = usize::from(*rest.first().unwrap_or(&0));
+        let (Some(next), Some(hash)) = (rest.get(1..1 + next_len), owner_hash(owner)) else {
+            continue;
+        };
+        let types = read_type_bitmap(&rest[1 + next_len..]).unwrap_or_default();
+        recs.push(Nsec3 {
+            hash,
+            next: next.to_vec(),
+            opt_out: rdata[1] & FLAG_OPT_OUT != 0,
+            types,
+        });
+        params.get_or_insert(p);
+    }
+    let params = params.ok_or_else(|| bogus(format!("no usable NSEC3 records for {qname}")))?;
+    let matching = |n: &Name| {
+        let h = params.hash(n);
+        recs.iter().find(|r| r.hash == h)
+    };
+    let covering = |n: &Name| {
+        let h = params.hash(n);
+        recs.iter().find(|r| r.covers(&h))
+    };
+    match claim {
+        Claim::NoData(qtype) => {
+            let r = matching(qname).ok_or_else(|| bogus(format!("no NSEC3 matches {qname}")))?;
+            if r.types.contains(&qtype) || r.types.contains(&RrType::CNAME) {
+                return Err(bogus(format!("NSEC3 for {qname} lists {qtype} or CNAME")));
+            }
+            Ok(())
+        }
+        Claim::NoDs => {
+            if let Some(r) = matching(qname) {
+                if r.types.contains(&RrType::NS)
+                    && !r.types.contains(&RrType::DS)
+                    && !r.types.contains(&RrType::SOA)
+                {
+                    return Ok(());
+                }
+                return Err(bogus(format!(
+                    "NSEC3 for {qname} does not show an unsigned delegation"
+                )));
+            }
+            // Opt-out: the next closer name is covered by an opt-out NSEC3 (RFC 5155 §8.6).
+            let (_, next_closer) = closest_encloser(zone, qname, &matching)?;
+            match covering(&next_closer) {
+                Some(r) if r.opt_out => Ok(()),
+                _ => Err(bogus(format!("no NSEC3 proves {qname} has no DS"))),
+            }
+        }
+        Claim::NxDomain => {
+            let (ce, next_closer) = closest_encloser(zone, qname, &matching)?;
+            covering(&next_closer).ok_or_else(|| {
+                bogus(format!(
+                    "no NSEC3 covers the next closer name {next_closer}"
+                ))
+            })?;
+            let wildcard = ce
+                .prepend_label(b"*")
+                .map_err(|_| bogus("wildcard name too long".into()))?;
+            covering(&wildcard)
+                .ok_or_else(|| bogus(format!("no NSEC3 proves the absence of {wildcard}")))?;
+            Ok(())
+        }
+    }
+}
+
+/// Finds the closest encloser of `qname` with a matching NSEC3 and the next closer name
+/// (RFC 5155 §8.3).
+fn closest_encloser<'r, F>(zone: &Name, qname: &Name, matching: &F) -> Result<(Name, Name), Reason>
+where
+    F: Fn(&Name) -> Option<&'r Nsec3>,
+{
+    let mut child = qname.clone();
+    let mut cur = qname.parent();
+    while let Some(c) = cur {
+        if !c.is_subdomain_of(zone) {
+            break;
+        }
+        if matching(&c).is_some() {
+            return Ok((c, child));
+        }
+        child = c.clone();
+        cur = c.parent();
+    }
+    Err(bogus(format!("no closest encloser proof for {qname}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dnssec::keyfile::{KeyRole, ZoneKey};
+    use crate::dnssec::sign::{sign_zone, Denial, SigningPolicy};
+    use crate::dnssec::{Algorithm, Profile, Provider};
+    use crate::zone::Zone;
+    use crate::zonefile::ZoneFileReader;
+
+    fn signed(denial: Denial) -> Zone {
+        let origin: Name = "example.".parse().unwrap();
+        let text = "@ SOA ns hm 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\nwww A 192.0.2.2\n\
+                    sub NS ns.sub\nns.sub A 192.0.2.3\nb.ent A 192.0.2.4\n";
+        let recs = ZoneFileReader::new(Some(origin.clone()), Some(60))
+            .read_str(text, "t")
+            .unwrap();
+        let mut z = Zone::from_records(origin.clone(), recs).unwrap();
+        let key = ZoneKey::generate(
+            &origin,
+            Algorithm::Ed25519,
+            KeyRole::Csk,
+            &Profile::default_profile(),
+            &Provider::default_provider(),
+            60,
+        )
+        .unwrap();
+        let policy = SigningPolicy {
+            inception: 0,
+            expiration: 1 << 31,
+            denial,
+        };
+        sign_zone(&mut z, &[key], &policy, &|_, _| {}).unwrap();
+        z
+    }
+
+    fn n(s: &str) -> Name {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn nsec_proofs() {
+        let z = signed(Denial::Nsec);
+        let all: Vec<(Name, Vec<u8>)> = z
+            .nodes
+            .iter()
+            .filter_map(|(o, node)| {
+                node.get(&RrType::NSEC)
+                    .map(|s| (o.clone(), s.rdatas[0].clone()))
+            })
+            .collect();
+        let zone = n("example.");
+        assert!(check_nsec(&zone, &n("nope.example."), Claim::NxDomain, &all).is_ok());
+        assert!(check_nsec(&zone, &n("www.example."), Claim::NoData(RrType::AAAA), &all).is_ok());
+        assert!(check_nsec(&zone, &n("sub.example."), Claim::NoDs, &all).is_ok());
+        // Wrong claims fail.
+        assert!(check_nsec(&zone, &n("www.example."), Claim::NoData(RrType::A), &all).is_err());
+        assert!(check_nsec(&zone, &n("www.example."), Claim::NoDs, &all).is_err());
+        // A proof that does not cover the name: only the NSEC at the apex.
+        let apex_only: Vec<_> = all.iter().filter(|(o, _)| *o == zone).cloned().collect();
+        assert!(check_nsec(&zone, &n("x.www.example."), Claim::NxDomain, &apex_only).is_err());
+    }
+
+    #[test]
+    fn nsec3_proofs() {
+        let z = signed(Denial::Nsec3(Nsec3Params::default()));
+        let all: Vec<(Name, Vec<u8>)> = z
+            .nsec3
+            .iter()
+            .map(|(o, s)| (o.clone(), s.rdatas[0].clone()))
+            .collect();
+        let zone = n("example.");
+        assert!(check_nsec3(&zone, &n("nope.example."), Claim::NxDomain, &all).is_ok());
+        assert!(check_nsec3(&zone, &n("a.b.ent.example."), Claim::NxDomain, &all).is_ok());
+        assert!(check_nsec3(&zone, &n("www.example."), Claim::NoData(RrType::TXT), &all).is_ok());
+        assert!(check_nsec3(&zone, &n("ent.example."), Claim::NoData(RrType::A), &all).is_ok());
+        assert!(check_nsec3(&zone, &n("sub.example."), Claim::NoDs, &all).is_ok());
+        assert!(check_nsec3(&zone, &n("www.example."), Claim::NoData(RrType::A), &all).is_err());
+        assert!(check_nsec3(&zone, &n("www.example."), Claim::NxDomain, &all).is_err());
+        // Drop the record covering the wildcard: NXDOMAIN must fail.
+        let params = Nsec3Params::default();
+        let wild = params.hash(&n("*.example."));
+        let pruned: Vec<_> = all
+            .iter()
+            .filter(|(o, r)| {
+                let rec_hash = owner_hash(o).unwrap();
+                let (_, _, rest) = Nsec3Params::parse(r).unwrap();
+                let next = &rest[1..1 + usize::from(rest[0])];
+                let covers = if rec_hash.as_slice() < next {
+                    rec_hash.as_slice() < wild.as_slice() && wild.as_slice() < next
+                } else {
+                    rec_hash.as_slice() < wild.as_slice() || wild.as_slice() < next
+                };
+                !covers
+            })
+            .cloned()
+            .collect();
+        assert!(check_nsec3(&zone, &n("nope.example."), Claim::NxDomain, &pruned).is_err());
+    }
+}
