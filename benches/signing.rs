@@ -35,7 +35,15 @@ const ZONE_ALGORITHMS: &[Algorithm] = &[
 fn key(alg: Algorithm) -> ZoneKey {
     let origin: Name = "tld.".parse().unwrap();
     let profile = Profile::default_profile();
-    ZoneKey::generate(&origin, alg, KeyRole::Csk, &profile, &Provider::default(), 3600).unwrap()
+    ZoneKey::generate(
+        &origin,
+        alg,
+        KeyRole::Csk,
+        &profile,
+        &Provider::default(),
+        3600,
+    )
+    .unwrap()
 }
 
 fn primitives(c: &mut Criterion) {
@@ -64,7 +72,9 @@ fn primitives(c: &mut Criterion) {
 fn zone_signing(c: &mut Criterion) {
     let origin: Name = "tld.".parse().unwrap();
     let text = delegations_zone("tld.", 1500, 0);
-    let records = ZoneFileReader::new(None, None).read_str(&text, "gen").unwrap();
+    let records = ZoneFileReader::new(None, None)
+        .read_str(&text, "gen")
+        .unwrap();
     let zone = Zone::from_records(origin, records).unwrap();
     let policy = SigningPolicy {
         inception: 1_750_000_000,
@@ -77,7 +87,10 @@ fn zone_signing(c: &mut Criterion) {
     for &alg in ZONE_ALGORITHMS {
         let k = [key(alg)];
         for threads in [1, cores] {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
             let id = BenchmarkId::new(alg.name(), format!("{threads}-threads"));
             group.bench_function(id, |b| {
                 b.iter(|| {

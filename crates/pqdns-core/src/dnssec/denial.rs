@@ -10,7 +10,7 @@ use crate::rdata::read_type_bitmap;
 use crate::rr::RrType;
 
 /// What a denial is supposed to prove.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Claim {
     /// The name does not exist (and no wildcard could have matched).
     NxDomain,
@@ -18,6 +18,24 @@ pub enum Claim {
     NoData(RrType),
     /// The name is a delegation without DS: the child is unsigned (insecure).
     NoDs,
+    /// The answer was synthesised from the wildcard `*.<source>` (RFC 4035 §5.3.4): no name
+    /// closer to QNAME exists.
+    Expanded {
+        /// The wildcard's parent: the closest encloser.
+        source: Name,
+    },
+}
+
+/// The child of `ancestor` on the way down to `name` (RFC 5155's "next closer name").
+fn next_closer(name: &Name, ancestor: &Name) -> Option<Name> {
+    let mut cur = name.clone();
+    loop {
+        let parent = cur.parent()?;
+        if parent == *ancestor {
+            return Some(cur);
+        }
+        cur = parent;
+    }
 }
 
 fn bogus(text: String) -> Reason {
@@ -89,6 +107,15 @@ pub fn check_nsec(
                 )));
             }
             Ok(())
+        }
+        Claim::Expanded { .. } => {
+            if parsed.iter().any(|n| n.covers(qname)) {
+                Ok(())
+            } else {
+                Err(bogus(format!(
+                    "no NSEC proves that {qname} itself does not exist"
+                )))
+            }
         }
         Claim::NxDomain => {
             let cover = parsed
@@ -213,6 +240,12 @@ pub fn check_nsec3(
                 Some(r) if r.opt_out => Ok(()),
                 _ => Err(bogus(format!("no NSEC3 proves {qname} has no DS"))),
             }
+        }
+        Claim::Expanded { source } => {
+            let nc = next_closer(qname, &source)
+                .ok_or_else(|| bogus(format!("{qname} is not below {source}")))?;
+            covering(&nc).ok_or_else(|| bogus(format!("no NSEC3 covers {nc}")))?;
+            Ok(())
         }
         Claim::NxDomain => {
             let (ce, next_closer) = closest_encloser(zone, qname, &matching)?;
