@@ -1,1 +1,22 @@
-//! placeholder
+//! pqdns-server: an authoritative DNS server for zones signed with classical and post-quantum
+//! DNSSEC algorithms, over UDP, TCP (RFC 7766), DNS over TLS (RFC 7858) and DNS over HTTPS
+//! (RFC 8484), with hybrid X25519MLKEM768 TLS key exchange.
+//!
+//! The answer engine ([`answer`]) is synchronous and does no I/O: it turns query bytes into
+//! response bytes from an in-memory [`catalog::Catalog`]. Transports own sockets and runtimes.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod answer;
+pub mod catalog;
+pub mod denial;
+pub mod query;
+pub mod response;
+pub mod server;
+pub mod settings;
+pub mod tls;
+pub mod transport;
+pub mod zones;
+
+pub use server::{BoundAddrs, Server, ServerConfig, ServerError, ServerHandle};

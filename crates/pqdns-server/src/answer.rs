@@ -1,0 +1,508 @@
+//! The answer engine: from query bytes to response bytes, synchronously and without I/O.
+//!
+//! Implements the authoritative part of the lookup of RFC 1034 §4.3.2 with the DNSSEC additions
+//! of RFC 4035 §3.1 and RFC 5155 §7.2:
+//! - exact matches (AA set), CNAME chains inside the zone (at most [`MAX_CNAME_HOPS`]);
+//! - wildcards (RFC 4592 §3.3.1): the owner is rewritten to the query name, with DO the RRSIGs
+//!   too, plus the NSEC/NSEC3 proving no closer match;
+//! - referrals: NS in authority, glue in additional, DS and its RRSIGs with DO, else the
+//!   NSEC/NSEC3 proving there is no DS (RFC 4035 §3.1.4);
+//! - NXDOMAIN and NODATA with the SOA (TTL min(SOA TTL, MINIMUM), RFC 2308 §3) and, with DO,
+//!   the denial proofs;
+//! - REFUSED outside our zones and for classes other than IN, NOTIMP for opcodes other than
+//!   QUERY, FORMERR for malformed queries, BADVERS for EDNS versions above 0 (RFC 6891 §6.1.3).
+//!
+//! QTYPE ANY gets one RRset of the name (the one with the lowest type number) and its RRSIGs, as
+//! RFC 8482 §4.2 allows. Zone transfers (AXFR/IXFR) are REFUSED.
+//!
+//! Size: UDP responses are limited to min(client's EDNS payload, ours) bytes, 512 without EDNS
+//! (RFC 6891 §6.2.5); stream transports allow 65535 bytes. RRsets are never split: a unit that
+//! does not fit is dropped whole and TC is set, except for optional additional data (RFC 2181 §9).
+//! Glue for a referral is not optional (RFC 9471 §3).
+
+use pqdns_core::zone::{Node, RRset};
+use pqdns_core::{Class, Name, RrType};
+
+use crate::catalog::{Catalog, ServedZone};
+use crate::denial::{prove, Denial};
+use crate::query::{self, ParseError, Query, FLAG_AA, FLAG_TC};
+use crate::response::{Full, OptOut, Rcode, ResponseWriter, Section, MIN_UDP_PAYLOAD};
+
+/// Longest CNAME chain followed inside a zone (the chain's records all go in the answer).
+pub const MAX_CNAME_HOPS: usize = 8;
+/// Most NS/MX/SRV targets looked up for additional-section addresses per RRset.
+pub const MAX_ADDITIONAL_TARGETS: usize = 16;
+/// Largest DNS message on a stream transport, in bytes (2-byte length prefix, RFC 1035 §4.2.2).
+pub const MAX_STREAM_MESSAGE: usize = 65535;
+/// Default EDNS UDP payload size we offer and accept, in bytes (DNS Flag Day 2020).
+pub const DEFAULT_UDP_PAYLOAD: u16 = 1232;
+
+/// How the response will travel: UDP is limited by EDNS, streams by the 16-bit length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Transport {
+    /// Datagrams: responses are limited and may be truncated (TC).
+    Udp,
+    /// TCP, TLS or HTTPS: up to 65535 bytes.
+    Stream,
+}
+
+/// What happened to one query (for logs and metrics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// Length of the response in bytes, written at `out[base..]`; 0 means send nothing.
+    pub len: usize,
+    /// Response code sent.
+    pub rcode: Rcode,
+    /// True if TC was set.
+    pub truncated: bool,
+    /// QTYPE, when the query parsed.
+    pub qtype: Option<RrType>,
+    /// Why the query was malformed, if it was.
+    pub error: Option<ParseError>,
+    /// Smallest TTL in the answer section, or for an empty answer in the authority section
+    /// (negative caching, RFC 2308 §5), in seconds; for HTTP freshness (RFC 8484 §5.1).
+    pub cache_ttl: Option<u32>,
+}
+
+/// Answers the query in `packet` from `catalog`, writing the response into `out[base..]`
+/// (`out` is truncated to `base` first; the bytes before `base` are left alone, e.g. for a TCP
+/// length prefix). `udp_payload` is our EDNS UDP payload size in bytes.
+pub fn respond(
+    catalog: &Catalog,
+    packet: &[u8],
+    transport: Transport,
+    udp_payload: u16,
+    out: &mut Vec<u8>,
+    base: usize,
+) -> Outcome {
+    let q = match query::parse(packet) {
+        Ok(q) => q,
+        Err(m) => {
+            let mut outcome = Outcome {
+                len: 0,
+                rcode: Rcode::FORMERR,
+                truncated: false,
+                qtype: None,
+                error: Some(m.error),
+                cache_ttl: None,
+            };
+            if let (false, Some(header)) = (m.drop_silently(), m.header) {
+                if matches!(m.error, ParseError::Opcode(_)) {
+                    outcome.rcode = Rcode::NOTIMP;
+                }
+                let w = ResponseWriter::new(out, base, MAX_STREAM_MESSAGE, header, None, None);
+                outcome.len = w.finish(outcome.rcode);
+            }
+            return outcome;
+        }
+    };
+    let udp_payload = udp_payload.max(MIN_UDP_PAYLOAD);
+    let limit = match transport {
+        Transport::Stream => MAX_STREAM_MESSAGE,
+        Transport::Udp => q
+            .edns
+            .map_or(MIN_UDP_PAYLOAD, |e| {
+                e.udp_payload.clamp(MIN_UDP_PAYLOAD, udp_payload)
+            })
+            .into(),
+    };
+    let opt = q.edns.map(|e| OptOut {
+        udp_payload,
+        dnssec_ok: e.dnssec_ok,
+    });
+    let question = Some((&q.qname, q.qtype, q.qclass.0));
+    let mut w = ResponseWriter::new(out, base, limit, q.header, question, opt);
+    let mut cache_ttl = None;
+    let rcode = answer_query(catalog, &q, &mut w, &mut cache_ttl);
+    let truncated = w.truncated();
+    Outcome {
+        len: w.finish(rcode),
+        rcode,
+        truncated,
+        qtype: Some(q.qtype),
+        error: None,
+        cache_ttl,
+    }
+}
+
+fn answer_query(
+    catalog: &Catalog,
+    q: &Query,
+    w: &mut ResponseWriter<'_>,
+    cache_ttl: &mut Option<u32>,
+) -> Rcode {
+    // RFC 6891 §6.1.3: "If a responder does not implement the VERSION level of the request,
+    // then it MUST respond with RCODE=BADVERS."
+    if q.edns.is_some_and(|e| e.version > 0) {
+        return Rcode::BADVERS;
+    }
+    if q.qtype == RrType::OPT {
+        return Rcode::FORMERR;
+    }
+    if q.qclass != Class::IN || matches!(q.qtype, RrType::AXFR | RrType(251)) {
+        return Rcode::REFUSED;
+    }
+    let Some(zone) = catalog.find(&q.qname, q.qtype) else {
+        return Rcode::REFUSED;
+    };
+    let mut lookup = Lookup {
+        zone,
+        dnssec: q.dnssec_ok(),
+        authority: Vec::new(),
+        additional: Vec::new(),
+        min_ttl: [None; 2],
+    };
+    let rcode = lookup.run(w, &q.qname, q.qtype);
+    *cache_ttl = lookup.min_ttl[0].or(lookup.min_ttl[1]);
+    rcode
+}
+
+/// An RRset to write in the authority or additional section.
+#[derive(Clone, Copy)]
+struct Item<'z> {
+    owner: &'z Name,
+    rtype: RrType,
+    set: &'z RRset,
+    /// TTL to use instead of the RRset's (negative-answer SOA), in seconds.
+    ttl: Option<u32>,
+    /// Losing it sets TC (authority data, referral glue).
+    required: bool,
+}
+
+/// Where a name stands for a query, after cuts, exact matches and wildcards (RFC 1034 §4.3.2
+/// step 3).
+enum Match<'z> {
+    /// A node answers: the name's own, or the wildcard `*.<closest_encloser>`.
+    Node {
+        owner: &'z Name,
+        node: &'z Node,
+        wildcard_of: Option<Name>,
+    },
+    /// The name is at or below a delegation point.
+    Referral { cut: &'z Name, node: &'z Node },
+    /// The name exists only because names below it do (RFC 4592 §2.2.2).
+    EmptyNonTerminal,
+    /// The name does not exist.
+    NxDomain { closest_encloser: Name },
+}
+
+struct Lookup<'z> {
+    zone: &'z ServedZone,
+    dnssec: bool,
+    authority: Vec<Item<'z>>,
+    additional: Vec<Item<'z>>,
+    /// Smallest TTL written in the answer and in the authority section, in seconds.
+    min_ttl: [Option<u32>; 2],
+}
+
+impl<'z> Lookup<'z> {
+    fn run(&mut self, w: &mut ResponseWriter<'_>, qname: &Name, qtype: RrType) -> Rcode {
+        let mut rcode = Rcode::NOERROR;
+        let mut name = qname.clone();
+        w.set_flag(FLAG_AA);
+        for hop in 0..=MAX_CNAME_HOPS {
+            match self.classify(&name, qtype) {
+                Match::Referral { cut, node } => {
+                    if hop == 0 {
+                        w.clear_aa();
+                    }
+                    self.referral(cut, node);
+                    break;
+                }
+                Match::EmptyNonTerminal => {
+                    self.negative(Denial::NoData { name: &name });
+                    break;
+                }
+                Match::NxDomain { closest_encloser } => {
+                    rcode = Rcode::NXDOMAIN;
+                    self.negative(Denial::NxDomain {
+                        qname: &name,
+                        closest_encloser: &closest_encloser,
+                    });
+                    break;
+                }
+                Match::Node {
+                    owner,
+                    node,
+                    wildcard_of,
+                } => {
+                    let wanted = if qtype == RrType::ANY {
+                        node.iter().find(|(_, s)| !s.rdatas.is_empty())
+                    } else {
+                        node.get_key_value(&qtype)
+                            .filter(|(_, s)| !s.rdatas.is_empty())
+                    };
+                    let cname = node.get(&RrType::CNAME).filter(|s| !s.rdatas.is_empty());
+                    let (rtype, set) = match (wanted, cname) {
+                        (Some((t, s)), _) => (*t, s),
+                        (None, Some(s)) => (RrType::CNAME, s),
+                        (None, None) => {
+                            match &wildcard_of {
+                                Some(ce) => self.negative(Denial::WildcardNoData {
+                                    qname: &name,
+                                    closest_encloser: ce,
+                                }),
+                                None => self.negative(Denial::NoData { name: owner }),
+                            }
+                            break;
+                        }
+                    };
+                    if self.answer(w, &name, rtype, set).is_err() {
+                        w.set_flag(FLAG_TC);
+                        return rcode;
+                    }
+                    if let Some(ce) = &wildcard_of {
+                        self.proof(Denial::WildcardAnswer {
+                            qname: &name,
+                            closest_encloser: ce,
+                        });
+                    }
+                    if rtype != RrType::CNAME || qtype == RrType::CNAME {
+                        self.additional_for(rtype, set, false);
+                        break;
+                    }
+                    match set.rdatas.first().and_then(|rd| Name::from_wire(rd).ok()) {
+                        Some(target) if target.is_subdomain_of(&self.zone.zone.origin) => {
+                            name = target
+                        }
+                        _ => break,
+                    }
+                }
+            }
+        }
+        self.write_tail(w);
+        rcode
+    }
+
+    /// Finds where `name` stands in the zone.
+    fn classify(&self, name: &Name, qtype: RrType) -> Match<'z> {
+        let zone = &self.zone.zone;
+        // The name and its ancestors strictly below the apex, the name first.
+        let mut ancestors = Vec::with_capacity(8);
+        let mut cur = Some(name.clone());
+        while let Some(n) = cur.filter(|n| *n != zone.origin && n.is_subdomain_of(&zone.origin)) {
+            cur = n.parent();
+            ancestors.push(n);
+        }
+        // RFC 1034 §4.3.2 step 3b: a cut on the way down means a referral; the DS RRset at a
+        // cut is the parent's own data (RFC 4035 §3.1.4.1).
+        for (i, a) in ancestors.iter().enumerate().rev() {
+            if let Some((cut, node)) = zone.nodes.get_key_value(a) {
+                let is_cut = node.get(&RrType::NS).is_some_and(|s| !s.rdatas.is_empty());
+                if is_cut && !(i == 0 && qtype == RrType::DS) {
+                    return Match::Referral { cut, node };
+                }
+            }
+        }
+        if let Some((owner, node)) = zone.nodes.get_key_value(name) {
+            return Match::Node {
+                owner,
+                node,
+                wildcard_of: None,
+            };
+        }
+        if self.is_empty_non_terminal(name) {
+            return Match::EmptyNonTerminal;
+        }
+        let closest_encloser = ancestors
+            .iter()
+            .skip(1)
+            .find(|a| zone.nodes.contains_key(*a) || self.is_empty_non_terminal(a))
+            .cloned()
+            .unwrap_or_else(|| zone.origin.clone());
+        // RFC 4592 §3.3.1: the source of synthesis is the wildcard child of the closest encloser.
+        let wildcard = closest_encloser.prepend_label(b"*").ok();
+        if let Some((owner, node)) = wildcard.and_then(|w| zone.nodes.get_key_value(&w)) {
+            return Match::Node {
+                owner,
+                node,
+                wildcard_of: Some(closest_encloser),
+            };
+        }
+        Match::NxDomain { closest_encloser }
+    }
+
+    /// True if `name` owns nothing but has descendants: in canonical order its descendants
+    /// follow it directly, so it is enough to look at the next name.
+    fn is_empty_non_terminal(&self, name: &Name) -> bool {
+        use std::ops::Bound;
+        let nodes = &self.zone.zone.nodes;
+        !nodes.contains_key(name)
+            && nodes
+                .range::<Name, _>((Bound::Excluded(name), Bound::Unbounded))
+                .next()
+                .is_some_and(|(n, _)| n.is_subdomain_of(name))
+    }
+
+    /// Writes an answer RRset (owner `name`, which differs from the zone's for wildcards).
+    fn answer(
+        &mut self,
+        w: &mut ResponseWriter<'_>,
+        name: &Name,
+        rtype: RrType,
+        set: &RRset,
+    ) -> Result<(), Full> {
+        write_rrset(w, Section::Answer, name, rtype, set, None, self.dnssec)?;
+        self.note_ttl(0, set.ttl);
+        Ok(())
+    }
+
+    fn note_ttl(&mut self, i: usize, ttl: u32) {
+        self.min_ttl[i] = Some(self.min_ttl[i].map_or(ttl, |t| t.min(ttl)));
+    }
+
+    fn push_authority(&mut self, owner: &'z Name, rtype: RrType, set: &'z RRset, ttl: Option<u32>) {
+        if !self.authority.iter().any(|i| std::ptr::eq(i.set, set)) {
+            self.authority.push(Item {
+                owner,
+                rtype,
+                set,
+                ttl,
+                required: true,
+            });
+        }
+    }
+
+    fn proof(&mut self, denial: Denial<'_>) {
+        if !self.dnssec {
+            return;
+        }
+        for r in prove(self.zone, denial).iter() {
+            self.push_authority(r.owner, r.rtype, r.set, None);
+        }
+    }
+
+    /// NXDOMAIN or NODATA: the SOA with the negative TTL, then the proof.
+    fn negative(&mut self, denial: Denial<'_>) {
+        let zone = &self.zone.zone;
+        if let Some((apex, set)) = zone
+            .nodes
+            .get_key_value(&zone.origin)
+            .and_then(|(apex, node)| Some((apex, node.get(&RrType::SOA)?)))
+        {
+            // RFC 2308 §3: the TTL of the SOA in a negative answer is the minimum of its TTL and
+            // its MINIMUM field.
+            self.push_authority(apex, RrType::SOA, set, Some(zone.negative_ttl()));
+        }
+        self.proof(denial);
+    }
+
+    /// A referral: the cut's NS, its DS or the proof that there is none, and glue.
+    fn referral(&mut self, cut: &'z Name, node: &'z Node) {
+        let Some(ns) = node.get(&RrType::NS) else {
+            return;
+        };
+        self.push_authority(cut, RrType::NS, ns, None);
+        if self.dnssec {
+            // RFC 4035 §3.1.4: "MUST include the DS RRset ... or an NSEC RR proving that no DS
+            // RRset exists, along with the RRSIGs" when DO is set.
+            match node.get(&RrType::DS).filter(|s| !s.rdatas.is_empty()) {
+                Some(ds) => self.push_authority(cut, RrType::DS, ds, None),
+                None => self.proof(Denial::NoData { name: cut }),
+            }
+        }
+        self.additional_for(RrType::NS, ns, true);
+    }
+
+    /// Addresses of in-zone NS, MX and SRV targets for the additional section.
+    fn additional_for(&mut self, rtype: RrType, set: &'z RRset, required: bool) {
+        let skip = match rtype {
+            RrType::NS => 0,
+            RrType::MX => 2,
+            RrType::SRV => 6,
+            _ => return,
+        };
+        let zone = &self.zone.zone;
+        for rdata in set.rdatas.iter().take(MAX_ADDITIONAL_TARGETS) {
+            let Some((target, _)) = rdata
+                .get(skip..)
+                .and_then(|t| Name::read_uncompressed(t).ok())
+            else {
+                continue;
+            };
+            let Some((owner, node)) = zone.nodes.get_key_value(&target) else {
+                continue;
+            };
+            for rtype in [RrType::A, RrType::AAAA] {
+                let Some(set) = node.get(&rtype).filter(|s| !s.rdatas.is_empty()) else {
+                    continue;
+                };
+                if !self.additional.iter().any(|i| std::ptr::eq(i.set, set)) {
+                    self.additional.push(Item {
+                        owner,
+                        rtype,
+                        set,
+                        ttl: None,
+                        required,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Writes the authority and additional sections; a required unit that does not fit sets TC.
+    fn write_tail(&mut self, w: &mut ResponseWriter<'_>) {
+        let authority = std::mem::take(&mut self.authority);
+        let additional = std::mem::take(&mut self.additional);
+        let sections = [
+            (Section::Authority, authority),
+            (Section::Additional, additional),
+        ];
+        for (section, items) in sections {
+            for item in items {
+                match write_rrset(
+                    w,
+                    section,
+                    item.owner,
+                    item.rtype,
+                    item.set,
+                    item.ttl,
+                    self.dnssec,
+                ) {
+                    Ok(()) if section == Section::Authority => {
+                        self.note_ttl(1, item.ttl.unwrap_or(item.set.ttl))
+                    }
+                    Ok(()) => {}
+                    Err(Full) if item.required => {
+                        w.set_flag(FLAG_TC);
+                        return;
+                    }
+                    Err(Full) => {}
+                }
+            }
+        }
+    }
+}
+
+/// Writes an RRset and (with DO) its RRSIGs as one unit.
+fn write_rrset(
+    w: &mut ResponseWriter<'_>,
+    section: Section,
+    owner: &Name,
+    rtype: RrType,
+    set: &RRset,
+    ttl: Option<u32>,
+    dnssec: bool,
+) -> Result<(), Full> {
+    let mark = w.mark();
+    let owner = owner.as_wire();
+    for rdata in &set.rdatas {
+        w.record(section, owner, rtype, ttl.unwrap_or(set.ttl), rdata);
+    }
+    if dnssec {
+        for sig in &set.rrsigs {
+            w.record(
+                section,
+                owner,
+                RrType::RRSIG,
+                ttl.unwrap_or(set.rrsig_ttl),
+                sig,
+            );
+        }
+    }
+    w.commit(mark)
+}
+
+#[cfg(test)]
+#[path = "answer_tests.rs"]
+mod tests;

@@ -1,0 +1,488 @@
+//! Answer-engine tests on a zone signed in memory (ECDSA P-256, NSEC3 and NSEC). Responses are
+//! decoded by a small independent decoder and checked record by record; the NSEC3 proofs are
+//! checked against hashes computed here with the zone's parameters.
+
+use pqdns_core::dnssec::keyfile::{KeyRole, ZoneKey};
+use pqdns_core::dnssec::nsec3::Nsec3Params;
+use pqdns_core::dnssec::sign::{sign_zone, Denial as SignDenial, SigningPolicy};
+use pqdns_core::dnssec::{Algorithm, Profile, Provider};
+use pqdns_core::rdata::read_type_bitmap;
+use pqdns_core::zonefile::ZoneFileReader;
+use pqdns_core::{Name, RrType, Zone};
+
+use super::*;
+use crate::query::{read_name, tests::build, HEADER_LEN};
+
+const ZONE: &str = "\
+$ORIGIN example.
+$TTL 3600
+@        SOA   ns1 hostmaster 2024010101 7200 3600 1209600 300
+@        NS    ns1
+@        NS    ns2
+@        MX    10 mail
+ns1      A     192.0.2.1
+ns1      AAAA  2001:db8::1
+ns2      A     192.0.2.2
+mail     A     192.0.2.3
+www      A     192.0.2.4
+alias    CNAME www
+chain    CNAME alias
+out      CNAME www.example.org.
+dangling CNAME nothere
+loop1    CNAME loop2
+loop2    CNAME loop1
+*.wild   TXT   \"wildcard\"
+a.b.ent  A     192.0.2.5
+sub      NS    ns.sub
+ns.sub   A     192.0.2.6
+sub      DS    12345 13 2 0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF
+insecure NS    ns.insecure
+ns.insecure A  192.0.2.7
+big      TXT   \"0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789\"
+big      TXT   \"1123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789\"
+big      TXT   \"2123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789\"
+big      TXT   \"3123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789\"
+big      TXT   \"4123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789\"
+big      TXT   \"5123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789\"
+";
+
+fn n(s: &str) -> Name {
+    s.parse().unwrap()
+}
+
+fn signed(denial: SignDenial) -> Catalog {
+    let origin = n("example.");
+    let records = ZoneFileReader::new(Some(origin.clone()), None)
+        .read_str(ZONE, "test.zone")
+        .unwrap();
+    let mut zone = Zone::from_records(origin.clone(), records).unwrap();
+    let key = ZoneKey::generate(
+        &origin,
+        Algorithm::EcdsaP256Sha256,
+        KeyRole::Csk,
+        &Profile::default_profile(),
+        &Provider::default_provider(),
+        3600,
+    )
+    .unwrap();
+    let policy = SigningPolicy {
+        inception: 1_700_000_000,
+        expiration: 1_900_000_000,
+        denial,
+    };
+    sign_zone(&mut zone, &[key], &policy, &|_, _| {}).unwrap();
+    Catalog::new([ServedZone::new(zone)]).unwrap()
+}
+
+fn nsec3_catalog() -> Catalog {
+    signed(SignDenial::Nsec3(Nsec3Params::default()))
+}
+
+#[derive(Debug, Clone)]
+struct Rr {
+    owner: Name,
+    rtype: RrType,
+    ttl: u32,
+    /// RDATA with embedded names decompressed.
+    rdata: Vec<u8>,
+}
+
+#[derive(Debug)]
+struct Msg {
+    id: u16,
+    flags: u16,
+    rcode: u16,
+    sections: [Vec<Rr>; 3],
+    opt: Option<(u16, bool)>,
+}
+
+impl Msg {
+    fn aa(&self) -> bool {
+        self.flags & FLAG_AA != 0
+    }
+    fn tc(&self) -> bool {
+        self.flags & FLAG_TC != 0
+    }
+    fn types(&self, section: usize) -> Vec<RrType> {
+        self.sections[section].iter().map(|r| r.rtype).collect()
+    }
+    fn has(&self, section: usize, owner: &str, rtype: RrType) -> bool {
+        self.sections[section]
+            .iter()
+            .any(|r| r.owner == n(owner) && r.rtype == rtype)
+    }
+    fn rrsig_covering(&self, section: usize, owner: &str, covered: RrType) -> bool {
+        self.sections[section].iter().any(|r| {
+            r.owner == n(owner)
+                && r.rtype == RrType::RRSIG
+                && r.rdata[..2] == covered.0.to_be_bytes()
+        })
+    }
+}
+
+/// Decodes a response independently of the writer (names via the query parser's reader).
+fn decode(p: &[u8]) -> Msg {
+    let u16_at = |i: usize| u16::from_be_bytes([p[i], p[i + 1]]);
+    let counts = [u16_at(4), u16_at(6), u16_at(8), u16_at(10)];
+    let mut pos = HEADER_LEN;
+    for _ in 0..counts[0] {
+        pos = read_name(p, pos).unwrap().1 + 4;
+    }
+    let mut sections: [Vec<Rr>; 3] = Default::default();
+    let mut opt = None;
+    let mut ext_rcode = 0;
+    for (i, section) in sections.iter_mut().enumerate() {
+        for _ in 0..counts[i + 1] {
+            let (owner, after) = read_name(p, pos).unwrap();
+            let rtype = RrType(u16_at(after));
+            let ttl = u32::from_be_bytes([p[after + 4], p[after + 5], p[after + 6], p[after + 7]]);
+            let rdlen = usize::from(u16_at(after + 8));
+            let start = after + 10;
+            pos = start + rdlen;
+            if rtype == RrType::OPT {
+                ext_rcode = p[after + 4];
+                opt = Some((u16_at(after + 2), p[after + 6] & 0x80 != 0));
+                continue;
+            }
+            let rdata = decompress_rdata(p, rtype, start, pos);
+            section.push(Rr {
+                owner,
+                rtype,
+                ttl,
+                rdata,
+            });
+        }
+    }
+    assert_eq!(pos, p.len(), "no bytes after the last record");
+    let flags = u16_at(2);
+    Msg {
+        id: u16_at(0),
+        flags,
+        rcode: u16::from(ext_rcode) << 4 | (flags & 0xf),
+        sections,
+        opt,
+    }
+}
+
+fn decompress_rdata(p: &[u8], rtype: RrType, start: usize, end: usize) -> Vec<u8> {
+    let (fixed, names) = match rtype {
+        RrType::NS | RrType::CNAME | RrType::PTR => (0, 1),
+        RrType::MX => (2, 1),
+        RrType::SOA => (0, 2),
+        _ => return p[start..end].to_vec(),
+    };
+    let mut out = p[start..start + fixed].to_vec();
+    let mut pos = start + fixed;
+    for _ in 0..names {
+        let (name, after) = read_name(p, pos).unwrap();
+        out.extend_from_slice(name.as_wire());
+        pos = after;
+    }
+    out.extend_from_slice(&p[pos..end]);
+    out
+}
+
+fn ask_with(
+    cat: &Catalog,
+    qname: &str,
+    qtype: RrType,
+    edns: Option<(u16, bool)>,
+    transport: Transport,
+) -> Msg {
+    let mut out = Vec::new();
+    let outcome = respond(
+        cat,
+        &build(qname, qtype, edns),
+        transport,
+        DEFAULT_UDP_PAYLOAD,
+        &mut out,
+        0,
+    );
+    assert_eq!(outcome.len, out.len());
+    let msg = decode(&out);
+    assert_eq!(msg.id, 0x1234);
+    assert_eq!(msg.rcode, outcome.rcode.0);
+    msg
+}
+
+fn ask(cat: &Catalog, qname: &str, qtype: RrType, dnssec: bool) -> Msg {
+    ask_with(cat, qname, qtype, Some((4096, dnssec)), Transport::Udp)
+}
+
+/// Owner name of the NSEC3 for `name` (computed here, not by the server).
+fn hashed(name: &str) -> Name {
+    let h = Nsec3Params::default().hash(&n(name));
+    let label = data_encoding::BASE32HEX_NOPAD
+        .encode(&h)
+        .to_ascii_lowercase();
+    n(&format!("{label}.example."))
+}
+
+/// True if some NSEC3 in the authority section covers (strictly) the hash of `name`.
+fn nsec3_covers(msg: &Msg, name: &str) -> bool {
+    let target = Nsec3Params::default().hash(&n(name)).to_vec();
+    msg.sections[1]
+        .iter()
+        .filter(|r| r.rtype == RrType::NSEC3)
+        .any(|r| {
+            let own = pqdns_core::dnssec::nsec3::owner_hash(&r.owner).unwrap();
+            let (_, _, rest) = Nsec3Params::parse(&r.rdata).unwrap();
+            let next = rest[1..1 + usize::from(rest[0])].to_vec();
+            if own < next {
+                own < target && target < next
+            } else {
+                target > own || target < next
+            }
+        })
+}
+
+fn nsec3_bitmap(msg: &Msg, owner: &Name) -> Vec<RrType> {
+    let r = msg.sections[1]
+        .iter()
+        .find(|r| r.rtype == RrType::NSEC3 && r.owner == *owner)
+        .unwrap_or_else(|| panic!("no NSEC3 at {owner}"));
+    let (_, _, rest) = Nsec3Params::parse(&r.rdata).unwrap();
+    read_type_bitmap(&rest[1 + usize::from(rest[0])..]).unwrap()
+}
+
+#[test]
+fn positive_answer_with_and_without_dnssec() {
+    let cat = nsec3_catalog();
+    let m = ask(&cat, "WWW.example.", RrType::A, true);
+    assert!(m.aa());
+    assert_eq!(m.rcode, 0);
+    assert_eq!(m.types(0), [RrType::A, RrType::RRSIG]);
+    assert_eq!(m.sections[0][0].owner.to_string(), "WWW.example.");
+    assert_eq!(m.sections[0][0].rdata, [192, 0, 2, 4]);
+    assert_eq!(m.opt, Some((DEFAULT_UDP_PAYLOAD, true)));
+
+    let m = ask(&cat, "www.example.", RrType::A, false);
+    assert_eq!(m.types(0), [RrType::A]);
+    assert_eq!(m.opt, Some((DEFAULT_UDP_PAYLOAD, false)));
+    let m = ask_with(&cat, "www.example.", RrType::A, None, Transport::Udp);
+    assert_eq!(m.types(0), [RrType::A]);
+    assert_eq!(m.opt, None);
+}
+
+#[test]
+fn mx_answer_carries_target_addresses() {
+    let cat = nsec3_catalog();
+    let m = ask(&cat, "example.", RrType::MX, false);
+    assert_eq!(m.types(0), [RrType::MX]);
+    assert!(m.has(2, "mail.example.", RrType::A));
+    let m = ask(&cat, "example.", RrType::NS, false);
+    assert_eq!(m.sections[0].len(), 2);
+    assert!(m.has(2, "ns1.example.", RrType::AAAA) && m.has(2, "ns2.example.", RrType::A));
+}
+
+#[test]
+fn nxdomain_with_nsec3_closest_encloser_proof() {
+    let cat = nsec3_catalog();
+    let m = ask(&cat, "nope.b.ent.example.", RrType::A, true);
+    assert_eq!(m.rcode, 3);
+    assert!(m.aa());
+    assert!(m.sections[0].is_empty());
+    let soa = m.sections[1]
+        .iter()
+        .find(|r| r.rtype == RrType::SOA)
+        .unwrap();
+    assert_eq!(soa.ttl, 300, "min(SOA TTL 3600, MINIMUM 300)");
+    assert!(m.rrsig_covering(1, "example.", RrType::SOA));
+    // Closest encloser is the empty non-terminal b.ent.example.: matched; next closer covered;
+    // the wildcard at the closest encloser covered.
+    let ce = hashed("b.ent.example.");
+    assert!(
+        m.has(1, &ce.to_string(), RrType::NSEC3),
+        "closest encloser match"
+    );
+    assert!(nsec3_covers(&m, "nope.b.ent.example."));
+    assert!(nsec3_covers(&m, "*.b.ent.example."));
+    for r in m.sections[1].iter().filter(|r| r.rtype == RrType::NSEC3) {
+        assert!(m.rrsig_covering(1, &r.owner.to_string(), RrType::NSEC3));
+    }
+    // Without DO: SOA only.
+    let m = ask(&cat, "nope.b.ent.example.", RrType::A, false);
+    assert_eq!(m.types(1), [RrType::SOA]);
+}
+
+#[test]
+fn nodata_and_empty_non_terminal() {
+    let cat = nsec3_catalog();
+    let m = ask(&cat, "www.example.", RrType::AAAA, true);
+    assert_eq!(m.rcode, 0);
+    assert!(m.sections[0].is_empty());
+    let bitmap = nsec3_bitmap(&m, &hashed("www.example."));
+    assert!(bitmap.contains(&RrType::A) && !bitmap.contains(&RrType::AAAA));
+
+    let m = ask(&cat, "ent.example.", RrType::A, true);
+    assert_eq!(m.rcode, 0, "an empty non-terminal exists");
+    assert!(nsec3_bitmap(&m, &hashed("ent.example.")).is_empty());
+}
+
+#[test]
+fn wildcard_expansion_and_proof() {
+    let cat = nsec3_catalog();
+    let m = ask(&cat, "x.y.wild.example.", RrType::TXT, true);
+    assert!(m.aa());
+    assert_eq!(m.rcode, 0);
+    assert_eq!(m.types(0), [RrType::TXT, RrType::RRSIG]);
+    assert!(m.sections[0]
+        .iter()
+        .all(|r| r.owner == n("x.y.wild.example.")));
+    // RRSIG labels field (byte 3) is the wildcard's label count minus the `*`: 2.
+    assert_eq!(m.sections[0][1].rdata[3], 2);
+    assert!(
+        nsec3_covers(&m, "y.wild.example."),
+        "no closer match than the wildcard"
+    );
+
+    let m = ask(&cat, "x.wild.example.", RrType::A, true);
+    assert_eq!(m.rcode, 0);
+    assert!(m.sections[0].is_empty());
+    assert!(m.has(1, &hashed("wild.example.").to_string(), RrType::NSEC3));
+    assert!(m.has(1, &hashed("*.wild.example.").to_string(), RrType::NSEC3));
+    assert!(nsec3_covers(&m, "x.wild.example."));
+}
+
+#[test]
+fn cname_chains() {
+    let cat = nsec3_catalog();
+    let m = ask(&cat, "chain.example.", RrType::A, false);
+    assert_eq!(m.types(0), [RrType::CNAME, RrType::CNAME, RrType::A]);
+    assert_eq!(m.sections[0][2].owner, n("www.example."));
+    let m = ask(&cat, "chain.example.", RrType::CNAME, false);
+    assert_eq!(m.types(0), [RrType::CNAME]);
+    let m = ask(&cat, "out.example.", RrType::A, false);
+    assert_eq!(m.types(0), [RrType::CNAME]);
+    assert_eq!(m.rcode, 0);
+    let m = ask(&cat, "dangling.example.", RrType::A, true);
+    assert_eq!(m.types(0), [RrType::CNAME, RrType::RRSIG]);
+    assert_eq!(m.rcode, 3, "RFC 6604: the rcode is that of the last name");
+    let m = ask(&cat, "loop1.example.", RrType::A, false);
+    assert_eq!(
+        m.sections[0].len(),
+        MAX_CNAME_HOPS + 1,
+        "a loop stops after the hop limit"
+    );
+}
+
+#[test]
+fn referrals_with_glue_and_ds_or_proof() {
+    let cat = nsec3_catalog();
+    let m = ask(&cat, "www.sub.example.", RrType::A, true);
+    assert!(!m.aa());
+    assert_eq!(m.rcode, 0);
+    assert!(m.sections[0].is_empty());
+    assert!(m.has(1, "sub.example.", RrType::NS));
+    assert!(m.has(1, "sub.example.", RrType::DS));
+    assert!(m.rrsig_covering(1, "sub.example.", RrType::DS));
+    assert!(
+        !m.rrsig_covering(1, "sub.example.", RrType::NS),
+        "delegation NS is unsigned"
+    );
+    assert!(m.has(2, "ns.sub.example.", RrType::A));
+
+    let m = ask(&cat, "sub.example.", RrType::A, false);
+    assert_eq!(m.types(1), [RrType::NS], "no DS without DO");
+
+    let m = ask(&cat, "insecure.example.", RrType::A, true);
+    assert!(m.has(1, "insecure.example.", RrType::NS));
+    let bitmap = nsec3_bitmap(&m, &hashed("insecure.example."));
+    assert!(bitmap.contains(&RrType::NS) && !bitmap.contains(&RrType::DS));
+    assert!(m.has(2, "ns.insecure.example.", RrType::A));
+
+    // DS at the cut is answered authoritatively by the parent.
+    let m = ask(&cat, "sub.example.", RrType::DS, true);
+    assert!(m.aa());
+    assert_eq!(m.types(0), [RrType::DS, RrType::RRSIG]);
+    let m = ask(&cat, "insecure.example.", RrType::DS, true);
+    assert!(m.aa() && m.sections[0].is_empty() && m.has(1, "example.", RrType::SOA));
+}
+
+#[test]
+fn nsec_proofs() {
+    let cat = signed(SignDenial::Nsec);
+    let m = ask(&cat, "nope.example.", RrType::A, true);
+    assert_eq!(m.rcode, 3);
+    // "mail" < "nope" < "ns1": mail.example. covers the name; example. covers *.example.
+    assert!(m.has(1, "mail.example.", RrType::NSEC));
+    assert!(m.has(1, "example.", RrType::NSEC));
+    let m = ask(&cat, "www.example.", RrType::TXT, true);
+    assert_eq!(
+        m.types(1),
+        [RrType::SOA, RrType::RRSIG, RrType::NSEC, RrType::RRSIG]
+    );
+    assert!(m.has(1, "www.example.", RrType::NSEC));
+    let m = ask(&cat, "q.wild.example.", RrType::TXT, true);
+    // "*" sorts before "q": the wildcard's own NSEC covers q.wild.example. (no closer match).
+    assert_eq!(m.types(0), [RrType::TXT, RrType::RRSIG]);
+    assert_eq!(m.types(1), [RrType::NSEC, RrType::RRSIG]);
+    assert!(m.has(1, "*.wild.example.", RrType::NSEC));
+    let m = ask(&cat, "insecure.example.", RrType::A, true);
+    assert!(m.has(1, "insecure.example.", RrType::NSEC));
+}
+
+#[test]
+fn refused_notimp_formerr_badvers() {
+    let cat = nsec3_catalog();
+    let m = ask(&cat, "www.example.org.", RrType::A, false);
+    assert_eq!(m.rcode, 5);
+    assert!(!m.aa());
+    let mut packet = build("www.example.", RrType::A, Some((1232, false)));
+    packet[2] = 2 << 3; // STATUS opcode
+    let mut out = Vec::new();
+    let outcome = respond(&cat, &packet, Transport::Udp, 1232, &mut out, 0);
+    assert_eq!(outcome.rcode, Rcode::NOTIMP);
+    assert_eq!(decode(&out).rcode, 4);
+    let mut packet = build("www.example.", RrType::A, Some((1232, false)));
+    packet[5] = 0;
+    let outcome = respond(&cat, &packet, Transport::Udp, 1232, &mut out, 0);
+    assert_eq!((outcome.rcode, decode(&out).rcode), (Rcode::FORMERR, 1));
+    let outcome = respond(&cat, &packet[..5], Transport::Udp, 1232, &mut out, 0);
+    assert_eq!(outcome.len, 0, "no header, no answer");
+    let mut packet = build("www.example.", RrType::A, Some((1232, false)));
+    let version_at = packet.len() - 5;
+    packet[version_at] = 1;
+    let outcome = respond(&cat, &packet, Transport::Udp, 1232, &mut out, 0);
+    let m = decode(&out);
+    assert_eq!((outcome.rcode, m.rcode), (Rcode::BADVERS, 16));
+    assert!(m.opt.is_some() && m.sections[0].is_empty());
+}
+
+#[test]
+fn truncation_drops_whole_rrsets() {
+    let cat = nsec3_catalog();
+    let m = ask_with(&cat, "big.example.", RrType::TXT, None, Transport::Udp);
+    assert!(m.tc());
+    assert!(
+        m.sections[0].is_empty(),
+        "the 6×101-byte TXT RRset does not fit 512 bytes"
+    );
+    let m = ask_with(
+        &cat,
+        "big.example.",
+        RrType::TXT,
+        Some((512, true)),
+        Transport::Udp,
+    );
+    assert!(m.tc() && m.sections[0].is_empty());
+    let m = ask_with(
+        &cat,
+        "big.example.",
+        RrType::TXT,
+        Some((1232, true)),
+        Transport::Udp,
+    );
+    assert!(!m.tc());
+    assert_eq!(m.sections[0].len(), 7);
+    let m = ask_with(&cat, "big.example.", RrType::TXT, None, Transport::Stream);
+    assert!(!m.tc());
+    assert_eq!(m.sections[0].len(), 6);
+}
+
+#[test]
+fn any_gets_one_rrset() {
+    let cat = nsec3_catalog();
+    let m = ask(&cat, "example.", RrType::ANY, false);
+    assert_eq!(m.types(0), [RrType::NS, RrType::NS]);
+}

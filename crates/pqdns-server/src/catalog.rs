@@ -1,0 +1,127 @@
+//! The set of zones served, and the choice of zone for a query name: the zone with the
+//! longest origin that is an ancestor of (or equal to) the name (RFC 1034 §4.3.2 step 2).
+//!
+//! A DS query for a zone's apex is answered from the parent zone when we serve it too,
+//! because the DS RRset belongs to the parent side of the cut (RFC 4035 §3.1.4.1).
+
+use std::collections::BTreeMap;
+
+use pqdns_core::dnssec::nsec3::Nsec3Params;
+use pqdns_core::{Name, RrType, Zone};
+
+/// A zone ready to answer from, with its NSEC3 parameters if it is signed with NSEC3.
+#[derive(Clone, Debug)]
+pub struct ServedZone {
+    /// The zone data (signed or not).
+    pub zone: Zone,
+    /// NSEC3 parameters from the apex NSEC3PARAM, if any (RFC 5155 §4).
+    pub nsec3: Option<Nsec3Params>,
+}
+
+impl ServedZone {
+    /// Wraps a zone, reading its NSEC3PARAM.
+    pub fn new(zone: Zone) -> ServedZone {
+        let nsec3 = zone
+            .rrset(&zone.origin, RrType::NSEC3PARAM)
+            .and_then(|s| s.rdatas.first())
+            .and_then(|rd| Nsec3Params::parse(rd))
+            .map(|(params, _, _)| params);
+        ServedZone { zone, nsec3 }
+    }
+}
+
+/// Why a set of zones cannot be served together.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CatalogError {
+    /// Two zones have the same origin.
+    #[error("zone {0} is given twice")]
+    Duplicate(Name),
+}
+
+/// The zones served, by origin.
+#[derive(Clone, Debug, Default)]
+pub struct Catalog {
+    zones: BTreeMap<Name, ServedZone>,
+}
+
+impl Catalog {
+    /// Builds a catalog.
+    ///
+    /// # Errors
+    /// [`CatalogError::Duplicate`] if two zones share an origin.
+    pub fn new(zones: impl IntoIterator<Item = ServedZone>) -> Result<Catalog, CatalogError> {
+        let mut map = BTreeMap::new();
+        for z in zones {
+            let origin = z.zone.origin.clone();
+            if map.insert(origin.clone(), z).is_some() {
+                return Err(CatalogError::Duplicate(origin));
+            }
+        }
+        Ok(Catalog { zones: map })
+    }
+
+    /// The zones, in canonical order of their origins.
+    pub fn zones(&self) -> impl Iterator<Item = &ServedZone> {
+        self.zones.values()
+    }
+
+    /// The zone to answer `qname`/`qtype` from, or `None` if we are not authoritative.
+    pub fn find(&self, qname: &Name, qtype: RrType) -> Option<&ServedZone> {
+        let mut best = None;
+        let mut cur = Some(qname.clone());
+        while let Some(name) = cur {
+            if let Some(z) = self.zones.get(&name) {
+                let apex_ds = qtype == RrType::DS && name == *qname && !name.is_root();
+                if !apex_ds {
+                    return Some(z);
+                }
+                best.get_or_insert(z);
+            }
+            cur = name.parent();
+        }
+        best
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pqdns_core::zonefile::ZoneFileReader;
+
+    pub(crate) fn zone(origin: &str, text: &str) -> Zone {
+        let origin: Name = origin.parse().unwrap();
+        let recs = ZoneFileReader::new(Some(origin.clone()), Some(300))
+            .read_str(text, "t")
+            .unwrap();
+        Zone::from_records(origin, recs).unwrap()
+    }
+
+    #[test]
+    fn longest_match_and_ds_from_parent() {
+        let parent = ServedZone::new(zone("example.", "@ SOA ns hm 1 2 3 4 5\n"));
+        let child = ServedZone::new(zone("sub.example.", "@ SOA ns hm 1 2 3 4 5\n"));
+        let cat = Catalog::new([parent, child]).unwrap();
+        let n = |s: &str| -> Name { s.parse().unwrap() };
+        let origin = |z: Option<&ServedZone>| z.map(|z| z.zone.origin.to_string());
+        assert_eq!(
+            origin(cat.find(&n("a.SUB.example."), RrType::A)),
+            Some("sub.example.".into())
+        );
+        assert_eq!(
+            origin(cat.find(&n("sub.example."), RrType::A)),
+            Some("sub.example.".into())
+        );
+        assert_eq!(
+            origin(cat.find(&n("sub.example."), RrType::DS)),
+            Some("example.".into())
+        );
+        assert_eq!(
+            origin(cat.find(&n("b.example."), RrType::A)),
+            Some("example.".into())
+        );
+        assert_eq!(origin(cat.find(&n("example.org."), RrType::A)), None);
+        let dup = ServedZone::new(zone("example.", "@ SOA ns hm 1 2 3 4 5\n"));
+        let again = ServedZone::new(zone("example.", "@ SOA ns hm 1 2 3 4 5\n"));
+        assert!(Catalog::new([dup, again]).is_err());
+    }
+}

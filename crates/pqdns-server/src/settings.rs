@@ -1,0 +1,310 @@
+//! Server settings: listen addresses, limits and TLS, from the `[server]` table of the zone
+//! descriptions and from the command line (which wins).
+//!
+//! ```toml
+//! [server]
+//! udp = ["127.0.0.1:5353", "[::1]:5353"]   # each transport takes a list; [] turns it off
+//! tcp = ["127.0.0.1:5353"]
+//! dot = ["127.0.0.1:8853"]
+//! doh = ["127.0.0.1:8443"]
+//! doh_path = "/dns-query"
+//! udp_payload = 1232          # bytes, EDNS UDP payload size offered and accepted (512..=4096)
+//! tcp_idle_timeout = 10       # seconds a TCP/DoT/DoH connection may sit idle (RFC 7766 §6.2.3)
+//! max_connections = 512       # per stream listener (TCP, DoT, DoH each)
+//! max_connections_per_ip = 32 # per client address and stream listener
+//! [server.tls]
+//! policy = "hybrid-preferred" # or "pq-only": only hybrid ML-KEM key exchange groups
+//! certificate = "cert.pem"    # PEM chain and key, relative to the TOML file; if absent a
+//! private_key = "key.pem"     # self-signed ECDSA P-256 certificate is made in the key dir
+//! ```
+//!
+//! When several zone descriptions have a `[server]` table, each setting comes from the first
+//! description (in `--zone` order) that sets it.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::answer::DEFAULT_UDP_PAYLOAD;
+
+/// Default UDP and TCP listen address.
+pub const DEFAULT_DNS_ADDR: &str = "127.0.0.1:5353";
+/// Default DNS-over-TLS listen address.
+pub const DEFAULT_DOT_ADDR: &str = "127.0.0.1:8853";
+/// Default DNS-over-HTTPS listen address.
+pub const DEFAULT_DOH_ADDR: &str = "127.0.0.1:8443";
+/// Default DoH URI path (RFC 8484 §4.1 example).
+pub const DEFAULT_DOH_PATH: &str = "/dns-query";
+/// Default idle timeout of stream connections, in seconds.
+pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 10;
+/// Default cap on simultaneous connections per stream listener.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+/// Default cap on simultaneous connections from one client address per stream listener.
+pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 32;
+/// Largest EDNS UDP payload size accepted in settings, in bytes.
+pub const MAX_UDP_PAYLOAD: u16 = 4096;
+
+/// TLS key exchange policy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KxPolicy {
+    /// X25519MLKEM768 first, then the classical X25519, P-256 and P-384 for older clients.
+    #[default]
+    HybridPreferred,
+    /// Only hybrid post-quantum groups (X25519MLKEM768, SECP256R1MLKEM768); TLS 1.3 only.
+    PqOnly,
+}
+
+impl std::str::FromStr for KxPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<KxPolicy, String> {
+        match s {
+            "hybrid-preferred" => Ok(KxPolicy::HybridPreferred),
+            "pq-only" => Ok(KxPolicy::PqOnly),
+            _ => Err(format!(
+                "unknown TLS policy {s:?}: use \"hybrid-preferred\" or \"pq-only\""
+            )),
+        }
+    }
+}
+
+/// The `[server.tls]` table.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsTable {
+    /// Key exchange policy.
+    pub policy: Option<KxPolicy>,
+    /// PEM certificate chain, relative to the TOML file.
+    pub certificate: Option<PathBuf>,
+    /// PEM private key (PKCS#8, SEC1 or PKCS#1), relative to the TOML file.
+    pub private_key: Option<PathBuf>,
+}
+
+/// The `[server]` table of a zone description.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerTable {
+    /// UDP listen addresses.
+    pub udp: Option<Vec<SocketAddr>>,
+    /// TCP listen addresses.
+    pub tcp: Option<Vec<SocketAddr>>,
+    /// DoT listen addresses.
+    pub dot: Option<Vec<SocketAddr>>,
+    /// DoH listen addresses.
+    pub doh: Option<Vec<SocketAddr>>,
+    /// DoH URI path.
+    pub doh_path: Option<String>,
+    /// EDNS UDP payload size, bytes.
+    pub udp_payload: Option<u16>,
+    /// Stream idle timeout, seconds.
+    pub tcp_idle_timeout: Option<u64>,
+    /// Connections per stream listener.
+    pub max_connections: Option<usize>,
+    /// Connections per client address per stream listener.
+    pub max_connections_per_ip: Option<usize>,
+    /// TLS settings.
+    pub tls: Option<TlsTable>,
+}
+
+/// Why settings are invalid.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// The `[server]` table has unknown keys or wrong types.
+    #[error("{}: [server]: {message}", path.display())]
+    Table {
+        /// The zone description.
+        path: PathBuf,
+        /// The parser's message.
+        message: String,
+    },
+    /// A value is out of range.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl ServerTable {
+    /// Parses a `[server]` table; `path` labels errors.
+    ///
+    /// # Errors
+    /// [`SettingsError::Table`] for unknown keys or mistyped values.
+    pub fn parse(table: &toml::Table, path: &Path) -> Result<ServerTable, SettingsError> {
+        table
+            .clone()
+            .try_into()
+            .map_err(|e: toml::de::Error| SettingsError::Table {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })
+    }
+}
+
+/// TLS settings after merging.
+#[derive(Clone, Debug, Default)]
+pub struct TlsSettings {
+    /// Key exchange policy.
+    pub policy: KxPolicy,
+    /// Certificate chain and key files; `None` means make a self-signed one.
+    pub cert_and_key: Option<(PathBuf, PathBuf)>,
+    /// Where a self-signed certificate (and its key, mode 0600) is kept.
+    pub generated_cert_dir: PathBuf,
+}
+
+/// Everything the server needs besides zones.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// UDP listen addresses.
+    pub udp: Vec<SocketAddr>,
+    /// TCP listen addresses.
+    pub tcp: Vec<SocketAddr>,
+    /// DoT listen addresses.
+    pub dot: Vec<SocketAddr>,
+    /// DoH listen addresses.
+    pub doh: Vec<SocketAddr>,
+    /// DoH URI path.
+    pub doh_path: String,
+    /// EDNS UDP payload size, bytes.
+    pub udp_payload: u16,
+    /// Stream idle timeout.
+    pub idle_timeout: Duration,
+    /// Connections per stream listener.
+    pub max_connections: usize,
+    /// Connections per client address per stream listener.
+    pub max_connections_per_ip: usize,
+    /// TLS settings.
+    pub tls: TlsSettings,
+}
+
+impl Settings {
+    /// Settings with no listeners and default limits (for tests and embedding).
+    pub fn new(generated_cert_dir: PathBuf) -> Settings {
+        Settings {
+            udp: Vec::new(),
+            tcp: Vec::new(),
+            dot: Vec::new(),
+            doh: Vec::new(),
+            doh_path: DEFAULT_DOH_PATH.into(),
+            udp_payload: DEFAULT_UDP_PAYLOAD,
+            idle_timeout: Duration::from_secs(DEFAULT_IDLE_TIMEOUT_SECS),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
+            tls: TlsSettings {
+                generated_cert_dir,
+                ..TlsSettings::default()
+            },
+        }
+    }
+
+    /// Merges `[server]` tables (first one setting a key wins) over the defaults; `base_dirs`
+    /// resolve relative certificate paths per table.
+    ///
+    /// # Errors
+    /// [`SettingsError::Invalid`] for out-of-range values or a certificate without a key.
+    pub fn from_tables(
+        tables: &[(ServerTable, PathBuf)],
+        generated_cert_dir: PathBuf,
+    ) -> Result<Settings, SettingsError> {
+        let first = |f: &dyn Fn(&ServerTable) -> Option<Vec<SocketAddr>>, default: &str| {
+            tables
+                .iter()
+                .find_map(|(t, _)| f(t))
+                .unwrap_or_else(|| vec![default.parse().expect("default addresses are valid")])
+        };
+        let mut s = Settings::new(generated_cert_dir);
+        s.udp = first(&|t| t.udp.clone(), DEFAULT_DNS_ADDR);
+        s.tcp = first(&|t| t.tcp.clone(), DEFAULT_DNS_ADDR);
+        s.dot = first(&|t| t.dot.clone(), DEFAULT_DOT_ADDR);
+        s.doh = first(&|t| t.doh.clone(), DEFAULT_DOH_ADDR);
+        let pick = |f: &dyn Fn(&ServerTable) -> Option<u64>| tables.iter().find_map(|(t, _)| f(t));
+        if let Some(path) = tables.iter().find_map(|(t, _)| t.doh_path.clone()) {
+            if !path.starts_with('/') {
+                return Err(SettingsError::Invalid(format!(
+                    "doh_path {path:?} must start with '/'"
+                )));
+            }
+            s.doh_path = path;
+        }
+        if let Some(p) = pick(&|t| t.udp_payload.map(u64::from)) {
+            if !(512..=u64::from(MAX_UDP_PAYLOAD)).contains(&p) {
+                return Err(SettingsError::Invalid(format!(
+                    "udp_payload {p} is outside 512..=4096 bytes"
+                )));
+            }
+            s.udp_payload = p as u16;
+        }
+        if let Some(t) = pick(&|t| t.tcp_idle_timeout) {
+            if t == 0 {
+                return Err(SettingsError::Invalid(
+                    "tcp_idle_timeout must be at least 1 second".into(),
+                ));
+            }
+            s.idle_timeout = Duration::from_secs(t);
+        }
+        if let Some(m) = pick(&|t| t.max_connections.map(|v| v as u64)) {
+            s.max_connections = m.max(1) as usize;
+        }
+        if let Some(m) = pick(&|t| t.max_connections_per_ip.map(|v| v as u64)) {
+            s.max_connections_per_ip = m.max(1) as usize;
+        }
+        for (table, base) in tables {
+            let Some(tls) = &table.tls else { continue };
+            match (&tls.certificate, &tls.private_key) {
+                (Some(c), Some(k)) if s.tls.cert_and_key.is_none() => {
+                    s.tls.cert_and_key = Some((base.join(c), base.join(k)));
+                }
+                (Some(_), None) | (None, Some(_)) => {
+                    return Err(SettingsError::Invalid(
+                        "[server.tls] needs both certificate and private_key, or neither".into(),
+                    ))
+                }
+                _ => {}
+            }
+        }
+        if let Some(p) = tables.iter().find_map(|(t, _)| t.tls.as_ref()?.policy) {
+            s.tls.policy = p;
+        }
+        Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_merge_first_wins_and_reject_unknown_keys() {
+        let a: toml::Table =
+            toml::from_str("udp = [\"127.0.0.1:1053\"]\n[tls]\npolicy = \"pq-only\"\n").unwrap();
+        let b: toml::Table =
+            toml::from_str("udp = [\"127.0.0.1:2053\"]\ntcp = []\nudp_payload = 1400\n").unwrap();
+        let tables = vec![
+            (
+                ServerTable::parse(&a, Path::new("a.toml")).unwrap(),
+                PathBuf::from("/a"),
+            ),
+            (
+                ServerTable::parse(&b, Path::new("b.toml")).unwrap(),
+                PathBuf::from("/b"),
+            ),
+        ];
+        let s = Settings::from_tables(&tables, PathBuf::from("keys")).unwrap();
+        assert_eq!(s.udp, vec!["127.0.0.1:1053".parse::<SocketAddr>().unwrap()]);
+        assert!(s.tcp.is_empty());
+        assert_eq!(s.dot, vec![DEFAULT_DOT_ADDR.parse::<SocketAddr>().unwrap()]);
+        assert_eq!(s.udp_payload, 1400);
+        assert_eq!(s.tls.policy, KxPolicy::PqOnly);
+
+        let bad: toml::Table = toml::from_str("udp_port = 53\n").unwrap();
+        let err = ServerTable::parse(&bad, Path::new("z.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("z.toml") && err.contains("udp_port"), "{err}");
+        let small: toml::Table = toml::from_str("udp_payload = 100\n").unwrap();
+        let t = vec![(
+            ServerTable::parse(&small, Path::new("s")).unwrap(),
+            PathBuf::new(),
+        )];
+        assert!(Settings::from_tables(&t, PathBuf::new()).is_err());
+    }
+}

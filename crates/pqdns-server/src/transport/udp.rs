@@ -1,0 +1,55 @@
+//! DNS over UDP (RFC 1035 §4.2.1, RFC 6891 for sizes). A fixed number of tasks share each
+//! socket; each owns one receive buffer (65535 bytes) and one response buffer, reused for every
+//! datagram, so the steady state allocates only inside the answer engine.
+
+use std::sync::Arc;
+
+use tokio::net::UdpSocket;
+use tokio::sync::watch;
+use tracing::debug;
+
+use super::Shared;
+use crate::answer::{respond, Transport};
+
+/// Largest datagram read, in bytes.
+pub const MAX_DATAGRAM: usize = 65535;
+
+/// Serves queries on `socket` until `shutdown` changes.
+pub async fn serve(
+    socket: Arc<UdpSocket>,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut request = vec![0u8; MAX_DATAGRAM];
+    let mut response = Vec::with_capacity(usize::from(shared.udp_payload));
+    loop {
+        let (len, peer) = tokio::select! {
+            _ = shutdown.changed() => return,
+            r = socket.recv_from(&mut request) => match r {
+                Ok(v) => v,
+                Err(e) => {
+                    debug!(error = %e, "UDP receive error");
+                    continue;
+                }
+            },
+        };
+        let catalog = shared.catalog();
+        let outcome = respond(
+            &catalog,
+            &request[..len],
+            Transport::Udp,
+            shared.udp_payload,
+            &mut response,
+            0,
+        );
+        if let Some(error) = outcome.error {
+            debug!(%peer, %error, "malformed UDP query");
+        }
+        if outcome.len == 0 {
+            continue;
+        }
+        if let Err(e) = socket.send_to(&response, peer).await {
+            debug!(%peer, error = %e, "UDP send error");
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! Loading the zones to serve: read each TOML zone description (pqdns-core `config`), generate
+//! missing keys, sign (RFC 4035 §2, with NSEC or NSEC3 per the description), and publish the DS
+//! records of the key-signing keys (RFC 4034 §5, SHA-256 per RFC 4509) in `<key_dir>/<zone>ds`.
+//!
+//! Loading is all-or-nothing: a reload that fails anywhere keeps the zones being served.
+//! Key files written are logged by path; key material never is.
+
+use std::path::{Path, PathBuf};
+
+use pqdns_core::config::{ConfigError, LoadedConfig};
+use pqdns_core::dnssec::dnskey::{ds_record, DigestType};
+use pqdns_core::dnssec::sign::{sign_zone, SignError};
+use pqdns_core::Record;
+use tracing::{info, warn};
+
+use crate::catalog::{Catalog, CatalogError, ServedZone};
+
+/// The default zone description, compiled in (`zones/example.toml`).
+pub const EMBEDDED_ZONE_TOML: &str = include_str!("../../../zones/example.toml");
+/// The default zone's master file, compiled in (`zones/example.com.zone`).
+pub const EMBEDDED_ZONE_FILE: &str = include_str!("../../../zones/example.com.zone");
+/// Zones with at least this many RRsets get signing progress logged (every 10%).
+pub const PROGRESS_LOG_THRESHOLD: usize = 10_000;
+
+/// Where a zone description comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ZoneSource {
+    /// A TOML file; relative paths in it are relative to its directory.
+    File(PathBuf),
+    /// The embedded default zone; its key directory is relative to `base_dir`.
+    Embedded {
+        /// Directory that relative paths (the key directory) are resolved against.
+        base_dir: PathBuf,
+    },
+}
+
+impl std::fmt::Display for ZoneSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ZoneSource::File(p) => write!(f, "{}", p.display()),
+            ZoneSource::Embedded { .. } => f.write_str("<embedded zones/example.toml>"),
+        }
+    }
+}
+
+/// Why zones could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The description, zone file or keys are wrong (the message has file and line).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// Signing failed.
+    #[error("{file}: signing {zone}: {error}")]
+    Sign {
+        /// The zone description.
+        file: String,
+        /// The zone.
+        zone: String,
+        /// The reason.
+        error: SignError,
+    },
+    /// The DS file could not be written.
+    #[error("{}: {error}", path.display())]
+    WriteDs {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        error: std::io::Error,
+    },
+    /// Zones conflict.
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+}
+
+/// What loading one zone produced besides the zone itself.
+#[derive(Debug, Default)]
+pub struct ZoneReport {
+    /// The zone apex.
+    pub origin: Option<pqdns_core::Name>,
+    /// DS records of its key-signing keys (empty if unsigned).
+    pub ds: Vec<Record>,
+    /// Where the DS records were written.
+    pub ds_path: Option<PathBuf>,
+    /// Key files generated during this load.
+    pub written_keys: Vec<PathBuf>,
+    /// The `[server]` table, unparsed, with the file it came from.
+    pub server_table: Option<toml::Table>,
+    /// Directory keys live in (also where a generated TLS certificate goes).
+    pub key_dir: Option<PathBuf>,
+}
+
+/// Reads the zone description of `source`.
+///
+/// # Errors
+/// [`ConfigError`] for I/O or TOML errors.
+pub fn read_config(source: &ZoneSource) -> Result<LoadedConfig, ConfigError> {
+    match source {
+        ZoneSource::File(path) => LoadedConfig::read(path),
+        ZoneSource::Embedded { base_dir } => {
+            let mut cfg = LoadedConfig::parse(
+                EMBEDDED_ZONE_TOML,
+                Path::new("<embedded example.toml>"),
+                base_dir,
+            )?;
+            cfg.config.file = None;
+            cfg.config.records = Some(EMBEDDED_ZONE_FILE.to_string());
+            Ok(cfg)
+        }
+    }
+}
+
+/// Loads, keys and signs one zone; `now` is the signing time in UNIX seconds.
+///
+/// # Errors
+/// [`LoadError`] naming the file (and line, for zone-file errors).
+pub fn load_zone(source: &ZoneSource, now: u64) -> Result<(ServedZone, ZoneReport), LoadError> {
+    let cfg = read_config(source)?;
+    let mut zone = cfg.read_zone()?;
+    let mut report = ZoneReport {
+        origin: Some(zone.origin.clone()),
+        server_table: cfg.config.server.clone(),
+        ..ZoneReport::default()
+    };
+    let Some(signing) = cfg.signing() else {
+        info!(zone = %zone.origin, %source, records = zone.record_count(), "zone loaded (unsigned)");
+        return Ok((ServedZone::new(zone), report));
+    };
+    let key_dir = cfg.key_directory(signing);
+    let (keys, written) = cfg.keys(true)?;
+    for path in &written {
+        info!(zone = %zone.origin, file = %path.display(), "generated key file");
+    }
+    let policy = cfg.policy(signing, now)?;
+    let origin = zone.origin.clone();
+    let last_decile = std::sync::atomic::AtomicUsize::new(0);
+    let progress = |done: usize, total: usize| {
+        if total < PROGRESS_LOG_THRESHOLD {
+            return;
+        }
+        let decile = done * 10 / total;
+        if last_decile.fetch_max(decile, std::sync::atomic::Ordering::Relaxed) < decile {
+            info!(zone = %origin, done, total, "signing: {}%", decile * 10);
+        }
+    };
+    let stats =
+        sign_zone(&mut zone, &keys, &policy, &progress).map_err(|error| LoadError::Sign {
+            file: source.to_string(),
+            zone: origin.to_string(),
+            error,
+        })?;
+    info!(
+        zone = %origin, %source, rrsets = stats.rrsets, signatures = stats.signatures,
+        denial_records = stats.denial_records, keys = keys.len(), "zone signed"
+    );
+    let seps: Vec<_> = keys.iter().filter(|k| k.is_sep()).collect();
+    let ds_keys = if seps.is_empty() {
+        keys.iter().collect()
+    } else {
+        seps
+    };
+    report.ds = ds_keys
+        .iter()
+        .filter_map(|k| ds_record(&k.dnskey_record(), DigestType::Sha256))
+        .collect();
+    let ds_path = key_dir.join(format!("{origin}ds"));
+    let text: String = report.ds.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::create_dir_all(&key_dir)
+        .and_then(|()| std::fs::write(&ds_path, text))
+        .map_err(|error| LoadError::WriteDs {
+            path: ds_path.clone(),
+            error,
+        })?;
+    report.ds_path = Some(ds_path);
+    report.written_keys = written;
+    report.key_dir = Some(key_dir);
+    Ok((ServedZone::new(zone), report))
+}
+
+/// Loads every zone and builds the catalog; fails as a whole if any zone fails.
+///
+/// # Errors
+/// The first [`LoadError`].
+pub fn load_all(sources: &[ZoneSource], now: u64) -> Result<(Catalog, Vec<ZoneReport>), LoadError> {
+    let mut zones = Vec::with_capacity(sources.len());
+    let mut reports = Vec::with_capacity(sources.len());
+    for source in sources {
+        let (zone, report) = load_zone(source, now)?;
+        zones.push(zone);
+        reports.push(report);
+    }
+    if zones.is_empty() {
+        warn!("no zones configured: every query will be REFUSED");
+    }
+    Ok((Catalog::new(zones)?, reports))
+}

@@ -1,0 +1,3 @@
+module pqdns.test/tlsclient
+
+go 1.25
