@@ -1,0 +1,180 @@
+//! A hostile UDP "server" on loopback: answers with the wrong ID, a compression loop, a
+//! mismatched question, garbage, or a ~50 KB answer of bogus RRSIGs. Each exchange ends in an
+//! error or Bogus within the timeout, never a panic. (The per-query verification limit itself
+//! is tested in pqdns-core's validator tests, where a valid chain exists.)
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use pqdns_core::dnssec::validate::{Limits, PqPolicy, Status};
+use pqdns_core::dnssec::{Profile, Provider};
+use pqdns_core::message::{Message, FLAG_AA, FLAG_QR};
+use pqdns_core::{Class, Name, Record, RrType};
+use pqdns_resolver::transport::TransportError;
+use pqdns_resolver::{Client, Config, Mode, Resolver, TlsOptions, Transport, TrustAnchors};
+use tokio::net::UdpSocket;
+
+/// Starts a UDP responder that turns each query into `reply(query)` (or stays silent).
+async fn responder(reply: fn(&[u8]) -> Option<Vec<u8>>) -> SocketAddr {
+    let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let addr = socket.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65_535];
+        // Bounded: the test process ends the task; at most 1000 replies.
+        for _ in 0..1000 {
+            let Ok((n, peer)) = socket.recv_from(&mut buf).await else {
+                return;
+            };
+            if let Some(answer) = reply(&buf[..n]) {
+                let _ = socket.send_to(&answer, peer).await;
+            }
+        }
+    });
+    addr
+}
+
+fn resolver(addr: SocketAddr, anchored: bool) -> Resolver {
+    let mut anchors = TrustAnchors::default();
+    if anchored {
+        anchors.add_ds("example.".parse().unwrap(), vec![0, 1, 13, 2, 0xaa]);
+    }
+    let config = Config {
+        mode: Mode::Forward(addr),
+        anchors,
+        profile: Profile::default_profile(),
+        provider: Provider::default_provider(),
+        pq_policy: PqPolicy::AnyAlgorithm,
+        limits: Limits::default(),
+        now: None,
+        udp_payload: 1232,
+    };
+    let client = Client::new(
+        Transport::Udp,
+        Duration::from_millis(500),
+        TlsOptions::default(),
+    )
+    .unwrap();
+    Resolver::new(config, client)
+}
+
+fn answer_to(query: &[u8]) -> Message {
+    let mut m = Message::parse(query).unwrap();
+    m.flags |= FLAG_QR | FLAG_AA;
+    m.edns = None;
+    m
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn wrong_id_is_ignored_until_timeout() {
+    let rt = rt();
+    let err = rt.block_on(async {
+        let addr = responder(|q| {
+            let mut a = answer_to(q).to_wire();
+            a[0] ^= 0xff;
+            Some(a)
+        })
+        .await;
+        let start = Instant::now();
+        let e = resolver(addr, false)
+            .resolve(&"www.example.".parse().unwrap(), RrType::A)
+            .await
+            .unwrap_err();
+        assert!(start.elapsed() < Duration::from_secs(5));
+        e
+    });
+    assert!(
+        matches!(
+            err,
+            pqdns_resolver::resolve::ResolveError::Transport(TransportError::Timeout(_))
+        ),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn compression_loop_mismatched_question_and_garbage_are_errors() {
+    let rt = rt();
+    rt.block_on(async {
+        let looped = responder(|q| {
+            let mut a = q[..12].to_vec();
+            a[2] |= 0x80;
+            a.extend([0xc0, 12, 0, 1, 0, 1]);
+            Some(a)
+        })
+        .await;
+        let other_question = responder(|q| {
+            let mut m = answer_to(q);
+            m.questions[0].qname = "evil.example.".parse().unwrap();
+            Some(m.to_wire())
+        })
+        .await;
+        // QR set, TC clear, then counts and records that run past the end.
+        let garbage = responder(|q| Some([&q[..2], &[0x80, 0x00], &[0xff; 40][..]].concat())).await;
+        for addr in [looped, other_question, garbage] {
+            let e = resolver(addr, false)
+                .resolve(&"www.example.".parse().unwrap(), RrType::A)
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(
+                    e,
+                    pqdns_resolver::resolve::ResolveError::Transport(TransportError::BadAnswer(_))
+                ),
+                "{e:?}"
+            );
+        }
+    });
+}
+
+#[test]
+fn a_flood_of_rrsigs_ends_bogus_quickly() {
+    let rt = rt();
+    let status = rt.block_on(async {
+        let addr = responder(|q| {
+            let mut m = answer_to(q);
+            let q0 = m.questions[0].clone();
+            m.answers.push(Record {
+                owner: q0.qname.clone(),
+                rtype: RrType::A,
+                class: Class::IN,
+                ttl: 60,
+                rdata: vec![192, 0, 2, 1],
+            });
+            // 150 RRSIGs of ~330 bytes (~50 KB: loopback UDP carries it; TC is not set).
+            let signer: Name = "example.".parse().unwrap();
+            for i in 0..150u16 {
+                let mut rdata = vec![0, 1, 13, 2, 0, 0, 0, 60, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0];
+                rdata.extend(i.to_be_bytes());
+                rdata.extend_from_slice(signer.as_wire());
+                rdata.extend([7u8; 300]);
+                m.answers.push(Record {
+                    owner: q0.qname.clone(),
+                    rtype: RrType::RRSIG,
+                    class: Class::IN,
+                    ttl: 60,
+                    rdata,
+                });
+            }
+            if q0.qtype == RrType::DNSKEY {
+                m.answers.retain(|r| r.rtype == RrType::RRSIG);
+            }
+            Some(m.to_wire())
+        })
+        .await;
+        let start = Instant::now();
+        let answer = resolver(addr, true)
+            .resolve(&"www.example.".parse().unwrap(), RrType::A)
+            .await
+            .unwrap();
+        assert!(start.elapsed() < Duration::from_secs(5));
+        answer.status
+    });
+    assert!(matches!(status, Status::Bogus(_)), "{status:?}");
+}
