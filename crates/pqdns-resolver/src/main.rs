@@ -57,7 +57,8 @@ struct Cli {
     /// Skip TLS certificate verification (self-signed test servers).
     #[arg(long)]
     insecure_tls: bool,
-    /// PEM file of certificates to trust for DoT/DoH (e.g. the server's self-signed cert).
+    /// PEM file of certificates to trust for DoT/DoH. Default: the self-signed certificate the
+    /// local pqdns-server writes, zones/keys/pqdns-server.crt, if present.
     #[arg(long)]
     tls_ca: Option<PathBuf>,
     /// Iterate from these root servers instead of asking one server (repeatable).
@@ -168,10 +169,21 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             port: cli.glue_port,
         }
     };
+    let local_cert = PathBuf::from("zones/keys/pqdns-server.crt");
+    let ca_file = cli
+        .tls_ca
+        .clone()
+        .or_else(|| local_cert.exists().then_some(local_cert));
+    if matches!(transport, Transport::Dot | Transport::Doh)
+        && ca_file.is_none()
+        && !cli.insecure_tls
+    {
+        return Err("no certificate to verify the server with: give --tls-ca FILE (e.g. the server's keys/pqdns-server.crt) or --insecure-tls".into());
+    }
     let tls = TlsOptions {
         pq_only: cli.pq_only,
-        insecure: cli.insecure_tls || (cli.tls_ca.is_none() && server.is_none()),
-        ca_file: cli.tls_ca.clone(),
+        insecure: cli.insecure_tls,
+        ca_file,
         server_name: None,
     };
     let client =
