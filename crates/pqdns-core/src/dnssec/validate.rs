@@ -554,49 +554,21 @@ mod tests {
             .verify_rrset(&trusted, &www, RrType::A, &bad, &sigs)
             .unwrap_err();
         assert_eq!(err.ede, ede::DNSSEC_BOGUS);
-        // Stripped RRSIGs.
-        assert_eq!(
-            v.verify_rrset(&trusted, &www, RrType::A, &a, &[])
+        let mut ede_of = |sigs: &[Vec<u8>]| {
+            v.verify_rrset(&trusted, &www, RrType::A, &a, sigs)
                 .unwrap_err()
-                .ede,
-            ede::RRSIGS_MISSING
-        );
-        // Expired and not yet valid.
-        let old = vec![sign(
-            &f.keys[0],
-            &www,
-            RrType::A,
-            &a,
-            (1_700_000_000, 1_700_000_100),
-        )];
-        assert_eq!(
-            v.verify_rrset(&trusted, &www, RrType::A, &a, &old)
-                .unwrap_err()
-                .ede,
-            ede::SIGNATURE_EXPIRED
-        );
-        let future = vec![sign(
-            &f.keys[0],
-            &www,
-            RrType::A,
-            &a,
-            (1_800_000_000, 1_800_000_100),
-        )];
-        assert_eq!(
-            v.verify_rrset(&trusted, &www, RrType::A, &a, &future)
-                .unwrap_err()
-                .ede,
-            ede::SIGNATURE_NOT_YET_VALID
-        );
-        // Wrong key tag.
+                .ede
+        };
+        let signed_at = |window| vec![sign(&f.keys[0], &www, RrType::A, &a, window)];
+        // Stripped RRSIGs, expired, not yet valid, wrong key tag.
+        assert_eq!(ede_of(&[]), ede::RRSIGS_MISSING);
+        let expired = signed_at((1_700_000_000, 1_700_000_100));
+        assert_eq!(ede_of(&expired), ede::SIGNATURE_EXPIRED);
+        let future = signed_at((1_800_000_000, 1_800_000_100));
+        assert_eq!(ede_of(&future), ede::SIGNATURE_NOT_YET_VALID);
         let mut wrong_tag = sigs[0].clone();
         wrong_tag[16] ^= 0xff;
-        assert_eq!(
-            v.verify_rrset(&trusted, &www, RrType::A, &a, &[wrong_tag])
-                .unwrap_err()
-                .ede,
-            ede::DNSKEY_MISSING
-        );
+        assert_eq!(ede_of(&[wrong_tag]), ede::DNSKEY_MISSING);
 
         // DS mismatch.
         let mut bad_ds = f.ds.clone();
