@@ -5,4 +5,5 @@
 #![warn(missing_docs)]
 
 pub mod genzone;
+pub mod resolver_report;
 pub mod signing_report;

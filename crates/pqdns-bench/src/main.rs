@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use pqdns_bench::{genzone, signing_report};
+use pqdns_bench::{genzone, resolver_report, signing_report};
 use pqdns_core::dnssec::Algorithm;
 
 /// Benchmarks and reports for pqdns.
@@ -54,6 +54,39 @@ enum Cmd {
         #[arg(long, default_value = "docs/bench/signing")]
         output: PathBuf,
     },
+    /// Resolver report: validated resolution time and bytes per algorithm and transport, with a
+    /// fresh resolver (new connection) per query and with one reused resolver, against an
+    /// in-process pqdns-server on loopback.
+    Resolver {
+        /// Algorithms of the zones to resolve in.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "ECDSAP256SHA256,ED25519,ML-DSA-44,Falcon-512,MAYO-1,SPHINCS+-SHA2-128s"
+        )]
+        algorithms: Vec<String>,
+        /// Resolutions per cell.
+        #[arg(long, default_value_t = 50)]
+        queries: usize,
+        /// Output prefix: writes PREFIX.csv and PREFIX.json.
+        #[arg(long, default_value = "docs/bench/resolver")]
+        output: PathBuf,
+    },
+}
+
+fn write_report<T: serde::Serialize>(output: &std::path::Path, csv: &str, rows: &T) -> ExitCode {
+    let written = std::fs::write(output.with_extension("csv"), csv).and_then(|()| {
+        std::fs::write(
+            output.with_extension("json"),
+            serde_json::to_string_pretty(rows).unwrap_or_default(),
+        )
+    });
+    if let Err(e) = written {
+        eprintln!("pqdns-bench: {}: {e}", output.display());
+        return ExitCode::from(2);
+    }
+    print!("{csv}");
+    ExitCode::SUCCESS
 }
 
 fn main() -> ExitCode {
@@ -87,19 +120,15 @@ fn main() -> ExitCode {
                 }
             }
             let rows = signing_report::run(&algs, delegations, max_single_thread);
-            let csv = output.with_extension("csv");
-            let json = output.with_extension("json");
-            let written = std::fs::write(&csv, signing_report::to_csv(&rows)).and_then(|()| {
-                std::fs::write(
-                    &json,
-                    serde_json::to_string_pretty(&rows).unwrap_or_default(),
-                )
-            });
-            if let Err(e) = written {
-                eprintln!("pqdns-bench: {e}");
-                return ExitCode::from(2);
-            }
-            print!("{}", signing_report::to_csv(&rows));
+            return write_report(&output, &signing_report::to_csv(&rows), &rows);
+        }
+        Cmd::Resolver {
+            algorithms,
+            queries,
+            output,
+        } => {
+            let rows = resolver_report::run(&algorithms, queries);
+            return write_report(&output, &resolver_report::to_csv(&rows), &rows);
         }
     }
     ExitCode::SUCCESS
