@@ -7,6 +7,7 @@ use std::path::Path;
 use pqdns_core::dnssec::dnskey::{ds_record, key_tag, DigestType, DnskeyRef};
 use pqdns_core::dnssec::keyfile::ZoneKey;
 use pqdns_core::dnssec::rrsig::{signed_data, Rrsig};
+use pqdns_core::dnssec::validate::{Limits, PqPolicy, Validator};
 use pqdns_core::dnssec::verify::{verify_zone, VerifyOptions};
 use pqdns_core::dnssec::{Algorithm, Profile, Provider};
 use pqdns_core::zonefile::ZoneFileReader;
@@ -145,4 +146,40 @@ fn private_key_file_is_the_seed_and_loads_as_the_draft_key() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("seed"), "{err}");
+}
+
+#[test]
+fn validator_api_accepts_the_draft_example_and_rejects_it_outside_its_window() {
+    let recs = records();
+    let zone: pqdns_core::Name = "example.com.".parse().unwrap();
+    let dnskeys = vec![find(&recs, RrType::DNSKEY).rdata];
+    let mx = vec![find(&recs, RrType::MX).rdata];
+    let rrsig = vec![find(&recs, RrType::RRSIG).rdata];
+    let (profile, provider) = (Profile::default_profile(), Provider::default_provider());
+    let mut v = Validator::new(
+        &profile,
+        &provider,
+        DURING_VALIDITY,
+        Limits::default(),
+        PqPolicy::RequirePq,
+    );
+    let keys = v.trust_anchor_dnskeys(&zone, &dnskeys);
+    let verified = v
+        .verify_rrset(&keys, &zone, RrType::MX, &mx, &rrsig)
+        .unwrap();
+    assert!(!verified.from_wildcard());
+    let mut late = Validator::new(
+        &profile,
+        &provider,
+        1_700_000_000,
+        Limits::default(),
+        PqPolicy::AnyAlgorithm,
+    );
+    let keys = late.trust_anchor_dnskeys(&zone, &dnskeys);
+    assert_eq!(
+        late.verify_rrset(&keys, &zone, RrType::MX, &mx, &rrsig)
+            .unwrap_err()
+            .ede,
+        7
+    );
 }

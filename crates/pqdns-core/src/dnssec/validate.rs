@@ -220,6 +220,21 @@ impl<'a> Validator<'a> {
             .filter(|a| self.provider.scheme(*a).is_ok())
     }
 
+    /// Trusts DNSKEYs configured directly as trust anchors (RFC 4035 §4.4 allows DNSKEY as well
+    /// as DS anchors): no signature is needed, because the operator vouches for the keys.
+    /// Keys without the Zone Key flag are dropped (RFC 4034 §2.1.1).
+    pub fn trust_anchor_dnskeys(&self, zone: &Name, dnskeys: &[Vec<u8>]) -> TrustedKeys {
+        TrustedKeys {
+            zone: zone.clone(),
+            keys: dnskeys
+                .iter()
+                .filter(|k| DnskeyRef::parse(k).is_some_and(|d| d.is_zone_key()))
+                .cloned()
+                .collect(),
+            required: Vec::new(),
+        }
+    }
+
     /// Establishes trust in a zone's DNSKEY RRset from a trusted DS RRset (or trust-anchor DS
     /// records): some DNSKEY must match a DS with a supported digest and algorithm, and a
     /// signature by such a key must verify over the DNSKEY RRset (RFC 4035 §5.2).
