@@ -4,13 +4,21 @@
 //!
 //! The answer engine ([`answer`]) is synchronous and does no I/O: it turns query bytes into
 //! response bytes from an in-memory [`catalog::Catalog`]. Transports own sockets and runtimes.
+//!
+//! As a primary it serves zone transfers ([`axfr`], RFC 5936) over TCP and DoT to an
+//! allow-list ([`acl`]), sends NOTIFY ([`notify`], RFC 1996) to secondaries at start and after
+//! each reload, and can expose Prometheus counters ([`metrics`]).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod acl;
 pub mod answer;
+pub mod axfr;
 pub mod catalog;
 pub mod denial;
+pub mod metrics;
+pub mod notify;
 pub mod query;
 pub mod response;
 pub mod server;

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use pqdns_server::settings::{KxPolicy, ServerTable, Settings};
+use pqdns_server::acl::{AllowList, IpPrefix};
+use pqdns_server::settings::{parse_notify_target, KxPolicy, ServerTable, Settings};
 use pqdns_server::zones::{load_all, ZoneReport, ZoneSource};
 use pqdns_server::{Server, ServerConfig, ServerHandle};
 use tracing::{error, info, warn};
@@ -21,8 +22,8 @@ use tracing_subscriber::EnvFilter;
 /// the key-signing keys and writes them to `<key_dir>/<zone>ds` (zone-file syntax, usable as a
 /// trust anchor), then prints every listening address.
 ///
-/// Signals: SIGHUP re-reads and re-signs all zones (keeping the old ones if anything fails);
-/// SIGINT and SIGTERM shut down gracefully. Listen addresses and limits are read at start only.
+/// Signals: SIGHUP re-reads and re-signs all zones (keeping the old ones if anything fails)
+/// and then sends NOTIFY to the --notify secondaries; SIGINT and SIGTERM shut down gracefully. Listen addresses and limits are read at start only.
 ///
 /// Listen addresses come from the command line, else from the `[server]` table of the zone
 /// descriptions, else the defaults. A transport can be turned off with an empty list in the
@@ -62,6 +63,25 @@ struct Cli {
     /// `tls.policy` in [server]. [default: hybrid-preferred]
     #[arg(long, value_name = "POLICY")]
     tls_policy: Option<KxPolicy>,
+
+    /// Client address or CIDR prefix allowed to transfer zones (AXFR, and IXFR answered with
+    /// the whole zone) over TCP and DoT, e.g. 127.0.0.1, ::1 or 10.0.0.0/8. Repeatable;
+    /// replaces `axfr_allow` in [server]. Others, and any transfer over UDP or DoH, get
+    /// REFUSED. [default: nobody]
+    #[arg(long, value_name = "PREFIX")]
+    axfr_allow: Vec<IpPrefix>,
+
+    /// Secondary to send NOTIFY (RFC 1996, UDP, 3 tries 2 s apart) for every zone at start and
+    /// after each successful SIGHUP reload: ADDR or ADDR:PORT (port 53 if omitted).
+    /// Repeatable; replaces `notify` in [server]. [default: none]
+    #[arg(long, value_name = "ADDR", value_parser = parse_notify_target)]
+    notify: Vec<SocketAddr>,
+
+    /// Serve Prometheus counters at http://ADDR/metrics (queries by transport, type and rcode,
+    /// TC responses, response sizes, TLS handshakes by key exchange group and failures).
+    /// Overrides `metrics` in [server]. [default: off]
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<SocketAddr>,
 
     /// Log filter: a level (error, warn, info, debug, trace) or tracing-subscriber directives
     /// such as `pqdns_server=debug` (debug shows TLS key exchange groups per connection).
@@ -137,6 +157,15 @@ fn run(cli: Cli) -> Result<(), String> {
     if let Some(policy) = cli.tls_policy {
         settings.tls.policy = policy;
     }
+    if !cli.axfr_allow.is_empty() {
+        settings.axfr_allow = AllowList::new(cli.axfr_allow.clone());
+    }
+    if !cli.notify.is_empty() {
+        settings.notify.clone_from(&cli.notify);
+    }
+    if cli.metrics.is_some() {
+        settings.metrics = cli.metrics;
+    }
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -180,6 +209,9 @@ fn print_listeners(handle: &ServerHandle, policy: KxPolicy, doh_path: &str) {
     }
     for addr in &a.doh {
         println!("listening doh https://{addr}{doh_path}");
+    }
+    if let Some(addr) = a.metrics {
+        println!("listening metrics http://{addr}/metrics");
     }
     if let Some(cert) = &handle.certificate {
         let kind = if cert.self_signed {

@@ -39,6 +39,8 @@ impl Rcode {
     pub const NOTIMP: Rcode = Rcode(4);
     /// Refused by policy (e.g. not authoritative for the name).
     pub const REFUSED: Rcode = Rcode(5);
+    /// Not authoritative for the zone of a transfer request (RFC 2136 §2.2, RFC 5936 §2.2.1).
+    pub const NOTAUTH: Rcode = Rcode(9);
     /// Unsupported EDNS version (RFC 6891 §9); needs an OPT to carry its upper bits.
     pub const BADVERS: Rcode = Rcode(16);
 
@@ -51,6 +53,7 @@ impl Rcode {
             3 => "NXDOMAIN",
             4 => "NOTIMP",
             5 => "REFUSED",
+            9 => "NOTAUTH",
             16 => "BADVERS",
             _ => "OTHER",
         }

@@ -1,5 +1,6 @@
 //! Binding the listeners and running them: [`Server::bind`] gives a [`ServerHandle`] with the
-//! bound addresses (port 0 is resolved), reload and graceful shutdown.
+//! bound addresses (port 0 is resolved), reload and graceful shutdown. NOTIFY goes out to the
+//! configured secondaries once the listeners run and after every successful reload.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use crate::settings::Settings;
 use crate::tls::{self, Identity, TlsError, ALPN_DOT};
 use crate::transport::{doh, dot, tcp, udp, ConnLimiter, Shared};
 use crate::zones::{load_all, LoadError, ZoneReport, ZoneSource};
+use crate::{metrics, notify};
 
 /// Tasks reading each UDP socket (the machine has 2 cores).
 pub const UDP_TASKS_PER_SOCKET: usize = 2;
@@ -60,6 +62,8 @@ pub struct BoundAddrs {
     pub dot: Vec<SocketAddr>,
     /// DoH listeners.
     pub doh: Vec<SocketAddr>,
+    /// The metrics listener, if configured.
+    pub metrics: Option<SocketAddr>,
 }
 
 /// A running server.
@@ -67,6 +71,7 @@ pub struct BoundAddrs {
 pub struct ServerHandle {
     shared: Arc<Shared>,
     zones: Vec<ZoneSource>,
+    notify: Vec<SocketAddr>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
     /// Bound addresses.
@@ -88,7 +93,7 @@ impl Server {
     /// running then.
     pub async fn bind(config: ServerConfig, catalog: Catalog) -> Result<ServerHandle, ServerError> {
         let s = &config.settings;
-        let shared = Arc::new(Shared::new(catalog, s.udp_payload, s.idle_timeout));
+        let shared = Arc::new(Shared::new(catalog, s));
         let (tx, rx) = watch::channel(false);
         let mut addrs = BoundAddrs::default();
         let mut tasks = Vec::new();
@@ -128,6 +133,16 @@ impl Server {
                 listeners.push((kind, l));
             }
         }
+        let metrics_listener = match s.metrics {
+            Some(addr) => {
+                let l = TcpListener::bind(addr)
+                    .await
+                    .map_err(bind_err("metrics", addr))?;
+                addrs.metrics = Some(l.local_addr().map_err(bind_err("metrics", addr))?);
+                Some(l)
+            }
+            None => None,
+        };
         let acceptors = match &certificate {
             Some(id) => Some((
                 TlsAcceptor::from(tls::server_config(s.tls.policy, id, &[ALPN_DOT])?),
@@ -170,9 +185,18 @@ impl Server {
             };
             tasks.push(task);
         }
+        if let Some(listener) = metrics_listener {
+            tasks.push(tokio::spawn(metrics::serve(
+                listener,
+                Arc::clone(&shared),
+                rx.clone(),
+            )));
+        }
+        notify::spawn_all(shared.catalog(), &s.notify);
         Ok(ServerHandle {
             shared,
             zones: config.zones,
+            notify: config.settings.notify.clone(),
             shutdown: tx,
             tasks,
             addrs,
@@ -183,7 +207,8 @@ impl Server {
 
 impl ServerHandle {
     /// Re-reads, re-keys and re-signs every zone; on success the new zones replace the old
-    /// ones atomically, on failure the old ones stay and the error is returned.
+    /// ones atomically and NOTIFY is sent (in the background) to the configured secondaries;
+    /// on failure the old ones stay and the error is returned.
     ///
     /// # Errors
     /// The [`LoadError`] of the first zone that failed.
@@ -195,6 +220,7 @@ impl ServerHandle {
         let (catalog, reports) = loaded;
         self.shared.set_catalog(catalog);
         info!(zones = reports.len(), "zones reloaded");
+        notify::spawn_all(self.shared.catalog(), &self.notify);
         Ok(reports)
     }
 

@@ -12,6 +12,11 @@
 //! tcp_idle_timeout = 10       # seconds a TCP/DoT/DoH connection may sit idle (RFC 7766 §6.2.3)
 //! max_connections = 512       # per stream listener (TCP, DoT, DoH each)
 //! max_connections_per_ip = 32 # per client address and stream listener
+//! axfr_allow = ["127.0.0.1", "::1", "10.0.0.0/8"]  # who may AXFR/IXFR over TCP and DoT
+//!                             # (addresses or CIDR prefixes); default [] refuses everyone
+//! notify = ["192.0.2.53", "127.0.0.1:30053"]       # secondaries sent NOTIFY at start and after
+//!                             # each reload (UDP; port 53 unless given); default []
+//! metrics = "127.0.0.1:9153"  # Prometheus text endpoint GET /metrics (HTTP/1.1); default off
 //! [server.tls]
 //! policy = "hybrid-preferred" # or "pq-only": only hybrid ML-KEM key exchange groups
 //! certificate = "cert.pem"    # PEM chain and key, relative to the TOML file; if absent a
@@ -20,6 +25,11 @@
 //!
 //! When several zone descriptions have a `[server]` table, each setting comes from the first
 //! description (in `--zone` order) that sets it.
+//!
+//! Zone transfers (RFC 5936, [`crate::axfr`]): RFC 5936 §5 says implementations "SHOULD NOT
+//! have a default policy for AXFR requests to be 'open to all'", so the default allow-list is
+//! empty; clients outside it get REFUSED, as do AXFR and IXFR over UDP and DoH. NOTIFY
+//! (RFC 1996, [`crate::notify`]) goes to every `notify` target for every zone.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -27,6 +37,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::acl::{AllowList, IpPrefix};
 use crate::answer::DEFAULT_UDP_PAYLOAD;
 
 /// Default UDP and TCP listen address.
@@ -45,6 +56,21 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 32;
 /// Largest EDNS UDP payload size accepted in settings, in bytes.
 pub const MAX_UDP_PAYLOAD: u16 = 4096;
+/// Port of a NOTIFY target given without one.
+pub const DEFAULT_NOTIFY_PORT: u16 = 53;
+
+/// Parses a NOTIFY target: `ADDR:PORT`, `[V6]:PORT`, or a bare address meaning port 53.
+///
+/// # Errors
+/// A message naming the text when it is neither.
+pub fn parse_notify_target(text: &str) -> Result<SocketAddr, String> {
+    text.parse::<SocketAddr>()
+        .or_else(|_| {
+            text.parse::<std::net::IpAddr>()
+                .map(|ip| SocketAddr::new(ip, DEFAULT_NOTIFY_PORT))
+        })
+        .map_err(|_| format!("notify target {text:?} is not ADDR, ADDR:PORT or [IPv6]:PORT"))
+}
 
 /// TLS key exchange policy.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -104,6 +130,12 @@ pub struct ServerTable {
     pub max_connections: Option<usize>,
     /// Connections per client address per stream listener.
     pub max_connections_per_ip: Option<usize>,
+    /// Addresses and prefixes allowed to transfer zones.
+    pub axfr_allow: Option<Vec<String>>,
+    /// Secondaries to NOTIFY.
+    pub notify: Option<Vec<String>>,
+    /// Metrics listen address.
+    pub metrics: Option<SocketAddr>,
     /// TLS settings.
     pub tls: Option<TlsTable>,
 }
@@ -172,6 +204,12 @@ pub struct Settings {
     pub max_connections: usize,
     /// Connections per client address per stream listener.
     pub max_connections_per_ip: usize,
+    /// Clients allowed to transfer zones over TCP and DoT (empty: nobody).
+    pub axfr_allow: AllowList,
+    /// Secondaries sent NOTIFY at start and after each successful reload.
+    pub notify: Vec<SocketAddr>,
+    /// Where to serve `GET /metrics`; `None` turns metrics off (nothing is counted).
+    pub metrics: Option<SocketAddr>,
     /// TLS settings.
     pub tls: TlsSettings,
 }
@@ -189,6 +227,9 @@ impl Settings {
             idle_timeout: Duration::from_secs(DEFAULT_IDLE_TIMEOUT_SECS),
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
+            axfr_allow: AllowList::default(),
+            notify: Vec::new(),
+            metrics: None,
             tls: TlsSettings {
                 generated_cert_dir,
                 ..TlsSettings::default()
@@ -247,6 +288,22 @@ impl Settings {
         if let Some(m) = pick(&|t| t.max_connections_per_ip.map(|v| v as u64)) {
             s.max_connections_per_ip = m.max(1) as usize;
         }
+        if let Some(list) = tables.iter().find_map(|(t, _)| t.axfr_allow.as_ref()) {
+            let prefixes = list
+                .iter()
+                .map(|p| p.parse::<IpPrefix>())
+                .collect::<Result<_, _>>()
+                .map_err(|e| SettingsError::Invalid(format!("axfr_allow: {e}")))?;
+            s.axfr_allow = AllowList::new(prefixes);
+        }
+        if let Some(list) = tables.iter().find_map(|(t, _)| t.notify.as_ref()) {
+            s.notify = list
+                .iter()
+                .map(|t| parse_notify_target(t))
+                .collect::<Result<_, _>>()
+                .map_err(SettingsError::Invalid)?;
+        }
+        s.metrics = tables.iter().find_map(|(t, _)| t.metrics);
         for (table, base) in tables {
             let Some(tls) = &table.tls else { continue };
             match (&tls.certificate, &tls.private_key) {
@@ -294,6 +351,43 @@ mod tests {
         assert_eq!(s.dot, vec![DEFAULT_DOT_ADDR.parse::<SocketAddr>().unwrap()]);
         assert_eq!(s.udp_payload, 1400);
         assert_eq!(s.tls.policy, KxPolicy::PqOnly);
+
+        assert!(s.axfr_allow.is_empty() && s.notify.is_empty() && s.metrics.is_none());
+
+        let xfr: toml::Table = toml::from_str(
+            "axfr_allow = [\"127.0.0.1\", \"2001:db8::/32\"]\nnotify = [\"192.0.2.1\", \"[::1]:30053\"]\nmetrics = \"127.0.0.1:9153\"\n",
+        )
+        .unwrap();
+        let t = vec![(
+            ServerTable::parse(&xfr, Path::new("x")).unwrap(),
+            PathBuf::new(),
+        )];
+        let s = Settings::from_tables(&t, PathBuf::new()).unwrap();
+        assert!(s.axfr_allow.allows("127.0.0.1".parse().unwrap()));
+        assert!(s.axfr_allow.allows("2001:db8::9".parse().unwrap()));
+        assert!(!s.axfr_allow.allows("127.0.0.2".parse().unwrap()));
+        assert_eq!(
+            s.notify,
+            vec![
+                "192.0.2.1:53".parse::<SocketAddr>().unwrap(),
+                "[::1]:30053".parse().unwrap()
+            ]
+        );
+        assert_eq!(s.metrics, Some("127.0.0.1:9153".parse().unwrap()));
+        for (bad, needle) in [
+            ("axfr_allow = [\"10.0.0.0/99\"]\n", "axfr_allow"),
+            ("notify = [\"ns1.example\"]\n", "ns1.example"),
+        ] {
+            let table: toml::Table = toml::from_str(bad).unwrap();
+            let t = vec![(
+                ServerTable::parse(&table, Path::new("b")).unwrap(),
+                PathBuf::new(),
+            )];
+            let err = Settings::from_tables(&t, PathBuf::new())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(needle), "{err}");
+        }
 
         let bad: toml::Table = toml::from_str("udp_port = 53\n").unwrap();
         let err = ServerTable::parse(&bad, Path::new("z.toml"))

@@ -66,6 +66,9 @@ fn help_explains_every_option() {
         "--doh",
         "--tls-policy",
         "--log-level",
+        "--axfr-allow",
+        "--notify",
+        "--metrics",
         "SIGHUP",
         "./keys",
     ] {

@@ -6,61 +6,8 @@
 
 mod common;
 
-use std::collections::HashMap;
-use std::path::PathBuf;
-use std::process::Command;
-use std::sync::OnceLock;
-
-use common::{dig, kdig, require, run, TestServer, ORIGIN};
+use common::{dig, go, kdig, TestServer, ORIGIN};
 use pqdns_server::settings::KxPolicy;
-
-/// Builds the Go client once per test run; its path.
-fn go_client() -> PathBuf {
-    static CLIENT: OnceLock<PathBuf> = OnceLock::new();
-    CLIENT
-        .get_or_init(|| {
-            let go = require("go", "golang-go (or Go 1.25+ from go.dev in /usr/local/go)");
-            let out_dir =
-                std::env::temp_dir().join(format!("pqdns-tlsclient-{}", std::process::id()));
-            std::fs::create_dir_all(&out_dir).unwrap();
-            let bin = out_dir.join("tlsclient");
-            let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/go");
-            let out = Command::new("timeout")
-                .args([
-                    "300",
-                    go.to_str().unwrap(),
-                    "build",
-                    "-o",
-                    bin.to_str().unwrap(),
-                    ".",
-                ])
-                .current_dir(&src)
-                .env("GOTOOLCHAIN", "local")
-                .env("GOFLAGS", "-mod=mod")
-                .output()
-                .expect("running go build");
-            assert!(
-                out.status.success(),
-                "go build failed:\n{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            bin
-        })
-        .clone()
-}
-
-/// Runs the Go client; (success, key=value map, raw output).
-fn go(args: &[&str]) -> (bool, HashMap<String, String>, String) {
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    let (ok, text) = run(&go_client(), &args);
-    let map = text
-        .lines()
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    (ok, map, text)
-}
 
 fn www() -> String {
     format!("www.{ORIGIN}")

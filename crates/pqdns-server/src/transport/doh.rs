@@ -25,10 +25,11 @@ use tokio::time::timeout;
 use tokio_rustls::TlsAcceptor;
 use tracing::debug;
 
-use super::dot::log_handshake;
+use super::dot::{handshake_failed, log_handshake};
 use super::tcp::accept_loop;
 use super::{ConnLimiter, Shared};
 use crate::answer::{respond, Transport, MAX_STREAM_MESSAGE};
+use crate::metrics::Proto;
 
 /// The DoH media type (RFC 8484 §6).
 pub const DNS_MESSAGE: &str = "application/dns-message";
@@ -58,10 +59,10 @@ pub async fn serve(
             let idle = shared.idle_timeout;
             let tls = match timeout(idle, acceptor.accept(stream)).await {
                 Ok(Ok(tls)) => tls,
-                Ok(Err(e)) => return debug!(%peer, error = %e, "DoH handshake failed"),
-                Err(_) => return debug!(%peer, "DoH handshake timed out"),
+                Ok(Err(e)) => return handshake_failed(&shared, Proto::Doh, peer, Some(&e)),
+                Err(_) => return handshake_failed(&shared, Proto::Doh, peer, None),
             };
-            log_handshake("DoH", peer, tls.get_ref().1);
+            log_handshake(&shared, Proto::Doh, peer, tls.get_ref().1);
             let service = service_fn(move |req| {
                 let (shared, path) = (Arc::clone(&shared), Arc::clone(&path));
                 async move { Ok::<_, Infallible>(handle(req, &shared, &path).await) }
@@ -166,6 +167,15 @@ pub async fn handle(req: Request<Incoming>, shared: &Shared, path: &str) -> Resp
         .is_some_and(|e| !matches!(e, crate::query::ParseError::Opcode(_)));
     if outcome.len == 0 || malformed {
         return status(StatusCode::BAD_REQUEST, "not a valid DNS query\n");
+    }
+    if let Some(m) = &shared.metrics {
+        m.response(
+            Proto::Doh,
+            outcome.qtype,
+            outcome.rcode,
+            outcome.truncated,
+            outcome.len,
+        );
     }
     let mut r = Response::new(Full::new(Bytes::from(out)));
     let headers = r.headers_mut();

@@ -12,7 +12,10 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
+use crate::acl::AllowList;
 use crate::catalog::Catalog;
+use crate::metrics::Metrics;
+use crate::settings::Settings;
 
 /// State every transport reads.
 #[derive(Debug)]
@@ -22,15 +25,21 @@ pub struct Shared {
     pub udp_payload: u16,
     /// How long a stream connection may be idle (and a TLS handshake may take).
     pub idle_timeout: Duration,
+    /// Clients that may transfer zones over TCP and DoT (empty: nobody).
+    pub axfr_allow: AllowList,
+    /// Counters, when the metrics endpoint is configured (nothing is counted otherwise).
+    pub metrics: Option<Metrics>,
 }
 
 impl Shared {
-    /// Shared state serving `catalog`.
-    pub fn new(catalog: Catalog, udp_payload: u16, idle_timeout: Duration) -> Shared {
+    /// Shared state serving `catalog` with the limits, allow-list and metrics of `settings`.
+    pub fn new(catalog: Catalog, settings: &Settings) -> Shared {
         Shared {
             catalog: RwLock::new(Arc::new(catalog)),
-            udp_payload,
-            idle_timeout,
+            udp_payload: settings.udp_payload,
+            idle_timeout: settings.idle_timeout,
+            axfr_allow: settings.axfr_allow.clone(),
+            metrics: settings.metrics.map(|_| Metrics::default()),
         }
     }
 

@@ -1,6 +1,9 @@
 //! DNS over UDP (RFC 1035 §4.2.1, RFC 6891 for sizes). A fixed number of tasks share each
 //! socket; each owns one receive buffer (65535 bytes) and one response buffer, reused for every
 //! datagram, so the steady state allocates only inside the answer engine.
+//!
+//! Zone transfers are not defined over UDP (RFC 5936 §4.2): AXFR and IXFR get REFUSED here from
+//! the answer engine, whoever asks (see [`crate::axfr`]).
 
 use std::sync::Arc;
 
@@ -10,6 +13,7 @@ use tracing::debug;
 
 use super::Shared;
 use crate::answer::{respond, Transport};
+use crate::metrics::Proto;
 
 /// Largest datagram read, in bytes.
 pub const MAX_DATAGRAM: usize = 65535;
@@ -47,6 +51,15 @@ pub async fn serve(
         }
         if outcome.len == 0 {
             continue;
+        }
+        if let Some(m) = &shared.metrics {
+            m.response(
+                Proto::Udp,
+                outcome.qtype,
+                outcome.rcode,
+                outcome.truncated,
+                outcome.len,
+            );
         }
         if let Err(e) = socket.send_to(&response, peer).await {
             debug!(%peer, error = %e, "UDP send error");

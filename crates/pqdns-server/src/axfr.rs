@@ -1,0 +1,691 @@
+//! Zone transfers out: AXFR (RFC 5936) and IXFR answered with the whole zone (RFC 1995 §4),
+//! synchronously and without I/O. The stream transports decide who may transfer
+//! ([`crate::acl::AllowList`]) and write the messages this module builds.
+//!
+//! - **Content** (RFC 5936 §2.2, §3): the signed zone as served: the SOA, then every RRset of
+//!   the name tree in canonical order with its RRSIGs (DNSKEY, NSEC, DS, delegations, glue and
+//!   occluded data included), then the NSEC3 RRsets of `Zone::nsec3`, then the same SOA again.
+//!   The SOA's own RRSIGs travel with the apex's other RRsets.
+//! - **Messages** (RFC 5936 §2.2.1–§2.2.5): each at most 65535 bytes, whole RRs only (an RRset
+//!   may continue in the next message, which §2.2 allows), owner and RFC 1035 RDATA names
+//!   compressed; every message carries the query's ID and question; QR and AA set, TC, RA, AD
+//!   and CD clear, RD copied; an OPT record in the first message when the query had one.
+//!   A record too large for any message ends the transfer with SERVFAIL (§2.2 error message).
+//! - **Snapshot**: a transfer keeps the catalog it started with, so a reload during a transfer
+//!   neither mixes two versions nor changes the final SOA.
+//! - **Errors**: a transfer of a name that is not the apex of a zone we serve, or of a class
+//!   other than IN, is answered NOTAUTH (§2.2.1 note e). TSIG and SIG(0) are not implemented:
+//!   a request carrying a TSIG record is REFUSED rather than answered unsigned.
+//! - **IXFR** (RFC 1995): we keep no history, so a request whose SOA serial is older than ours
+//!   gets the whole zone in AXFR form (§4); one whose serial is the same or newer (RFC 1982
+//!   serial arithmetic) gets the single current SOA (§2).
+//! - **UDP**: RFC 5936 §4.2 leaves AXFR over UDP undefined and names no RCODE; the UDP path
+//!   answers AXFR and IXFR with REFUSED, as it does for clients outside the allow-list, so the
+//!   reply reveals nothing about the allow-list. DoH answers them REFUSED too.
+//!
+//! Memory per transfer: one message buffer (at most 65535 bytes) and a cursor (one name);
+//! records are read from the shared zone, never copied.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use pqdns_core::message::Message;
+use pqdns_core::zone::Node;
+use pqdns_core::{Class, Name, RrType, Zone};
+
+use crate::answer::MAX_STREAM_MESSAGE;
+use crate::catalog::Catalog;
+use crate::query::{self, Header, FLAG_AA, FLAG_CD};
+use crate::response::{OptOut, Rcode, ResponseWriter, Section};
+
+/// QTYPE IXFR (RFC 1995 §3).
+pub const IXFR: RrType = RrType(251);
+/// TSIG meta-RR type (RFC 8945 §4.2); its presence in a request is detected, not verified.
+pub const TSIG: RrType = RrType(250);
+
+/// Where the next record to send is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Pos {
+    /// The leading SOA.
+    LeadingSoa,
+    /// At `name`, RRset `rtype`, record `index` (RDATAs first, then RRSIGs).
+    Node(Name, RrType, usize),
+    /// The NSEC3 RRset at hashed `name`, record `index` (RDATAs, then RRSIGs).
+    Nsec3(Name, usize),
+    /// The trailing SOA.
+    TrailingSoa,
+}
+
+/// What the next call to [`Transfer::next_message`] writes.
+#[derive(Debug)]
+enum State {
+    /// One error message with this RCODE.
+    Error(Rcode),
+    /// One message holding the current SOA (IXFR from an up-to-date client).
+    SoaOnly,
+    /// The zone, from this position.
+    Records(Pos),
+    /// Nothing: the transfer is over.
+    Done,
+}
+
+/// One record to send, borrowed from the zone.
+struct Rec<'z> {
+    owner: &'z Name,
+    rtype: RrType,
+    ttl: u32,
+    rdata: &'z [u8],
+    /// Position of this record, as (phase, type key, index); the owner completes it.
+    phase: Phase,
+    key: RrType,
+    index: usize,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Leading,
+    Node,
+    Nsec3,
+    Trailing,
+}
+
+impl Rec<'_> {
+    fn pos(&self) -> Pos {
+        match self.phase {
+            Phase::Leading => Pos::LeadingSoa,
+            Phase::Node => Pos::Node(self.owner.clone(), self.key, self.index),
+            Phase::Nsec3 => Pos::Nsec3(self.owner.clone(), self.index),
+            Phase::Trailing => Pos::TrailingSoa,
+        }
+    }
+}
+
+/// A zone transfer in progress: call [`Transfer::next_message`] until it returns `None`.
+#[derive(Debug)]
+pub struct Transfer {
+    catalog: Arc<Catalog>,
+    /// The zone transferred (the QNAME), when we serve it.
+    origin: Name,
+    header: Header,
+    qtype: RrType,
+    qclass: u16,
+    opt: Option<OptOut>,
+    state: State,
+    messages: usize,
+    records: usize,
+}
+
+impl Transfer {
+    /// Starts answering `packet` if it is an AXFR or IXFR request, from the `catalog` snapshot.
+    /// Returns `None` for any other query, and for malformed requests and EDNS versions above 0
+    /// (the ordinary answer path gives those FORMERR or BADVERS).
+    pub fn start(catalog: Arc<Catalog>, packet: &[u8]) -> Option<Transfer> {
+        let q = query::parse(packet).ok()?;
+        if !matches!(q.qtype, RrType::AXFR | IXFR) || q.edns.is_some_and(|e| e.version > 0) {
+            return None;
+        }
+        let msg = Message::parse(packet).ok()?;
+        let served = catalog
+            .find(&q.qname, RrType::SOA)
+            .map(|z| &z.zone)
+            .filter(|z| z.origin == q.qname && q.qclass == Class::IN);
+        let state = if msg.additional.iter().any(|r| r.rtype == TSIG) {
+            State::Error(Rcode::REFUSED)
+        } else if let Some(zone) = served {
+            let client_serial = msg
+                .authority
+                .iter()
+                .find(|r| r.rtype == RrType::SOA)
+                .and_then(|r| soa_serial(&r.rdata));
+            match (q.qtype, client_serial, soa_serial(zone.soa())) {
+                // RFC 1995 §2: "If an IXFR query with the same or newer version number than
+                // that of the server is received, it is replied to with a single SOA record".
+                (IXFR, Some(theirs), Some(ours)) if !serial_lt(theirs, ours) => State::SoaOnly,
+                _ => State::Records(Pos::LeadingSoa),
+            }
+        } else {
+            // RFC 5936 §2.2.1 note e: "If a server is not authoritative for the queried zone,
+            // the server SHOULD set the value to NotAuth(9)."
+            State::Error(Rcode::NOTAUTH)
+        };
+        Some(Transfer {
+            catalog,
+            origin: q.qname.clone(),
+            // RFC 5936 §2.2.1 note d: Z, AD and CD are "mbz": "The server MUST set this bit
+            // to 0" (AD is never copied; CD is cleared here).
+            header: Header {
+                id: q.header.id,
+                flags: q.header.flags & !FLAG_CD,
+            },
+            qtype: q.qtype,
+            qclass: q.qclass.0,
+            opt: q.edns.map(|e| OptOut {
+                udp_payload: crate::answer::DEFAULT_UDP_PAYLOAD,
+                dnssec_ok: e.dnssec_ok,
+            }),
+            state,
+            messages: 0,
+            records: 0,
+        })
+    }
+
+    /// The RCODE of the transfer's first message (NOERROR when the zone is sent).
+    pub fn rcode(&self) -> Rcode {
+        match self.state {
+            State::Error(rcode) => rcode,
+            _ => Rcode::NOERROR,
+        }
+    }
+
+    /// The requested zone (the QNAME).
+    pub fn zone(&self) -> &Name {
+        &self.origin
+    }
+
+    /// The QTYPE: AXFR or IXFR.
+    pub fn qtype(&self) -> RrType {
+        self.qtype
+    }
+
+    /// Messages written so far.
+    pub fn messages(&self) -> usize {
+        self.messages
+    }
+
+    /// Records written so far (both SOA copies included).
+    pub fn records(&self) -> usize {
+        self.records
+    }
+
+    /// Writes the next message into `out[base..]` (`out` must hold at least `base` bytes; it is
+    /// truncated to `base` first, the bytes before are kept) and returns its length in bytes
+    /// (at most 65535), or `None` once the transfer is complete.
+    pub fn next_message(&mut self, out: &mut Vec<u8>, base: usize) -> Option<usize> {
+        let state = std::mem::replace(&mut self.state, State::Done);
+        let question = (&self.origin, self.qtype, self.qclass);
+        // RFC 5936 §2.2.5: with an OPT in the query the server "SHOULD include one OPT RR in
+        // the first response message"; later messages go without.
+        let opt = if self.messages == 0 { self.opt } else { None };
+        let mut w = ResponseWriter::new(
+            out,
+            base,
+            MAX_STREAM_MESSAGE,
+            self.header,
+            Some(question),
+            opt,
+        );
+        let catalog = Arc::clone(&self.catalog);
+        let zone = catalog.find(&self.origin, RrType::SOA).map(|z| &z.zone);
+        let len = match (state, zone) {
+            (State::Done, _) => return None,
+            (State::Error(rcode), _) => w.finish(rcode),
+            // The catalog is a snapshot, so the zone found at start cannot vanish.
+            (State::SoaOnly | State::Records(_), None) => w.finish(Rcode::SERVFAIL),
+            (State::SoaOnly, Some(zone)) => {
+                w.set_flag(FLAG_AA);
+                let m = w.mark();
+                let apex = zone.origin.as_wire();
+                w.record(
+                    Section::Answer,
+                    apex,
+                    RrType::SOA,
+                    zone.soa_ttl(),
+                    zone.soa(),
+                );
+                if w.commit(m).is_err() {
+                    w.finish(Rcode::SERVFAIL)
+                } else {
+                    self.records += 1;
+                    w.finish(Rcode::NOERROR)
+                }
+            }
+            (State::Records(pos), Some(zone)) => {
+                w.set_flag(FLAG_AA);
+                let mut stopped_at = None;
+                let mut written = 0;
+                for rec in records_from(zone, &pos) {
+                    let m = w.mark();
+                    w.record(
+                        Section::Answer,
+                        rec.owner.as_wire(),
+                        rec.rtype,
+                        rec.ttl,
+                        rec.rdata,
+                    );
+                    if w.commit(m).is_err() {
+                        stopped_at = Some(rec.pos());
+                        break;
+                    }
+                    written += 1;
+                }
+                self.records += written;
+                match stopped_at {
+                    None => w.finish(Rcode::NOERROR),
+                    Some(next) if written > 0 => {
+                        self.state = State::Records(next);
+                        w.finish(Rcode::NOERROR)
+                    }
+                    Some(next) => {
+                        tracing::warn!(zone = %self.origin, at = ?next,
+                            "a record does not fit in a 65535-byte message; transfer ended with SERVFAIL");
+                        w.finish(Rcode::SERVFAIL)
+                    }
+                }
+            }
+        };
+        self.messages += 1;
+        Some(len)
+    }
+}
+
+/// The SERIAL field of SOA RDATA (the first of the five 32-bit fields ending it).
+pub(crate) fn soa_serial(rdata: &[u8]) -> Option<u32> {
+    let at = rdata.len().checked_sub(20)?;
+    Some(u32::from_be_bytes(rdata[at..at + 4].try_into().ok()?))
+}
+
+/// `a < b` in RFC 1982 serial number arithmetic (32-bit).
+fn serial_lt(a: u32, b: u32) -> bool {
+    a != b && b.wrapping_sub(a) < 0x8000_0000
+}
+
+/// The records of `node` at `owner` from (`key`, `index`) on, RRSIGs after each RRset's data;
+/// the apex SOA's data is skipped (it opens and closes the transfer).
+fn node_records<'z>(
+    zone: &'z Zone,
+    owner: &'z Name,
+    node: &'z Node,
+    from: Option<(RrType, usize)>,
+) -> impl Iterator<Item = Rec<'z>> + 'z {
+    let is_apex = *owner == zone.origin;
+    node.iter()
+        .filter(move |(t, _)| from.is_none_or(|(k, _)| **t >= k))
+        .flat_map(move |(&key, set)| {
+            let data = if is_apex && key == RrType::SOA {
+                &set.rdatas[..0]
+            } else {
+                &set.rdatas[..]
+            };
+            let n = set.rdatas.len();
+            let first = from.filter(|(k, _)| *k == key).map_or(0, |(_, i)| i);
+            let rdatas = data.iter().enumerate().map(move |(i, rdata)| Rec {
+                owner,
+                rtype: key,
+                ttl: set.ttl,
+                rdata,
+                phase: Phase::Node,
+                key,
+                index: i,
+            });
+            let sigs = set.rrsigs.iter().enumerate().map(move |(i, rdata)| Rec {
+                owner,
+                rtype: RrType::RRSIG,
+                ttl: set.rrsig_ttl,
+                rdata,
+                phase: Phase::Node,
+                key,
+                index: n + i,
+            });
+            rdatas.chain(sigs).filter(move |r| r.index >= first)
+        })
+}
+
+/// Every record to send from `pos` to the end of the transfer.
+///
+/// RFC 5936 §2.2: "the first message MUST begin with the SOA resource record of the zone, and
+/// the last message MUST conclude with the same SOA resource record."
+fn records_from<'z>(zone: &'z Zone, pos: &Pos) -> Box<dyn Iterator<Item = Rec<'z>> + 'z> {
+    let apex = zone
+        .nodes
+        .get_key_value(&zone.origin)
+        .and_then(|(apex, node)| Some((apex, node.get(&RrType::SOA)?)))
+        .and_then(|(apex, set)| Some((apex, set.ttl, set.rdatas.first()?.as_slice())));
+    let soa = move |phase| {
+        apex.map(|(owner, ttl, rdata)| Rec {
+            owner,
+            rtype: RrType::SOA,
+            ttl,
+            rdata,
+            phase,
+            key: RrType::SOA,
+            index: 0,
+        })
+    };
+    let leading = matches!(pos, Pos::LeadingSoa)
+        .then(|| soa(Phase::Leading))
+        .flatten();
+    let (node_start, node_from) = match pos {
+        Pos::LeadingSoa => (Some(Bound::Unbounded), None),
+        Pos::Node(name, key, index) => (
+            Some(Bound::Included(name.clone())),
+            Some((name.clone(), *key, *index)),
+        ),
+        _ => (None, None),
+    };
+    let nodes = node_start.into_iter().flat_map(move |start| {
+        let from = node_from.clone();
+        zone.nodes
+            .range::<Name, _>((start, Bound::Unbounded))
+            .flat_map(move |(owner, node)| {
+                let resume = from
+                    .as_ref()
+                    .filter(|(name, _, _)| name == owner)
+                    .map(|(_, k, i)| (*k, *i));
+                node_records(zone, owner, node, resume)
+            })
+    });
+    let (nsec3_start, nsec3_index) = match pos {
+        Pos::LeadingSoa | Pos::Node(..) => (Some(Bound::Unbounded), None),
+        Pos::Nsec3(name, index) => (
+            Some(Bound::Included(name.clone())),
+            Some((name.clone(), *index)),
+        ),
+        Pos::TrailingSoa => (None, None),
+    };
+    let nsec3 = nsec3_start.into_iter().flat_map(move |start| {
+        let from = nsec3_index.clone();
+        zone.nsec3
+            .range::<Name, _>((start, Bound::Unbounded))
+            .flat_map(move |(owner, set)| {
+                let first = from
+                    .as_ref()
+                    .filter(|(name, _)| name == owner)
+                    .map_or(0, |(_, i)| *i);
+                let n = set.rdatas.len();
+                let data = set.rdatas.iter().enumerate().map(move |(i, rdata)| Rec {
+                    owner,
+                    rtype: RrType::NSEC3,
+                    ttl: set.ttl,
+                    rdata,
+                    phase: Phase::Nsec3,
+                    key: RrType::NSEC3,
+                    index: i,
+                });
+                let sigs = set.rrsigs.iter().enumerate().map(move |(i, rdata)| Rec {
+                    owner,
+                    rtype: RrType::RRSIG,
+                    ttl: set.rrsig_ttl,
+                    rdata,
+                    phase: Phase::Nsec3,
+                    key: RrType::NSEC3,
+                    index: n + i,
+                });
+                data.chain(sigs).filter(move |r| r.index >= first)
+            })
+    });
+    Box::new(
+        leading
+            .into_iter()
+            .chain(nodes)
+            .chain(nsec3)
+            .chain(soa(Phase::Trailing)),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use pqdns_core::dnssec::keyfile::{KeyRole, ZoneKey};
+    use pqdns_core::dnssec::nsec3::Nsec3Params;
+    use pqdns_core::dnssec::sign::{sign_zone, Denial, SigningPolicy};
+    use pqdns_core::dnssec::{Algorithm, Profile, Provider};
+    use pqdns_core::message::{rcode, Edns, Question, FLAG_AA, FLAG_CD, FLAG_QR};
+    use pqdns_core::zonefile::ZoneFileReader;
+    use pqdns_core::Record;
+
+    use super::*;
+    use crate::catalog::ServedZone;
+
+    const SERIAL: u32 = 2026010101;
+
+    fn origin() -> Name {
+        "xfr.test.".parse().unwrap()
+    }
+
+    /// A zone signed with ML-DSA-44 (2420-byte signatures) and NSEC3, large enough to need
+    /// several 64 KiB messages, with a delegation and glue.
+    fn catalog() -> Arc<Catalog> {
+        let mut text = format!(
+            "@ SOA ns1 hostmaster {SERIAL} 7200 3600 1209600 300\n@ NS ns1\nns1 A 192.0.2.1\n\
+             sub NS ns.sub\nns.sub A 192.0.2.53\n"
+        );
+        for i in 0..60 {
+            text.push_str(&format!(
+                "host{i} A 192.0.2.{i}\nhost{i} TXT \"host {i}\"\n"
+            ));
+        }
+        let records = ZoneFileReader::new(Some(origin()), Some(3600))
+            .read_str(&text, "xfr.zone")
+            .unwrap();
+        let mut zone = Zone::from_records(origin(), records).unwrap();
+        let key = ZoneKey::generate(
+            &origin(),
+            Algorithm::MlDsa44,
+            KeyRole::Csk,
+            &Profile::default_profile(),
+            &Provider::default_provider(),
+            3600,
+        )
+        .unwrap();
+        let policy = SigningPolicy {
+            inception: 1_700_000_000,
+            expiration: 1_900_000_000,
+            denial: Denial::Nsec3(Nsec3Params::default()),
+        };
+        sign_zone(&mut zone, &[key], &policy, &|_, _| {}).unwrap();
+        Arc::new(Catalog::new([ServedZone::new(zone)]).unwrap())
+    }
+
+    fn request(qname: &Name, qtype: RrType, edns: bool) -> Message {
+        let mut q = Message::query(
+            0x4242,
+            Question {
+                qname: qname.clone(),
+                qtype,
+                qclass: Class::IN,
+            },
+            false,
+            edns.then(|| Edns {
+                udp_payload: 1232,
+                ext_rcode: 0,
+                version: 0,
+                flags: 0,
+                options: Vec::new(),
+            }),
+        );
+        q.flags |= FLAG_CD;
+        q
+    }
+
+    fn soa_record(serial: u32) -> Record {
+        let mut rdata = Vec::new();
+        rdata.extend_from_slice("ns1.xfr.test.".parse::<Name>().unwrap().as_wire());
+        rdata.extend_from_slice("hostmaster.xfr.test.".parse::<Name>().unwrap().as_wire());
+        for v in [serial, 7200, 3600, 1209600, 300] {
+            rdata.extend(v.to_be_bytes());
+        }
+        Record {
+            owner: origin(),
+            rtype: RrType::SOA,
+            class: Class::IN,
+            ttl: 3600,
+            rdata,
+        }
+    }
+
+    /// Runs a transfer to the end; every message parsed, with its wire length.
+    fn run(catalog: &Arc<Catalog>, query: &Message) -> Vec<(usize, Message)> {
+        let mut xfr = Transfer::start(Arc::clone(catalog), &query.to_wire()).expect("a transfer");
+        let mut out = Vec::new();
+        let mut messages = Vec::new();
+        loop {
+            out.clear();
+            out.extend([0xaa, 0xbb]);
+            let Some(len) = xfr.next_message(&mut out, 2) else {
+                break;
+            };
+            assert_eq!(&out[..2], &[0xaa, 0xbb], "bytes before the base are kept");
+            assert_eq!(out.len(), len + 2, "written after the 2-byte base");
+            messages.push((len, Message::parse(&out[2..]).unwrap()));
+            assert!(messages.len() < 1000, "transfer does not end");
+        }
+        assert_eq!(xfr.messages(), messages.len());
+        messages
+    }
+
+    fn key(r: &Record) -> (String, u16, u32, Vec<u8>) {
+        (
+            r.owner.to_string().to_ascii_lowercase(),
+            r.rtype.0,
+            r.ttl,
+            r.rdata.clone(),
+        )
+    }
+
+    #[test]
+    fn axfr_streams_the_whole_signed_zone_soa_first_and_last() {
+        let catalog = catalog();
+        let zone = &catalog.zones().next().unwrap().zone;
+        let messages = run(&catalog, &request(&origin(), RrType::AXFR, true));
+        assert!(
+            messages.len() >= 3,
+            "{} messages: the zone needs several",
+            messages.len()
+        );
+        let mut records = Vec::new();
+        for (i, (len, m)) in messages.iter().enumerate() {
+            assert!(*len <= 65535);
+            assert_eq!(m.id, 0x4242, "message {i}: the query's ID");
+            assert!(m.has_flag(FLAG_QR) && m.has_flag(FLAG_AA), "message {i}");
+            assert!(!m.has_flag(FLAG_CD), "CD must be zero (RFC 5936 §2.2.1)");
+            assert_eq!((m.flags >> 11) & 0xf, 0, "opcode QUERY");
+            assert_eq!(m.rcode(), rcode::NOERROR);
+            assert_eq!(m.questions.len(), 1, "message {i} carries the question");
+            assert_eq!(m.questions[0].qname, origin());
+            assert_eq!(m.questions[0].qtype, RrType::AXFR);
+            assert!(m.authority.is_empty() && m.additional.is_empty());
+            assert_eq!(m.edns.is_some(), i == 0, "OPT in the first message only");
+            assert!(!m.answers.is_empty());
+            records.extend(m.answers.iter().cloned());
+        }
+        let soa_at: Vec<usize> = (0..records.len())
+            .filter(|&i| records[i].rtype == RrType::SOA)
+            .collect();
+        assert_eq!(
+            soa_at,
+            vec![0, records.len() - 1],
+            "SOA first and last only"
+        );
+        assert_eq!(records[0], records[records.len() - 1]);
+        // The rest is exactly the zone: every RRset, RRSIG, DNSKEY, NSEC3 and glue record once.
+        let mut sent: Vec<_> = records[1..].iter().map(key).collect();
+        let mut expected: Vec<_> = zone.records().iter().map(key).collect();
+        sent.sort();
+        expected.sort();
+        assert_eq!(sent.len(), expected.len());
+        assert!(sent == expected, "transferred records differ from the zone");
+        for t in [
+            RrType::DNSKEY,
+            RrType::NSEC3,
+            RrType::NSEC3PARAM,
+            RrType::RRSIG,
+        ] {
+            assert!(records.iter().any(|r| r.rtype == t), "{t} transferred");
+        }
+        assert!(
+            records
+                .iter()
+                .any(|r| r.owner.to_string() == "ns.sub.xfr.test."),
+            "glue"
+        );
+    }
+
+    #[test]
+    fn ixfr_gets_one_soa_when_current_and_the_zone_when_behind() {
+        let catalog = catalog();
+        let mut q = request(&origin(), IXFR, false);
+        q.authority.push(soa_record(SERIAL));
+        let messages = run(&catalog, &q);
+        assert_eq!(messages.len(), 1);
+        let answers = &messages[0].1.answers;
+        assert_eq!(answers.len(), 1);
+        assert_eq!(soa_serial(&answers[0].rdata), Some(SERIAL));
+        assert_eq!(messages[0].1.questions[0].qtype, IXFR);
+
+        // A serial ahead of ours (RFC 1982: wraps around) also gets the single SOA.
+        q.authority[0] = soa_record(SERIAL.wrapping_add(5));
+        assert_eq!(run(&catalog, &q).len(), 1);
+
+        q.authority[0] = soa_record(SERIAL - 1);
+        let full = run(&catalog, &q);
+        let total: usize = full.iter().map(|(_, m)| m.answers.len()).sum();
+        let zone = &catalog.zones().next().unwrap().zone;
+        assert_eq!(
+            total,
+            zone.record_count() + 1,
+            "whole zone, SOA twice (RFC 1995 §4)"
+        );
+    }
+
+    #[test]
+    fn errors_notauth_refused_and_not_a_transfer() {
+        let catalog = catalog();
+        let rcode_of = |q: &Message| {
+            let m = run(&catalog, q);
+            assert_eq!(m.len(), 1);
+            assert_eq!(
+                m[0].1.questions.len(),
+                1,
+                "error messages carry the question"
+            );
+            assert!(m[0].1.answers.is_empty());
+            m[0].1.rcode()
+        };
+        let below: Name = "host1.xfr.test.".parse().unwrap();
+        assert_eq!(
+            rcode_of(&request(&below, RrType::AXFR, false)),
+            9,
+            "NOTAUTH"
+        );
+        let other: Name = "example.org.".parse().unwrap();
+        assert_eq!(rcode_of(&request(&other, RrType::AXFR, false)), 9);
+        let mut signed = request(&origin(), RrType::AXFR, false);
+        signed.additional.push(Record {
+            owner: "key.".parse().unwrap(),
+            rtype: TSIG,
+            class: Class::ANY,
+            ttl: 0,
+            rdata: vec![0; 16],
+        });
+        assert_eq!(rcode_of(&signed), rcode::REFUSED);
+        let a = request(&origin(), RrType::A, false).to_wire();
+        assert!(Transfer::start(Arc::clone(&catalog), &a).is_none());
+        assert!(Transfer::start(Arc::clone(&catalog), &a[..5]).is_none());
+    }
+
+    #[test]
+    fn a_record_too_large_for_any_message_ends_with_servfail() {
+        let mut zone = Zone::from_records(origin(), vec![soa_record(1)]).unwrap();
+        zone.insert(Record {
+            owner: "big.xfr.test.".parse().unwrap(),
+            rtype: RrType::TXT,
+            class: Class::IN,
+            ttl: 60,
+            rdata: vec![b'x'; 65500],
+        })
+        .unwrap();
+        let catalog = Arc::new(Catalog::new([ServedZone::new(zone)]).unwrap());
+        let messages = run(&catalog, &request(&origin(), RrType::AXFR, false));
+        assert_eq!(messages.len(), 2);
+        assert_eq!(messages[0].1.answers.len(), 1, "the SOA");
+        assert_eq!(messages[1].1.rcode(), rcode::SERVFAIL);
+        assert_eq!(messages[1].1.questions.len(), 1);
+    }
+
+    #[test]
+    fn serial_arithmetic() {
+        assert!(serial_lt(1, 2));
+        assert!(!serial_lt(2, 2));
+        assert!(serial_lt(u32::MAX, 3), "wraps");
+        assert!(!serial_lt(3, u32::MAX));
+    }
+}

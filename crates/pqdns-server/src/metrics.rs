@@ -1,0 +1,370 @@
+//! Prometheus metrics in the text exposition format (version 0.0.4), served over HTTP/1.1 at
+//! `GET /metrics` when `[server] metrics = "ADDR"` is set (off by default).
+//!
+//! Series:
+//! - `pqdns_queries_total{transport,qtype,rcode}`: responses sent (a query dropped without a
+//!   response is not counted); a zone transfer counts once, with the RCODE of its first
+//!   message;
+//! - `pqdns_truncated_responses_total{transport}`: responses with TC set;
+//! - `pqdns_response_bytes{transport}`: histogram of response sizes in bytes (DNS message
+//!   without the TCP length prefix; a zone transfer counts each of its messages);
+//! - `pqdns_tls_handshakes_total{transport,group}`: completed TLS handshakes by negotiated key
+//!   exchange group;
+//! - `pqdns_tls_handshake_failures_total{transport}`: handshakes that failed or timed out.
+//!
+//! The hot path only does relaxed atomic adds on fixed arrays: no lock, no allocation, no
+//! label lookup by string. Series with a zero value are omitted from `pqdns_queries_total`.
+//! The HTTP listener admits [`MAX_CONNECTIONS`] connections ([`MAX_CONNECTIONS_PER_IP`] per
+//! address), each bounded by the server's idle timeout for reading headers.
+
+use std::convert::Infallible;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{header, Method, Request, Response, StatusCode};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use pqdns_core::RrType;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tracing::debug;
+
+use crate::response::Rcode;
+use crate::transport::tcp::accept_loop;
+use crate::transport::{ConnLimiter, Shared};
+
+/// The metrics path.
+pub const METRICS_PATH: &str = "/metrics";
+/// Simultaneous connections to the metrics listener.
+pub const MAX_CONNECTIONS: usize = 16;
+/// Simultaneous connections to the metrics listener from one address.
+pub const MAX_CONNECTIONS_PER_IP: usize = 4;
+
+/// The transport a query arrived on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Proto {
+    /// UDP.
+    Udp = 0,
+    /// TCP.
+    Tcp = 1,
+    /// DNS over TLS.
+    Dot = 2,
+    /// DNS over HTTPS.
+    Doh = 3,
+}
+
+const PROTOS: [(Proto, &str); 4] = [
+    (Proto::Udp, "udp"),
+    (Proto::Tcp, "tcp"),
+    (Proto::Dot, "dot"),
+    (Proto::Doh, "doh"),
+];
+
+/// QTYPEs counted by name; the others count as `other`, unparsable queries as `none`.
+const QTYPES: [(RrType, &str); 24] = [
+    (RrType::A, "A"),
+    (RrType::NS, "NS"),
+    (RrType::CNAME, "CNAME"),
+    (RrType::SOA, "SOA"),
+    (RrType::PTR, "PTR"),
+    (RrType::MX, "MX"),
+    (RrType::TXT, "TXT"),
+    (RrType::AAAA, "AAAA"),
+    (RrType::SRV, "SRV"),
+    (RrType::NAPTR, "NAPTR"),
+    (RrType::DS, "DS"),
+    (RrType::RRSIG, "RRSIG"),
+    (RrType::NSEC, "NSEC"),
+    (RrType::DNSKEY, "DNSKEY"),
+    (RrType::NSEC3, "NSEC3"),
+    (RrType::NSEC3PARAM, "NSEC3PARAM"),
+    (RrType::TLSA, "TLSA"),
+    (RrType(64), "SVCB"),
+    (RrType(65), "HTTPS"),
+    (RrType::CAA, "CAA"),
+    (RrType::ANY, "ANY"),
+    (RrType::AXFR, "AXFR"),
+    (crate::axfr::IXFR, "IXFR"),
+    (RrType::OPT, "OPT"),
+];
+const QTYPE_SLOTS: usize = QTYPES.len() + 2;
+const QTYPE_LABELS_EXTRA: [&str; 2] = ["other", "none"];
+
+const RCODES: [Rcode; 8] = [
+    Rcode::NOERROR,
+    Rcode::FORMERR,
+    Rcode::SERVFAIL,
+    Rcode::NXDOMAIN,
+    Rcode::NOTIMP,
+    Rcode::REFUSED,
+    Rcode::NOTAUTH,
+    Rcode::BADVERS,
+];
+const RCODE_SLOTS: usize = RCODES.len() + 1;
+
+/// Upper bounds of the response size buckets, in bytes (the last bucket is `+Inf`).
+pub const SIZE_BUCKETS: [usize; 13] = [
+    64, 128, 256, 512, 1024, 1232, 1500, 2048, 4096, 8192, 16384, 32768, 65535,
+];
+const SIZE_SLOTS: usize = SIZE_BUCKETS.len() + 1;
+
+/// Key exchange groups counted by name (IANA TLS Supported Groups names).
+const GROUPS: [(u16, &str); 5] = [
+    (0x11ec, "X25519MLKEM768"),
+    (0x11eb, "SecP256r1MLKEM768"),
+    (0x001d, "X25519"),
+    (0x0017, "secp256r1"),
+    (0x0018, "secp384r1"),
+];
+const GROUP_SLOTS: usize = GROUPS.len() + 1;
+
+fn counters<const N: usize>() -> [AtomicU64; N] {
+    std::array::from_fn(|_| AtomicU64::new(0))
+}
+
+/// All counters; see the module doc. About 9 KiB.
+#[derive(Debug)]
+pub struct Metrics {
+    queries: [[[AtomicU64; RCODE_SLOTS]; QTYPE_SLOTS]; 4],
+    truncated: [AtomicU64; 4],
+    sizes: [[AtomicU64; SIZE_SLOTS]; 4],
+    size_sum: [AtomicU64; 4],
+    handshakes: [[AtomicU64; GROUP_SLOTS]; 4],
+    handshake_failures: [AtomicU64; 4],
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        Metrics {
+            queries: std::array::from_fn(|_| std::array::from_fn(|_| counters())),
+            truncated: counters(),
+            sizes: std::array::from_fn(|_| counters()),
+            size_sum: counters(),
+            handshakes: std::array::from_fn(|_| counters()),
+            handshake_failures: counters(),
+        }
+    }
+}
+
+impl Metrics {
+    /// Counts one response: `qtype` is `None` for a query that did not parse; `len` is the
+    /// message length in bytes.
+    pub fn response(
+        &self,
+        proto: Proto,
+        qtype: Option<RrType>,
+        rcode: Rcode,
+        truncated: bool,
+        len: usize,
+    ) {
+        let p = proto as usize;
+        let q = match qtype {
+            Some(t) => QTYPES
+                .iter()
+                .position(|(k, _)| *k == t)
+                .unwrap_or(QTYPES.len()),
+            None => QTYPES.len() + 1,
+        };
+        let r = RCODES
+            .iter()
+            .position(|k| *k == rcode)
+            .unwrap_or(RCODES.len());
+        self.queries[p][q][r].fetch_add(1, Relaxed);
+        if truncated {
+            self.truncated[p].fetch_add(1, Relaxed);
+        }
+        self.message(proto, len);
+    }
+
+    /// Counts the size of one more message of a multi-message response (a zone transfer).
+    pub fn message(&self, proto: Proto, len: usize) {
+        let p = proto as usize;
+        let b = SIZE_BUCKETS
+            .iter()
+            .position(|limit| len <= *limit)
+            .unwrap_or(SIZE_BUCKETS.len());
+        self.sizes[p][b].fetch_add(1, Relaxed);
+        self.size_sum[p].fetch_add(len as u64, Relaxed);
+    }
+
+    /// Counts a completed TLS handshake and its negotiated key exchange group.
+    pub fn handshake(&self, proto: Proto, group: Option<rustls::NamedGroup>) {
+        let g = group
+            .and_then(|g| GROUPS.iter().position(|(code, _)| *code == u16::from(g)))
+            .unwrap_or(GROUPS.len());
+        self.handshakes[proto as usize][g].fetch_add(1, Relaxed);
+    }
+
+    /// Counts a failed or timed-out TLS handshake.
+    pub fn handshake_failure(&self, proto: Proto) {
+        self.handshake_failures[proto as usize].fetch_add(1, Relaxed);
+    }
+
+    /// The text exposition of every series.
+    pub fn render(&self) -> String {
+        let mut out = String::with_capacity(8192);
+        let load = |c: &AtomicU64| c.load(Relaxed);
+        out.push_str("# HELP pqdns_queries_total DNS responses sent, by transport, query type and response code.\n# TYPE pqdns_queries_total counter\n");
+        for (p, name) in PROTOS {
+            for (q, per_qtype) in self.queries[p as usize].iter().enumerate() {
+                let qtype = QTYPES
+                    .get(q)
+                    .map_or_else(|| QTYPE_LABELS_EXTRA[q - QTYPES.len()], |(_, l)| l);
+                for (r, c) in per_qtype.iter().enumerate() {
+                    let n = load(c);
+                    if n == 0 {
+                        continue;
+                    }
+                    let rcode = RCODES.get(r).map_or("OTHER", |k| k.name());
+                    let _ = writeln!(
+                        out,
+                        "pqdns_queries_total{{transport=\"{name}\",qtype=\"{qtype}\",rcode=\"{rcode}\"}} {n}"
+                    );
+                }
+            }
+        }
+        out.push_str("# HELP pqdns_truncated_responses_total Responses sent with the TC bit set.\n# TYPE pqdns_truncated_responses_total counter\n");
+        for (p, name) in PROTOS {
+            let n = load(&self.truncated[p as usize]);
+            let _ = writeln!(
+                out,
+                "pqdns_truncated_responses_total{{transport=\"{name}\"}} {n}"
+            );
+        }
+        out.push_str("# HELP pqdns_response_bytes Size of DNS response messages in bytes.\n# TYPE pqdns_response_bytes histogram\n");
+        for (p, name) in PROTOS {
+            let mut cumulative = 0;
+            for (b, c) in self.sizes[p as usize].iter().enumerate() {
+                cumulative += load(c);
+                let le = SIZE_BUCKETS
+                    .get(b)
+                    .map_or("+Inf".to_string(), |l| l.to_string());
+                let _ = writeln!(
+                    out,
+                    "pqdns_response_bytes_bucket{{transport=\"{name}\",le=\"{le}\"}} {cumulative}"
+                );
+            }
+            let sum = load(&self.size_sum[p as usize]);
+            let _ = writeln!(
+                out,
+                "pqdns_response_bytes_sum{{transport=\"{name}\"}} {sum}\npqdns_response_bytes_count{{transport=\"{name}\"}} {cumulative}"
+            );
+        }
+        out.push_str("# HELP pqdns_tls_handshakes_total Completed TLS handshakes by negotiated key exchange group.\n# TYPE pqdns_tls_handshakes_total counter\n");
+        for (p, name) in [PROTOS[2], PROTOS[3]] {
+            for (g, c) in self.handshakes[p as usize].iter().enumerate() {
+                let group = GROUPS.get(g).map_or("other", |(_, l)| l);
+                let n = load(c);
+                let _ = writeln!(
+                    out,
+                    "pqdns_tls_handshakes_total{{transport=\"{name}\",group=\"{group}\"}} {n}"
+                );
+            }
+        }
+        out.push_str("# HELP pqdns_tls_handshake_failures_total TLS handshakes that failed or timed out.\n# TYPE pqdns_tls_handshake_failures_total counter\n");
+        for (p, name) in [PROTOS[2], PROTOS[3]] {
+            let n = load(&self.handshake_failures[p as usize]);
+            let _ = writeln!(
+                out,
+                "pqdns_tls_handshake_failures_total{{transport=\"{name}\"}} {n}"
+            );
+        }
+        out
+    }
+}
+
+/// Serves `GET /metrics` on `listener` from `shared.metrics` until `shutdown` changes.
+pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: watch::Receiver<bool>) {
+    let limiter = ConnLimiter::new(MAX_CONNECTIONS, MAX_CONNECTIONS_PER_IP);
+    let rx = shutdown.clone();
+    accept_loop(listener, limiter, shutdown, move |stream, peer, permit| {
+        let (shared, mut rx) = (Arc::clone(&shared), rx.clone());
+        async move {
+            let idle = shared.idle_timeout;
+            let service = service_fn(move |req| {
+                let shared = Arc::clone(&shared);
+                async move { Ok::<_, Infallible>(handle(&req, &shared)) }
+            });
+            let conn = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(idle)
+                .serve_connection(TokioIo::new(stream), service);
+            tokio::select! {
+                r = conn => if let Err(e) = r { debug!(%peer, error = %e, "metrics connection ended") },
+                _ = rx.changed() => {}
+            }
+            drop(permit);
+        }
+    })
+    .await;
+}
+
+fn handle(req: &Request<Incoming>, shared: &Shared) -> Response<Full<Bytes>> {
+    let (status, content_type, body) = match (req.method(), req.uri().path(), &shared.metrics) {
+        (&Method::GET, METRICS_PATH, Some(m)) => (
+            StatusCode::OK,
+            "text/plain; version=0.0.4; charset=utf-8",
+            m.render(),
+        ),
+        (_, METRICS_PATH, _) => (
+            StatusCode::METHOD_NOT_ALLOWED,
+            "text/plain",
+            "use GET\n".into(),
+        ),
+        _ => (StatusCode::NOT_FOUND, "text/plain", "not found\n".into()),
+    };
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static(content_type),
+    );
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_land_under_their_labels() {
+        let m = Metrics::default();
+        m.response(Proto::Udp, Some(RrType::A), Rcode::NOERROR, false, 100);
+        m.response(Proto::Udp, Some(RrType::A), Rcode::NOERROR, true, 1232);
+        m.response(
+            Proto::Dot,
+            Some(RrType(999)),
+            Rcode::NXDOMAIN,
+            false,
+            70_000,
+        );
+        m.response(Proto::Tcp, None, Rcode::FORMERR, false, 12);
+        m.handshake(Proto::Dot, Some(rustls::NamedGroup::X25519MLKEM768));
+        m.handshake(Proto::Doh, Some(rustls::NamedGroup::FFDHE2048));
+        m.handshake_failure(Proto::Doh);
+        let text = m.render();
+        for line in [
+            "pqdns_queries_total{transport=\"udp\",qtype=\"A\",rcode=\"NOERROR\"} 2",
+            "pqdns_queries_total{transport=\"dot\",qtype=\"other\",rcode=\"NXDOMAIN\"} 1",
+            "pqdns_queries_total{transport=\"tcp\",qtype=\"none\",rcode=\"FORMERR\"} 1",
+            "pqdns_truncated_responses_total{transport=\"udp\"} 1",
+            "pqdns_response_bytes_bucket{transport=\"udp\",le=\"128\"} 1",
+            "pqdns_response_bytes_bucket{transport=\"udp\",le=\"1232\"} 2",
+            "pqdns_response_bytes_bucket{transport=\"dot\",le=\"65535\"} 0",
+            "pqdns_response_bytes_bucket{transport=\"dot\",le=\"+Inf\"} 1",
+            "pqdns_response_bytes_sum{transport=\"udp\"} 1332",
+            "pqdns_response_bytes_count{transport=\"udp\"} 2",
+            "pqdns_tls_handshakes_total{transport=\"dot\",group=\"X25519MLKEM768\"} 1",
+            "pqdns_tls_handshakes_total{transport=\"doh\",group=\"other\"} 1",
+            "pqdns_tls_handshake_failures_total{transport=\"doh\"} 1",
+        ] {
+            assert!(text.lines().any(|l| l == line), "missing {line}:\n{text}");
+        }
+        assert!(!text.contains("qtype=\"MX\""), "zero series are omitted");
+    }
+}

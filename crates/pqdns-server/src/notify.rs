@@ -1,0 +1,172 @@
+//! NOTIFY out (RFC 1996): after start and after every successful reload, each zone is announced
+//! to every configured secondary over UDP so that it checks our SOA serial and transfers the
+//! new version.
+//!
+//! - **Request** (§3.3–§3.7): opcode NOTIFY (4), AA set, one question (the zone apex, SOA, IN)
+//!   and the current SOA in the answer section as a hint (§3.7); a fresh ID per target.
+//! - **Retries** (§3.6): up to [`NOTIFY_ATTEMPTS`] sends, [`NOTIFY_TIMEOUT`] apart, until a
+//!   response with our ID, QR set and opcode NOTIFY arrives from the target (the socket is
+//!   connected, so the kernel drops datagrams from other addresses). Any RCODE ends the
+//!   exchange; an error RCODE is logged as a warning (a NOTIMP completes the transaction,
+//!   §3.12). Every exchange is bounded: at most `NOTIFY_ATTEMPTS × NOTIFY_TIMEOUT`.
+//! - **Incoming NOTIFY**: we are a primary only; the answer engine replies NOTIMP to any opcode
+//!   other than QUERY, NOTIFY included.
+//!
+//! Every zone is announced after a reload, changed or not: a secondary whose serial is current
+//! only queries our SOA and does not transfer (§3.11).
+
+use std::hash::BuildHasher;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use pqdns_core::{Name, RrType, Zone};
+use tokio::net::UdpSocket;
+use tokio::time::{timeout_at, Instant};
+use tracing::{info, warn};
+
+use crate::axfr::soa_serial;
+use crate::catalog::Catalog;
+use crate::query::{FLAG_AA, FLAG_QR, HEADER_LEN};
+use crate::response::Rcode;
+
+/// The NOTIFY opcode (RFC 1996 §3.1).
+pub const OPCODE_NOTIFY: u8 = 4;
+/// Sends of one NOTIFY before giving up on a target.
+pub const NOTIFY_ATTEMPTS: u32 = 3;
+/// Wait for a response to each send.
+pub const NOTIFY_TIMEOUT: Duration = Duration::from_secs(2);
+/// Largest response read, in bytes (a NOTIFY response is small; longer ones are cut and
+/// ignored unless the header matches).
+const MAX_RESPONSE: usize = 4096;
+
+/// Builds the NOTIFY request for `zone` with message ID `id`: header, question (apex SOA IN)
+/// and the apex SOA record in the answer section, names uncompressed.
+pub fn build(zone: &Zone, id: u16) -> Vec<u8> {
+    let apex = zone.origin.as_wire();
+    let soa = zone.soa();
+    let flags = (u16::from(OPCODE_NOTIFY) << 11) | FLAG_AA;
+    let mut msg = Vec::with_capacity(HEADER_LEN + 2 * apex.len() + 14 + soa.len());
+    msg.extend(id.to_be_bytes());
+    msg.extend(flags.to_be_bytes());
+    msg.extend([0, 1, 0, 1, 0, 0, 0, 0]);
+    msg.extend_from_slice(apex);
+    msg.extend(RrType::SOA.0.to_be_bytes());
+    msg.extend(1u16.to_be_bytes());
+    msg.extend_from_slice(apex);
+    msg.extend(RrType::SOA.0.to_be_bytes());
+    msg.extend(1u16.to_be_bytes());
+    msg.extend(zone.soa_ttl().to_be_bytes());
+    msg.extend((soa.len() as u16).to_be_bytes());
+    msg.extend_from_slice(soa);
+    msg
+}
+
+/// The RCODE of `response` if it answers the NOTIFY with ID `id`, else `None`.
+pub fn acknowledges(response: &[u8], id: u16) -> Option<Rcode> {
+    let header = response.get(..4)?;
+    let flags = u16::from_be_bytes([header[2], header[3]]);
+    // RFC 1996 §3.3: "NOTIFY is similar to QUERY in that it has a request message with the
+    // header QR flag "clear" and a response message with QR "set"."
+    let matches = u16::from_be_bytes([header[0], header[1]]) == id
+        && flags & FLAG_QR != 0
+        && ((flags >> 11) & 0xf) as u8 == OPCODE_NOTIFY;
+    matches.then_some(Rcode(flags & 0xf))
+}
+
+/// How a NOTIFY exchange ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The target answered with this RCODE after this many sends.
+    Answered {
+        /// The response code.
+        rcode: Rcode,
+        /// Sends it took (1 to [`NOTIFY_ATTEMPTS`]).
+        attempts: u32,
+    },
+    /// No matching response to any of the sends.
+    NoResponse,
+}
+
+/// A message ID for a NOTIFY: not secret, only distinct between exchanges.
+fn fresh_id() -> u16 {
+    std::collections::hash_map::RandomState::new().hash_one(std::time::SystemTime::now()) as u16
+}
+
+/// Sends the NOTIFY for `zone` to `target`, retrying as the module doc says.
+///
+/// # Errors
+/// The I/O error if no socket can be bound or a send fails (e.g. no route to the target).
+pub async fn notify(zone: &Zone, target: SocketAddr) -> std::io::Result<Outcome> {
+    let local: SocketAddr = if target.is_ipv4() {
+        (Ipv4Addr::UNSPECIFIED, 0).into()
+    } else {
+        (Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let socket = UdpSocket::bind(local).await?;
+    socket.connect(target).await?;
+    let id = fresh_id();
+    let request = build(zone, id);
+    let mut buf = vec![0u8; MAX_RESPONSE];
+    for attempt in 1..=NOTIFY_ATTEMPTS {
+        socket.send(&request).await?;
+        let deadline = Instant::now() + NOTIFY_TIMEOUT;
+        // Unrelated datagrams are ignored until the deadline of this attempt.
+        while let Ok(received) = timeout_at(deadline, socket.recv(&mut buf)).await {
+            match received {
+                Ok(n) => {
+                    if let Some(rcode) = acknowledges(&buf[..n], id) {
+                        return Ok(Outcome::Answered {
+                            rcode,
+                            attempts: attempt,
+                        });
+                    }
+                }
+                // An ICMP error (port unreachable) surfaces as a receive error on a connected
+                // socket: wait out the attempt rather than spin on it.
+                Err(_) => {
+                    tokio::time::sleep_until(deadline).await;
+                    break;
+                }
+            }
+        }
+    }
+    Ok(Outcome::NoResponse)
+}
+
+/// Announces every zone of `catalog` to every target, each exchange in its own task; the
+/// outcome is logged (info when acknowledged with NOERROR, warn otherwise).
+pub fn spawn_all(catalog: Arc<Catalog>, targets: &[SocketAddr]) {
+    for origin in catalog.zones().map(|z| z.zone.origin.clone()) {
+        for &target in targets {
+            let catalog = Arc::clone(&catalog);
+            let origin: Name = origin.clone();
+            tokio::spawn(async move {
+                let Some(zone) = catalog
+                    .zones()
+                    .map(|z| &z.zone)
+                    .find(|z| z.origin == origin)
+                else {
+                    return;
+                };
+                let serial = soa_serial(zone.soa()).unwrap_or(0);
+                match notify(zone, target).await {
+                    Ok(Outcome::Answered { rcode, attempts }) if rcode == Rcode::NOERROR => {
+                        info!(zone = %origin, %target, serial, attempts, "NOTIFY acknowledged")
+                    }
+                    Ok(Outcome::Answered { rcode, attempts }) => warn!(
+                        zone = %origin, %target, serial, attempts, rcode = rcode.name(),
+                        "NOTIFY answered with an error"
+                    ),
+                    Ok(Outcome::NoResponse) => warn!(
+                        zone = %origin, %target, serial, attempts = NOTIFY_ATTEMPTS,
+                        "NOTIFY not acknowledged; giving up"
+                    ),
+                    Err(error) => {
+                        warn!(zone = %origin, %target, %error, "NOTIFY could not be sent")
+                    }
+                }
+            });
+        }
+    }
+}
