@@ -1,0 +1,3 @@
+module pqdns/benches/serving/tlsload
+
+go 1.25
