@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod dnssec;
+pub mod frag;
 pub mod message;
 pub mod name;
 pub mod rdata;
