@@ -58,7 +58,8 @@ struct Cli {
     #[arg(long)]
     insecure_tls: bool,
     /// PEM file of certificates to trust for DoT/DoH. Default: the self-signed certificate the
-    /// local pqdns-server writes, zones/keys/pqdns-server.crt, if present.
+    /// local pqdns-server writes, zones/keys/pqdns-server.crt, if present; else the system's
+    /// CA store.
     #[arg(long)]
     tls_ca: Option<PathBuf>,
     /// Iterate from these root servers instead of asking one server (repeatable).
@@ -174,12 +175,6 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         .tls_ca
         .clone()
         .or_else(|| local_cert.exists().then_some(local_cert));
-    if matches!(transport, Transport::Dot | Transport::Doh)
-        && ca_file.is_none()
-        && !cli.insecure_tls
-    {
-        return Err("no certificate to verify the server with: give --tls-ca FILE (e.g. the server's keys/pqdns-server.crt) or --insecure-tls".into());
-    }
     let tls = TlsOptions {
         pq_only: cli.pq_only,
         insecure: cli.insecure_tls,

@@ -71,7 +71,8 @@ pub struct TlsOptions {
     pub pq_only: bool,
     /// Accept any certificate (self-signed test servers). Never the default.
     pub insecure: bool,
-    /// PEM file with CA certificates (or the server's self-signed certificate) to trust.
+    /// PEM file with CA certificates (or the server's self-signed certificate) to trust;
+    /// `None` means the system's certificate store.
     pub ca_file: Option<std::path::PathBuf>,
     /// TLS server name to send and verify; default: the server's IP address.
     pub server_name: Option<String>,
