@@ -8,8 +8,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use pqdns_core::dnssec::validate::{Limits, PqPolicy, Status};
-use pqdns_core::dnssec::{Profile, Provider};
+use pqdns_core::dnssec::validate::Status;
 use pqdns_core::{Name, RrType};
 use pqdns_resolver::{Client, Config, Mode, Resolver, TlsOptions, Transport, TrustAnchors};
 use pqdns_server::settings::Settings;
@@ -122,16 +121,7 @@ fn resolver(transport: Transport, server: SocketAddr, ds: &pqdns_core::Record) -
         insecure: true,
         ..TlsOptions::default()
     };
-    let config = Config {
-        mode: Mode::Forward(server),
-        anchors,
-        profile: Profile::default_profile(),
-        provider: Provider::default_provider(),
-        pq_policy: PqPolicy::AnyAlgorithm,
-        limits: Limits::default(),
-        now: None,
-        udp_payload: 1232,
-    };
+    let config = Config::new(Mode::Forward(server), anchors);
     Resolver::new(
         config,
         Client::new(transport, Duration::from_secs(5), tls).expect("client"),

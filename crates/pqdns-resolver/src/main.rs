@@ -11,8 +11,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use pqdns_core::dnssec::validate::{Limits, PqPolicy, Status};
-use pqdns_core::dnssec::{Profile, Provider};
+use pqdns_core::dnssec::validate::{PqPolicy, Status};
+use pqdns_core::dnssec::Profile;
 use pqdns_core::{Name, RrType};
 use pqdns_resolver::{Client, Config, Mode, Resolver, TlsOptions, Transport, TrustAnchors};
 use serde::Serialize;
@@ -185,18 +185,14 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Client::new(transport, Duration::from_secs(cli.timeout), tls).map_err(|e| e.to_string())?;
     let profile = Profile::named(&cli.profile).map_err(|e| e.to_string())?;
     let config = Config {
-        mode,
-        anchors,
         profile,
-        provider: Provider::default_provider(),
         pq_policy: if cli.require_pq {
             PqPolicy::RequirePq
         } else {
             PqPolicy::AnyAlgorithm
         },
-        limits: Limits::default(),
         now: cli.at,
-        udp_payload: 1232,
+        ..Config::new(mode, anchors)
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -56,6 +56,26 @@ pub struct Config {
     pub udp_payload: u16,
 }
 
+/// EDNS(0) UDP payload size advertised by default, bytes (the DNS Flag Day 2020 value).
+pub const DEFAULT_UDP_PAYLOAD: u16 = 1232;
+
+impl Config {
+    /// Settings with the defaults: `default` profile and provider, RFC 6840 §5.11 algorithm
+    /// policy, default work limits, the real clock, and a 1232-byte UDP payload.
+    pub fn new(mode: Mode, anchors: TrustAnchors) -> Config {
+        Config {
+            mode,
+            anchors,
+            profile: Profile::default_profile(),
+            provider: Provider::default_provider(),
+            pq_policy: PqPolicy::AnyAlgorithm,
+            limits: Limits::default(),
+            now: None,
+            udp_payload: DEFAULT_UDP_PAYLOAD,
+        }
+    }
+}
+
 /// Why resolution failed before validation could say anything.
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {

@@ -11,8 +11,7 @@ use std::time::Duration;
 
 use pqdns_core::config::LoadedConfig;
 use pqdns_core::dnssec::dnskey::{ds_record, DigestType};
-use pqdns_core::dnssec::validate::{Limits, PqPolicy, Status};
-use pqdns_core::dnssec::{Profile, Provider};
+use pqdns_core::dnssec::validate::{PqPolicy, Status};
 use pqdns_core::{Name, RrType};
 use pqdns_resolver::{Client, Config, Mode, Resolver, TlsOptions, Transport, TrustAnchors};
 use pqdns_server::settings::Settings;
@@ -211,14 +210,9 @@ fn anchors(h: &Hierarchy) -> TrustAnchors {
 
 fn config(mode: Mode, anchors: TrustAnchors, policy: PqPolicy, now: Option<u64>) -> Config {
     Config {
-        mode,
-        anchors,
-        profile: Profile::default_profile(),
-        provider: Provider::default_provider(),
         pq_policy: policy,
-        limits: Limits::default(),
         now,
-        udp_payload: 1232,
+        ..Config::new(mode, anchors)
     }
 }
 

@@ -6,8 +6,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use pqdns_core::dnssec::validate::{Limits, PqPolicy, Status};
-use pqdns_core::dnssec::{Profile, Provider};
+use pqdns_core::dnssec::validate::Status;
 use pqdns_core::message::{Message, FLAG_AA, FLAG_QR};
 use pqdns_core::{Class, Name, Record, RrType};
 use pqdns_resolver::transport::TransportError;
@@ -38,16 +37,7 @@ fn resolver(addr: SocketAddr, anchored: bool) -> Resolver {
     if anchored {
         anchors.add_ds("example.".parse().unwrap(), vec![0, 1, 13, 2, 0xaa]);
     }
-    let config = Config {
-        mode: Mode::Forward(addr),
-        anchors,
-        profile: Profile::default_profile(),
-        provider: Provider::default_provider(),
-        pq_policy: PqPolicy::AnyAlgorithm,
-        limits: Limits::default(),
-        now: None,
-        udp_payload: 1232,
-    };
+    let config = Config::new(Mode::Forward(addr), anchors);
     let client = Client::new(
         Transport::Udp,
         Duration::from_millis(500),
