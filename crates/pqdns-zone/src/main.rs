@@ -108,8 +108,9 @@ struct SignArgs {
     /// Zone apex, for a master file. Default: the owner of the first SOA.
     #[arg(long)]
     origin: Option<String>,
-    /// Key file(s) (.key or .private path) to sign with, for a master file.
-    #[arg(long = "key", short)]
+    /// Key file(s) (.key or .private path) to sign with, for a master file; several may follow
+    /// one flag (`-k keys/K*.key`).
+    #[arg(long = "key", short, num_args = 1..)]
     keys: Vec<PathBuf>,
     /// Use NSEC3 (RFC 5155) instead of NSEC, for a master file.
     #[arg(long)]
