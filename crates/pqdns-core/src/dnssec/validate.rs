@@ -488,6 +488,8 @@ mod tests {
         keys: Vec<ZoneKey>,
         dnskeys: Vec<Vec<u8>>,
         ds: Vec<Vec<u8>>,
+        /// RRSIGs over the DNSKEY RRset by every key.
+        key_sigs: Vec<Vec<u8>>,
     }
 
     fn fixture(algs: &[Algorithm]) -> Fixture {
@@ -498,7 +500,7 @@ mod tests {
             .iter()
             .map(|a| ZoneKey::generate(&zone, *a, KeyRole::Csk, &profile, &provider, 300).unwrap())
             .collect();
-        let dnskeys = keys.iter().map(ZoneKey::dnskey_rdata).collect();
+        let dnskeys: Vec<Vec<u8>> = keys.iter().map(ZoneKey::dnskey_rdata).collect();
         let ds = keys
             .iter()
             .map(|k| {
@@ -507,11 +509,16 @@ mod tests {
                     .rdata
             })
             .collect();
+        let key_sigs = keys
+            .iter()
+            .map(|k| sign(k, &zone, RrType::DNSKEY, &dnskeys, WINDOW))
+            .collect();
         Fixture {
             zone,
             keys,
             dnskeys,
             ds,
+            key_sigs,
         }
     }
 
@@ -547,14 +554,9 @@ mod tests {
     fn ds_dnskey_rrsig_chain_and_its_failures() {
         let f = fixture(&[Algorithm::EcdsaP256Sha256, Algorithm::MlDsa44]);
         let (profile, provider) = (Profile::default_profile(), Provider::default_provider());
-        let key_sigs: Vec<Vec<u8>> = f
-            .keys
-            .iter()
-            .map(|k| sign(k, &f.zone, RrType::DNSKEY, &f.dnskeys, WINDOW))
-            .collect();
         let mut v = validator(&profile, &provider, PqPolicy::AnyAlgorithm);
         let trusted = v
-            .trust_dnskeys(&f.zone, &f.ds, &f.dnskeys, &key_sigs)
+            .trust_dnskeys(&f.zone, &f.ds, &f.dnskeys, &f.key_sigs)
             .unwrap()
             .unwrap();
 
@@ -592,12 +594,12 @@ mod tests {
             d[last] ^= 1;
         }
         let err = v
-            .trust_dnskeys(&f.zone, &bad_ds, &f.dnskeys, &key_sigs)
+            .trust_dnskeys(&f.zone, &bad_ds, &f.dnskeys, &f.key_sigs)
             .unwrap_err();
         assert!(err.text.contains("matches its DS"), "{err}");
         // Missing DNSKEY.
         assert_eq!(
-            v.trust_dnskeys(&f.zone, &f.ds, &[], &key_sigs)
+            v.trust_dnskeys(&f.zone, &f.ds, &[], &f.key_sigs)
                 .unwrap_err()
                 .ede,
             ede::DNSKEY_MISSING
@@ -606,7 +608,7 @@ mod tests {
         let mut unknown = f.ds[0].clone();
         unknown[2] = 200;
         assert!(v
-            .trust_dnskeys(&f.zone, &[unknown], &f.dnskeys, &key_sigs)
+            .trust_dnskeys(&f.zone, &[unknown], &f.dnskeys, &f.key_sigs)
             .unwrap()
             .is_none());
     }
@@ -615,11 +617,6 @@ mod tests {
     fn require_pq_rejects_classical_only_answers() {
         let f = fixture(&[Algorithm::EcdsaP256Sha256, Algorithm::MlDsa44]);
         let (profile, provider) = (Profile::default_profile(), Provider::default_provider());
-        let key_sigs: Vec<Vec<u8>> = f
-            .keys
-            .iter()
-            .map(|k| sign(k, &f.zone, RrType::DNSKEY, &f.dnskeys, WINDOW))
-            .collect();
         let www: Name = "www.example.".parse().unwrap();
         let a = vec![vec![192, 0, 2, 1]];
         let classical = vec![sign(&f.keys[0], &www, RrType::A, &a, WINDOW)];
@@ -630,7 +627,7 @@ mod tests {
 
         let mut v = validator(&profile, &provider, PqPolicy::RequirePq);
         let trusted = v
-            .trust_dnskeys(&f.zone, &f.ds, &f.dnskeys, &key_sigs)
+            .trust_dnskeys(&f.zone, &f.ds, &f.dnskeys, &f.key_sigs)
             .unwrap()
             .unwrap();
         let err = v
@@ -641,7 +638,7 @@ mod tests {
 
         let mut any = validator(&profile, &provider, PqPolicy::AnyAlgorithm);
         let trusted = any
-            .trust_dnskeys(&f.zone, &f.ds, &f.dnskeys, &key_sigs)
+            .trust_dnskeys(&f.zone, &f.ds, &f.dnskeys, &f.key_sigs)
             .unwrap()
             .unwrap();
         assert!(any
@@ -662,7 +659,7 @@ mod tests {
         )];
         let mut v = validator(&profile, &provider, PqPolicy::AnyAlgorithm);
         let trusted = v
-            .trust_dnskeys(&f.zone, &f.ds, &f.dnskeys, &key_sigs)
+            .trust_dnskeys(&f.zone, &f.ds, &f.dnskeys, &f.key_sigs)
             .unwrap()
             .unwrap();
         let www: Name = "www.example.".parse().unwrap();
