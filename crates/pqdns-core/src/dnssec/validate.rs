@@ -650,13 +650,6 @@ mod tests {
     fn thousands_of_rrsigs_stay_within_the_work_limit() {
         let f = fixture(&[Algorithm::MlDsa44]);
         let (profile, provider) = (Profile::default_profile(), Provider::default_provider());
-        let key_sigs = vec![sign(
-            &f.keys[0],
-            &f.zone,
-            RrType::DNSKEY,
-            &f.dnskeys,
-            WINDOW,
-        )];
         let mut v = validator(&profile, &provider, PqPolicy::AnyAlgorithm);
         let trusted = v
             .trust_dnskeys(&f.zone, &f.ds, &f.dnskeys, &f.key_sigs)
