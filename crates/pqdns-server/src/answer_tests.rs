@@ -2,13 +2,11 @@
 //! decoded by a small independent decoder and checked record by record; the NSEC3 proofs are
 //! checked against hashes computed here with the zone's parameters.
 
-use pqdns_core::dnssec::keyfile::{KeyRole, ZoneKey};
 use pqdns_core::dnssec::nsec3::Nsec3Params;
-use pqdns_core::dnssec::sign::{sign_zone, Denial as SignDenial, SigningPolicy};
-use pqdns_core::dnssec::{Algorithm, Profile, Provider};
+use pqdns_core::dnssec::sign::Denial as SignDenial;
+use pqdns_core::dnssec::Algorithm;
 use pqdns_core::rdata::read_type_bitmap;
-use pqdns_core::zonefile::ZoneFileReader;
-use pqdns_core::{Name, RrType, Zone};
+use pqdns_core::{Name, RrType};
 
 use super::*;
 use crate::query::{read_name, tests::build, HEADER_LEN};
@@ -51,27 +49,7 @@ fn n(s: &str) -> Name {
 }
 
 fn signed(denial: SignDenial) -> Catalog {
-    let origin = n("example.");
-    let records = ZoneFileReader::new(Some(origin.clone()), None)
-        .read_str(ZONE, "test.zone")
-        .unwrap();
-    let mut zone = Zone::from_records(origin.clone(), records).unwrap();
-    let key = ZoneKey::generate(
-        &origin,
-        Algorithm::EcdsaP256Sha256,
-        KeyRole::Csk,
-        &Profile::default_profile(),
-        &Provider::default_provider(),
-        3600,
-    )
-    .unwrap();
-    let policy = SigningPolicy {
-        inception: 1_700_000_000,
-        expiration: 1_900_000_000,
-        denial,
-    };
-    sign_zone(&mut zone, &[key], &policy, &|_, _| {}).unwrap();
-    Catalog::new([ServedZone::new(zone)]).unwrap()
+    crate::test_zone::signed_catalog(&n("example."), ZONE, Algorithm::EcdsaP256Sha256, denial)
 }
 
 fn nsec3_catalog() -> Catalog {

@@ -424,12 +424,10 @@ fn records_from<'z>(zone: &'z Zone, pos: &Pos) -> Box<dyn Iterator<Item = Rec<'z
 
 #[cfg(test)]
 mod tests {
-    use pqdns_core::dnssec::keyfile::{KeyRole, ZoneKey};
     use pqdns_core::dnssec::nsec3::Nsec3Params;
-    use pqdns_core::dnssec::sign::{sign_zone, Denial, SigningPolicy};
-    use pqdns_core::dnssec::{Algorithm, Profile, Provider};
+    use pqdns_core::dnssec::sign::Denial;
+    use pqdns_core::dnssec::Algorithm;
     use pqdns_core::message::{rcode, Edns, Question, FLAG_AA, FLAG_CD, FLAG_QR};
-    use pqdns_core::zonefile::ZoneFileReader;
     use pqdns_core::Record;
 
     use super::*;
@@ -453,26 +451,12 @@ mod tests {
                 "host{i} A 192.0.2.{i}\nhost{i} TXT \"host {i}\"\n"
             ));
         }
-        let records = ZoneFileReader::new(Some(origin()), Some(3600))
-            .read_str(&text, "xfr.zone")
-            .unwrap();
-        let mut zone = Zone::from_records(origin(), records).unwrap();
-        let key = ZoneKey::generate(
+        Arc::new(crate::test_zone::signed_catalog(
             &origin(),
+            &text,
             Algorithm::MlDsa44,
-            KeyRole::Csk,
-            &Profile::default_profile(),
-            &Provider::default_provider(),
-            3600,
-        )
-        .unwrap();
-        let policy = SigningPolicy {
-            inception: 1_700_000_000,
-            expiration: 1_900_000_000,
-            denial: Denial::Nsec3(Nsec3Params::default()),
-        };
-        sign_zone(&mut zone, &[key], &policy, &|_, _| {}).unwrap();
-        Arc::new(Catalog::new([ServedZone::new(zone)]).unwrap())
+            Denial::Nsec3(Nsec3Params::default()),
+        ))
     }
 
     fn request(qname: &Name, qtype: RrType, edns: bool) -> Message {

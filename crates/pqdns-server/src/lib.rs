@@ -27,4 +27,7 @@ pub mod tls;
 pub mod transport;
 pub mod zones;
 
+#[cfg(test)]
+mod test_zone;
+
 pub use server::{BoundAddrs, Server, ServerConfig, ServerError, ServerHandle};

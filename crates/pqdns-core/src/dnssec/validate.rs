@@ -546,19 +546,26 @@ mod tests {
     const NOW: u64 = 1_750_000_000;
     const WINDOW: (u32, u32) = (1_749_000_000, 1_751_000_000);
 
-    fn validator<'a>(p: &'a Profile, pr: &'a Provider, policy: PqPolicy) -> Validator<'a> {
-        Validator::new(p, pr, NOW, Limits::default(), policy)
+    /// A validator at NOW and the fixture's keys, trusted through its DS records.
+    fn trust_fixture<'a>(
+        p: &'a Profile,
+        pr: &'a Provider,
+        policy: PqPolicy,
+        f: &Fixture,
+    ) -> (Validator<'a>, TrustedKeys) {
+        let mut v = Validator::new(p, pr, NOW, Limits::default(), policy);
+        let keys = v
+            .trust_dnskeys(&f.zone, &f.ds, &f.dnskeys, &f.key_sigs)
+            .unwrap()
+            .unwrap();
+        (v, keys)
     }
 
     #[test]
     fn ds_dnskey_rrsig_chain_and_its_failures() {
         let f = fixture(&[Algorithm::EcdsaP256Sha256, Algorithm::MlDsa44]);
         let (profile, provider) = (Profile::default_profile(), Provider::default_provider());
-        let mut v = validator(&profile, &provider, PqPolicy::AnyAlgorithm);
-        let trusted = v
-            .trust_dnskeys(&f.zone, &f.ds, &f.dnskeys, &f.key_sigs)
-            .unwrap()
-            .unwrap();
+        let (mut v, trusted) = trust_fixture(&profile, &provider, PqPolicy::AnyAlgorithm, &f);
 
         let www: Name = "www.example.".parse().unwrap();
         let a = vec![vec![192, 0, 2, 1]];
@@ -625,22 +632,14 @@ mod tests {
             sign(&f.keys[1], &www, RrType::A, &a, WINDOW),
         ];
 
-        let mut v = validator(&profile, &provider, PqPolicy::RequirePq);
-        let trusted = v
-            .trust_dnskeys(&f.zone, &f.ds, &f.dnskeys, &f.key_sigs)
-            .unwrap()
-            .unwrap();
+        let (mut v, trusted) = trust_fixture(&profile, &provider, PqPolicy::RequirePq, &f);
         let err = v
             .verify_rrset(&trusted, &www, RrType::A, &a, &classical)
             .unwrap_err();
         assert!(err.text.contains("require-pq"), "{err}");
         assert!(v.verify_rrset(&trusted, &www, RrType::A, &a, &both).is_ok());
 
-        let mut any = validator(&profile, &provider, PqPolicy::AnyAlgorithm);
-        let trusted = any
-            .trust_dnskeys(&f.zone, &f.ds, &f.dnskeys, &f.key_sigs)
-            .unwrap()
-            .unwrap();
+        let (mut any, trusted) = trust_fixture(&profile, &provider, PqPolicy::AnyAlgorithm, &f);
         assert!(any
             .verify_rrset(&trusted, &www, RrType::A, &a, &classical)
             .is_ok());
@@ -650,11 +649,7 @@ mod tests {
     fn thousands_of_rrsigs_stay_within_the_work_limit() {
         let f = fixture(&[Algorithm::MlDsa44]);
         let (profile, provider) = (Profile::default_profile(), Provider::default_provider());
-        let mut v = validator(&profile, &provider, PqPolicy::AnyAlgorithm);
-        let trusted = v
-            .trust_dnskeys(&f.zone, &f.ds, &f.dnskeys, &f.key_sigs)
-            .unwrap()
-            .unwrap();
+        let (mut v, trusted) = trust_fixture(&profile, &provider, PqPolicy::AnyAlgorithm, &f);
         let www: Name = "www.example.".parse().unwrap();
         let a = vec![vec![192, 0, 2, 1]];
         let mut bogus = sign(&f.keys[0], &www, RrType::A, &a, WINDOW);
