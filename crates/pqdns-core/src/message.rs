@@ -210,9 +210,30 @@ fn decompress_rdata(rtype: RrType, msg: &[u8], start: usize, len: usize) -> Opti
     Some(out)
 }
 
-fn read_record(r: &mut Reader<'_>) -> Result<Record, WireError> {
+/// Length of the fixed part of a compact record after its TYPE: FRAGSIZE u16, CURIDX u32,
+/// RRSIZE u32, RRID u16 (ARRF, `frag::arrf`).
+const COMPACT_FIXED: usize = 12;
+
+fn read_record(
+    r: &mut Reader<'_>,
+    compact: Option<RrType>,
+    with_data: bool,
+) -> Result<Record, WireError> {
     let owner = r.name()?;
     let rtype = RrType(r.u16()?);
+    if compact == Some(rtype) && owner.is_root() {
+        // Compact form: no CLASS, TTL or RDLENGTH; FRAGSIZE bytes of data in responses only.
+        let start = r.pos;
+        let size = usize::from(r.u16()?);
+        r.take(COMPACT_FIXED - 2 + if with_data { size } else { 0 })?;
+        return Ok(Record {
+            owner,
+            rtype,
+            class: Class(0),
+            ttl: 0,
+            rdata: r.msg[start..r.pos].to_vec(),
+        });
+    }
     let class = Class(r.u16()?);
     let ttl = r.u32()?;
     let len = usize::from(r.u16()?);
@@ -236,6 +257,18 @@ impl Message {
     /// [`WireError`] for truncation, bad names or pointers, a misplaced or repeated OPT, or
     /// trailing bytes.
     pub fn parse(msg: &[u8]) -> Result<Message, WireError> {
+        Message::parse_with(msg, None)
+    }
+
+    /// Parses a whole message in which records of type `compact` owned by the root use ARRF's
+    /// compact RRFRAG form (`NAME=0 | TYPE | FRAGSIZE u16 | CURIDX u32 | RRSIZE u32 | RRID u16`
+    /// followed, in responses (QR=1) only, by FRAGSIZE data bytes; Goertzen & Stebila 2022,
+    /// `shared/PQC-DNSSEC-WIRE.md` §3). Such a record is returned with CLASS 0, TTL 0 and the
+    /// bytes after TYPE as RDATA; `frag::arrf` interprets them.
+    ///
+    /// # Errors
+    /// As [`Message::parse`].
+    pub fn parse_with(msg: &[u8], compact: Option<RrType>) -> Result<Message, WireError> {
         let mut r = Reader { msg, pos: 0 };
         let id = r.u16()?;
         let flags = r.u16()?;
@@ -255,7 +288,7 @@ impl Message {
             let cap = usize::from(counts[i + 1]).min((msg.len() - r.pos) / 11);
             section.reserve(cap);
             for _ in 0..counts[i + 1] {
-                let rec = read_record(&mut r)?;
+                let rec = read_record(&mut r, compact, flags & FLAG_QR != 0)?;
                 if rec.rtype == RrType::OPT {
                     if i != 2 || edns.is_some() || !rec.owner.is_root() {
                         return Err(WireError::BadOpt);
@@ -313,6 +346,13 @@ impl Message {
 
     /// Encodes the message without name compression.
     pub fn to_wire(&self) -> Vec<u8> {
+        self.to_wire_with(None)
+    }
+
+    /// Encodes the message without name compression, writing root-owned records of type
+    /// `compact` in ARRF's compact form (root, TYPE, then RDATA as [`Message::parse_with`]
+    /// returns it: no CLASS, TTL or RDLENGTH).
+    pub fn to_wire_with(&self, compact: Option<RrType>) -> Vec<u8> {
         let mut out = Vec::with_capacity(512);
         out.extend(self.id.to_be_bytes());
         out.extend(self.flags.to_be_bytes());
@@ -336,7 +376,13 @@ impl Message {
             .chain(&self.authority)
             .chain(&self.additional)
         {
-            r.write_wire(&mut out);
+            if compact == Some(r.rtype) && r.owner.is_root() {
+                out.push(0);
+                out.extend(r.rtype.0.to_be_bytes());
+                out.extend_from_slice(&r.rdata);
+            } else {
+                r.write_wire(&mut out);
+            }
         }
         if let Some(e) = &self.edns {
             out.push(0);

@@ -302,173 +302,19 @@ pub fn reassemble(fragments: &[Message]) -> Result<Message, QbfError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dnssec::keyfile::{KeyRole, ZoneKey};
-    use crate::dnssec::nsec3::Nsec3Params;
-    use crate::dnssec::sign::{sign_zone, Denial, SigningPolicy};
-    use crate::dnssec::verify::{verify_zone, VerifyOptions};
-    use crate::dnssec::{Algorithm, Provider};
-    use crate::message::{rcode, Edns, Question, EDNS_DO, FLAG_AA, FLAG_QR};
+    use crate::dnssec::Algorithm;
+    use crate::frag::fixtures::{case, cases, n, profile, query, signatures_verify, BUDGET};
+    use crate::message::{Question, FLAG_AA, FLAG_QR};
     use crate::rr::Class;
-    use crate::zone::Zone;
-    use crate::zonefile::ZoneFileReader;
-
-    const BUDGET: usize = 1232;
-
-    fn n(s: &str) -> Name {
-        s.parse().unwrap()
-    }
-
-    #[test]
-    fn fragment_names_on_the_wire() {
-        let q = fragment_qname(2, &n("www.example.com.")).unwrap();
-        assert_eq!(&q.as_wire()[..7], b"\x06?2?www");
-        assert_eq!(q.to_string(), "?2?www.example.com.");
-        assert_eq!(parse_fragment_qname(&q), Some((2, n("www.example.com."))));
-        let q12 = fragment_qname(12, &n("example.")).unwrap();
-        assert_eq!(q12.as_wire(), b"\x0b?12?example\x00");
-        assert_eq!(parse_fragment_qname(&n("www.example.")), None);
-        assert_eq!(
-            parse_fragment_qname(&q12.parent().unwrap().prepend_label(b"?0?x").unwrap()),
-            None
-        );
-        assert!(fragment_qname(2, &Name::root()).is_err());
-    }
-
-    fn signed(alg: Algorithm, profile: &Profile) -> Zone {
-        let origin = n("example.");
-        let text = "@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 192.0.2.1\nwww A 192.0.2.2\n";
-        let recs = ZoneFileReader::new(Some(origin.clone()), Some(300))
-            .read_str(text, "t")
-            .unwrap();
-        let mut zone = Zone::from_records(origin.clone(), recs).unwrap();
-        let provider = Provider::default_provider();
-        let keys: Vec<ZoneKey> = [KeyRole::Ksk, KeyRole::Zsk]
-            .iter()
-            .map(|r| ZoneKey::generate(&origin, alg, *r, profile, &provider, 300).unwrap())
-            .collect();
-        let policy = SigningPolicy {
-            inception: 1_749_000_000,
-            expiration: 1_751_000_000,
-            denial: Denial::Nsec3(Nsec3Params::default()),
-        };
-        sign_zone(&mut zone, &keys, &policy, &|_, _| {}).unwrap();
-        zone
-    }
-
-    fn rrset_records(zone: &Zone, owner: &Name, t: RrType) -> Vec<Record> {
-        zone.records()
-            .into_iter()
-            .filter(|r| r.owner == *owner && (r.rtype == t || r.covered_type() == Some(t)))
-            .collect()
-    }
-
-    fn response(
-        qname: &str,
-        qtype: RrType,
-        answers: Vec<Record>,
-        authority: Vec<Record>,
-        rc: u16,
-    ) -> Message {
-        let mut m = Message::query(
-            0x1234,
-            Question {
-                qname: n(qname),
-                qtype,
-                qclass: Class::IN,
-            },
-            false,
-            Some(Edns {
-                udp_payload: 1232,
-                ext_rcode: 0,
-                version: 0,
-                flags: EDNS_DO,
-                options: vec![],
-            }),
-        );
-        m.flags = FLAG_QR | FLAG_AA | rc;
-        m.answers = answers;
-        m.authority = authority;
-        m
-    }
-
-    /// DNSKEY, A-with-RRSIG and NXDOMAIN-with-NSEC3 answers for a zone.
-    fn answers(zone: &Zone) -> Vec<Message> {
-        let apex = n("example.");
-        let nx_auth: Vec<Record> =
-            rrset_records(zone, &apex, RrType::SOA)
-                .into_iter()
-                .chain(zone.records().into_iter().filter(|r| {
-                    r.rtype == RrType::NSEC3 || r.covered_type() == Some(RrType::NSEC3)
-                }))
-                .collect();
-        vec![
-            response(
-                "example.",
-                RrType::DNSKEY,
-                rrset_records(zone, &apex, RrType::DNSKEY),
-                vec![],
-                rcode::NOERROR,
-            ),
-            response(
-                "www.example.",
-                RrType::A,
-                rrset_records(zone, &n("www.example."), RrType::A),
-                vec![],
-                rcode::NOERROR,
-            ),
-            response("nope.example.", RrType::A, vec![], nx_auth, rcode::NXDOMAIN),
-        ]
-    }
-
-    /// Verifies every RRSIG in a message with the zone's DNSKEYs.
-    fn signatures_verify(msg: &Message, zone: &Zone, profile: &Profile) -> bool {
-        let mut z = Zone {
-            origin: zone.origin.clone(),
-            nodes: Default::default(),
-            nsec3: Default::default(),
-        };
-        for r in msg
-            .answers
-            .iter()
-            .chain(&msg.authority)
-            .chain(rrset_records(zone, &zone.origin, RrType::DNSKEY).iter())
-        {
-            z.insert(r.clone()).unwrap();
-        }
-        let report = verify_zone(
-            &z,
-            profile,
-            &Provider::default_provider(),
-            &VerifyOptions {
-                now: 1_750_000_000,
-                signatures_only: true,
-            },
-        );
-        report.is_ok() && report.signatures_valid > 0
-    }
 
     #[test]
     fn every_algorithm_round_trips_byte_identical_and_validates() {
-        let numbers = [
-            ("SPHINCS+-SHA2-128f".to_string(), 250u8),
-            ("MAYO-2".to_string(), 251),
-        ]
-        .into_iter()
-        .collect();
-        let profile = Profile::custom("t", "default", &numbers).unwrap();
-        let provider = Provider::default_provider();
-        for alg in provider
-            .algorithms()
-            .filter(|a| a.is_post_quantum())
-            .chain([Algorithm::EcdsaP256Sha256])
-        {
-            if profile.number(alg).is_none() {
-                continue;
-            }
-            let zone = signed(alg, &profile);
-            for full in answers(&zone) {
+        let profile = profile();
+        for c in cases() {
+            let (alg, zone) = (c.alg, &c.zone);
+            for full in &c.answers {
                 let wire = full.to_wire();
-                let count = match fragment_count(&full, BUDGET, &profile) {
+                let count = match fragment_count(full, BUDGET, profile) {
                     Ok(c) => c,
                     // Small classical answers need no fragments.
                     Err(_) if wire.len() <= BUDGET => continue,
@@ -477,38 +323,88 @@ mod tests {
                     Err(e) => panic!("{alg}: {e}"),
                 };
                 let mut frags: Vec<Message> = (1..=count)
-                    .map(|k| fragment(&full, k, BUDGET, &profile).unwrap())
+                    .map(|k| fragment(full, k, BUDGET, profile).unwrap())
                     .collect();
-                for f in &frags {
-                    assert!(
-                        f.to_wire().len() <= BUDGET,
-                        "{alg}: fragment of {} bytes",
-                        f.to_wire().len()
-                    );
+                let q = &full.questions[0];
+                let original = query(&q.qname.to_string(), q.qtype).to_wire().len();
+                for (k, f) in (1..).zip(&frags) {
+                    let len = f.to_wire().len();
+                    assert!(len <= BUDGET, "{alg}: fragment of {len} bytes");
                     assert!(f.has_flag(FLAG_TC));
+                    // Amplification: bytes out minus bytes in never exceed a full-size answer's.
+                    let mut request = query(&q.qname.to_string(), q.qtype);
+                    if k > 1 {
+                        request.questions[0].qname = fragment_qname(k, &q.qname).unwrap();
+                    }
+                    assert!(len.saturating_sub(request.to_wire().len()) <= BUDGET - original);
                 }
                 // Arrival order does not matter.
                 frags.reverse();
                 let back = reassemble(&frags).unwrap();
                 assert_eq!(back.to_wire(), wire, "{alg} {:?}", full.questions[0]);
-                assert!(signatures_verify(&back, &zone, &profile), "{alg}");
+                assert!(signatures_verify(&back, zone), "{alg}");
                 assert!(matches!(
-                    fragment(&full, count + 1, BUDGET, &profile),
+                    fragment(full, count + 1, BUDGET, profile),
                     Err(QbfError::NoSuchFragment(_))
                 ));
             }
         }
     }
 
+    /// A hand-built fragment 2 of a one-DNSKEY answer, field by field (Rawat & Jhanwar §4:
+    /// `?2?` question, TC=1, the key's 4 fixed RDATA bytes, then its second slice).
+    #[test]
+    fn fragment_matches_hand_built_wire_sample() {
+        let profile = profile();
+        let alg = profile.number(Algorithm::MlDsa44).unwrap().0;
+        let key: Vec<u8> = (0..1312u32).map(|i| (i % 251) as u8).collect();
+        let mut rdata = vec![1, 0, 3, alg];
+        rdata.extend_from_slice(&key);
+        let full = Message {
+            id: 0x1234,
+            flags: FLAG_QR | FLAG_AA,
+            questions: vec![Question {
+                qname: n("example."),
+                qtype: RrType::DNSKEY,
+                qclass: Class::IN,
+            }],
+            answers: vec![Record {
+                owner: n("example."),
+                rtype: RrType::DNSKEY,
+                class: Class::IN,
+                ttl: 3600,
+                rdata,
+            }],
+            authority: vec![],
+            additional: vec![],
+            edns: None,
+        };
+        // Budget 600: fragment 1 has 12 + 9 + 4 + (9 + 10 + 4) = 48 bytes of overhead, so a
+        // 552-byte slice; fragments 2 and 3 have a 12-byte QNAME, so 549. 552 + 549 + 549 =
+        // 1650 >= 1312 (ML-DSA-44 public key): three fragments.
+        assert_eq!(fragment_count(&full, 600, profile), Ok(3));
+        let mut expected = vec![0x12, 0x34, 0x86, 0x00, 0, 1, 0, 1, 0, 0, 0, 0];
+        expected.extend(b"\x0a?2?example\x00\x00\x30\x00\x01");
+        expected.extend(b"\x07example\x00\x00\x30\x00\x01\x00\x00\x0e\x10");
+        expected.extend((4u16 + 549).to_be_bytes());
+        expected.extend([1, 0, 3, alg]);
+        expected.extend_from_slice(&key[552..1101]);
+        let f2 = fragment(&full, 2, 600, profile).unwrap();
+        assert_eq!(f2.to_wire(), expected);
+        // The last fragment carries the remaining 211 bytes.
+        let f3 = fragment(&full, 3, 600, profile).unwrap();
+        assert_eq!(f3.answers[0].rdata[4..], key[1101..]);
+        assert_eq!(Message::parse(&expected).unwrap(), f2);
+    }
+
     #[test]
     fn inconsistent_missing_duplicate_and_oversized_fragments_are_rejected() {
-        let profile = Profile::default_profile();
-        let zone = signed(Algorithm::MlDsa44, &profile);
-        let full = answers(&zone).remove(0);
-        let count = fragment_count(&full, BUDGET, &profile).unwrap();
+        let profile = profile();
+        let full = &case(Algorithm::MlDsa44).answers[0];
+        let count = fragment_count(full, BUDGET, profile).unwrap();
         assert!(count >= 3, "{count}");
         let frags: Vec<Message> = (1..=count)
-            .map(|k| fragment(&full, k, BUDGET, &profile).unwrap())
+            .map(|k| fragment(full, k, BUDGET, profile).unwrap())
             .collect();
         // Missing fragment 2.
         let mut missing = frags.clone();

@@ -1,0 +1,154 @@
+//! Negotiation of application-layer fragmentation with an EDNS(0) option (RFC 6891 §6.1.2) in
+//! the local/experimental range 65001–65534 (RFC 6891 §9). Neither ARRF nor QBF defines
+//! negotiation (`shared/PQC-DNSSEC-WIRE.md` §3–4); a server that fragments for an unmodified
+//! resolver breaks it, so pqdns fragments only for clients that send this option, and everyone
+//! else gets standard truncation (TC=1, retry over TCP).
+//!
+//! Option data (all big-endian):
+//! - byte 0: scheme bits, [`ARRF`] (0x01) and/or [`QBF`] (0x02). In a query: the schemes the
+//!   client can reassemble. In a response: the one scheme the server used (present only on
+//!   fragmented answers and fragment responses, so the client can tell a fragment from an
+//!   ordinary truncated answer).
+//! - only in an ARRF fragment request (question `. RRFRAG IN`): bytes 1–2 the original QTYPE,
+//!   then the original QNAME in uncompressed wire form. With it the server recomputes the
+//!   answer instead of keeping per-client state (the ARRF experiments cache the response; a
+//!   stateless server cannot be filled up by spoofed queries).
+//!
+//! The code defaults to [`DEFAULT_CODE`] and is configurable on both ends.
+
+use crate::message::Edns;
+use crate::name::Name;
+use crate::rr::RrType;
+
+/// Default option code: 65108, in the local/experimental range (RFC 6891 §9), ending in the
+/// RRFRAG type number of the ARRF experiments so captures are easy to read.
+pub const DEFAULT_CODE: u16 = 65_108;
+/// Scheme bit: ARRF (RRFRAG records, `frag::arrf`).
+pub const ARRF: u8 = 0x01;
+/// Scheme bit: QBF (`?n?` fragment names, `frag::qbf`).
+pub const QBF: u8 = 0x02;
+
+/// A decoded fragmentation option.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FragOption {
+    /// Scheme bits ([`ARRF`], [`QBF`]).
+    pub schemes: u8,
+    /// The original (QNAME, QTYPE), only in ARRF fragment requests.
+    pub question: Option<(Name, RrType)>,
+}
+
+/// Why option data could not be decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OptionError {
+    /// Empty data, a cut QTYPE, or a QNAME that is not one well-formed uncompressed name
+    /// ending exactly at the end of the data.
+    #[error("malformed fragmentation option")]
+    Malformed,
+}
+
+impl FragOption {
+    /// An option offering or announcing `schemes`, without a question.
+    pub fn schemes(schemes: u8) -> FragOption {
+        FragOption {
+            schemes,
+            question: None,
+        }
+    }
+
+    /// The option data (1 byte, or 3 + QNAME length bytes with a question).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = vec![self.schemes];
+        if let Some((qname, qtype)) = &self.question {
+            out.extend(qtype.0.to_be_bytes());
+            out.extend_from_slice(qname.as_wire());
+        }
+        out
+    }
+
+    /// Decodes option data.
+    ///
+    /// # Errors
+    /// [`OptionError::Malformed`] as described there.
+    pub fn decode(data: &[u8]) -> Result<FragOption, OptionError> {
+        let (&schemes, rest) = data.split_first().ok_or(OptionError::Malformed)?;
+        if rest.is_empty() {
+            return Ok(FragOption::schemes(schemes));
+        }
+        let (qtype, qname) = rest.split_at_checked(2).ok_or(OptionError::Malformed)?;
+        let (name, used) = Name::read_uncompressed(qname).map_err(|_| OptionError::Malformed)?;
+        if used != qname.len() {
+            return Err(OptionError::Malformed);
+        }
+        Ok(FragOption {
+            schemes,
+            question: Some((name, RrType(u16::from_be_bytes([qtype[0], qtype[1]])))),
+        })
+    }
+
+    /// The option with `code` in `edns`, if present and well formed.
+    pub fn find(edns: Option<&Edns>, code: u16) -> Option<FragOption> {
+        let (_, data) = edns?.options.iter().find(|(c, _)| *c == code)?;
+        FragOption::decode(data).ok()
+    }
+
+    /// Adds this option under `code` to `edns`, replacing an option with the same code.
+    pub fn put(&self, edns: &mut Edns, code: u16) {
+        edns.options.retain(|(c, _)| *c != code);
+        edns.options.push((code, self.encode()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{Message, Question, EDNS_DO};
+    use crate::rr::Class;
+
+    #[test]
+    fn option_on_the_wire() {
+        assert_eq!(FragOption::schemes(ARRF | QBF).encode(), [0x03]);
+        let with_q = FragOption {
+            schemes: ARRF,
+            question: Some(("example.".parse().unwrap(), RrType::DNSKEY)),
+        };
+        assert_eq!(with_q.encode(), b"\x01\x00\x30\x07example\x00");
+        assert_eq!(FragOption::decode(&with_q.encode()), Ok(with_q.clone()));
+        // Inside a query's OPT: code 65108 = 0xfe54, length 1, data.
+        let mut edns = Edns {
+            udp_payload: 1232,
+            ext_rcode: 0,
+            version: 0,
+            flags: EDNS_DO,
+            options: vec![],
+        };
+        FragOption::schemes(QBF).put(&mut edns, DEFAULT_CODE);
+        let q = Question {
+            qname: "a.".parse().unwrap(),
+            qtype: RrType::A,
+            qclass: Class::IN,
+        };
+        let wire = Message::query(1, q, false, Some(edns.clone())).to_wire();
+        assert_eq!(&wire[wire.len() - 7..], [0, 5, 0xfe, 0x54, 0, 1, 0x02]);
+        assert_eq!(
+            FragOption::find(Some(&edns), DEFAULT_CODE),
+            Some(FragOption::schemes(QBF))
+        );
+        assert_eq!(FragOption::find(Some(&edns), 65001), None);
+    }
+
+    #[test]
+    fn malformed_options_are_errors() {
+        for bad in [
+            &b""[..],
+            b"\x01\x00",
+            b"\x01\x00\x01\x03abc",
+            b"\x01\x00\x01\x00\x00",
+        ] {
+            assert_eq!(
+                FragOption::decode(bad),
+                Err(OptionError::Malformed),
+                "{bad:?}"
+            );
+        }
+    }
+}

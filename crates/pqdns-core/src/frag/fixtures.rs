@@ -1,0 +1,188 @@
+//! Test fixtures shared by the fragmentation tests: a small zone signed once per algorithm
+//! (cached for the test binary) and its DNSKEY, A-with-RRSIG and NXDOMAIN-with-NSEC3 answers.
+
+use std::sync::OnceLock;
+
+use crate::dnssec::keyfile::{KeyRole, ZoneKey};
+use crate::dnssec::nsec3::Nsec3Params;
+use crate::dnssec::profile::Profile;
+use crate::dnssec::sign::{sign_zone, Denial, SigningPolicy};
+use crate::dnssec::verify::{verify_zone, VerifyOptions};
+use crate::dnssec::{Algorithm, Provider};
+use crate::message::{rcode, Edns, Message, Question, EDNS_DO, FLAG_AA, FLAG_QR};
+use crate::name::Name;
+use crate::rr::{Class, Record, RrType};
+use crate::zone::Zone;
+use crate::zonefile::ZoneFileReader;
+
+/// The usual UDP budget, bytes.
+pub const BUDGET: usize = 1232;
+
+pub fn n(s: &str) -> Name {
+    s.parse().unwrap()
+}
+
+/// The default profile plus numbers for the algorithms it leaves out.
+pub fn profile() -> &'static Profile {
+    static P: OnceLock<Profile> = OnceLock::new();
+    P.get_or_init(|| {
+        let numbers = [
+            ("SPHINCS+-SHA2-128f".to_string(), 250u8),
+            ("MAYO-2".to_string(), 251),
+        ]
+        .into_iter()
+        .collect();
+        Profile::custom("t", "default", &numbers).unwrap()
+    })
+}
+
+/// One algorithm's signed zone and answers.
+pub struct Case {
+    pub alg: Algorithm,
+    pub zone: Zone,
+    /// DNSKEY, A with RRSIG, NXDOMAIN with NSEC3.
+    pub answers: Vec<Message>,
+}
+
+/// Every post-quantum algorithm of the default provider plus ECDSA P-256, signed once.
+pub fn cases() -> &'static [Case] {
+    static C: OnceLock<Vec<Case>> = OnceLock::new();
+    C.get_or_init(|| {
+        let provider = Provider::default_provider();
+        provider
+            .algorithms()
+            .filter(|a| a.is_post_quantum())
+            .chain([Algorithm::EcdsaP256Sha256])
+            .filter(|a| profile().number(*a).is_some())
+            .map(|alg| {
+                let zone = signed(alg, profile());
+                let answers = answers(&zone);
+                Case { alg, zone, answers }
+            })
+            .collect()
+    })
+}
+
+/// The case for one algorithm.
+pub fn case(alg: Algorithm) -> &'static Case {
+    cases().iter().find(|c| c.alg == alg).unwrap()
+}
+
+fn signed(alg: Algorithm, profile: &Profile) -> Zone {
+    let origin = n("example.");
+    let text =
+        "@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 192.0.2.1\nwww A 192.0.2.2\n";
+    let recs = ZoneFileReader::new(Some(origin.clone()), Some(300))
+        .read_str(text, "t")
+        .unwrap();
+    let mut zone = Zone::from_records(origin.clone(), recs).unwrap();
+    let provider = Provider::default_provider();
+    let keys: Vec<ZoneKey> = [KeyRole::Ksk, KeyRole::Zsk]
+        .iter()
+        .map(|r| ZoneKey::generate(&origin, alg, *r, profile, &provider, 300).unwrap())
+        .collect();
+    let policy = SigningPolicy {
+        inception: 1_749_000_000,
+        expiration: 1_751_000_000,
+        denial: Denial::Nsec3(Nsec3Params::default()),
+    };
+    sign_zone(&mut zone, &keys, &policy, &|_, _| {}).unwrap();
+    zone
+}
+
+fn rrset_records(zone: &Zone, owner: &Name, t: RrType) -> Vec<Record> {
+    zone.records()
+        .into_iter()
+        .filter(|r| r.owner == *owner && (r.rtype == t || r.covered_type() == Some(t)))
+        .collect()
+}
+
+/// A DO query for (qname, qtype) with ID 0x1234 and a 1232-byte payload.
+pub fn query(qname: &str, qtype: RrType) -> Message {
+    Message::query(
+        0x1234,
+        Question {
+            qname: n(qname),
+            qtype,
+            qclass: Class::IN,
+        },
+        false,
+        Some(Edns {
+            udp_payload: 1232,
+            ext_rcode: 0,
+            version: 0,
+            flags: EDNS_DO,
+            options: vec![],
+        }),
+    )
+}
+
+fn response(
+    qname: &str,
+    qtype: RrType,
+    answers: Vec<Record>,
+    authority: Vec<Record>,
+    rc: u16,
+) -> Message {
+    let mut m = query(qname, qtype);
+    m.flags = FLAG_QR | FLAG_AA | rc;
+    m.answers = answers;
+    m.authority = authority;
+    m
+}
+
+fn answers(zone: &Zone) -> Vec<Message> {
+    let apex = n("example.");
+    let nx_auth: Vec<Record> = rrset_records(zone, &apex, RrType::SOA)
+        .into_iter()
+        .chain(
+            zone.records()
+                .into_iter()
+                .filter(|r| r.rtype == RrType::NSEC3 || r.covered_type() == Some(RrType::NSEC3)),
+        )
+        .collect();
+    vec![
+        response(
+            "example.",
+            RrType::DNSKEY,
+            rrset_records(zone, &apex, RrType::DNSKEY),
+            vec![],
+            rcode::NOERROR,
+        ),
+        response(
+            "www.example.",
+            RrType::A,
+            rrset_records(zone, &n("www.example."), RrType::A),
+            vec![],
+            rcode::NOERROR,
+        ),
+        response("nope.example.", RrType::A, vec![], nx_auth, rcode::NXDOMAIN),
+    ]
+}
+
+/// True if every RRSIG in `msg` verifies with the zone's DNSKEYs (and there is at least one).
+pub fn signatures_verify(msg: &Message, zone: &Zone) -> bool {
+    let mut z = Zone {
+        origin: zone.origin.clone(),
+        nodes: Default::default(),
+        nsec3: Default::default(),
+    };
+    for r in msg
+        .answers
+        .iter()
+        .chain(&msg.authority)
+        .chain(rrset_records(zone, &zone.origin, RrType::DNSKEY).iter())
+    {
+        z.insert(r.clone()).unwrap();
+    }
+    let report = verify_zone(
+        &z,
+        profile(),
+        &Provider::default_provider(),
+        &VerifyOptions {
+            now: 1_750_000_000,
+            signatures_only: true,
+        },
+    );
+    report.is_ok() && report.signatures_valid > 0
+}
