@@ -17,6 +17,7 @@ pub mod answer;
 pub mod axfr;
 pub mod catalog;
 pub mod denial;
+pub mod fragment;
 pub mod metrics;
 pub mod notify;
 pub mod query;

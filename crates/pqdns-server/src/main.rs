@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use pqdns_core::frag::edns::Fragmentation;
 use pqdns_server::acl::{AllowList, IpPrefix};
 use pqdns_server::settings::{parse_notify_target, KxPolicy, ServerTable, Settings};
 use pqdns_server::zones::{load_all, ZoneReport, ZoneSource};
@@ -82,6 +83,13 @@ struct Cli {
     /// Overrides `metrics` in [server]. [default: off]
     #[arg(long, value_name = "ADDR")]
     metrics: Option<SocketAddr>,
+
+    /// UDP fragmentation for clients that send the fragmentation EDNS option (code 65108 unless
+    /// `fragmentation_option` is set in [server]): "arrf" (RRFRAG records, Goertzen & Stebila),
+    /// "qbf" (?n? fragment queries, Rawat & Jhanwar) or "off". Other clients always get TC=1
+    /// and retry over TCP. Overrides `fragmentation` in [server]. [default: arrf]
+    #[arg(long, value_name = "MODE")]
+    fragmentation: Option<Fragmentation>,
 
     /// Log filter: a level (error, warn, info, debug, trace) or tracing-subscriber directives
     /// such as `pqdns_server=debug` (debug shows TLS key exchange groups per connection).
@@ -162,6 +170,9 @@ fn run(cli: Cli) -> Result<(), String> {
     }
     if !cli.notify.is_empty() {
         settings.notify.clone_from(&cli.notify);
+    }
+    if let Some(mode) = cli.fragmentation {
+        settings.fragmentation.mode = mode;
     }
     if cli.metrics.is_some() {
         settings.metrics = cli.metrics;

@@ -17,6 +17,11 @@
 //! notify = ["192.0.2.53", "127.0.0.1:30053"]       # secondaries sent NOTIFY at start and after
 //!                             # each reload (UDP; port 53 unless given); default []
 //! metrics = "127.0.0.1:9153"  # Prometheus text endpoint GET /metrics (HTTP/1.1); default off
+//! fragmentation = "arrf"      # "arrf", "qbf" or "off": UDP answers too large for the client's
+//!                             # payload are fragmented (crate::fragment) for clients that send
+//!                             # the fragmentation EDNS option; all others get TC=1
+//! fragmentation_option = 65108  # EDNS option code of that signal (65001..=65534)
+//! rrfrag_type = 108           # RR type number of ARRF's RRFRAG (108 as in the experiments)
 //! [server.tls]
 //! policy = "hybrid-preferred" # or "pq-only": only hybrid ML-KEM key exchange groups
 //! certificate = "cert.pem"    # PEM chain and key, relative to the TOML file; if absent a
@@ -39,6 +44,8 @@ use serde::Deserialize;
 
 use crate::acl::{AllowList, IpPrefix};
 use crate::answer::DEFAULT_UDP_PAYLOAD;
+use crate::fragment::FragSettings;
+use pqdns_core::RrType;
 
 /// Default UDP and TCP listen address.
 pub const DEFAULT_DNS_ADDR: &str = "127.0.0.1:5353";
@@ -136,6 +143,12 @@ pub struct ServerTable {
     pub notify: Option<Vec<String>>,
     /// Metrics listen address.
     pub metrics: Option<SocketAddr>,
+    /// UDP fragmentation scheme: "arrf", "qbf" or "off".
+    pub fragmentation: Option<String>,
+    /// EDNS option code clients signal fragmentation support with.
+    pub fragmentation_option: Option<u16>,
+    /// RR type number of ARRF's RRFRAG.
+    pub rrfrag_type: Option<u16>,
     /// TLS settings.
     pub tls: Option<TlsTable>,
 }
@@ -210,6 +223,8 @@ pub struct Settings {
     pub notify: Vec<SocketAddr>,
     /// Where to serve `GET /metrics`; `None` turns metrics off (nothing is counted).
     pub metrics: Option<SocketAddr>,
+    /// UDP fragmentation for clients that signal it.
+    pub fragmentation: FragSettings,
     /// TLS settings.
     pub tls: TlsSettings,
 }
@@ -230,6 +245,7 @@ impl Settings {
             axfr_allow: AllowList::default(),
             notify: Vec::new(),
             metrics: None,
+            fragmentation: FragSettings::default(),
             tls: TlsSettings {
                 generated_cert_dir,
                 ..TlsSettings::default()
@@ -304,6 +320,25 @@ impl Settings {
                 .map_err(SettingsError::Invalid)?;
         }
         s.metrics = tables.iter().find_map(|(t, _)| t.metrics);
+        if let Some(mode) = tables.iter().find_map(|(t, _)| t.fragmentation.as_ref()) {
+            s.fragmentation.mode = mode.parse().map_err(SettingsError::Invalid)?;
+        }
+        if let Some(code) = pick(&|t| t.fragmentation_option.map(u64::from)) {
+            if !(65_001..=65_534).contains(&code) {
+                return Err(SettingsError::Invalid(format!(
+                    "fragmentation_option {code} is outside the local/experimental range 65001..=65534"
+                )));
+            }
+            s.fragmentation.option_code = code as u16;
+        }
+        if let Some(t) = pick(&|t| t.rrfrag_type.map(u64::from)) {
+            if t == 0 || t == u64::from(RrType::OPT.0) {
+                return Err(SettingsError::Invalid(format!(
+                    "rrfrag_type {t} is reserved"
+                )));
+            }
+            s.fragmentation.rrfrag_type = RrType(t as u16);
+        }
         for (table, base) in tables {
             let Some(tls) = &table.tls else { continue };
             match (&tls.certificate, &tls.private_key) {
@@ -374,9 +409,26 @@ mod tests {
             ]
         );
         assert_eq!(s.metrics, Some("127.0.0.1:9153".parse().unwrap()));
+        assert_eq!(s.fragmentation, FragSettings::default());
+        let frag: toml::Table = toml::from_str(
+            "fragmentation = \"qbf\"\nfragmentation_option = 65001\nrrfrag_type = 65280\n",
+        )
+        .unwrap();
+        let t = vec![(
+            ServerTable::parse(&frag, Path::new("f")).unwrap(),
+            PathBuf::new(),
+        )];
+        let f = Settings::from_tables(&t, PathBuf::new())
+            .unwrap()
+            .fragmentation;
+        assert_eq!(f.mode, pqdns_core::frag::edns::Fragmentation::Qbf);
+        assert_eq!((f.option_code, f.rrfrag_type), (65001, RrType(65280)));
         for (bad, needle) in [
             ("axfr_allow = [\"10.0.0.0/99\"]\n", "axfr_allow"),
             ("notify = [\"ns1.example\"]\n", "ns1.example"),
+            ("fragmentation = \"tcp\"\n", "tcp"),
+            ("fragmentation_option = 10\n", "65001"),
+            ("rrfrag_type = 41\n", "rrfrag_type"),
         ] {
             let table: toml::Table = toml::from_str(bad).unwrap();
             let t = vec![(

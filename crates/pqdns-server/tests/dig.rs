@@ -171,7 +171,16 @@ fn kdig_agrees() {
 
 #[test]
 fn large_dnskey_truncates_over_udp_and_is_complete_over_tcp() {
-    let server = TestServer::start(&["ECDSAP256SHA256", "ML-DSA-44"], KxPolicy::HybridPreferred);
+    // UDP and TCP on one port, so dig's own retry over TCP reaches the server.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let same = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let server = TestServer::start_with(&["ECDSAP256SHA256", "ML-DSA-44"], |s| {
+        s.udp = vec![same];
+        s.tcp = vec![same];
+    });
     let r = dig(
         server.udp(),
         &[
@@ -195,8 +204,37 @@ fn large_dnskey_truncates_over_udp_and_is_complete_over_tcp() {
         r.text
     );
 
+    // The server fragments (ARRF by default) only for clients that send the fragmentation
+    // option: dig offering the other scheme (QBF, bit 0x02) still gets plain truncation.
+    let r = dig(
+        server.udp(),
+        &[
+            "+notcp",
+            "+ignore",
+            "+dnssec",
+            "+ednsopt=65108:02",
+            ORIGIN,
+            "DNSKEY",
+        ],
+    );
+    assert!(
+        r.has_flag("tc") && r.section("ANSWER").is_empty(),
+        "{}",
+        r.text
+    );
+
+    // Unmodified dig over UDP: TC=1, then it retries over TCP and gets everything.
+    let udp_then_tcp = dig(server.udp(), &["+dnssec", ORIGIN, "DNSKEY"]);
+    assert!(
+        udp_then_tcp
+            .text
+            .contains("Truncated, retrying in TCP mode"),
+        "{}",
+        udp_then_tcp.text
+    );
     let r = dig(server.tcp(), &["+tcp", "+dnssec", ORIGIN, "DNSKEY"]);
     assert!(!r.has_flag("tc"));
+    assert_eq!(udp_then_tcp.section("ANSWER"), r.section("ANSWER"));
     let answer = r.section("ANSWER");
     assert_eq!(
         answer.iter().filter(|a| a.rtype == "DNSKEY").count(),

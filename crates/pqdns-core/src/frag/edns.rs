@@ -28,6 +28,57 @@ pub const ARRF: u8 = 0x01;
 /// Scheme bit: QBF (`?n?` fragment names, `frag::qbf`).
 pub const QBF: u8 = 0x02;
 
+/// Which fragmentation scheme an end uses: the `fragmentation = "arrf" | "qbf" | "off"`
+/// setting of server and resolver.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Fragmentation {
+    /// Never fragment; large UDP answers are truncated (TC=1) and retried over TCP.
+    #[default]
+    Off,
+    /// ARRF (`frag::arrf`).
+    Arrf,
+    /// QBF (`frag::qbf`).
+    Qbf,
+}
+
+impl Fragmentation {
+    /// The scheme bit ([`ARRF`] or [`QBF`]); 0 for [`Fragmentation::Off`].
+    pub fn bit(self) -> u8 {
+        match self {
+            Fragmentation::Off => 0,
+            Fragmentation::Arrf => ARRF,
+            Fragmentation::Qbf => QBF,
+        }
+    }
+
+    /// The setting's name: `off`, `arrf` or `qbf`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fragmentation::Off => "off",
+            Fragmentation::Arrf => "arrf",
+            Fragmentation::Qbf => "qbf",
+        }
+    }
+}
+
+impl std::str::FromStr for Fragmentation {
+    type Err = String;
+
+    /// Parses `arrf`, `qbf` or `off` (ASCII case-insensitive).
+    fn from_str(s: &str) -> Result<Fragmentation, String> {
+        [Fragmentation::Off, Fragmentation::Arrf, Fragmentation::Qbf]
+            .into_iter()
+            .find(|f| f.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| format!("fragmentation {s:?} is not one of arrf, qbf, off"))
+    }
+}
+
+impl std::fmt::Display for Fragmentation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// A decoded fragmentation option.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FragOption {
@@ -134,6 +185,14 @@ mod tests {
             Some(FragOption::schemes(QBF))
         );
         assert_eq!(FragOption::find(Some(&edns), 65001), None);
+    }
+
+    #[test]
+    fn settings_names_parse() {
+        assert_eq!("ARRF".parse(), Ok(Fragmentation::Arrf));
+        assert_eq!("qbf".parse::<Fragmentation>().unwrap().bit(), QBF);
+        assert_eq!("off".parse::<Fragmentation>().unwrap().bit(), 0);
+        assert!("tcp".parse::<Fragmentation>().is_err());
     }
 
     #[test]

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use crate::acl::AllowList;
 use crate::catalog::Catalog;
+use crate::fragment::Fragmenter;
 use crate::metrics::Metrics;
 use crate::settings::Settings;
 
@@ -29,6 +30,8 @@ pub struct Shared {
     pub axfr_allow: AllowList,
     /// Counters, when the metrics endpoint is configured (nothing is counted otherwise).
     pub metrics: Option<Metrics>,
+    /// UDP fragmentation for clients that signal it; `None` when off.
+    pub fragmenter: Option<Fragmenter>,
 }
 
 impl Shared {
@@ -40,6 +43,7 @@ impl Shared {
             idle_timeout: settings.idle_timeout,
             axfr_allow: settings.axfr_allow.clone(),
             metrics: settings.metrics.map(|_| Metrics::default()),
+            fragmenter: Fragmenter::new(settings.fragmentation),
         }
     }
 

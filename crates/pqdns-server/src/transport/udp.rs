@@ -13,6 +13,7 @@ use tracing::debug;
 
 use super::Shared;
 use crate::answer::{respond, Transport};
+use crate::fragment;
 use crate::metrics::Proto;
 
 /// Largest datagram read, in bytes.
@@ -38,14 +39,36 @@ pub async fn serve(
             },
         };
         let catalog = shared.catalog();
-        let outcome = respond(
+        let packet = &request[..len];
+        let frag = shared.fragmenter.as_ref();
+        let mut outcome = match fragment::answer_request(
+            frag,
             &catalog,
-            &request[..len],
-            Transport::Udp,
+            packet,
             shared.udp_payload,
             &mut response,
-            0,
-        );
+        ) {
+            Some(o) => o,
+            None => respond(
+                &catalog,
+                packet,
+                Transport::Udp,
+                shared.udp_payload,
+                &mut response,
+                0,
+            ),
+        };
+        if outcome.truncated {
+            let payload = shared.udp_payload;
+            fragment::replace_truncated(
+                frag,
+                &catalog,
+                packet,
+                payload,
+                &mut response,
+                &mut outcome,
+            );
+        }
         if let Some(error) = outcome.error {
             debug!(%peer, %error, "malformed UDP query");
         }

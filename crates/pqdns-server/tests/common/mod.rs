@@ -179,7 +179,7 @@ pub fn run(program: &Path, args: &[String]) -> (bool, String) {
 }
 
 /// One record line of dig/kdig output.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Rr {
     pub owner: String,
     pub ttl: u32,

@@ -1,0 +1,253 @@
+//! The fragmenting responder for UDP: ARRF or QBF (`pqdns_core::frag`), only for clients that
+//! sent the pqdns fragmentation EDNS option (`pqdns_core::frag::edns`); every other client gets
+//! the standard truncated answer (TC=1) and retries over TCP.
+//!
+//! Two hooks in the UDP path, both off the fast path of ordinary answers:
+//! - [`replace_truncated`]: after the answer engine set TC, the complete answer is computed
+//!   as for a stream transport and replaced by the first fragment (QBF fragment 1 with TC=1,
+//!   or the ARRF answer with its largest records replaced by RRFRAGs and TC clear).
+//! - [`answer_request`]: fragment requests (a QBF `?n?` QNAME, or ARRF's `. RRFRAG IN`
+//!   question carrying the original question in the option) are answered by recomputing the
+//!   complete answer and cutting the requested part. No per-client state is kept.
+//!
+//! Amplification: a fragment response is never larger than the UDP limit of an ordinary
+//! answer to the same client (min(client EDNS payload, ours), RFC 6891 §6.2.5), and fragment
+//! requests are longer than the original query, so bytes out minus bytes in never exceed
+//! those of a normal full-size UDP answer. A fragment request that names a fragment or range
+//! that does not exist gets FORMERR (as the QBF paper says).
+//!
+//! QBF fragment counts come from the algorithms' maximum sizes in the `default` profile, which
+//! the resolver uses too.
+
+use pqdns_core::dnssec::Profile;
+use pqdns_core::frag::edns::{FragOption, Fragmentation, DEFAULT_CODE};
+use pqdns_core::frag::{arrf, qbf};
+use pqdns_core::message::{rcode, Message, FLAG_QR};
+use pqdns_core::{Class, RrType};
+use tracing::debug;
+
+use crate::answer::{respond, Outcome, Transport};
+use crate::catalog::Catalog;
+use crate::response::{Rcode, MIN_UDP_PAYLOAD};
+
+/// Fragmentation settings (the `fragmentation`, `fragmentation_option` and `rrfrag_type`
+/// keys of `[server]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FragSettings {
+    /// The scheme offered to clients that signal it; [`Fragmentation::Off`] truncates always.
+    pub mode: Fragmentation,
+    /// EDNS option code of the negotiation option (65001–65534).
+    pub option_code: u16,
+    /// RR type number of ARRF's RRFRAG.
+    pub rrfrag_type: RrType,
+}
+
+impl Default for FragSettings {
+    /// ARRF, option 65108, RRFRAG type 108.
+    fn default() -> FragSettings {
+        FragSettings {
+            mode: Fragmentation::Arrf,
+            option_code: DEFAULT_CODE,
+            rrfrag_type: arrf::DEFAULT_RRFRAG_TYPE,
+        }
+    }
+}
+
+/// The responder's configuration, built once at start.
+#[derive(Debug)]
+pub struct Fragmenter {
+    settings: FragSettings,
+    profile: Profile,
+}
+
+impl Fragmenter {
+    /// A fragmenter for `settings`, or `None` when fragmentation is off.
+    pub fn new(settings: FragSettings) -> Option<Fragmenter> {
+        (settings.mode != Fragmentation::Off).then(|| Fragmenter {
+            settings,
+            profile: Profile::default_profile(),
+        })
+    }
+
+    /// The query's option, if it offers our scheme.
+    fn signalled(&self, query: &Message) -> Option<FragOption> {
+        FragOption::find(query.edns.as_ref(), self.settings.option_code)
+            .filter(|o| o.schemes & self.settings.mode.bit() != 0)
+    }
+
+    /// The complete answer to `query` (as over a stream transport), with our option saying
+    /// which scheme fragments it.
+    fn full_answer(&self, catalog: &Catalog, query: &Message, udp_payload: u16) -> Option<Message> {
+        let mut buf = Vec::new();
+        let o = respond(
+            catalog,
+            &query.to_wire(),
+            Transport::Stream,
+            udp_payload,
+            &mut buf,
+            0,
+        );
+        let mut full = Message::parse(&buf[..o.len]).ok()?;
+        FragOption::schemes(self.settings.mode.bit())
+            .put(full.edns.as_mut()?, self.settings.option_code);
+        Some(full)
+    }
+
+    /// Fragment sizes are bounded like an ordinary UDP answer to this client.
+    fn budget(query: &Message, udp_payload: u16) -> usize {
+        let ours = udp_payload.max(MIN_UDP_PAYLOAD);
+        query.edns.as_ref().map_or(MIN_UDP_PAYLOAD, |e| {
+            e.udp_payload.clamp(MIN_UDP_PAYLOAD, ours)
+        }) as usize
+    }
+
+    /// The RRFRAG type to write in compact form (ARRF only).
+    fn compact(&self) -> Option<RrType> {
+        (self.settings.mode == Fragmentation::Arrf).then_some(self.settings.rrfrag_type)
+    }
+
+    /// True if `packet` may be a fragment request of our scheme (a cheap look at the question).
+    fn looks_like_request(&self, packet: &[u8]) -> bool {
+        let (Some(&len), Some(&next)) = (packet.get(12), packet.get(13)) else {
+            return false;
+        };
+        match self.settings.mode {
+            Fragmentation::Qbf => (1..=63).contains(&len) && next == b'?',
+            Fragmentation::Arrf => {
+                len == 0 && packet.get(13..15) == Some(&self.settings.rrfrag_type.0.to_be_bytes())
+            }
+            Fragmentation::Off => false,
+        }
+    }
+}
+
+/// Encodes `m` into `out` (RRFRAGs of type `compact` in compact form) and describes it;
+/// `None`, leaving `out` alone, if it would exceed `budget` bytes.
+fn emit(m: &Message, compact: Option<RrType>, budget: usize, out: &mut Vec<u8>) -> Option<Outcome> {
+    let wire = m.to_wire_with(compact);
+    (wire.len() <= budget).then(|| write(m, &wire, out))
+}
+
+/// Copies `wire`, the encoding of `m`, into `out` and describes it.
+fn write(m: &Message, wire: &[u8], out: &mut Vec<u8>) -> Outcome {
+    out.clear();
+    out.extend_from_slice(wire);
+    Outcome {
+        len: wire.len(),
+        rcode: Rcode(m.rcode()),
+        truncated: m.has_flag(pqdns_core::message::FLAG_TC),
+        qtype: m.questions.first().map(|q| q.qtype),
+        error: None,
+        cache_ttl: None,
+    }
+}
+
+/// FORMERR for a fragment request that names no existing fragment, echoing its question.
+fn formerr(request: &Message, out: &mut Vec<u8>) -> Outcome {
+    let m = Message {
+        id: request.id,
+        flags: FLAG_QR | (request.flags & 0x7900) | rcode::FORMERR,
+        questions: request.questions.clone(),
+        answers: Vec::new(),
+        authority: Vec::new(),
+        additional: Vec::new(),
+        edns: request.edns.clone().map(|mut e| {
+            e.options.clear();
+            e
+        }),
+    };
+    write(&m, &m.to_wire(), out)
+}
+
+/// Answers a fragment request in `packet` into `out` (UDP, from `out[0]`). `None` if
+/// fragmentation is off or `packet` is not a fragment request of our scheme from a client that
+/// signalled it: the answer engine then handles it as any query.
+pub fn answer_request(
+    fragmenter: Option<&Fragmenter>,
+    catalog: &Catalog,
+    packet: &[u8],
+    udp_payload: u16,
+    out: &mut Vec<u8>,
+) -> Option<Outcome> {
+    let f = fragmenter?;
+    if !f.looks_like_request(packet) {
+        return None;
+    }
+    let t = f.settings.rrfrag_type;
+    let request = Message::parse_with(packet, Some(t)).ok()?;
+    if request.has_flag(FLAG_QR) || request.questions.len() != 1 {
+        return None;
+    }
+    let option = f.signalled(&request)?;
+    let budget = Fragmenter::budget(&request, udp_payload);
+    let q = &request.questions[0];
+    let mut original = request.clone();
+    original.additional.clear();
+    let result = match f.settings.mode {
+        Fragmentation::Qbf => {
+            let (n, qname) = qbf::parse_fragment_qname(&q.qname)?;
+            original.questions[0].qname = qname;
+            let full = f.full_answer(catalog, &original, udp_payload)?;
+            qbf::fragment(&full, n, budget, &f.profile).map_err(|e| e.to_string())
+        }
+        Fragmentation::Arrf => {
+            let (qname, qtype) = option.question?;
+            original.questions[0].qname = qname;
+            original.questions[0].qtype = qtype;
+            original.questions[0].qclass = Class::IN;
+            let full = f.full_answer(catalog, &original, udp_payload)?;
+            arrf::answer_request(&full, &request, budget, t).map_err(|e| e.to_string())
+        }
+        Fragmentation::Off => return None,
+    };
+    Some(match result {
+        Ok(m) => emit(&m, f.compact(), budget, out).unwrap_or_else(|| formerr(&request, out)),
+        Err(e) => {
+            debug!(error = %e, "fragment request refused");
+            formerr(&request, out)
+        }
+    })
+}
+
+/// After the answer engine truncated the UDP answer in `out` to the query in `packet`,
+/// replaces it by the first fragment if the client signalled our scheme and the answer can be
+/// fragmented; otherwise leaves the TC=1 answer alone.
+pub fn replace_truncated(
+    fragmenter: Option<&Fragmenter>,
+    catalog: &Catalog,
+    packet: &[u8],
+    udp_payload: u16,
+    out: &mut Vec<u8>,
+    outcome: &mut Outcome,
+) {
+    let Some(f) = fragmenter else { return };
+    let Ok(query) = Message::parse(packet) else {
+        return;
+    };
+    if f.signalled(&query).is_none_or(|o| o.question.is_some()) {
+        return;
+    }
+    let budget = Fragmenter::budget(&query, udp_payload);
+    let Some(full) = f.full_answer(catalog, &query, udp_payload) else {
+        return;
+    };
+    let t = f.settings.rrfrag_type;
+    let first = match f.settings.mode {
+        Fragmentation::Qbf => {
+            qbf::fragment(&full, 1, budget, &f.profile).map_err(|e| e.to_string())
+        }
+        Fragmentation::Arrf => arrf::first_response(&full, budget, t).map_err(|e| e.to_string()),
+        Fragmentation::Off => return,
+    };
+    match first {
+        Ok(m) => {
+            if let Some(o) = emit(&m, f.compact(), budget, out) {
+                *outcome = o;
+            }
+        }
+        Err(e) => debug!(error = %e, "answer not fragmented; TC stays"),
+    }
+}
+
+#[cfg(test)]
+mod tests;

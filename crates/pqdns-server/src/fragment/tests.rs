@@ -1,0 +1,216 @@
+use std::time::Instant;
+
+use pqdns_core::dnssec::nsec3::Nsec3Params;
+use pqdns_core::dnssec::sign::Denial;
+use pqdns_core::dnssec::Algorithm;
+use pqdns_core::frag::arrf::{Key, Limits, Progress, Reassembler};
+use pqdns_core::frag::edns::{ARRF, QBF};
+use pqdns_core::message::{Edns, Question, EDNS_DO, FLAG_TC};
+
+use super::*;
+
+const ZONE: &str =
+    "@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 192.0.2.1\nwww A 192.0.2.2\n";
+const PAYLOAD: u16 = 1232;
+
+fn catalog() -> Catalog {
+    crate::test_zone::signed_catalog(
+        &"example.".parse().unwrap(),
+        ZONE,
+        Algorithm::MlDsa44,
+        Denial::Nsec3(Nsec3Params::default()),
+    )
+}
+
+fn query(qname: &str, qtype: RrType, schemes: Option<u8>) -> Message {
+    let mut edns = Edns {
+        udp_payload: PAYLOAD,
+        ext_rcode: 0,
+        version: 0,
+        flags: EDNS_DO,
+        options: vec![],
+    };
+    if let Some(s) = schemes {
+        FragOption::schemes(s).put(&mut edns, DEFAULT_CODE);
+    }
+    let q = Question {
+        qname: qname.parse().unwrap(),
+        qtype,
+        qclass: Class::IN,
+    };
+    Message::query(7, q, false, Some(edns))
+}
+
+/// What the UDP path sends for `packet`: fragment request handling, the engine, the TC hook.
+fn udp(f: &Fragmenter, catalog: &Catalog, packet: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    if answer_request(Some(f), catalog, packet, PAYLOAD, &mut out).is_some() {
+        return out;
+    }
+    let mut o = respond(catalog, packet, Transport::Udp, PAYLOAD, &mut out, 0);
+    if o.truncated {
+        replace_truncated(Some(f), catalog, packet, PAYLOAD, &mut out, &mut o);
+    }
+    assert_eq!(o.len, out.len());
+    out
+}
+
+/// The complete answer as TCP gives it, with the option the fragmenter adds.
+fn over_tcp(catalog: &Catalog, q: &Message, scheme: u8) -> Message {
+    let mut out = Vec::new();
+    let o = respond(
+        catalog,
+        &q.to_wire(),
+        Transport::Stream,
+        PAYLOAD,
+        &mut out,
+        0,
+    );
+    let mut m = Message::parse(&out[..o.len]).unwrap();
+    FragOption::schemes(scheme).put(m.edns.as_mut().unwrap(), DEFAULT_CODE);
+    m
+}
+
+const QUESTIONS: [(&str, RrType); 3] = [
+    ("example.", RrType::DNSKEY),
+    ("www.example.", RrType::A),
+    ("nope.example.", RrType::A),
+];
+
+fn settings(mode: Fragmentation) -> FragSettings {
+    FragSettings {
+        mode,
+        ..FragSettings::default()
+    }
+}
+
+#[test]
+fn qbf_client_gets_all_fragments_and_the_same_answer_as_tcp() {
+    let catalog = catalog();
+    let f = Fragmenter::new(settings(Fragmentation::Qbf)).unwrap();
+    let profile = Profile::default_profile();
+    for (name, qtype) in QUESTIONS {
+        let q = query(name, qtype, Some(ARRF | QBF));
+        let first = Message::parse(&udp(&f, &catalog, &q.to_wire())).unwrap();
+        assert!(first.has_flag(FLAG_TC));
+        assert_eq!(
+            FragOption::find(first.edns.as_ref(), DEFAULT_CODE),
+            Some(FragOption::schemes(QBF))
+        );
+        let count = qbf::fragment_count(&first, usize::from(PAYLOAD), &profile).unwrap();
+        let mut frags = vec![first];
+        for n in 2..=count {
+            let mut req = q.clone();
+            req.questions[0].qname = qbf::fragment_qname(n, &q.questions[0].qname).unwrap();
+            let wire = udp(&f, &catalog, &req.to_wire());
+            assert!(wire.len() <= usize::from(PAYLOAD));
+            frags.push(Message::parse(&wire).unwrap());
+        }
+        let back = qbf::reassemble(&frags).unwrap();
+        assert_eq!(back, over_tcp(&catalog, &q, QBF), "{name} {qtype:?}");
+        // A fragment beyond the count: FORMERR.
+        let mut req = q.clone();
+        req.questions[0].qname = qbf::fragment_qname(count + 1, &q.questions[0].qname).unwrap();
+        let m = Message::parse(&udp(&f, &catalog, &req.to_wire())).unwrap();
+        assert_eq!(m.rcode(), rcode::FORMERR);
+    }
+}
+
+#[test]
+fn arrf_client_gets_all_ranges_and_the_same_answer_as_tcp() {
+    let catalog = catalog();
+    let s = settings(Fragmentation::Arrf);
+    let f = Fragmenter::new(s).unwrap();
+    let t = Some(s.rrfrag_type);
+    for (name, qtype) in QUESTIONS {
+        let q = query(name, qtype, Some(ARRF));
+        let wire = udp(&f, &catalog, &q.to_wire());
+        assert!(wire.len() <= usize::from(PAYLOAD));
+        let first = Message::parse_with(&wire, t).unwrap();
+        assert!(!first.has_flag(FLAG_TC));
+        let mut r = Reassembler::new(Limits::default(), s.rrfrag_type);
+        let key = Key {
+            server: "127.0.0.1:53".parse().unwrap(),
+            id: q.id,
+            question: q.questions[0].clone(),
+        };
+        let now = Instant::now();
+        let mut progress = r.start(key.clone(), first, now).unwrap();
+        let Progress::Missing(wanted) = &progress else {
+            panic!("nothing to fetch for {name}")
+        };
+        for group in arrf::plan_requests(wanted, usize::from(PAYLOAD)) {
+            let edns = q.edns.clone().unwrap();
+            let req = arrf::fragment_request(
+                q.id,
+                &q.questions[0],
+                &group,
+                edns,
+                s.rrfrag_type,
+                DEFAULT_CODE,
+            );
+            let req_wire = req.to_wire_with(t);
+            let resp = udp(&f, &catalog, &req_wire);
+            // Amplification bound: no more than a full-size answer to the original query.
+            assert!(
+                resp.len().saturating_sub(req_wire.len())
+                    <= usize::from(PAYLOAD) - q.to_wire().len()
+            );
+            progress = r
+                .add(&key, &Message::parse_with(&resp, t).unwrap(), now)
+                .unwrap();
+        }
+        assert_eq!(
+            progress,
+            Progress::Complete(over_tcp(&catalog, &q, ARRF)),
+            "{name}"
+        );
+        // A range that does not exist: FORMERR.
+        let bad = arrf::Wanted {
+            rr_id: 999,
+            rr_size: 100,
+            start: 0,
+            len: 10,
+        };
+        let req = arrf::fragment_request(
+            q.id,
+            &q.questions[0],
+            &[bad],
+            q.edns.clone().unwrap(),
+            s.rrfrag_type,
+            DEFAULT_CODE,
+        );
+        let m = Message::parse_with(&udp(&f, &catalog, &req.to_wire_with(t)), t).unwrap();
+        assert_eq!(m.rcode(), rcode::FORMERR);
+    }
+}
+
+#[test]
+fn clients_without_the_option_get_tc_and_fragment_names_are_ordinary_names() {
+    let catalog = catalog();
+    for mode in [Fragmentation::Arrf, Fragmentation::Qbf] {
+        let f = Fragmenter::new(settings(mode)).unwrap();
+        // No option, or an option offering only the other scheme: standard truncation.
+        let other = if mode == Fragmentation::Arrf {
+            QBF
+        } else {
+            ARRF
+        };
+        for schemes in [None, Some(other)] {
+            let q = query("example.", RrType::DNSKEY, schemes);
+            let m = Message::parse(&udp(&f, &catalog, &q.to_wire())).unwrap();
+            assert!(
+                m.has_flag(FLAG_TC) && m.answers.is_empty(),
+                "{mode} {schemes:?}"
+            );
+            assert_eq!(FragOption::find(m.edns.as_ref(), DEFAULT_CODE), None);
+        }
+    }
+    // Without the option a `?2?` name is just a name (NXDOMAIN here).
+    let f = Fragmenter::new(settings(Fragmentation::Qbf)).unwrap();
+    let q = query("?2?www.example.", RrType::A, None);
+    let mut out = Vec::new();
+    assert!(answer_request(Some(&f), &catalog, &q.to_wire(), PAYLOAD, &mut out).is_none());
+    // Off: no fragmenter at all.
+    assert!(Fragmenter::new(settings(Fragmentation::Off)).is_none());
+}
