@@ -13,7 +13,9 @@ use std::time::Duration;
 use clap::Parser;
 use pqdns_core::dnssec::validate::{PqPolicy, Status};
 use pqdns_core::dnssec::Profile;
+use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::{Name, RrType};
+use pqdns_resolver::fragment::FragConfig;
 use pqdns_resolver::{Client, Config, Mode, Resolver, TlsOptions, Transport, TrustAnchors};
 use serde::Serialize;
 
@@ -71,6 +73,12 @@ struct Cli {
     /// Validate as if the time were this (UNIX seconds).
     #[arg(long)]
     at: Option<u64>,
+    /// UDP fragmentation to offer (EDNS option 65108): "arrf" (RRFRAG records), "qbf" (?n?
+    /// fragment queries) or "off". A server that supports the scheme answers large responses
+    /// in fragments fetched in parallel; otherwise, or when fragments are lost, the query is
+    /// retried over TCP as usual.
+    #[arg(long, value_name = "MODE", default_value = "arrf")]
+    fragmentation: Fragmentation,
     /// Per-exchange timeout, seconds.
     #[arg(long, default_value_t = 3)]
     timeout: u64,
@@ -181,8 +189,9 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         ca_file,
         server_name: None,
     };
-    let client =
+    let mut client =
         Client::new(transport, Duration::from_secs(cli.timeout), tls).map_err(|e| e.to_string())?;
+    client.set_fragmentation(FragConfig::new(cli.fragmentation));
     let profile = Profile::named(&cli.profile).map_err(|e| e.to_string())?;
     let config = Config {
         profile,

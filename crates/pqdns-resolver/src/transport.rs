@@ -11,11 +11,14 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
+use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::message::{Message, FLAG_TC};
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UdpSocket};
 use tokio_rustls::client::TlsStream;
+
+use crate::fragment::{FragConfig, Fragmenting};
 
 /// Largest DNS message accepted from a server, bytes (the TCP length field's maximum).
 pub const MAX_MESSAGE: usize = 65_535;
@@ -83,9 +86,10 @@ pub struct TlsOptions {
 pub struct ExchangeInfo {
     /// Transport that produced the answer (UDP answers retried over TCP report TCP).
     pub transport: Option<Transport>,
-    /// DNS message bytes sent (without TCP length prefix, TLS or HTTP framing).
+    /// DNS message bytes sent (without TCP length prefix, TLS or HTTP framing), every message
+    /// counted: fragment requests, and the query again when UDP falls back to TCP.
     pub bytes_sent: usize,
-    /// DNS message bytes received.
+    /// DNS message bytes received, every message counted (truncated answers, fragments).
     pub bytes_received: usize,
     /// Wall time of the exchange.
     pub elapsed: Duration,
@@ -114,6 +118,7 @@ pub struct Client {
     tls: Option<Arc<rustls::ClientConfig>>,
     tls_options: TlsOptions,
     conns: HashMap<SocketAddr, Conn>,
+    fragmenting: Option<Fragmenting>,
 }
 
 impl Client {
@@ -137,7 +142,23 @@ impl Client {
             tls,
             tls_options,
             conns: HashMap::new(),
+            fragmenting: None,
         })
+    }
+
+    /// Offers application-layer fragmentation (ARRF or QBF, `crate::fragment`) on UDP
+    /// queries that carry EDNS; [`Fragmentation::Off`] (the default) only retries truncated
+    /// answers over TCP.
+    pub fn set_fragmentation(&mut self, config: FragConfig) {
+        self.fragmenting = (config.mode != Fragmentation::Off).then(|| Fragmenting::new(config));
+    }
+
+    /// Memory charged to ARRF reassembly now and at its peak, bytes (see
+    /// `pqdns_core::frag::arrf::Limits`); `None` without fragmentation.
+    pub fn reassembly_memory(&self) -> Option<(usize, usize)> {
+        self.fragmenting
+            .as_ref()
+            .map(Fragmenting::reassembly_memory)
     }
 
     /// The transport in use.
@@ -161,8 +182,11 @@ impl Client {
             bytes_sent: wire.len(),
             ..ExchangeInfo::default()
         };
-        let result =
-            tokio::time::timeout(self.timeout, self.exchange_inner(server, &wire, &mut info)).await;
+        let result = tokio::time::timeout(
+            self.timeout,
+            self.exchange_inner(server, query, &wire, &mut info),
+        )
+        .await;
         let answer = match result {
             Ok(r) => r?,
             Err(_) => {
@@ -171,7 +195,6 @@ impl Client {
                 return Err(TransportError::Timeout(self.timeout));
             }
         };
-        info.bytes_received = answer.len();
         info.elapsed = start.elapsed();
         let message =
             Message::parse(&answer).map_err(|e| TransportError::BadAnswer(e.to_string()))?;
@@ -186,30 +209,39 @@ impl Client {
     async fn exchange_inner(
         &mut self,
         server: SocketAddr,
+        query: &Message,
         wire: &[u8],
         info: &mut ExchangeInfo,
     ) -> Result<Vec<u8>, TransportError> {
         match self.transport {
             Transport::Udp => {
                 info.transport = Some(Transport::Udp);
-                let answer = udp_exchange(server, wire).await?;
-                let truncated =
-                    answer.len() >= 4 && u16::from_be_bytes([answer[2], answer[3]]) & FLAG_TC != 0;
-                if !truncated {
+                let answer = match &mut self.fragmenting {
+                    Some(f) => f.exchange(server, query, info).await?,
+                    None => {
+                        let a = udp_exchange(server, wire).await?;
+                        info.bytes_received += a.len();
+                        let tc = a.len() >= 4 && u16::from_be_bytes([a[2], a[3]]) & FLAG_TC != 0;
+                        (!tc).then_some(a)
+                    }
+                };
+                if let Some(answer) = answer {
                     return Ok(answer);
                 }
                 info.transport = Some(Transport::Tcp);
-                self.stream_exchange(server, wire, info).await
+                info.bytes_sent += wire.len();
             }
-            Transport::Tcp | Transport::Dot => {
+            Transport::Tcp | Transport::Dot | Transport::Doh => {
                 info.transport = Some(self.transport);
-                self.stream_exchange(server, wire, info).await
-            }
-            Transport::Doh => {
-                info.transport = Some(Transport::Doh);
-                self.doh_exchange(server, wire, info).await
             }
         }
+        let answer = if self.transport == Transport::Doh {
+            self.doh_exchange(server, wire, info).await?
+        } else {
+            self.stream_exchange(server, wire, info).await?
+        };
+        info.bytes_received += answer.len();
+        Ok(answer)
     }
 
     async fn connect(
@@ -345,7 +377,8 @@ fn cipher_name(session: &rustls::ClientConnection) -> String {
         .map_or("none".into(), |c| format!("{:?}", c.suite()))
 }
 
-async fn udp_exchange(server: SocketAddr, wire: &[u8]) -> Result<Vec<u8>, TransportError> {
+/// A UDP socket connected to `server` (the kernel then drops datagrams from other addresses).
+pub(crate) async fn udp_socket(server: SocketAddr) -> Result<UdpSocket, TransportError> {
     let local: SocketAddr = if server.is_ipv4() {
         "0.0.0.0:0"
     } else {
@@ -355,6 +388,11 @@ async fn udp_exchange(server: SocketAddr, wire: &[u8]) -> Result<Vec<u8>, Transp
     .expect("valid literal");
     let socket = UdpSocket::bind(local).await?;
     socket.connect(server).await?;
+    Ok(socket)
+}
+
+async fn udp_exchange(server: SocketAddr, wire: &[u8]) -> Result<Vec<u8>, TransportError> {
+    let socket = udp_socket(server).await?;
     socket.send(wire).await?;
     let mut buf = vec![0u8; MAX_MESSAGE];
     // Ignore datagrams whose ID does not match (RFC 5452 §9.1); the timeout bounds the loop.

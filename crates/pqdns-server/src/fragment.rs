@@ -221,6 +221,10 @@ pub fn replace_truncated(
     outcome: &mut Outcome,
 ) {
     let Some(f) = fragmenter else { return };
+    // A fragment request is answered by `answer_request` only, never re-fragmented.
+    if f.looks_like_request(packet) {
+        return;
+    }
     let Ok(query) = Message::parse(packet) else {
         return;
     };

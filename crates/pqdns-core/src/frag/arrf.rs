@@ -531,11 +531,16 @@ struct Pending {
 }
 
 impl Pending {
-    fn progress(&self, rtype: RrType) -> Result<Progress, ArrfError> {
-        let mut missing = Vec::new();
+    fn missing(&self) -> Vec<Wanted> {
+        let mut out = Vec::new();
         for rr in &self.rrs {
-            rr.missing(&mut missing);
+            rr.missing(&mut out);
         }
+        out
+    }
+
+    fn progress(&self, rtype: RrType) -> Result<Progress, ArrfError> {
+        let missing = self.missing();
         if !missing.is_empty() {
             return Ok(Progress::Missing(missing));
         }
@@ -599,6 +604,11 @@ impl Reassembler {
             keep
         });
         self.used -= freed;
+    }
+
+    /// The ranges still missing from the reassembly under `key`; `None` if none is pending.
+    pub fn missing(&self, key: &Key) -> Option<Vec<Wanted>> {
+        Some(self.pending.iter().find(|p| p.key == *key)?.missing())
     }
 
     /// Forgets the reassembly under `key` (after a failure, before falling back to TCP).

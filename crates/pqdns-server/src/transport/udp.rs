@@ -41,7 +41,7 @@ pub async fn serve(
         let catalog = shared.catalog();
         let packet = &request[..len];
         let frag = shared.fragmenter.as_ref();
-        let mut outcome = match fragment::answer_request(
+        let outcome = match fragment::answer_request(
             frag,
             &catalog,
             packet,
@@ -49,26 +49,22 @@ pub async fn serve(
             &mut response,
         ) {
             Some(o) => o,
-            None => respond(
-                &catalog,
-                packet,
-                Transport::Udp,
-                shared.udp_payload,
-                &mut response,
-                0,
-            ),
+            None => {
+                let payload = shared.udp_payload;
+                let mut o = respond(&catalog, packet, Transport::Udp, payload, &mut response, 0);
+                if o.truncated {
+                    fragment::replace_truncated(
+                        frag,
+                        &catalog,
+                        packet,
+                        payload,
+                        &mut response,
+                        &mut o,
+                    );
+                }
+                o
+            }
         };
-        if outcome.truncated {
-            let payload = shared.udp_payload;
-            fragment::replace_truncated(
-                frag,
-                &catalog,
-                packet,
-                payload,
-                &mut response,
-                &mut outcome,
-            );
-        }
         if let Some(error) = outcome.error {
             debug!(%peer, %error, "malformed UDP query");
         }

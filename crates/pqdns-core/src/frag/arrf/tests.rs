@@ -303,7 +303,11 @@ fn bad_fragments_are_rejected_and_change_nothing() {
     );
     // Wrong ID, or the original question instead of `. RRFRAG IN`.
     assert_eq!(
-        r.add(&k, &fragment_response(k.id ^ 1, std::slice::from_ref(&ok)), now),
+        r.add(
+            &k,
+            &fragment_response(k.id ^ 1, std::slice::from_ref(&ok)),
+            now
+        ),
         Err(ArrfError::NotForUs)
     );
     assert_eq!(

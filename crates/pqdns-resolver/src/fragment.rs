@@ -1,0 +1,333 @@
+//! The fragment-fetching UDP client: ARRF or QBF (`pqdns_core::frag`), negotiated with the
+//! pqdns fragmentation EDNS option (`pqdns_core::frag::edns`), with TCP fallback.
+//!
+//! The query carries the option offering the configured scheme. An answer that carries the
+//! option back is a first fragment: QBF fragment 1 (TC=1; the fragment count follows from the
+//! algorithms' maximum sizes and the UDP budget) or an ARRF answer with RRFRAGs. All missing
+//! fragments are then requested at once on the same socket (connected to the server, so
+//! datagrams from elsewhere are dropped by the kernel) and reassembled; the caller validates
+//! the result like any answer. Lost fragments are requested again once after
+//! [`FragConfig::round_timeout`]; if the answer is still incomplete, or any fragment is
+//! inconsistent, the caller falls back to TCP. An answer with TC=1 and no option is ordinary
+//! truncation: TCP as usual.
+//!
+//! Bounds: fragment datagrams longer than the UDP budget are dropped; QBF keeps at most
+//! `qbf::MAX_FRAGMENTS` fragments of at most the budget each; ARRF keeps what
+//! [`pqdns_core::frag::arrf::Limits`] allows (by default 1 MiB over all pending answers,
+//! 64 KiB of data per answer, whatever RRSIZE a server announces).
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use pqdns_core::dnssec::Profile;
+use pqdns_core::frag::arrf::{self, ArrfError, Key, Limits, Progress, Reassembler};
+use pqdns_core::frag::edns::{FragOption, Fragmentation, DEFAULT_CODE};
+use pqdns_core::frag::qbf;
+use pqdns_core::message::{Message, FLAG_TC};
+use pqdns_core::RrType;
+use tokio::net::UdpSocket;
+
+use crate::transport::{udp_socket, ExchangeInfo, TransportError, MAX_MESSAGE};
+
+/// Smallest UDP payload every server accepts, bytes (RFC 1035 §4.2.1).
+const MIN_UDP_PAYLOAD: u16 = 512;
+
+/// Client fragmentation settings.
+#[derive(Clone, Debug)]
+pub struct FragConfig {
+    /// Scheme offered; [`Fragmentation::Off`] sends no option (TC → TCP only).
+    pub mode: Fragmentation,
+    /// EDNS option code of the negotiation option (65001–65534).
+    pub option_code: u16,
+    /// RR type number of ARRF's RRFRAG.
+    pub rrfrag_type: RrType,
+    /// ARRF reassembly bounds (memory, pending answers, age).
+    pub limits: Limits,
+    /// How long to wait for the fragments of one request round before asking again (once),
+    /// then falling back to TCP.
+    pub round_timeout: Duration,
+    /// Profile giving the algorithms' maximum sizes for the QBF fragment count (the server
+    /// uses the `default` profile).
+    pub profile: Profile,
+}
+
+impl FragConfig {
+    /// `mode` with option 65108, RRFRAG type 108, default ARRF limits, 1 s rounds and the
+    /// `default` profile.
+    pub fn new(mode: Fragmentation) -> FragConfig {
+        FragConfig {
+            mode,
+            option_code: DEFAULT_CODE,
+            rrfrag_type: arrf::DEFAULT_RRFRAG_TYPE,
+            limits: Limits::default(),
+            round_timeout: Duration::from_secs(1),
+            profile: Profile::default_profile(),
+        }
+    }
+}
+
+/// Request rounds per answer: the first, and one more for what was lost.
+const ROUNDS: usize = 2;
+
+/// What to do with one received datagram.
+enum Step {
+    /// Keep waiting for more.
+    More,
+    /// The answer is complete.
+    Done(Message),
+    /// Give up and use TCP.
+    Fail,
+}
+
+/// Fragmentation state of one client: settings and the ARRF reassembler.
+pub(crate) struct Fragmenting {
+    config: FragConfig,
+    reassembler: Reassembler,
+}
+
+impl Fragmenting {
+    pub(crate) fn new(config: FragConfig) -> Fragmenting {
+        Fragmenting {
+            reassembler: Reassembler::new(config.limits, config.rrfrag_type),
+            config,
+        }
+    }
+
+    /// Memory charged to ARRF reassembly now and at its peak, bytes.
+    pub(crate) fn reassembly_memory(&self) -> (usize, usize) {
+        (
+            self.reassembler.memory_used(),
+            self.reassembler.peak_memory(),
+        )
+    }
+
+    fn compact(&self) -> Option<RrType> {
+        (self.config.mode == Fragmentation::Arrf).then_some(self.config.rrfrag_type)
+    }
+
+    /// Sends `query` over UDP offering fragmentation and returns the complete answer's wire
+    /// form, or `None` when the caller should retry over TCP (truncated, fragments lost or
+    /// inconsistent).
+    ///
+    /// # Errors
+    /// [`TransportError::Io`] for socket errors.
+    pub(crate) async fn exchange(
+        &mut self,
+        server: SocketAddr,
+        query: &Message,
+        info: &mut ExchangeInfo,
+    ) -> Result<Option<Vec<u8>>, TransportError> {
+        let mut query = query.clone();
+        let Some(edns) = query.edns.as_mut() else {
+            return Ok(None);
+        };
+        let ours = edns.udp_payload;
+        FragOption::schemes(self.config.mode.bit()).put(edns, self.config.option_code);
+        let socket = udp_socket(server).await?;
+        let wire = query.to_wire();
+        socket.send(&wire).await?;
+        info.bytes_sent = wire.len();
+        let mut buf = vec![0u8; MAX_MESSAGE];
+        let first = loop {
+            let n = socket.recv(&mut buf).await?;
+            if n >= 2 && buf[..2] == wire[..2] {
+                break &buf[..n];
+            }
+        };
+        info.bytes_received += first.len();
+        let Ok(parsed) = Message::parse_with(first, self.compact()) else {
+            return Ok(None);
+        };
+        let fragmented = FragOption::find(parsed.edns.as_ref(), self.config.option_code)
+            .is_some_and(|o| o.schemes == self.config.mode.bit());
+        if !fragmented {
+            return Ok((!parsed.has_flag(FLAG_TC)).then(|| first.to_vec()));
+        }
+        let server_payload = parsed.edns.as_ref().map_or(0, |e| e.udp_payload);
+        let budget = usize::from(ours.clamp(MIN_UDP_PAYLOAD, server_payload.max(MIN_UDP_PAYLOAD)));
+        let done = match self.config.mode {
+            Fragmentation::Qbf => self.qbf(&socket, &query, parsed, budget, info).await?,
+            Fragmentation::Arrf => {
+                let key = Key {
+                    server,
+                    id: query.id,
+                    question: query.questions[0].clone(),
+                };
+                let done = self
+                    .arrf(&socket, &query, &key, parsed, budget, info)
+                    .await?;
+                self.reassembler.abandon(&key);
+                done
+            }
+            Fragmentation::Off => None,
+        };
+        Ok(done.map(|m| m.to_wire()))
+    }
+
+    /// Fetches QBF fragments 2..=N of the answer whose fragment 1 is `first`.
+    async fn qbf(
+        &self,
+        socket: &UdpSocket,
+        query: &Message,
+        first: Message,
+        budget: usize,
+        info: &mut ExchangeInfo,
+    ) -> Result<Option<Message>, TransportError> {
+        let Ok(count) = qbf::fragment_count(&first, budget, &self.config.profile) else {
+            return Ok(None);
+        };
+        let original = &query.questions[0];
+        let mut slots: Vec<Option<Message>> = vec![None; usize::from(count)];
+        slots[0] = Some(first);
+        for _ in 0..ROUNDS {
+            let mut requests = Vec::new();
+            for (n, _) in (1..=count).zip(&slots).filter(|(_, s)| s.is_none()) {
+                let mut r = query.clone();
+                let Ok(name) = qbf::fragment_qname(n, &original.qname) else {
+                    return Ok(None);
+                };
+                r.questions[0].qname = name;
+                requests.push(r.to_wire());
+            }
+            let step = |wire: &[u8]| {
+                let Ok(m) = Message::parse(wire) else {
+                    return Step::More;
+                };
+                let Some((n, qname)) = m.questions.first().and_then(|q| {
+                    (q.qtype == original.qtype)
+                        .then(|| qbf::parse_fragment_qname(&q.qname))
+                        .flatten()
+                }) else {
+                    return Step::More;
+                };
+                if qname != original.qname || usize::from(n) > slots.len() {
+                    return Step::More;
+                }
+                if slots[usize::from(n) - 1].is_none() {
+                    slots[usize::from(n) - 1] = Some(m);
+                }
+                if slots.iter().all(Option::is_some) {
+                    let all: Vec<Message> = slots.iter().flatten().cloned().collect();
+                    return qbf::reassemble(&all).map_or(Step::Fail, Step::Done);
+                }
+                Step::More
+            };
+            match round(
+                socket,
+                &requests,
+                budget,
+                self.config.round_timeout,
+                info,
+                step,
+            )
+            .await?
+            {
+                Some(Step::Done(m)) => return Ok(Some(m)),
+                Some(_) => return Ok(None),
+                None => {}
+            }
+        }
+        Ok(None)
+    }
+
+    /// Fetches the ARRF ranges missing from the answer `first`.
+    async fn arrf(
+        &mut self,
+        socket: &UdpSocket,
+        query: &Message,
+        key: &Key,
+        first: Message,
+        budget: usize,
+        info: &mut ExchangeInfo,
+    ) -> Result<Option<Message>, TransportError> {
+        let mut progress = match self.reassembler.start(key.clone(), first, Instant::now()) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::debug!(error = %e, "ARRF first response refused");
+                return Ok(None);
+            }
+        };
+        let t = self.config.rrfrag_type;
+        let Some(edns) = query.edns.clone() else {
+            return Ok(None);
+        };
+        let timeout = self.config.round_timeout;
+        for _ in 0..ROUNDS {
+            let wanted = match progress {
+                Progress::Complete(m) => return Ok(Some(m)),
+                Progress::Missing(w) => w,
+            };
+            let requests: Vec<Vec<u8>> = arrf::plan_requests(&wanted, budget)
+                .iter()
+                .map(|group| {
+                    arrf::fragment_request(
+                        key.id,
+                        &key.question,
+                        group,
+                        edns.clone(),
+                        t,
+                        self.config.option_code,
+                    )
+                    .to_wire_with(Some(t))
+                })
+                .collect();
+            let reassembler = &mut self.reassembler;
+            let step = |wire: &[u8]| {
+                let Ok(m) = Message::parse_with(wire, Some(t)) else {
+                    return Step::More;
+                };
+                match reassembler.add(key, &m, Instant::now()) {
+                    Ok(Progress::Complete(m)) => Step::Done(m),
+                    Ok(Progress::Missing(_))
+                    | Err(ArrfError::Duplicate(_) | ArrfError::NotForUs) => Step::More,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "ARRF fragment refused");
+                        Step::Fail
+                    }
+                }
+            };
+            match round(socket, &requests, budget, timeout, info, step).await? {
+                Some(Step::Done(m)) => return Ok(Some(m)),
+                Some(_) => return Ok(None),
+                None => {}
+            }
+            progress = match self.reassembler.missing(key) {
+                Some(w) => Progress::Missing(w),
+                None => return Ok(None),
+            };
+        }
+        Ok(None)
+    }
+}
+
+/// Sends `requests` back to back, then feeds responses to `step` until it finishes (`Some`)
+/// or `timeout` passes (`None`). Datagrams longer than `budget` are dropped.
+async fn round(
+    socket: &UdpSocket,
+    requests: &[Vec<u8>],
+    budget: usize,
+    timeout: Duration,
+    info: &mut ExchangeInfo,
+    mut step: impl FnMut(&[u8]) -> Step,
+) -> Result<Option<Step>, TransportError> {
+    for r in requests {
+        socket.send(r).await?;
+        info.bytes_sent += r.len();
+    }
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut buf = vec![0u8; budget + 1];
+    loop {
+        let n = match tokio::time::timeout_at(deadline, socket.recv(&mut buf)).await {
+            Ok(r) => r?,
+            Err(_) => return Ok(None),
+        };
+        info.bytes_received += n;
+        if n > budget {
+            continue;
+        }
+        match step(&buf[..n]) {
+            Step::More => {}
+            other => return Ok(Some(other)),
+        }
+    }
+}

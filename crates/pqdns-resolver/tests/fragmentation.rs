@@ -1,0 +1,266 @@
+//! ARRF and QBF end to end over 127.0.0.1 against pqdns-server: answers fetched as fragments
+//! validate (and stay on UDP); a deterministic lossy, reordering and duplicating UDP proxy
+//! still gives validated answers (from fragments, or after a clean TCP fallback); a client
+//! that does not offer fragmentation gets TC=1 and TCP.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use pqdns_core::dnssec::validate::Status;
+use pqdns_core::frag::edns::Fragmentation;
+use pqdns_core::RrType;
+use pqdns_resolver::fragment::FragConfig;
+use pqdns_resolver::{Client, Config, Mode, Resolver, TlsOptions, Transport, TrustAnchors};
+use pqdns_server::settings::Settings;
+use pqdns_server::zones::{load_all, ZoneSource};
+use pqdns_server::{Server, ServerConfig, ServerHandle};
+use tokio::net::{TcpListener, TcpStream, UdpSocket};
+
+const RECORDS: &str =
+    "@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 192.0.2.1\nwww A 192.0.2.2\n";
+
+struct Served {
+    rt: tokio::runtime::Runtime,
+    handle: Option<ServerHandle>,
+    anchors: TrustAnchors,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(h) = self.handle.take() {
+            self.rt.block_on(h.shutdown());
+        }
+    }
+}
+
+/// example. signed with ML-DSA-44 (NSEC3), served on one port for UDP and TCP.
+fn serve(mode: Fragmentation) -> (Served, SocketAddr) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("zone.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "origin = \"example.\"\ndefault_ttl = 300\nrecords = '''\n{RECORDS}'''\n\
+             [signing]\nalgorithms = [\"ML-DSA-44\"]\nkeys = \"csk\"\ndenial = \"nsec3\"\nkey_directory = \"keys\"\n"
+        ),
+    )
+    .unwrap();
+    let sources = vec![ZoneSource::File(file)];
+    let (catalog, reports) = load_all(&sources, pqdns_core::time::now()).unwrap();
+    let mut anchors = TrustAnchors::default();
+    for ds in &reports[0].ds {
+        anchors.add_ds(ds.owner.clone(), ds.rdata.clone());
+    }
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .unwrap()
+        .port();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let mut settings = Settings::new(dir.path().join("cert"));
+    settings.udp = vec![addr];
+    settings.tcp = vec![addr];
+    settings.fragmentation.mode = mode;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let handle = rt
+        .block_on(Server::bind(
+            ServerConfig {
+                zones: sources,
+                settings,
+            },
+            catalog,
+        ))
+        .unwrap();
+    let served = Served {
+        rt,
+        handle: Some(handle),
+        anchors,
+        _dir: dir,
+    };
+    (served, addr)
+}
+
+fn resolver(served: &Served, addr: SocketAddr, mode: Fragmentation) -> Resolver {
+    let mut client = Client::new(
+        Transport::Udp,
+        Duration::from_secs(5),
+        TlsOptions::default(),
+    )
+    .unwrap();
+    let mut frag = FragConfig::new(mode);
+    frag.round_timeout = Duration::from_millis(300);
+    client.set_fragmentation(frag);
+    Resolver::new(
+        Config::new(Mode::Forward(addr), served.anchors.clone()),
+        client,
+    )
+}
+
+const QUESTIONS: [(&str, RrType); 3] = [
+    ("example.", RrType::DNSKEY),
+    ("www.example.", RrType::A),
+    ("nope.example.", RrType::A),
+];
+
+/// Resolves every question; returns the transports the exchanges used.
+fn resolve_all(served: &Served, r: &mut Resolver) -> Vec<Option<Transport>> {
+    let mut used = Vec::new();
+    for (name, qtype) in QUESTIONS {
+        let answer = served
+            .rt
+            .block_on(r.resolve(&name.parse().unwrap(), qtype))
+            .unwrap();
+        assert_eq!(answer.status, Status::Secure, "{name} {qtype:?}");
+        used.extend(answer.exchanges.iter().map(|e| e.transport));
+    }
+    used
+}
+
+#[test]
+fn fragmented_answers_validate_and_stay_on_udp() {
+    for mode in [Fragmentation::Arrf, Fragmentation::Qbf] {
+        let (served, addr) = serve(mode);
+        let mut r = resolver(&served, addr, mode);
+        let used = resolve_all(&served, &mut r);
+        assert!(!used.is_empty());
+        assert!(
+            used.iter().all(|t| *t == Some(Transport::Udp)),
+            "{mode}: {used:?}"
+        );
+        // A client offering nothing (or the other scheme) gets TC=1 and uses TCP.
+        let other = if mode == Fragmentation::Arrf {
+            Fragmentation::Qbf
+        } else {
+            Fragmentation::Arrf
+        };
+        for client_mode in [Fragmentation::Off, other] {
+            let mut r = resolver(&served, addr, client_mode);
+            let used = resolve_all(&served, &mut r);
+            assert!(
+                used.contains(&Some(Transport::Tcp)),
+                "{mode} server, {client_mode} client: {used:?}"
+            );
+        }
+    }
+}
+
+/// What the proxy did to server → client datagrams.
+#[derive(Default)]
+struct Mangled {
+    dropped: AtomicUsize,
+    duplicated: AtomicUsize,
+    reordered: AtomicUsize,
+}
+
+/// True for fragment responses (ARRF: question `.`; QBF: a `?n?` QNAME), as opposed to first
+/// responses, whose loss would be an ordinary UDP timeout.
+fn is_fragment(d: &[u8]) -> bool {
+    d.get(12) == Some(&0) || d.get(13) == Some(&b'?')
+}
+
+/// A UDP (and TCP pass-through) proxy in front of `server`. Fragment response number k (from
+/// 0) is dropped if `drop(k)`, else sent twice if k % 4 == 1, and held back until the next
+/// datagram if k % 4 == 3 (reordering). At most 10 000 datagrams each way.
+async fn proxy(server: SocketAddr, drop: fn(usize) -> bool) -> (SocketAddr, Arc<Mangled>) {
+    let front = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+    let addr = front.local_addr().unwrap();
+    let back = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+    back.connect(server).await.unwrap();
+    let client = Arc::new(tokio::sync::Mutex::new(None::<SocketAddr>));
+    let stats = Arc::new(Mangled::default());
+    let (f, b, c) = (front.clone(), back.clone(), client.clone());
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65_535];
+        for _ in 0..10_000 {
+            let Ok((n, peer)) = f.recv_from(&mut buf).await else {
+                return;
+            };
+            *c.lock().await = Some(peer);
+            let _ = b.send(&buf[..n]).await;
+        }
+    });
+    let s = stats.clone();
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65_535];
+        let mut held: Option<Vec<u8>> = None;
+        let mut k = 0;
+        for _ in 0..10_000 {
+            let Ok(n) = back.recv(&mut buf).await else {
+                return;
+            };
+            let Some(peer) = *client.lock().await else {
+                continue;
+            };
+            if !is_fragment(&buf[..n]) {
+                let _ = front.send_to(&buf[..n], peer).await;
+                continue;
+            }
+            k += 1;
+            if drop(k) {
+                s.dropped.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            let copies = if k % 4 == 1 {
+                s.duplicated.fetch_add(1, Ordering::Relaxed);
+                2
+            } else {
+                1
+            };
+            if k % 4 == 3 && held.is_none() {
+                s.reordered.fetch_add(1, Ordering::Relaxed);
+                held = Some(buf[..n].to_vec());
+                continue;
+            }
+            for _ in 0..copies {
+                let _ = front.send_to(&buf[..n], peer).await;
+            }
+            if let Some(h) = held.take() {
+                let _ = front.send_to(&h, peer).await;
+            }
+        }
+    });
+    // TCP: plain pass-through on the same port, for the fallback.
+    let listener = TcpListener::bind(addr).await.unwrap();
+    tokio::spawn(async move {
+        for _ in 0..100 {
+            let Ok((mut inbound, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                if let Ok(mut outbound) = TcpStream::connect(server).await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+            });
+        }
+    });
+    (addr, stats)
+}
+
+#[test]
+fn lossy_reordering_duplicating_path_gives_validated_answers_or_tcp_fallback() {
+    for mode in [Fragmentation::Arrf, Fragmentation::Qbf] {
+        let (served, addr) = serve(mode);
+        // Every fifth fragment lost: asked again, answers mostly stay on UDP.
+        let (front, stats) = served.rt.block_on(proxy(addr, |k| k % 5 == 2));
+        let mut r = resolver(&served, front, mode);
+        let used = resolve_all(&served, &mut r);
+        assert!(used.contains(&Some(Transport::Udp)), "{mode}: {used:?}");
+        assert!(stats.dropped.load(Ordering::Relaxed) > 0);
+        assert!(stats.duplicated.load(Ordering::Relaxed) > 0);
+        assert!(stats.reordered.load(Ordering::Relaxed) > 0);
+        // Every fragment lost: clean fallback to TCP.
+        let (front, _) = served.rt.block_on(proxy(addr, |_| true));
+        let mut r = resolver(&served, front, mode);
+        let used = resolve_all(&served, &mut r);
+        assert!(
+            used.iter().all(|t| *t == Some(Transport::Tcp)),
+            "{mode}: {used:?}"
+        );
+    }
+}
