@@ -146,16 +146,14 @@ impl Fragmenting {
         let server_payload = parsed.edns.as_ref().map_or(0, |e| e.udp_payload);
         let budget = usize::from(ours.clamp(MIN_UDP_PAYLOAD, server_payload.max(MIN_UDP_PAYLOAD)));
         let done = match self.config.mode {
-            Fragmentation::Qbf => self.qbf(&socket, &query, parsed, budget, info).await?,
+            Fragmentation::Qbf => self.qbf(&socket, &query, parsed, budget, info).await,
             Fragmentation::Arrf => {
                 let key = Key {
                     server,
                     id: query.id,
                     question: query.questions[0].clone(),
                 };
-                let done = self
-                    .arrf(&socket, &query, &key, parsed, budget, info)
-                    .await?;
+                let done = self.arrf(&socket, &query, &key, parsed, budget, info).await;
                 self.reassembler.abandon(&key);
                 done
             }
@@ -172,9 +170,9 @@ impl Fragmenting {
         first: Message,
         budget: usize,
         info: &mut ExchangeInfo,
-    ) -> Result<Option<Message>, TransportError> {
+    ) -> Option<Message> {
         let Ok(count) = qbf::fragment_count(&first, budget, &self.config.profile) else {
-            return Ok(None);
+            return None;
         };
         let original = &query.questions[0];
         let mut slots: Vec<Option<Message>> = vec![None; usize::from(count)];
@@ -184,7 +182,7 @@ impl Fragmenting {
             for (n, _) in (1..=count).zip(&slots).filter(|(_, s)| s.is_none()) {
                 let mut r = query.clone();
                 let Ok(name) = qbf::fragment_qname(n, &original.qname) else {
-                    return Ok(None);
+                    return None;
                 };
                 r.questions[0].qname = name;
                 requests.push(r.to_wire());
@@ -220,14 +218,14 @@ impl Fragmenting {
                 info,
                 step,
             )
-            .await?
+            .await
             {
-                Some(Step::Done(m)) => return Ok(Some(m)),
-                Some(_) => return Ok(None),
+                Some(Step::Done(m)) => return Some(m),
+                Some(_) => return None,
                 None => {}
             }
         }
-        Ok(None)
+        None
     }
 
     /// Fetches the ARRF ranges missing from the answer `first`.
@@ -239,22 +237,20 @@ impl Fragmenting {
         first: Message,
         budget: usize,
         info: &mut ExchangeInfo,
-    ) -> Result<Option<Message>, TransportError> {
+    ) -> Option<Message> {
         let mut progress = match self.reassembler.start(key.clone(), first, Instant::now()) {
             Ok(p) => p,
             Err(e) => {
                 tracing::debug!(error = %e, "ARRF first response refused");
-                return Ok(None);
+                return None;
             }
         };
         let t = self.config.rrfrag_type;
-        let Some(edns) = query.edns.clone() else {
-            return Ok(None);
-        };
+        let edns = query.edns.clone()?;
         let timeout = self.config.round_timeout;
         for _ in 0..ROUNDS {
             let wanted = match progress {
-                Progress::Complete(m) => return Ok(Some(m)),
+                Progress::Complete(m) => return Some(m),
                 Progress::Missing(w) => w,
             };
             let requests: Vec<Vec<u8>> = arrf::plan_requests(&wanted, budget)
@@ -286,22 +282,23 @@ impl Fragmenting {
                     }
                 }
             };
-            match round(socket, &requests, budget, timeout, info, step).await? {
-                Some(Step::Done(m)) => return Ok(Some(m)),
-                Some(_) => return Ok(None),
+            match round(socket, &requests, budget, timeout, info, step).await {
+                Some(Step::Done(m)) => return Some(m),
+                Some(_) => return None,
                 None => {}
             }
             progress = match self.reassembler.missing(key) {
                 Some(w) => Progress::Missing(w),
-                None => return Ok(None),
+                None => return None,
             };
         }
-        Ok(None)
+        None
     }
 }
 
 /// Sends `requests` back to back, then feeds responses to `step` until it finishes (`Some`)
-/// or `timeout` passes (`None`). Datagrams longer than `budget` are dropped.
+/// or `timeout` passes (`None`). Datagrams longer than `budget` are dropped. A socket error
+/// (e.g. ICMP port unreachable) ends the round with [`Step::Fail`]: TCP may still work.
 async fn round(
     socket: &UdpSocket,
     requests: &[Vec<u8>],
@@ -309,17 +306,20 @@ async fn round(
     timeout: Duration,
     info: &mut ExchangeInfo,
     mut step: impl FnMut(&[u8]) -> Step,
-) -> Result<Option<Step>, TransportError> {
+) -> Option<Step> {
     for r in requests {
-        socket.send(r).await?;
+        if socket.send(r).await.is_err() {
+            return Some(Step::Fail);
+        }
         info.bytes_sent += r.len();
     }
     let deadline = tokio::time::Instant::now() + timeout;
     let mut buf = vec![0u8; budget + 1];
     loop {
         let n = match tokio::time::timeout_at(deadline, socket.recv(&mut buf)).await {
-            Ok(r) => r?,
-            Err(_) => return Ok(None),
+            Ok(Ok(n)) => n,
+            Ok(Err(_)) => return Some(Step::Fail),
+            Err(_) => return None,
         };
         info.bytes_received += n;
         if n > budget {
@@ -327,7 +327,7 @@ async fn round(
         }
         match step(&buf[..n]) {
             Step::More => {}
-            other => return Ok(Some(other)),
+            other => return Some(other),
         }
     }
 }
