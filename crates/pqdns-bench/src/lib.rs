@@ -4,6 +4,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod delay_shim;
+pub mod fragmentation_report;
 pub mod genzone;
 pub mod resolver_report;
 pub mod signing_report;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use pqdns_bench::{genzone, resolver_report, signing_report};
+use pqdns_bench::{fragmentation_report, genzone, resolver_report, signing_report};
 use pqdns_core::dnssec::Algorithm;
 
 /// Benchmarks and reports for pqdns.
@@ -72,6 +72,29 @@ enum Cmd {
         #[arg(long, default_value = "docs/bench/resolver")]
         output: PathBuf,
     },
+    /// Fragmentation report: time, packets and bytes for a complete DNSKEY or A answer by ARRF,
+    /// QBF, TC=1 + TCP fallback and DoT on a reused connection, through a delay shim at each
+    /// RTT, against pqdns-server child processes (built next to this binary); server CPU per
+    /// query. Run inside its own network namespace (benches/fragmentation/run.sh) so the
+    /// loopback packet counters are ours alone.
+    Fragmentation {
+        /// Algorithms of the zones.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "ML-DSA-44,ML-DSA-87,Falcon-512,SPHINCS+-SHA2-128s"
+        )]
+        algorithms: Vec<String>,
+        /// Round-trip times to emulate, milliseconds.
+        #[arg(long, value_delimiter = ',', default_value = "0,20,50")]
+        rtt: Vec<u64>,
+        /// Queries per cell.
+        #[arg(long, default_value_t = 30)]
+        queries: usize,
+        /// Output prefix: writes PREFIX.csv and PREFIX.json.
+        #[arg(long, default_value = "docs/bench/fragmentation")]
+        output: PathBuf,
+    },
 }
 
 fn write_report<T: serde::Serialize>(output: &std::path::Path, csv: &str, rows: &T) -> ExitCode {
@@ -129,6 +152,15 @@ fn main() -> ExitCode {
         } => {
             let rows = resolver_report::run(&algorithms, queries);
             return write_report(&output, &resolver_report::to_csv(&rows), &rows);
+        }
+        Cmd::Fragmentation {
+            algorithms,
+            rtt,
+            queries,
+            output,
+        } => {
+            let rows = fragmentation_report::run(&algorithms, &rtt, queries);
+            return write_report(&output, &fragmentation_report::to_csv(&rows), &rows);
         }
     }
     ExitCode::SUCCESS

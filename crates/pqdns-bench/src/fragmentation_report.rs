@@ -1,0 +1,326 @@
+//! The fragmentation report (`pqdns-bench fragmentation`): for zones signed with each
+//! algorithm, the time, packets and bytes to get a complete DNSKEY or A (+RRSIG) answer from a
+//! pqdns-server child process through the [`crate::delay_shim`] at several round-trip times,
+//! by ARRF, QBF, TC=1 + TCP fallback (new connection per query, as a resolver's fallback), and
+//! DNS over TLS on one reused connection; plus the server's CPU time per answered query.
+//!
+//! Packets and IP bytes come from the loopback interface counters, so run it in a network
+//! namespace of its own (`benches/fragmentation/run.sh` does): the shim relays every packet on
+//! a second loopback leg, so the counters are halved. Server CPU is the sum of the server's
+//! threads' `/proc/PID/task/*/schedstat` run time (nanoseconds) over the batch.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use pqdns_core::frag::edns::Fragmentation;
+use pqdns_core::message::{Edns, Message, Question, EDNS_DO, FLAG_CD, FLAG_TC};
+use pqdns_core::{Class, RrType};
+use pqdns_resolver::fragment::FragConfig;
+use pqdns_resolver::{Client, TlsOptions, Transport};
+use serde::Serialize;
+
+use crate::delay_shim;
+
+/// One row: (algorithm, method, RTT, QTYPE).
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// Signing algorithm of the zone.
+    pub algorithm: String,
+    /// `arrf`, `qbf`, `tc+tcp` or `dot-reused`.
+    pub method: String,
+    /// Emulated round-trip time, milliseconds.
+    pub rtt_ms: u64,
+    /// `DNSKEY` or `A`.
+    pub qtype: String,
+    /// Queries measured.
+    pub queries: usize,
+    /// Median time to the complete answer, milliseconds.
+    pub median_ms: f64,
+    /// 90th percentile, milliseconds.
+    pub p90_ms: f64,
+    /// IP packets per query, both directions, one leg.
+    pub packets: f64,
+    /// IP bytes per query (loopback: IP header and payload), both directions, one leg.
+    pub ip_bytes: f64,
+    /// DNS message bytes per query, both directions (fragments and retries included).
+    pub dns_bytes: f64,
+    /// Server CPU time per answered query, microseconds.
+    pub server_cpu_us: f64,
+}
+
+/// Methods compared.
+const METHODS: [&str; 4] = ["arrf", "qbf", "tc+tcp", "dot-reused"];
+
+fn zone_toml(dir: &Path, algorithm: &str, mode: Fragmentation, udp: u16, dot: u16) -> PathBuf {
+    let tag = algorithm.replace('+', "plus");
+    let file = dir.join(format!("{tag}-{mode}.toml"));
+    let text = format!(
+        "origin = \"bench.\"\ndefault_ttl = 300\nrecords = '''\n\
+         @ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 127.0.0.1\nwww A 192.0.2.1\n'''\n\
+         [signing]\nalgorithms = [\"{algorithm}\"]\nkeys = \"csk\"\ndenial = \"nsec3\"\nkey_directory = \"keys-{tag}\"\n\
+         [server]\nudp = [\"127.0.0.1:{udp}\"]\ntcp = [\"127.0.0.1:{udp}\"]\ndot = [\"127.0.0.1:{dot}\"]\ndoh = []\n\
+         fragmentation = \"{mode}\"\n"
+    );
+    std::fs::write(&file, text).expect("temp dir is writable");
+    file
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port()
+}
+
+/// A pqdns-server child process.
+struct ServerProcess {
+    child: Child,
+    udp: SocketAddr,
+    dot: SocketAddr,
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl ServerProcess {
+    fn cpu_ns(&self) -> u64 {
+        let dir = format!("/proc/{}/task", self.child.id());
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+            .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+            .sum()
+    }
+}
+
+fn start_server(server_bin: &Path, dir: &Path, alg: &str, mode: Fragmentation) -> ServerProcess {
+    let (udp, dot) = (free_port(), free_port());
+    let toml = zone_toml(dir, alg, mode, udp, dot);
+    let child = Command::new(server_bin)
+        .arg("--zone")
+        .arg(&toml)
+        .arg("--log-level")
+        .arg("warn")
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("pqdns-server starts");
+    let server = ServerProcess {
+        child,
+        udp: SocketAddr::from(([127, 0, 0, 1], udp)),
+        dot: SocketAddr::from(([127, 0, 0, 1], dot)),
+    };
+    // Bounded wait for the listener (signing SPHINCS+ takes a few seconds).
+    for _ in 0..600 {
+        if std::net::TcpStream::connect(server.dot).is_ok() {
+            return server;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("pqdns-server for {alg} did not start");
+}
+
+fn lo_counters() -> (u64, u64) {
+    let read = |f: &str| {
+        std::fs::read_to_string(format!("/sys/class/net/lo/statistics/{f}"))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (read("tx_packets"), read("tx_bytes"))
+}
+
+fn query(id: u16, qtype: RrType) -> Message {
+    let qname = if qtype == RrType::DNSKEY {
+        "bench."
+    } else {
+        "www.bench."
+    };
+    let mut m = Message::query(
+        id,
+        Question {
+            qname: qname.parse().expect("valid name"),
+            qtype,
+            qclass: Class::IN,
+        },
+        false,
+        Some(Edns {
+            udp_payload: 1232,
+            ext_rcode: 0,
+            version: 0,
+            flags: EDNS_DO,
+            options: Vec::new(),
+        }),
+    );
+    m.flags |= FLAG_CD;
+    m
+}
+
+fn client(method: &str) -> Client {
+    let tls = TlsOptions {
+        insecure: true,
+        ..TlsOptions::default()
+    };
+    let transport = if method == "dot-reused" {
+        Transport::Dot
+    } else {
+        Transport::Udp
+    };
+    let mut c = Client::new(transport, Duration::from_secs(5), tls).expect("client");
+    let mode = match method {
+        "arrf" => Fragmentation::Arrf,
+        "qbf" => Fragmentation::Qbf,
+        _ => Fragmentation::Off,
+    };
+    c.set_fragmentation(FragConfig::new(mode));
+    c
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// Runs the report: `queries` per cell, at each of `rtts_ms`.
+///
+/// # Panics
+/// If a server cannot start, or an answer is truncated or empty (the report would be
+/// meaningless).
+pub fn run(algorithms: &[String], rtts_ms: &[u64], queries: usize) -> Vec<Row> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server_bin = std::env::current_exe()
+        .expect("own path")
+        .with_file_name("pqdns-server");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut rows = Vec::new();
+    for alg in algorithms {
+        let arrf = start_server(&server_bin, dir.path(), alg, Fragmentation::Arrf);
+        let qbf = start_server(&server_bin, dir.path(), alg, Fragmentation::Qbf);
+        for &rtt in rtts_ms {
+            for method in METHODS {
+                let server = if method == "qbf" { &qbf } else { &arrf };
+                let target = if method == "dot-reused" {
+                    server.dot
+                } else {
+                    server.udp
+                };
+                let shim = rt
+                    .block_on(delay_shim::start(
+                        Some(target),
+                        Some(target),
+                        Duration::from_millis(rtt),
+                    ))
+                    .expect("shim binds");
+                for qtype in [RrType::DNSKEY, RrType::A] {
+                    let row = measure(&rt, server, shim, method, alg, rtt, qtype, queries);
+                    eprintln!(
+                        "{alg} {method} {rtt} ms {qtype:?}: {:.2} ms, {:.1} packets",
+                        row.median_ms, row.packets
+                    );
+                    rows.push(row);
+                }
+            }
+        }
+    }
+    rows
+}
+
+#[expect(clippy::too_many_arguments, reason = "one cell's coordinates")]
+fn measure(
+    rt: &tokio::runtime::Runtime,
+    server: &ServerProcess,
+    shim: SocketAddr,
+    method: &str,
+    alg: &str,
+    rtt: u64,
+    qtype: RrType,
+    queries: usize,
+) -> Row {
+    let mut reused = client(method);
+    if method == "dot-reused" {
+        // Connection and TLS handshake before the clock starts.
+        rt.block_on(reused.exchange(shim, &query(1, qtype)))
+            .expect("warm-up answer");
+    }
+    let mut times = Vec::with_capacity(queries);
+    let mut dns_bytes = 0;
+    let (p0, b0) = lo_counters();
+    let cpu0 = server.cpu_ns();
+    for i in 0..queries {
+        let q = query(i as u16 + 2, qtype);
+        // A new client per query: new sockets, and a new TCP connection on fallback.
+        let mut fresh;
+        let c = if method == "dot-reused" {
+            &mut reused
+        } else {
+            fresh = client(method);
+            &mut fresh
+        };
+        let start = Instant::now();
+        let (answer, info) = rt.block_on(c.exchange(shim, &q)).expect("answer");
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+        assert!(
+            !answer.has_flag(FLAG_TC) && answer.answers.len() >= 2,
+            "{alg} {method} {qtype:?}: incomplete answer"
+        );
+        dns_bytes += info.bytes_sent + info.bytes_received;
+    }
+    let cpu = server.cpu_ns() - cpu0;
+    let (p1, b1) = lo_counters();
+    times.sort_by(f64::total_cmp);
+    let n = queries as f64;
+    Row {
+        algorithm: alg.to_string(),
+        method: method.to_string(),
+        rtt_ms: rtt,
+        qtype: if qtype == RrType::DNSKEY {
+            "DNSKEY"
+        } else {
+            "A"
+        }
+        .into(),
+        queries,
+        median_ms: percentile(&times, 0.5),
+        p90_ms: percentile(&times, 0.9),
+        packets: (p1 - p0) as f64 / 2.0 / n,
+        ip_bytes: (b1 - b0) as f64 / 2.0 / n,
+        dns_bytes: dns_bytes as f64 / n,
+        server_cpu_us: cpu as f64 / 1e3 / n,
+    }
+}
+
+/// The rows as CSV with a header line.
+pub fn to_csv(rows: &[Row]) -> String {
+    let mut out = String::from(
+        "algorithm,method,rtt_ms,qtype,queries,median_ms,p90_ms,packets,ip_bytes,dns_bytes,server_cpu_us\n",
+    );
+    for r in rows {
+        out.push_str(&format!(
+            "{},{},{},{},{},{:.3},{:.3},{:.1},{:.0},{:.0},{:.1}\n",
+            r.algorithm,
+            r.method,
+            r.rtt_ms,
+            r.qtype,
+            r.queries,
+            r.median_ms,
+            r.p90_ms,
+            r.packets,
+            r.ip_bytes,
+            r.dns_bytes,
+            r.server_cpu_us
+        ));
+    }
+    out
+}
