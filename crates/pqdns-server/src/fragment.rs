@@ -16,13 +16,20 @@
 //! those of a normal full-size UDP answer. A fragment request that names a fragment or range
 //! that does not exist gets FORMERR (as the QBF paper says).
 //!
+//! The complete answer is kept in a small cache ([`ANSWER_CACHE_ENTRIES`] answers, keyed by
+//! question, RD/CD/DO and catalog version), so the fragment requests following a first
+//! fragment cost a lookup, not a new answer.
+//!
 //! QBF fragment counts come from the algorithms' maximum sizes in the `default` profile, which
 //! the resolver uses too.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use pqdns_core::dnssec::Profile;
 use pqdns_core::frag::edns::{FragOption, Fragmentation, DEFAULT_CODE};
 use pqdns_core::frag::{arrf, qbf};
-use pqdns_core::message::{rcode, Message, FLAG_QR};
+use pqdns_core::message::{rcode, Message, Question, EDNS_DO, FLAG_CD, FLAG_QR, FLAG_RD};
 use pqdns_core::{Class, RrType};
 use tracing::debug;
 
@@ -53,11 +60,28 @@ impl Default for FragSettings {
     }
 }
 
-/// The responder's configuration, built once at start.
+/// Complete answers a fragmenter keeps, so the fragment requests that follow a first fragment
+/// cut from the same answer instead of recomputing it (each ≤ 65535 bytes: ≤ 2 MiB in all).
+pub const ANSWER_CACHE_ENTRIES: usize = 32;
+
+/// A complete answer computed for a question under one catalog version.
+#[derive(Debug)]
+struct Cached {
+    /// The catalog it came from (held weakly: the allocation stays, so the pointer identifies
+    /// the version; a reload makes a new catalog and these entries age out).
+    catalog: Weak<Catalog>,
+    question: Question,
+    /// RD and CD of the query (copied into the answer), and DO.
+    flags: (u16, bool),
+    full: Message,
+}
+
+/// The responder's configuration, built once at start, and its answer cache.
 #[derive(Debug)]
 pub struct Fragmenter {
     settings: FragSettings,
     profile: Profile,
+    cache: Mutex<VecDeque<Cached>>,
 }
 
 impl Fragmenter {
@@ -66,6 +90,7 @@ impl Fragmenter {
         (settings.mode != Fragmentation::Off).then(|| Fragmenter {
             settings,
             profile: Profile::default_profile(),
+            cache: Mutex::new(VecDeque::with_capacity(ANSWER_CACHE_ENTRIES)),
         })
     }
 
@@ -76,8 +101,30 @@ impl Fragmenter {
     }
 
     /// The complete answer to `query` (as over a stream transport), with our option saying
-    /// which scheme fragments it.
-    fn full_answer(&self, catalog: &Catalog, query: &Message, udp_payload: u16) -> Option<Message> {
+    /// which scheme fragments it; from the cache when the same question was answered under
+    /// the same catalog.
+    fn full_answer(
+        &self,
+        catalog: &Arc<Catalog>,
+        query: &Message,
+        udp_payload: u16,
+    ) -> Option<Message> {
+        let question = query.questions.first()?;
+        let flags = (
+            query.flags & (FLAG_RD | FLAG_CD),
+            query.edns.as_ref().is_some_and(|e| e.flags & EDNS_DO != 0),
+        );
+        let cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(hit) = cache.iter().find(|c| {
+            c.catalog.as_ptr() == Arc::as_ptr(catalog)
+                && c.flags == flags
+                && c.question == *question
+        }) {
+            let mut full = hit.full.clone();
+            full.id = query.id;
+            return Some(full);
+        }
+        drop(cache);
         let mut buf = Vec::new();
         let o = respond(
             catalog,
@@ -90,6 +137,14 @@ impl Fragmenter {
         let mut full = Message::parse(&buf[..o.len]).ok()?;
         FragOption::schemes(self.settings.mode.bit())
             .put(full.edns.as_mut()?, self.settings.option_code);
+        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        cache.truncate(ANSWER_CACHE_ENTRIES - 1);
+        cache.push_front(Cached {
+            catalog: Arc::downgrade(catalog),
+            question: question.clone(),
+            flags,
+            full: full.clone(),
+        });
         Some(full)
     }
 
@@ -164,7 +219,7 @@ fn formerr(request: &Message, out: &mut Vec<u8>) -> Outcome {
 /// signalled it: the answer engine then handles it as any query.
 pub fn answer_request(
     fragmenter: Option<&Fragmenter>,
-    catalog: &Catalog,
+    catalog: &Arc<Catalog>,
     packet: &[u8],
     udp_payload: u16,
     out: &mut Vec<u8>,
@@ -214,7 +269,7 @@ pub fn answer_request(
 /// fragmented; otherwise leaves the TC=1 answer alone.
 pub fn replace_truncated(
     fragmenter: Option<&Fragmenter>,
-    catalog: &Catalog,
+    catalog: &Arc<Catalog>,
     packet: &[u8],
     udp_payload: u16,
     out: &mut Vec<u8>,

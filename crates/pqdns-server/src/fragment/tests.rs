@@ -13,13 +13,13 @@ const ZONE: &str =
     "@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 192.0.2.1\nwww A 192.0.2.2\n";
 const PAYLOAD: u16 = 1232;
 
-fn catalog() -> Catalog {
-    crate::test_zone::signed_catalog(
+fn catalog() -> Arc<Catalog> {
+    Arc::new(crate::test_zone::signed_catalog(
         &"example.".parse().unwrap(),
         ZONE,
         Algorithm::MlDsa44,
         Denial::Nsec3(Nsec3Params::default()),
-    )
+    ))
 }
 
 fn query(qname: &str, qtype: RrType, schemes: Option<u8>) -> Message {
@@ -42,7 +42,7 @@ fn query(qname: &str, qtype: RrType, schemes: Option<u8>) -> Message {
 }
 
 /// What the UDP path sends for `packet`: fragment request handling, the engine, the TC hook.
-fn udp(f: &Fragmenter, catalog: &Catalog, packet: &[u8]) -> Vec<u8> {
+fn udp(f: &Fragmenter, catalog: &Arc<Catalog>, packet: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     if answer_request(Some(f), catalog, packet, PAYLOAD, &mut out).is_some() {
         return out;
@@ -213,4 +213,27 @@ fn clients_without_the_option_get_tc_and_fragment_names_are_ordinary_names() {
     assert!(answer_request(Some(&f), &catalog, &q.to_wire(), PAYLOAD, &mut out).is_none());
     // Off: no fragmenter at all.
     assert!(Fragmenter::new(settings(Fragmentation::Off)).is_none());
+}
+
+#[test]
+fn answer_cache_is_bounded_and_follows_the_catalog() {
+    let f = Fragmenter::new(settings(Fragmentation::Arrf)).unwrap();
+    // Two catalogs of the same zone with different keys (a reload).
+    let (a, b) = (catalog(), catalog());
+    let q = query("example.", RrType::DNSKEY, Some(ARRF));
+    let from_a = f.full_answer(&a, &q, PAYLOAD).unwrap();
+    let from_b = f.full_answer(&b, &q, PAYLOAD).unwrap();
+    assert_ne!(
+        from_a.answers, from_b.answers,
+        "a new catalog is not served from the old"
+    );
+    let mut again = q.clone();
+    again.id = 99;
+    let hit = f.full_answer(&a, &again, PAYLOAD).unwrap();
+    assert_eq!((hit.id, &hit.answers), (99, &from_a.answers));
+    for i in 0..40 {
+        let q = query(&format!("n{i}.example."), RrType::A, Some(ARRF));
+        f.full_answer(&a, &q, PAYLOAD).unwrap();
+    }
+    assert_eq!(f.cache.lock().unwrap().len(), ANSWER_CACHE_ENTRIES);
 }
