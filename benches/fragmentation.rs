@@ -13,7 +13,7 @@ use pqdns_core::dnssec::Profile;
 use pqdns_core::frag::arrf::{self, Key, Limits, Progress, Reassembler, DEFAULT_RRFRAG_TYPE};
 use pqdns_core::frag::edns::DEFAULT_CODE;
 use pqdns_core::frag::qbf;
-use pqdns_core::message::{Edns, Message, Question, EDNS_DO, FLAG_AA, FLAG_QR};
+use pqdns_core::message::{Edns, Message, Question, FLAG_AA, FLAG_QR};
 use pqdns_core::{Class, Name, Record, RrType};
 
 const BUDGET: usize = 1232;
@@ -52,13 +52,7 @@ fn answer() -> Message {
             qclass: Class::IN,
         },
         false,
-        Some(Edns {
-            udp_payload: 1232,
-            ext_rcode: 0,
-            version: 0,
-            flags: EDNS_DO,
-            options: vec![],
-        }),
+        Some(Edns::dnssec_ok(1232)),
     );
     m.flags = FLAG_QR | FLAG_AA;
     m.answers = vec![dnskey(1), dnskey(0), rrsig];

@@ -15,13 +15,14 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use pqdns_core::frag::edns::Fragmentation;
-use pqdns_core::message::{Edns, Message, Question, EDNS_DO, FLAG_CD, FLAG_TC};
+use pqdns_core::message::{Edns, Message, Question, FLAG_CD, FLAG_TC};
 use pqdns_core::{Class, RrType};
 use pqdns_resolver::fragment::FragConfig;
 use pqdns_resolver::{Client, TlsOptions, Transport};
 use serde::Serialize;
 
 use crate::delay_shim;
+use crate::resolver_report::{percentile, runtime};
 
 /// One row: (algorithm, method, RTT, QTYPE).
 #[derive(Clone, Debug, Serialize)]
@@ -153,13 +154,7 @@ fn query(id: u16, qtype: RrType) -> Message {
             qclass: Class::IN,
         },
         false,
-        Some(Edns {
-            udp_payload: 1232,
-            ext_rcode: 0,
-            version: 0,
-            flags: EDNS_DO,
-            options: Vec::new(),
-        }),
+        Some(Edns::dnssec_ok(1232)),
     );
     m.flags |= FLAG_CD;
     m
@@ -185,10 +180,6 @@ fn client(method: &str) -> Client {
     c
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
-
 /// Runs the report: `queries` per cell, at each of `rtts_ms`.
 ///
 /// # Panics
@@ -199,11 +190,7 @@ pub fn run(algorithms: &[String], rtts_ms: &[u64], queries: usize) -> Vec<Row> {
     let server_bin = std::env::current_exe()
         .expect("own path")
         .with_file_name("pqdns-server");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = runtime();
     let mut rows = Vec::new();
     for alg in algorithms {
         let arrf = start_server(&server_bin, dir.path(), alg, Fragmentation::Arrf);

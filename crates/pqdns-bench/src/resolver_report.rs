@@ -58,7 +58,17 @@ fn zone_toml(dir: &Path, algorithm: &str) -> std::path::PathBuf {
     file
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+/// The client-side runtime of the reports: one worker thread, timers and I/O.
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// The `p` quantile (0..=1) of ascending `sorted`, nearest rank.
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
@@ -69,11 +79,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 /// meaningless).
 pub fn run(algorithms: &[String], queries: usize) -> Vec<Row> {
     let dir = tempfile::tempdir().expect("temp dir");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = runtime();
     let mut rows = Vec::new();
     for alg in algorithms {
         let toml = zone_toml(dir.path(), alg);

@@ -91,6 +91,20 @@ pub struct Edns {
     pub options: Vec<(u16, Vec<u8>)>,
 }
 
+impl Edns {
+    /// EDNS version 0 with the DO bit (RFC 3225 §3), `udp_payload` bytes and no options: what
+    /// a DNSSEC-aware client sends.
+    pub fn dnssec_ok(udp_payload: u16) -> Edns {
+        Edns {
+            udp_payload,
+            ext_rcode: 0,
+            version: 0,
+            flags: EDNS_DO,
+            options: Vec::new(),
+        }
+    }
+}
+
 /// A parsed message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Message {

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use pqdns_core::frag::arrf::{Limits, RrFrag, DEFAULT_RRFRAG_TYPE};
 use pqdns_core::frag::edns::{FragOption, Fragmentation, ARRF, DEFAULT_CODE};
-use pqdns_core::message::{Edns, Message, Question, EDNS_DO, FLAG_AA, FLAG_QR};
+use pqdns_core::message::{Edns, Message, Question, FLAG_AA, FLAG_QR};
 use pqdns_core::{Class, Name, Record, RrType};
 use pqdns_resolver::fragment::FragConfig;
 use pqdns_resolver::{Client, TlsOptions, Transport};
@@ -61,13 +61,7 @@ fn question() -> Question {
 }
 
 fn edns(option: bool) -> Edns {
-    let mut e = Edns {
-        udp_payload: 1232,
-        ext_rcode: 0,
-        version: 0,
-        flags: EDNS_DO,
-        options: vec![],
-    };
+    let mut e = Edns::dnssec_ok(1232);
     if option {
         FragOption::schemes(ARRF).put(&mut e, DEFAULT_CODE);
     }

@@ -152,7 +152,7 @@ impl FragOption {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::{Message, Question, EDNS_DO};
+    use crate::message::{Message, Question};
     use crate::rr::Class;
 
     #[test]
@@ -165,13 +165,7 @@ mod tests {
         assert_eq!(with_q.encode(), b"\x01\x00\x30\x07example\x00");
         assert_eq!(FragOption::decode(&with_q.encode()), Ok(with_q.clone()));
         // Inside a query's OPT: code 65108 = 0xfe54, length 1, data.
-        let mut edns = Edns {
-            udp_payload: 1232,
-            ext_rcode: 0,
-            version: 0,
-            flags: EDNS_DO,
-            options: vec![],
-        };
+        let mut edns = Edns::dnssec_ok(1232);
         FragOption::schemes(QBF).put(&mut edns, DEFAULT_CODE);
         let q = Question {
             qname: "a.".parse().unwrap(),

@@ -9,7 +9,7 @@ use crate::dnssec::profile::Profile;
 use crate::dnssec::sign::{sign_zone, Denial, SigningPolicy};
 use crate::dnssec::verify::{verify_zone, VerifyOptions};
 use crate::dnssec::{Algorithm, Provider};
-use crate::message::{rcode, Edns, Message, Question, EDNS_DO, FLAG_AA, FLAG_QR};
+use crate::message::{rcode, Edns, Message, Question, FLAG_AA, FLAG_QR};
 use crate::name::Name;
 use crate::rr::{Class, Record, RrType};
 use crate::zone::Zone;
@@ -107,13 +107,7 @@ pub fn query(qname: &str, qtype: RrType) -> Message {
             qclass: Class::IN,
         },
         false,
-        Some(Edns {
-            udp_payload: 1232,
-            ext_rcode: 0,
-            version: 0,
-            flags: EDNS_DO,
-            options: vec![],
-        }),
+        Some(Edns::dnssec_ok(1232)),
     )
 }
 

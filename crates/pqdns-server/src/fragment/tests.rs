@@ -5,7 +5,7 @@ use pqdns_core::dnssec::sign::Denial;
 use pqdns_core::dnssec::Algorithm;
 use pqdns_core::frag::arrf::{Key, Limits, Progress, Reassembler};
 use pqdns_core::frag::edns::{ARRF, QBF};
-use pqdns_core::message::{Edns, Question, EDNS_DO, FLAG_TC};
+use pqdns_core::message::{Edns, Question, FLAG_TC};
 
 use super::*;
 
@@ -23,13 +23,7 @@ fn catalog() -> Arc<Catalog> {
 }
 
 fn query(qname: &str, qtype: RrType, schemes: Option<u8>) -> Message {
-    let mut edns = Edns {
-        udp_payload: PAYLOAD,
-        ext_rcode: 0,
-        version: 0,
-        flags: EDNS_DO,
-        options: vec![],
-    };
+    let mut edns = Edns::dnssec_ok(PAYLOAD);
     if let Some(s) = schemes {
         FragOption::schemes(s).put(&mut edns, DEFAULT_CODE);
     }
