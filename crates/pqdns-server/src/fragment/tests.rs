@@ -231,3 +231,61 @@ fn answer_cache_is_bounded_and_follows_the_catalog() {
     }
     assert_eq!(f.cache.lock().unwrap().len(), ANSWER_CACHE_ENTRIES);
 }
+
+/// Deterministic mutations of fragment requests and of a fragmenting query: every answer is
+/// within the UDP limit (or nothing is sent), and nothing panics.
+#[test]
+fn mutated_fragment_requests_never_panic_or_exceed_the_limit() {
+    let catalog = catalog();
+    let q = query("www.example.", RrType::A, Some(ARRF | QBF));
+    let t = FragSettings::default().rrfrag_type;
+    let wanted = arrf::Wanted {
+        rr_id: 1,
+        rr_size: 2600,
+        start: 0,
+        len: 900,
+    };
+    let arrf_req = arrf::fragment_request(
+        q.id,
+        &q.questions[0],
+        &[wanted],
+        q.edns.clone().unwrap(),
+        t,
+        DEFAULT_CODE,
+    )
+    .to_wire_with(Some(t));
+    let mut qbf_req = q.clone();
+    qbf_req.questions[0].qname = qbf::fragment_qname(2, &q.questions[0].qname).unwrap();
+    let seeds = [
+        (Fragmentation::Arrf, arrf_req),
+        (Fragmentation::Qbf, qbf_req.to_wire()),
+    ];
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for (mode, seed) in seeds {
+        let f = Fragmenter::new(settings(mode)).unwrap();
+        for base in [seed, q.to_wire()] {
+            for _ in 0..2000 {
+                let mut p = base.clone();
+                for _ in 0..1 + next() % 4 {
+                    let i = (next() as usize) % p.len();
+                    p[i] = next() as u8;
+                }
+                if next() % 8 == 0 {
+                    p.truncate((next() as usize) % p.len());
+                }
+                let out = udp(&f, &catalog, &p);
+                assert!(
+                    out.len() <= usize::from(PAYLOAD),
+                    "{mode}: {} bytes",
+                    out.len()
+                );
+            }
+        }
+    }
+}
