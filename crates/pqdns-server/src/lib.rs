@@ -14,6 +14,7 @@
 
 pub mod acl;
 pub mod answer;
+pub mod answer_cache;
 pub mod axfr;
 pub mod catalog;
 pub mod denial;
