@@ -197,7 +197,7 @@ big    TXT  \"612345678901234567890123456789012345678901234567890123456789012345
 
     fn catalog(cache_bytes: usize) -> Catalog {
         let origin: Name = "example.".parse().unwrap();
-        crate::test_zone::signed_catalog(&origin, ZONE, Algorithm::EcdsaP256Sha256, Denial::Nsec)
+        crate::harness::signed_catalog(&origin, ZONE, &[Algorithm::EcdsaP256Sha256], Denial::Nsec)
             .with_answer_cache(cache_bytes)
     }
 

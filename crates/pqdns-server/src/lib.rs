@@ -18,6 +18,7 @@ pub mod answer_cache;
 pub mod axfr;
 pub mod catalog;
 pub mod denial;
+pub mod harness;
 pub mod metrics;
 pub mod notify;
 pub mod query;
@@ -28,7 +29,5 @@ pub mod tls;
 pub mod transport;
 pub mod zones;
 
-#[cfg(test)]
-mod test_zone;
 
 pub use server::{BoundAddrs, Server, ServerConfig, ServerError, ServerHandle};
