@@ -29,5 +29,4 @@ pub mod tls;
 pub mod transport;
 pub mod zones;
 
-
 pub use server::{BoundAddrs, Server, ServerConfig, ServerError, ServerHandle};
