@@ -21,12 +21,14 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BIN=$ROOT/target/release
 OUT=$ROOT/docs/bench
-CSV=$OUT/serving.csv
+CSV=${CSV:-$OUT/serving.csv}
 DURATION=${DURATION:-10}
 REPS=${REPS:-3}
 CLIENTS=${CLIENTS:-4}
 OUTSTANDING=${OUTSTANDING:-500}
 HS_CONC=${HS_CONC:-8}
+MODES=${MODES:-udp tcp dot}     # dnsperf transports to run
+HANDSHAKES=${HANDSHAKES:-1}     # 0 skips the DoT handshake runs
 PQ_PORT=30053 PQ_DOT=30853
 NSD_PORT=30054 NSD_DOT=30854
 TCK=$(getconf CLK_TCK)
@@ -338,7 +340,7 @@ for zone in classical pqc; do
     done
     k=0
     for rep in $(seq "$REPS"); do
-        for mode in udp tcp dot; do
+        for mode in $MODES; do
             # alternate which server goes first, cell by cell
             k=$((k + 1))
             if ((k % 2)); then order="pqdns nsd"; else order="nsd pqdns"; fi
@@ -348,7 +350,7 @@ for zone in classical pqc; do
             done
         done
     done
-    if [[ $zone == classical ]]; then
+    if [[ $zone == classical && $HANDSHAKES == 1 ]]; then
         log "== DoT handshakes (new connection per query, classical zone)"
         for rep in $(seq "$REPS"); do
             for s in pqdns nsd; do hs_dnsperf_run "$s" "$rep"; sleep 1; done

@@ -20,9 +20,11 @@
 //! does not fit is dropped whole and TC is set, except for optional additional data (RFC 2181 §9).
 //! Glue for a referral is not optional (RFC 9471 §3).
 
+use pqdns_core::name::MAX_NAME_LEN;
 use pqdns_core::zone::{Node, RRset};
 use pqdns_core::{Class, Name, RrType};
 
+use crate::answer_cache::Key;
 use crate::catalog::{Catalog, ServedZone};
 use crate::denial::{prove, Denial};
 use crate::query::{self, ParseError, Query, FLAG_AA, FLAG_TC};
@@ -75,36 +77,33 @@ pub fn respond(
     out: &mut Vec<u8>,
     base: usize,
 ) -> Outcome {
-    let q = match query::parse(packet) {
-        Ok(q) => q,
-        Err(m) => {
-            let mut outcome = Outcome {
-                len: 0,
-                rcode: Rcode::FORMERR,
-                truncated: false,
-                qtype: None,
-                error: Some(m.error),
-                cache_ttl: None,
-            };
-            if let (false, Some(header)) = (m.drop_silently(), m.header) {
-                if matches!(m.error, ParseError::Opcode(_)) {
-                    outcome.rcode = Rcode::NOTIMP;
-                }
-                let w = ResponseWriter::new(out, base, MAX_STREAM_MESSAGE, header, None, None);
-                outcome.len = w.finish(outcome.rcode);
-            }
-            return outcome;
-        }
+    let mut qname = [0u8; MAX_NAME_LEN];
+    let view = match query::parse_view(packet, &mut qname) {
+        Ok(v) => v,
+        Err(m) => return malformed(m, out, base),
     };
     let udp_payload = udp_payload.max(MIN_UDP_PAYLOAD);
     let limit = match transport {
         Transport::Stream => MAX_STREAM_MESSAGE,
-        Transport::Udp => q
+        Transport::Udp => view
             .edns
             .map_or(MIN_UDP_PAYLOAD, |e| {
                 e.udp_payload.clamp(MIN_UDP_PAYLOAD, udp_payload)
             })
             .into(),
+    };
+    let key = Key::new(&view, limit);
+    if let Some(key) = &key {
+        if let Some(outcome) = catalog.answers.replay(key, &view, out, base) {
+            return outcome;
+        }
+    }
+    let q = match view.to_query() {
+        Ok(q) => q,
+        Err(error) => {
+            let header = Some(view.header);
+            return malformed(query::Malformed { error, header }, out, base);
+        }
     };
     let opt = q.edns.map(|e| OptOut {
         udp_payload,
@@ -115,14 +114,38 @@ pub fn respond(
     let mut cache_ttl = None;
     let rcode = answer_query(catalog, &q, &mut w, &mut cache_ttl);
     let truncated = w.truncated();
-    Outcome {
+    let outcome = Outcome {
         len: w.finish(rcode),
         rcode,
         truncated,
         qtype: Some(q.qtype),
         error: None,
         cache_ttl,
+    };
+    if let Some(key) = &key {
+        catalog.answers.store(key, &out[base..], &outcome);
     }
+    outcome
+}
+
+/// The response to a message that is not an acceptable query: FORMERR or NOTIMP, or nothing.
+fn malformed(m: query::Malformed, out: &mut Vec<u8>, base: usize) -> Outcome {
+    let mut outcome = Outcome {
+        len: 0,
+        rcode: Rcode::FORMERR,
+        truncated: false,
+        qtype: None,
+        error: Some(m.error),
+        cache_ttl: None,
+    };
+    if let (false, Some(header)) = (m.drop_silently(), m.header) {
+        if matches!(m.error, ParseError::Opcode(_)) {
+            outcome.rcode = Rcode::NOTIMP;
+        }
+        let w = ResponseWriter::new(out, base, MAX_STREAM_MESSAGE, header, None, None);
+        outcome.len = w.finish(outcome.rcode);
+    }
+    outcome
 }
 
 fn answer_query(

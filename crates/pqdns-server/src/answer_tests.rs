@@ -49,7 +49,7 @@ fn n(s: &str) -> Name {
 }
 
 fn signed(denial: SignDenial) -> Catalog {
-    crate::test_zone::signed_catalog(&n("example."), ZONE, Algorithm::EcdsaP256Sha256, denial)
+    crate::harness::signed_catalog(&n("example."), ZONE, &[Algorithm::EcdsaP256Sha256], denial)
 }
 
 fn nsec3_catalog() -> Catalog {

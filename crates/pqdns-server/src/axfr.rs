@@ -451,10 +451,10 @@ mod tests {
                 "host{i} A 192.0.2.{i}\nhost{i} TXT \"host {i}\"\n"
             ));
         }
-        Arc::new(crate::test_zone::signed_catalog(
+        Arc::new(crate::harness::signed_catalog(
             &origin(),
             &text,
-            Algorithm::MlDsa44,
+            &[Algorithm::MlDsa44],
             Denial::Nsec3(Nsec3Params::default()),
         ))
     }

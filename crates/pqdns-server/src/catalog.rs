@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 use pqdns_core::dnssec::nsec3::Nsec3Params;
 use pqdns_core::{Name, RrType, Zone};
 
+use crate::answer_cache::AnswerCache;
+
 /// A zone ready to answer from, with its NSEC3 parameters if it is signed with NSEC3.
 #[derive(Clone, Debug)]
 pub struct ServedZone {
@@ -38,10 +40,12 @@ pub enum CatalogError {
     Duplicate(Name),
 }
 
-/// The zones served, by origin.
-#[derive(Clone, Debug, Default)]
+/// The zones served, by origin, and the answers prepared from them.
+#[derive(Debug, Default)]
 pub struct Catalog {
     zones: BTreeMap<Name, ServedZone>,
+    /// Responses already built from these zones (empty at first).
+    pub answers: AnswerCache,
 }
 
 impl Catalog {
@@ -57,7 +61,16 @@ impl Catalog {
                 return Err(CatalogError::Duplicate(origin));
             }
         }
-        Ok(Catalog { zones: map })
+        Ok(Catalog {
+            zones: map,
+            answers: AnswerCache::default(),
+        })
+    }
+
+    /// Sets the memory budget for prepared answers, in bytes (0: build every answer anew).
+    pub fn with_answer_cache(mut self, max_bytes: usize) -> Catalog {
+        self.answers = AnswerCache::new(max_bytes);
+        self
     }
 
     /// The zones, in canonical order of their origins.

@@ -14,10 +14,12 @@
 
 pub mod acl;
 pub mod answer;
+pub mod answer_cache;
 pub mod axfr;
 pub mod catalog;
 pub mod denial;
 pub mod fragment;
+pub mod harness;
 pub mod metrics;
 pub mod notify;
 pub mod query;
@@ -27,8 +29,5 @@ pub mod settings;
 pub mod tls;
 pub mod transport;
 pub mod zones;
-
-#[cfg(test)]
-mod test_zone;
 
 pub use server::{BoundAddrs, Server, ServerConfig, ServerError, ServerHandle};

@@ -8,6 +8,7 @@
 //! 65535 bytes). Records in the answer and authority sections are skipped; a query with bytes
 //! left over after the last counted record is rejected as malformed.
 
+use pqdns_core::name::MAX_NAME_LEN;
 use pqdns_core::{Class, Name, RrType};
 
 /// Length of the fixed DNS header, in bytes (RFC 1035 §4.1.1).
@@ -68,6 +69,39 @@ pub struct Query {
     pub qclass: Class,
     /// The OPT record, if present.
     pub edns: Option<Edns>,
+}
+
+/// A parsed query whose QNAME lives in a caller's buffer, so parsing allocates nothing; the
+/// UDP hot path looks prepared answers up with it (see [`crate::answer_cache`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueryView<'b> {
+    /// Header ID and flags.
+    pub header: Header,
+    /// QNAME in uncompressed wire format, case preserved (1–255 bytes).
+    pub qname: &'b [u8],
+    /// QTYPE.
+    pub qtype: RrType,
+    /// QCLASS.
+    pub qclass: Class,
+    /// The OPT record, if present.
+    pub edns: Option<Edns>,
+}
+
+impl QueryView<'_> {
+    /// The owned [`Query`] (allocates the QNAME).
+    ///
+    /// # Errors
+    /// [`ParseError::BadName`] cannot happen for a view from [`parse_view`], which validated
+    /// the name; it is returned rather than assumed.
+    pub fn to_query(&self) -> Result<Query, ParseError> {
+        Ok(Query {
+            header: self.header,
+            qname: Name::from_wire(self.qname).map_err(|_| ParseError::BadName)?,
+            qtype: self.qtype,
+            qclass: self.qclass,
+            edns: self.edns,
+        })
+    }
 }
 
 impl Query {
@@ -151,7 +185,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a possibly compressed name into `out` (uncompressed wire format); returns its length.
-    fn name(&mut self, out: &mut [u8; 255]) -> Result<usize, ParseError> {
+    fn name(&mut self, out: &mut [u8; MAX_NAME_LEN]) -> Result<usize, ParseError> {
         let packet = self.packet;
         let mut pos = self.pos;
         let mut len = 0;
@@ -196,7 +230,7 @@ impl<'a> Reader<'a> {
 
     /// Skips a name (validating it).
     fn skip_name(&mut self) -> Result<(), ParseError> {
-        let mut scratch = [0u8; 255];
+        let mut scratch = [0u8; MAX_NAME_LEN];
         self.name(&mut scratch).map(|_| ())
     }
 }
@@ -208,7 +242,7 @@ impl<'a> Reader<'a> {
 /// [`ParseError::BadName`] or [`ParseError::PointerLoop`].
 pub fn read_name(packet: &[u8], pos: usize) -> Result<(Name, usize), ParseError> {
     let mut r = Reader { packet, pos };
-    let mut wire = [0u8; 255];
+    let mut wire = [0u8; MAX_NAME_LEN];
     let len = r.name(&mut wire)?;
     let name = Name::from_wire(&wire[..len]).map_err(|_| ParseError::BadName)?;
     Ok((name, r.pos))
@@ -220,6 +254,23 @@ pub fn read_name(packet: &[u8], pos: usize) -> Result<(Name, usize), ParseError>
 /// [`Malformed`] with the [`ParseError`] and, when the message had a full header, that header
 /// so the caller can answer FORMERR or NOTIMP.
 pub fn parse(packet: &[u8]) -> Result<Query, Malformed> {
+    let mut qname = [0u8; MAX_NAME_LEN];
+    let view = parse_view(packet, &mut qname)?;
+    view.to_query().map_err(|error| Malformed {
+        error,
+        header: Some(view.header),
+    })
+}
+
+/// Parses a query message like [`parse`], writing the QNAME into `qname` instead of
+/// allocating it.
+///
+/// # Errors
+/// As [`parse`].
+pub fn parse_view<'b>(
+    packet: &[u8],
+    qname: &'b mut [u8; MAX_NAME_LEN],
+) -> Result<QueryView<'b>, Malformed> {
     if packet.len() < HEADER_LEN {
         return Err(Malformed {
             error: ParseError::ShortHeader,
@@ -230,13 +281,17 @@ pub fn parse(packet: &[u8]) -> Result<Query, Malformed> {
         id: u16::from_be_bytes([packet[0], packet[1]]),
         flags: u16::from_be_bytes([packet[2], packet[3]]),
     };
-    parse_body(packet, header).map_err(|error| Malformed {
+    parse_body(packet, header, qname).map_err(|error| Malformed {
         error,
         header: Some(header),
     })
 }
 
-fn parse_body(packet: &[u8], header: Header) -> Result<Query, ParseError> {
+fn parse_body<'b>(
+    packet: &[u8],
+    header: Header,
+    qname: &'b mut [u8; MAX_NAME_LEN],
+) -> Result<QueryView<'b>, ParseError> {
     if header.flags & FLAG_QR != 0 {
         return Err(ParseError::NotAQuery);
     }
@@ -248,8 +303,11 @@ fn parse_body(packet: &[u8], header: Header) -> Result<Query, ParseError> {
     if qdcount != 1 {
         return Err(ParseError::QuestionCount(qdcount));
     }
-    let (qname, pos) = read_name(packet, HEADER_LEN)?;
-    let mut r = Reader { packet, pos };
+    let mut r = Reader {
+        packet,
+        pos: HEADER_LEN,
+    };
+    let qname_len = r.name(qname)?;
     let qtype = RrType(r.u16()?);
     let qclass = Class(r.u16()?);
 
@@ -286,9 +344,9 @@ fn parse_body(packet: &[u8], header: Header) -> Result<Query, ParseError> {
     if r.pos != packet.len() {
         return Err(ParseError::TrailingData(packet.len() - r.pos));
     }
-    Ok(Query {
+    Ok(QueryView {
         header,
-        qname,
+        qname: &qname[..qname_len],
         qtype,
         qclass,
         edns,

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::{TcpListener, UdpSocket};
+use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
@@ -19,8 +19,6 @@ use crate::transport::{doh, dot, tcp, udp, ConnLimiter, Shared};
 use crate::zones::{load_all, LoadError, ZoneReport, ZoneSource};
 use crate::{metrics, notify};
 
-/// Tasks reading each UDP socket (the machine has 2 cores).
-pub const UDP_TASKS_PER_SOCKET: usize = 2;
 /// How long shutdown waits for listeners to stop before aborting them.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
@@ -113,11 +111,13 @@ impl Server {
         // Bind everything first so that a failure leaves nothing running.
         let mut udp_sockets = Vec::new();
         for &addr in &s.udp {
-            let socket = UdpSocket::bind(addr).await.map_err(bind_err("UDP", addr))?;
-            addrs
-                .udp
-                .push(socket.local_addr().map_err(bind_err("UDP", addr))?);
-            udp_sockets.push(Arc::new(socket));
+            let group = udp::bind(addr, s.udp_threads).map_err(bind_err("UDP", addr))?;
+            if let Some(first) = group.first() {
+                addrs
+                    .udp
+                    .push(first.local_addr().map_err(bind_err("UDP", addr))?);
+            }
+            udp_sockets.extend(group.into_iter().map(Arc::new));
         }
         let mut listeners = Vec::new();
         for (kind, list, out) in [
@@ -152,13 +152,10 @@ impl Server {
         };
 
         for socket in udp_sockets {
-            for _ in 0..UDP_TASKS_PER_SOCKET {
-                tasks.push(tokio::spawn(udp::serve(
-                    Arc::clone(&socket),
-                    Arc::clone(&shared),
-                    rx.clone(),
-                )));
-            }
+            let (shared, rx) = (Arc::clone(&shared), rx.clone());
+            tasks.push(tokio::task::spawn_blocking(move || {
+                udp::serve(&socket, &shared, &rx);
+            }));
         }
         let doh_path: Arc<str> = Arc::from(s.doh_path.as_str());
         for (kind, listener) in listeners {

@@ -9,6 +9,9 @@
 //! doh = ["127.0.0.1:8443"]
 //! doh_path = "/dns-query"
 //! udp_payload = 1232          # bytes, EDNS UDP payload size offered and accepted (512..=4096)
+//! udp_threads = 1             # threads (and SO_REUSEPORT sockets) per UDP address; one thread
+//!                             # answers some 300k queries/s from prepared answers
+//! answer_cache_mib = 32       # MiB of prepared responses per catalog; 0 builds each anew
 //! tcp_idle_timeout = 10       # seconds a TCP/DoT/DoH connection may sit idle (RFC 7766 §6.2.3)
 //! max_connections = 512       # per stream listener (TCP, DoT, DoH each)
 //! max_connections_per_ip = 32 # per client address and stream listener
@@ -63,6 +66,12 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 32;
 /// Largest EDNS UDP payload size accepted in settings, in bytes.
 pub const MAX_UDP_PAYLOAD: u16 = 4096;
+/// Default number of threads, each with its own socket, serving one UDP address.
+pub const DEFAULT_UDP_THREADS: usize = 1;
+/// Most threads per UDP address accepted in settings.
+pub const MAX_UDP_THREADS: usize = 64;
+/// Default budget of prepared answers, in MiB.
+pub const DEFAULT_ANSWER_CACHE_MIB: usize = 32;
 /// Port of a NOTIFY target given without one.
 pub const DEFAULT_NOTIFY_PORT: u16 = 53;
 
@@ -131,6 +140,10 @@ pub struct ServerTable {
     pub doh_path: Option<String>,
     /// EDNS UDP payload size, bytes.
     pub udp_payload: Option<u16>,
+    /// Threads (and sockets) per UDP address.
+    pub udp_threads: Option<usize>,
+    /// Prepared-answer budget, MiB.
+    pub answer_cache_mib: Option<usize>,
     /// Stream idle timeout, seconds.
     pub tcp_idle_timeout: Option<u64>,
     /// Connections per stream listener.
@@ -211,6 +224,10 @@ pub struct Settings {
     pub doh_path: String,
     /// EDNS UDP payload size, bytes.
     pub udp_payload: u16,
+    /// Threads, each with its own `SO_REUSEPORT` socket, per UDP address (1 to 64).
+    pub udp_threads: usize,
+    /// Memory budget of prepared answers ([`crate::answer_cache`]), in bytes; 0 disables them.
+    pub answer_cache_bytes: usize,
     /// Stream idle timeout.
     pub idle_timeout: Duration,
     /// Connections per stream listener.
@@ -239,6 +256,8 @@ impl Settings {
             doh: Vec::new(),
             doh_path: DEFAULT_DOH_PATH.into(),
             udp_payload: DEFAULT_UDP_PAYLOAD,
+            udp_threads: DEFAULT_UDP_THREADS,
+            answer_cache_bytes: DEFAULT_ANSWER_CACHE_MIB << 20,
             idle_timeout: Duration::from_secs(DEFAULT_IDLE_TIMEOUT_SECS),
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
@@ -289,6 +308,22 @@ impl Settings {
                 )));
             }
             s.udp_payload = p as u16;
+        }
+        if let Some(n) = pick(&|t| t.udp_threads.map(|v| v as u64)) {
+            if !(1..=MAX_UDP_THREADS as u64).contains(&n) {
+                return Err(SettingsError::Invalid(format!(
+                    "udp_threads {n} is outside 1..={MAX_UDP_THREADS}"
+                )));
+            }
+            s.udp_threads = n as usize;
+        }
+        if let Some(mib) = pick(&|t| t.answer_cache_mib.map(|v| v as u64)) {
+            s.answer_cache_bytes = usize::try_from(mib)
+                .ok()
+                .and_then(|m| m.checked_mul(1 << 20))
+                .ok_or_else(|| {
+                    SettingsError::Invalid(format!("answer_cache_mib {mib} is too large"))
+                })?;
         }
         if let Some(t) = pick(&|t| t.tcp_idle_timeout) {
             if t == 0 {

@@ -14,10 +14,10 @@ const ZONE: &str =
 const PAYLOAD: u16 = 1232;
 
 fn catalog() -> Arc<Catalog> {
-    Arc::new(crate::test_zone::signed_catalog(
+    Arc::new(crate::harness::signed_catalog(
         &"example.".parse().unwrap(),
         ZONE,
-        Algorithm::MlDsa44,
+        &[Algorithm::MlDsa44],
         Denial::Nsec3(Nsec3Params::default()),
     ))
 }

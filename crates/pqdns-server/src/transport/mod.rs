@@ -32,18 +32,23 @@ pub struct Shared {
     pub metrics: Option<Metrics>,
     /// UDP fragmentation for clients that signal it; `None` when off.
     pub fragmenter: Option<Fragmenter>,
+    /// Memory budget of each catalog's prepared answers, in bytes.
+    answer_cache_bytes: usize,
 }
 
 impl Shared {
     /// Shared state serving `catalog` with the limits, allow-list and metrics of `settings`.
     pub fn new(catalog: Catalog, settings: &Settings) -> Shared {
         Shared {
-            catalog: RwLock::new(Arc::new(catalog)),
+            catalog: RwLock::new(Arc::new(
+                catalog.with_answer_cache(settings.answer_cache_bytes),
+            )),
             udp_payload: settings.udp_payload,
             idle_timeout: settings.idle_timeout,
             axfr_allow: settings.axfr_allow.clone(),
             metrics: settings.metrics.map(|_| Metrics::default()),
             fragmenter: Fragmenter::new(settings.fragmentation),
+            answer_cache_bytes: settings.answer_cache_bytes,
         }
     }
 
@@ -55,8 +60,9 @@ impl Shared {
             .clone()
     }
 
-    /// Replaces the catalog.
+    /// Replaces the catalog (its prepared answers start empty).
     pub fn set_catalog(&self, catalog: Catalog) {
+        let catalog = catalog.with_answer_cache(self.answer_cache_bytes);
         *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
     }
 }

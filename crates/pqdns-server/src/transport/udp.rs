@@ -1,13 +1,24 @@
-//! DNS over UDP (RFC 1035 §4.2.1, RFC 6891 for sizes). A fixed number of tasks share each
-//! socket; each owns one receive buffer (65535 bytes) and one response buffer, reused for every
-//! datagram, so the steady state allocates only inside the answer engine.
+//! DNS over UDP (RFC 1035 §4.2.1, RFC 6891 for sizes).
+//!
+//! The hot path moves datagrams in batches: one `recvmmsg(2)` waits for at least one query and
+//! reads up to [`BATCH`], the answer engine writes each response into a buffer of its own, and
+//! one `sendmmsg(2)` sends them all; batching only saves system calls. Each listening address
+//! has one socket per core, joined by `SO_REUSEPORT`, and each socket one thread (from the
+//! runtime's blocking pool) that owns its receive and response buffers, reused for every batch, so the steady state allocates nothing outside the answer
+//! engine, whose prepared answers ([`crate::answer_cache`]) allocate nothing either. The
+//! socket's receive buffer is raised to [`RECV_BUFFER`] bytes so that bursts are queued rather
+//! than dropped. Threads notice shutdown within [`POLL_INTERVAL`].
 //!
 //! Zone transfers are not defined over UDP (RFC 5936 §4.2): AXFR and IXFR get REFUSED here from
 //! the answer engine, whoever asks (see [`crate::axfr`]).
 
-use std::sync::Arc;
+use std::io::{self, IoSlice, IoSliceMut};
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::time::Duration;
 
-use tokio::net::UdpSocket;
+use nix::sys::socket::{recvmmsg, sendmmsg, MsgFlags, MultiHeaders, SockaddrStorage};
+use socket2::{Domain, Protocol, Socket, Type};
 use tokio::sync::watch;
 use tracing::debug;
 
@@ -18,57 +29,186 @@ use crate::metrics::Proto;
 
 /// Largest datagram read, in bytes.
 pub const MAX_DATAGRAM: usize = 65535;
+/// Datagrams read and answered per system call pair.
+pub const BATCH: usize = 32;
+/// Receive buffer requested for each UDP socket, in bytes (the kernel caps it at
+/// `net.core.rmem_max`).
+pub const RECV_BUFFER: usize = 4 << 20;
+/// Longest a serving thread blocks in a receive before it checks for shutdown.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(200);
 
-/// Serves queries on `socket` until `shutdown` changes.
-pub async fn serve(
-    socket: Arc<UdpSocket>,
-    shared: Arc<Shared>,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let mut request = vec![0u8; MAX_DATAGRAM];
-    let mut response = Vec::with_capacity(usize::from(shared.udp_payload));
-    loop {
-        let (len, peer) = tokio::select! {
-            _ = shutdown.changed() => return,
-            r = socket.recv_from(&mut request) => match r {
-                Ok(v) => v,
-                Err(e) => {
-                    debug!(error = %e, "UDP receive error");
-                    continue;
-                }
-            },
+/// Binds `count` blocking UDP sockets on `addr` (at least one), each with a
+/// [`RECV_BUFFER`]-byte receive buffer and a [`POLL_INTERVAL`] receive timeout. With more than
+/// one, the sockets share the address through `SO_REUSEPORT` and the kernel spreads clients
+/// over them by address and port, so each can have a thread of its own; two threads on one
+/// socket would both wake for every datagram.
+///
+/// # Errors
+/// The operating system's error from creating or binding a socket.
+pub fn bind(addr: SocketAddr, count: usize) -> io::Result<Vec<UdpSocket>> {
+    let mut sockets: Vec<UdpSocket> = Vec::with_capacity(count.max(1));
+    let mut addr = addr;
+    while sockets.len() < count.max(1) {
+        let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+        if let Err(e) = socket.set_recv_buffer_size(RECV_BUFFER) {
+            debug!(%addr, error = %e, "could not raise the UDP receive buffer");
+        }
+        socket.set_read_timeout(Some(POLL_INTERVAL))?;
+        if count > 1 {
+            socket.set_reuse_port(true)?;
+        }
+        socket.bind(&addr.into())?;
+        let socket = UdpSocket::from(socket);
+        // Port 0 picks a port for the first socket; the others join it there.
+        addr = socket.local_addr()?;
+        sockets.push(socket);
+    }
+    Ok(sockets)
+}
+
+/// One thread's buffers: [`BATCH`] receive slots of [`MAX_DATAGRAM`] bytes and as many responses.
+struct Batch {
+    recv: Vec<u8>,
+    /// Message headers for `recvmmsg`; `sendmmsg` gets its own, because it points theirs at
+    /// addresses that live only during the call.
+    recv_headers: MultiHeaders<SockaddrStorage>,
+    send_headers: MultiHeaders<SockaddrStorage>,
+    /// Length and source of each datagram of the current batch.
+    received: [(usize, Option<SockaddrStorage>); BATCH],
+    responses: [Vec<u8>; BATCH],
+}
+
+impl Batch {
+    fn new(udp_payload: u16) -> Batch {
+        Batch {
+            recv: vec![0; BATCH * MAX_DATAGRAM],
+            recv_headers: MultiHeaders::preallocate(BATCH, None),
+            send_headers: MultiHeaders::preallocate(BATCH, None),
+            received: [(0, None); BATCH],
+            responses: std::array::from_fn(|_| Vec::with_capacity(usize::from(udp_payload))),
+        }
+    }
+
+    /// Waits for at least one datagram (up to the socket's timeout) and reads up to [`BATCH`];
+    /// returns how many.
+    fn receive(&mut self, fd: i32) -> io::Result<usize> {
+        let mut slots = self.recv.chunks_exact_mut(MAX_DATAGRAM);
+        let mut iovs: [[IoSliceMut<'_>; 1]; BATCH] =
+            std::array::from_fn(|_| [IoSliceMut::new(slots.next().unwrap_or_default())]);
+        let results = recvmmsg(
+            fd,
+            &mut self.recv_headers,
+            iovs.iter_mut(),
+            MsgFlags::MSG_WAITFORONE,
+            None,
+        )?;
+        let mut n = 0;
+        for (slot, msg) in self.received.iter_mut().zip(results) {
+            *slot = (msg.bytes, msg.address);
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Sends the non-empty responses among the first `n`, blocking while the socket's send
+    /// buffer is full; returns how many the kernel took.
+    fn send(&mut self, fd: i32, n: usize) -> io::Result<usize> {
+        let mut order = [0usize; BATCH];
+        let mut count = 0;
+        for i in 0..n {
+            if !self.responses[i].is_empty() {
+                order[count] = i;
+                count += 1;
+            }
+        }
+        if count == 0 {
+            return Ok(0);
+        }
+        let iovs: [[IoSlice<'_>; 1]; BATCH] =
+            std::array::from_fn(|i| [IoSlice::new(&self.responses[order[i.min(count - 1)]])]);
+        let addrs: [Option<SockaddrStorage>; BATCH] =
+            std::array::from_fn(|i| self.received[order[i.min(count - 1)]].1);
+        let sent = sendmmsg(
+            fd,
+            &mut self.send_headers,
+            &iovs[..count],
+            &addrs[..count],
+            [],
+            MsgFlags::empty(),
+        )?;
+        Ok(sent.count())
+    }
+}
+
+/// Serves queries on `socket` until `shutdown` changes; blocks the calling thread.
+pub fn serve(socket: &UdpSocket, shared: &Shared, shutdown: &watch::Receiver<bool>) {
+    let fd = socket.as_raw_fd();
+    let mut batch = Batch::new(shared.udp_payload);
+    while !shutdown.has_changed().unwrap_or(true) {
+        let n = match batch.receive(fd) {
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) =>
+            {
+                continue
+            }
+            Err(e) => {
+                debug!(error = %e, "UDP receive error");
+                continue;
+            }
         };
-        let catalog = shared.catalog();
-        let packet = &request[..len];
+        answer_batch(shared, &mut batch, n);
+        let mut sent = match batch.send(fd, n) {
+            Ok(sent) => sent,
+            Err(e) => {
+                debug!(error = %e, "UDP send error");
+                0
+            }
+        };
+        // What one sendmmsg did not take goes one datagram at a time.
+        for i in (0..n).filter(|&i| !batch.responses[i].is_empty()) {
+            if sent > 0 {
+                sent -= 1;
+                continue;
+            }
+            let Some(peer) = batch.received[i].1.and_then(socket_addr) else {
+                continue;
+            };
+            if let Err(e) = socket.send_to(&batch.responses[i], peer) {
+                debug!(%peer, error = %e, "UDP send error");
+            }
+        }
+    }
+}
+
+/// Answers the first `n` datagrams of `batch`; a response left empty is not sent.
+fn answer_batch(shared: &Shared, batch: &mut Batch, n: usize) {
+    let catalog = shared.catalog();
+    for i in 0..n {
+        let (len, peer) = batch.received[i];
+        let response = &mut batch.responses[i];
+        response.clear();
+        let request = &batch.recv[i * MAX_DATAGRAM..i * MAX_DATAGRAM + len];
         let frag = shared.fragmenter.as_ref();
-        let outcome = match fragment::answer_request(
-            frag,
-            &catalog,
-            packet,
-            shared.udp_payload,
-            &mut response,
-        ) {
+        let payload = shared.udp_payload;
+        let outcome = match fragment::answer_request(frag, &catalog, request, payload, response) {
             Some(o) => o,
             None => {
-                let payload = shared.udp_payload;
-                let mut o = respond(&catalog, packet, Transport::Udp, payload, &mut response, 0);
+                let mut o = respond(&catalog, request, Transport::Udp, payload, response, 0);
                 if o.truncated {
-                    fragment::replace_truncated(
-                        frag,
-                        &catalog,
-                        packet,
-                        payload,
-                        &mut response,
-                        &mut o,
-                    );
+                    fragment::replace_truncated(frag, &catalog, request, payload, response, &mut o);
                 }
                 o
             }
         };
         if let Some(error) = outcome.error {
-            debug!(%peer, %error, "malformed UDP query");
+            debug!(peer = ?peer.and_then(socket_addr), %error, "malformed UDP query");
         }
         if outcome.len == 0 {
+            response.clear();
             continue;
         }
         if let Some(m) = &shared.metrics {
@@ -80,8 +220,14 @@ pub async fn serve(
                 outcome.len,
             );
         }
-        if let Err(e) = socket.send_to(&response, peer).await {
-            debug!(%peer, error = %e, "UDP send error");
-        }
     }
+}
+
+/// The IPv4 or IPv6 address in a received source address.
+fn socket_addr(addr: SockaddrStorage) -> Option<SocketAddr> {
+    if let Some(v4) = addr.as_sockaddr_in() {
+        return Some(SocketAddr::V4((*v4).into()));
+    }
+    addr.as_sockaddr_in6()
+        .map(|v6| SocketAddr::V6((*v6).into()))
 }

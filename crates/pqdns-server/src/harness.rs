@@ -1,0 +1,78 @@
+//! Support for tests, fuzzing and benchmarks of the answer engine: a catalog holding one zone
+//! read from master-file text and signed in memory with fresh CSKs (validity 2023-11 …
+//! 2030-03), and the invariants every response must satisfy.
+
+use pqdns_core::dnssec::keyfile::{KeyRole, ZoneKey};
+use pqdns_core::dnssec::sign::{sign_zone, Denial, SigningPolicy};
+use pqdns_core::dnssec::{Algorithm, Profile, Provider};
+use pqdns_core::message::Message;
+use pqdns_core::zonefile::ZoneFileReader;
+use pqdns_core::{Name, Zone};
+
+use crate::answer::{Outcome, Transport};
+use crate::catalog::{Catalog, ServedZone};
+
+/// `text` (master-file format relative to `origin`, default TTL 3600) signed with one CSK per
+/// algorithm in `algorithms` and with `denial`.
+///
+/// # Panics
+/// If the text does not parse or a key cannot be generated: this is for tests and fuzzing,
+/// where the zone text is fixed.
+pub fn signed_catalog(
+    origin: &Name,
+    text: &str,
+    algorithms: &[Algorithm],
+    denial: Denial,
+) -> Catalog {
+    let records = ZoneFileReader::new(Some(origin.clone()), Some(3600))
+        .read_str(text, "test.zone")
+        .expect("the test zone parses");
+    let mut zone = Zone::from_records(origin.clone(), records).expect("the test zone is valid");
+    let profile = Profile::default_profile();
+    let provider = Provider::default_provider();
+    let keys: Vec<ZoneKey> = algorithms
+        .iter()
+        .map(|&a| {
+            ZoneKey::generate(origin, a, KeyRole::Csk, &profile, &provider, 3600)
+                .expect("the algorithm is available")
+        })
+        .collect();
+    let policy = SigningPolicy {
+        inception: 1_700_000_000,
+        expiration: 1_900_000_000,
+        denial,
+    };
+    sign_zone(&mut zone, &keys, &policy, &|_, _| {}).expect("the test zone signs");
+    Catalog::new([ServedZone::new(zone)]).expect("one zone")
+}
+
+/// Checks what the engine wrote for `query` (any bytes) into `out[..outcome.len]`: nothing,
+/// or a message that parses, carries the query's ID, and over UDP fits `udp_payload` bytes
+/// (the engine's own budget, at least 512).
+///
+/// # Errors
+/// A description of the first broken invariant.
+pub fn check_response(
+    query: &[u8],
+    transport: Transport,
+    udp_payload: u16,
+    out: &[u8],
+    outcome: &Outcome,
+) -> Result<(), String> {
+    if outcome.len == 0 {
+        return Ok(());
+    }
+    let response = out
+        .get(..outcome.len)
+        .ok_or_else(|| format!("outcome.len {} > {} bytes written", outcome.len, out.len()))?;
+    let parsed = Message::parse(response)
+        .map_err(|e| format!("response to {query:02x?} does not parse: {e}"))?;
+    if query.len() < 2 || parsed.id.to_be_bytes() != [query[0], query[1]] {
+        return Err(format!("response ID {} does not echo the query", parsed.id));
+    }
+    let budget = usize::from(udp_payload.max(512));
+    if transport == Transport::Udp && outcome.len > budget {
+        return Err(format!("UDP response of {} bytes", outcome.len));
+    }
+    Ok(())
+}
