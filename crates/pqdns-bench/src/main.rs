@@ -4,8 +4,12 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
+use pqdns_bench::load::{self, ConnectionMode, Limit, LoadConfig, LoadTransport};
+use pqdns_bench::query_source::{self, EdnsOptions};
+use pqdns_bench::tls_client::{self, TlsClientOptions};
 use pqdns_bench::{genzone, resolver_report, signing_report};
 use pqdns_core::dnssec::Algorithm;
 
@@ -19,6 +23,11 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// Load generator for any DNS server (pqdns-server, NSD, Knot, BIND): UDP, TCP, DoT, DoH;
+    /// reports latency percentiles, throughput, errors, bytes on the wire per query (counted
+    /// at the socket, TLS records included; IP/TCP headers estimated), client CPU and, with
+    /// --server-pid, server CPU and peak RSS from /proc.
+    Load(Box<LoadArgs>),
     /// Write a TLD-like test zone: N delegations (2 NS, glue, DS each) and M hosts.
     GenZone {
         /// Zone apex.
@@ -74,6 +83,187 @@ enum Cmd {
     },
 }
 
+#[derive(Args)]
+struct LoadArgs {
+    /// Server address, e.g. 127.0.0.1:5353 or [::1]:853.
+    #[arg(long, short)]
+    target: std::net::SocketAddr,
+    /// Transport.
+    #[arg(long, value_enum, default_value = "udp")]
+    transport: LoadTransport,
+    /// fresh: new connection and TLS handshake per query; reuse: one connection per worker;
+    /// resumption: new connection per query resuming the TLS session.
+    #[arg(long, value_enum, default_value = "reuse")]
+    mode: ConnectionMode,
+    /// Concurrent workers, each with one query outstanding.
+    #[arg(long, short, default_value_t = 1)]
+    concurrency: usize,
+    /// Fixed total rate, queries/s (latency counted from the scheduled send time). Without
+    /// it: closed loop.
+    #[arg(long)]
+    rate: Option<f64>,
+    /// Stop after this many queries.
+    #[arg(long, short = 'n', conflicts_with = "duration")]
+    count: Option<u64>,
+    /// Stop after this many seconds [default: 10 when --count is not given].
+    #[arg(long, short)]
+    duration: Option<f64>,
+    /// dnsperf-format query file: one "NAME TYPE" per line, # comments.
+    #[arg(long, short = 'f', conflicts_with_all = ["qname", "generate"])]
+    queries: Option<PathBuf>,
+    /// Single query name (with --qtype).
+    #[arg(long)]
+    qname: Option<String>,
+    /// Query type for --qname and --generate.
+    #[arg(long, default_value = "A")]
+    qtype: String,
+    /// Generate N names host0.ORIGIN … (see gen-zone --hosts); ORIGIN from --origin.
+    #[arg(long, value_name = "N")]
+    generate: Option<usize>,
+    /// Origin of generated names.
+    #[arg(long, default_value = "example.com.")]
+    origin: String,
+    /// Set the DNSSEC OK bit.
+    #[arg(long)]
+    dnssec: bool,
+    /// EDNS(0) UDP payload size, bytes; 0 sends no OPT record.
+    #[arg(long, default_value_t = 1232)]
+    edns_size: u16,
+    /// Offer only this TLS named group (X25519, secp256r1, secp384r1, X25519MLKEM768,
+    /// secp256r1MLKEM768, MLKEM768, MLKEM1024) [default: rustls's list, X25519MLKEM768 first].
+    #[arg(long)]
+    group: Option<String>,
+    /// Offer only post-quantum/hybrid named groups.
+    #[arg(long)]
+    pq_only: bool,
+    /// Accept any server certificate (the handshake signature is still checked).
+    #[arg(long)]
+    insecure: bool,
+    /// PEM file of CA certificates (or the server's self-signed one) to trust.
+    #[arg(long, value_name = "FILE")]
+    ca: Option<PathBuf>,
+    /// TLS server name (SNI and verification) [default: the target's IP address].
+    #[arg(long)]
+    server_name: Option<String>,
+    /// DoH URI path.
+    #[arg(long, default_value = "/dns-query")]
+    doh_path: String,
+    /// Per-query timeout, seconds (connect + handshake + exchange).
+    #[arg(long, default_value_t = 5.0)]
+    timeout: f64,
+    /// Server process ID: sample its CPU time and RSS from /proc during the run.
+    #[arg(long)]
+    server_pid: Option<u32>,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value = "json")]
+    format: OutputFormat,
+    /// Hide the progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum OutputFormat {
+    Json,
+    Csv,
+}
+
+impl LoadArgs {
+    fn into_config(self) -> Result<LoadConfig, String> {
+        let queries = if let Some(path) = &self.queries {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            query_source::parse_dnsperf(&text, 1_000_000)
+                .map_err(|e| format!("{}: {e}", path.display()))?
+        } else if let Some(n) = self.generate {
+            let origin = query_source::parse_query(&self.origin, None)?.qname;
+            let qtype = query_source::parse_query(&self.origin, Some(&self.qtype))?.qtype;
+            query_source::generated(&origin, n, qtype)?
+        } else {
+            let name = self.qname.as_deref().unwrap_or(&self.origin);
+            vec![query_source::parse_query(name, Some(&self.qtype))?]
+        };
+        let limit = match (self.count, self.duration) {
+            (Some(n), _) => Limit::Count(n),
+            (None, Some(d)) if d > 0.0 && d.is_finite() => {
+                Limit::Duration(Duration::from_secs_f64(d))
+            }
+            (None, Some(_)) => return Err("--duration must be positive".into()),
+            (None, None) => Limit::Duration(Duration::from_secs(10)),
+        };
+        if !(self.timeout > 0.0 && self.timeout.is_finite()) {
+            return Err("--timeout must be positive".into());
+        }
+        Ok(LoadConfig {
+            target: self.target,
+            transport: self.transport,
+            mode: self.mode,
+            concurrency: self.concurrency,
+            rate: self.rate,
+            limit,
+            queries,
+            edns: EdnsOptions {
+                udp_payload: (self.edns_size > 0).then_some(self.edns_size),
+                dnssec_ok: self.dnssec,
+            },
+            tls: TlsClientOptions {
+                group: self
+                    .group
+                    .as_deref()
+                    .map(tls_client::parse_group)
+                    .transpose()?,
+                pq_only: self.pq_only,
+                insecure: self.insecure,
+                ca_file: self.ca,
+                server_name: self.server_name,
+            },
+            doh_path: self.doh_path,
+            timeout: Duration::from_secs_f64(self.timeout),
+            server_pid: self.server_pid,
+            progress: !self.quiet,
+        })
+    }
+}
+
+fn run_load(args: LoadArgs) -> ExitCode {
+    let format = args.format;
+    let cfg = match args.into_config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("pqdns-bench load: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("pqdns-bench load: tokio runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(load::run(cfg)) {
+        Ok(report) => {
+            match format {
+                OutputFormat::Json => println!(
+                    "{}",
+                    serde_json::to_string_pretty(&report).unwrap_or_default()
+                ),
+                OutputFormat::Csv => {
+                    println!("{}\n{}", load::LoadReport::CSV_HEADER, report.csv_row())
+                }
+            }
+            if report.answered == 0 {
+                return ExitCode::from(1);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("pqdns-bench load: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 fn write_report<T: serde::Serialize>(output: &std::path::Path, csv: &str, rows: &T) -> ExitCode {
     let written = std::fs::write(output.with_extension("csv"), csv).and_then(|()| {
         std::fs::write(
@@ -91,6 +281,7 @@ fn write_report<T: serde::Serialize>(output: &std::path::Path, csv: &str, rows: 
 
 fn main() -> ExitCode {
     match Cli::parse().command {
+        Cmd::Load(args) => return run_load(*args),
         Cmd::GenZone {
             origin,
             delegations,
