@@ -5,11 +5,15 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod charts;
 pub mod genzone;
 pub mod load;
+pub mod matrix;
+pub mod matrix_report;
 pub mod proc_stat;
 pub mod query_source;
 pub mod resolver_report;
+pub mod server_process;
 pub mod signing_report;
 pub mod tls_client;
 pub mod wire_count;

@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use pqdns_bench::load::{self, ConnectionMode, Limit, LoadConfig, LoadTransport};
 use pqdns_bench::query_source::{self, EdnsOptions};
 use pqdns_bench::tls_client::{self, TlsClientOptions};
-use pqdns_bench::{genzone, resolver_report, signing_report};
+use pqdns_bench::{genzone, matrix, resolver_report, server_process, signing_report};
 use pqdns_core::dnssec::Algorithm;
 
 /// Benchmarks and reports for pqdns.
@@ -28,6 +28,26 @@ enum Cmd {
     /// at the socket, TLS records included; IP/TCP headers estimated), client CPU and, with
     /// --server-pid, server CPU and peak RSS from /proc.
     Load(Box<LoadArgs>),
+    /// The PQC-DNS study's benchmark grid (TLS key exchange × certificate × DNSSEC algorithm ×
+    /// transport × concurrency) against pqdns-server instances started here on 127.0.0.1;
+    /// writes CSV, JSON, a README with the study's columns and charts to --output.
+    Matrix {
+        /// Reduced grid that finishes in a few minutes on 2 cores.
+        #[arg(long)]
+        quick: bool,
+        /// Also run 10,000 concurrent DoT queries (X25519MLKEM768 and X25519, ECDSA P-256).
+        #[arg(long)]
+        with_10000: bool,
+        /// Concurrency steps [default: 1,100 with --quick, else 1,100,1000].
+        #[arg(long, value_delimiter = ',')]
+        concurrency: Option<Vec<usize>>,
+        /// pqdns-server binary [default: next to this executable].
+        #[arg(long)]
+        server: Option<PathBuf>,
+        /// Output directory.
+        #[arg(long, default_value = "docs/bench/matrix")]
+        output: PathBuf,
+    },
     /// Write a TLD-like test zone: N delegations (2 NS, glue, DS each) and M hosts.
     GenZone {
         /// Zone apex.
@@ -264,6 +284,79 @@ fn run_load(args: LoadArgs) -> ExitCode {
     }
 }
 
+fn run_matrix(
+    quick: bool,
+    with_10000: bool,
+    concurrency: Option<Vec<usize>>,
+    server: Option<PathBuf>,
+    output: PathBuf,
+) -> ExitCode {
+    use std::io::IsTerminal as _;
+    let Some(binary) = server.or_else(|| server_process::sibling_binary("pqdns-server")) else {
+        eprintln!("pqdns-bench matrix: pqdns-server not found next to pqdns-bench; build it (cargo build --release) or pass --server");
+        return ExitCode::from(2);
+    };
+    let mut opts = matrix::MatrixOptions::new(quick, binary, output);
+    opts.with_10000 = with_10000;
+    if let Some(c) = concurrency {
+        opts.concurrency = c;
+    }
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("pqdns-bench matrix: tokio runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = runtime.block_on(matrix::run(&opts, |done, total, cell| {
+        let line = format!(
+            "{} {} {} {} {} c={} {:.2} ms {:.2} kB fail={}",
+            cell.section,
+            cell.transport,
+            cell.mode,
+            cell.kem,
+            if cell.dnssec.is_empty() {
+                &cell.cert
+            } else {
+                &cell.dnssec
+            },
+            cell.concurrency,
+            cell.latency_ms,
+            cell.bandwidth_kb,
+            cell.failures
+        );
+        match &bar {
+            Some(b) => {
+                b.set_length(total as u64);
+                b.set_position(done as u64);
+                b.set_message(line);
+            }
+            None => eprintln!("[{done}/{total}] {line}"),
+        }
+    }));
+    if let Some(b) = bar {
+        b.finish();
+    }
+    match result {
+        Ok(cells) => {
+            println!("{} cells written to {}", cells.len(), opts.output.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("pqdns-bench matrix: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 fn write_report<T: serde::Serialize>(output: &std::path::Path, csv: &str, rows: &T) -> ExitCode {
     let written = std::fs::write(output.with_extension("csv"), csv).and_then(|()| {
         std::fs::write(
@@ -282,6 +375,13 @@ fn write_report<T: serde::Serialize>(output: &std::path::Path, csv: &str, rows: 
 fn main() -> ExitCode {
     match Cli::parse().command {
         Cmd::Load(args) => return run_load(*args),
+        Cmd::Matrix {
+            quick,
+            with_10000,
+            concurrency,
+            server,
+            output,
+        } => return run_matrix(quick, with_10000, concurrency, server, output),
         Cmd::GenZone {
             origin,
             delegations,

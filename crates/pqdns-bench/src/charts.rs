@@ -1,0 +1,175 @@
+//! Charts for the benchmark reports, drawn with plotters as SVG and PNG: horizontal bars per
+//! configuration (like the PQC-DNS study's Figures 5–8) and lines over concurrency.
+
+use std::path::Path;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+/// Width of every chart, pixels.
+pub const WIDTH: u32 = 1000;
+/// Height of one bar, pixels (a chart grows with its bars).
+pub const BAR_HEIGHT: u32 = 22;
+
+type DrawResult = Result<(), Box<dyn std::error::Error>>;
+
+/// Writes `STEM.svg` and `STEM.png`: one horizontal bar per `(label, value)`.
+///
+/// # Errors
+/// Drawing or file errors (for PNG also a missing system font).
+pub fn bars(stem: &Path, title: &str, unit: &str, items: &[(String, f64)]) -> DrawResult {
+    let height = 120 + BAR_HEIGHT * items.len().max(1) as u32;
+    let svg = stem.with_extension("svg");
+    draw_bars(
+        &SVGBackend::new(&svg, (WIDTH, height)).into_drawing_area(),
+        title,
+        unit,
+        items,
+    )?;
+    let png = stem.with_extension("png");
+    let area = BitMapBackend::new(&png, (WIDTH, height)).into_drawing_area();
+    draw_bars(&area, title, unit, items)
+}
+
+fn draw_bars<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    title: &str,
+    unit: &str,
+    items: &[(String, f64)],
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    area.fill(&WHITE)?;
+    let max = items
+        .iter()
+        .map(|(_, v)| *v)
+        .fold(0.0f64, f64::max)
+        .max(1e-9)
+        * 1.15;
+    let n = items.len().max(1);
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 20))
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(330)
+        .build_cartesian_2d(0.0..max, (0..n).into_segmented())?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .x_desc(unit)
+        .y_labels(n)
+        .y_label_formatter(&|v| match v {
+            SegmentValue::CenterOf(i) => items.get(*i).map_or(String::new(), |(l, _)| l.clone()),
+            _ => String::new(),
+        })
+        .draw()?;
+    chart.draw_series(
+        Histogram::horizontal(&chart)
+            .style(BLUE.mix(0.7).filled())
+            .margin(3)
+            .data(items.iter().enumerate().map(|(i, (_, v))| (i, *v))),
+    )?;
+    chart.draw_series(items.iter().enumerate().map(|(i, (_, v))| {
+        Text::new(
+            format!("{v:.2}"),
+            (*v, SegmentValue::CenterOf(i)),
+            ("sans-serif", 13),
+        )
+    }))?;
+    area.present()?;
+    Ok(())
+}
+
+/// Writes `STEM.svg` and `STEM.png`: one line per `(label, points)` with a logarithmic x axis
+/// (concurrency) and a logarithmic y axis.
+///
+/// # Errors
+/// Drawing or file errors.
+pub fn lines(
+    stem: &Path,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> DrawResult {
+    let svg = stem.with_extension("svg");
+    let size = (WIDTH, 600);
+    draw_lines(
+        &SVGBackend::new(&svg, size).into_drawing_area(),
+        title,
+        x_desc,
+        y_desc,
+        series,
+    )?;
+    let png = stem.with_extension("png");
+    let area = BitMapBackend::new(&png, size).into_drawing_area();
+    draw_lines(&area, title, x_desc, y_desc, series)
+}
+
+fn draw_lines<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    area.fill(&WHITE)?;
+    let points = || series.iter().flat_map(|(_, p)| p.iter());
+    let x_max = points().map(|p| p.0).fold(1.0f64, f64::max) * 1.5;
+    let y_min = points().map(|p| p.1).fold(f64::MAX, f64::min).max(1e-3) / 1.5;
+    let y_max = points().map(|p| p.1).fold(1e-3f64, f64::max) * 1.5;
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 20))
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(
+            (0.8f64..x_max).log_scale(),
+            (y_min..y_max.max(y_min * 2.0)).log_scale(),
+        )?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .draw()?;
+    for (i, (label, pts)) in series.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))?
+            .label(label.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+        chart.draw_series(pts.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()?;
+    area.present()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn svg_bars_hold_every_label_and_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let stem = dir.path().join("chart");
+        let items = vec![
+            ("X25519+ecdsa-p256".to_string(), 1.25),
+            ("MLKEM".to_string(), 3.5),
+        ];
+        // The PNG needs a system font; the SVG does not: check the SVG whatever happens.
+        let _ = bars(&stem, "latency", "ms", &items);
+        let svg = std::fs::read_to_string(stem.with_extension("svg")).unwrap();
+        assert!(svg.contains("X25519+ecdsa-p256") && svg.contains("MLKEM"));
+        assert!(svg.contains("3.50") && svg.contains("1.25"));
+    }
+}
