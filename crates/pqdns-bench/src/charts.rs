@@ -154,6 +154,87 @@ where
     Ok(())
 }
 
+/// Writes `STEM.svg` and `STEM.png`: measured points, their fitted line `intercept + slope × x`
+/// and a horizontal reference line at `reference` (linear axes).
+///
+/// # Errors
+/// Drawing or file errors.
+pub fn fit(
+    stem: &Path,
+    title: &str,
+    axes: (&str, &str),
+    points: &[(f64, f64)],
+    line: (f64, f64),
+    reference: (&str, f64),
+) -> DrawResult {
+    let svg = stem.with_extension("svg");
+    let size = (WIDTH, 600);
+    draw_fit(
+        &SVGBackend::new(&svg, size).into_drawing_area(),
+        title,
+        axes,
+        points,
+        line,
+        reference,
+    )?;
+    let png = stem.with_extension("png");
+    let area = BitMapBackend::new(&png, size).into_drawing_area();
+    draw_fit(&area, title, axes, points, line, reference)
+}
+
+fn draw_fit<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    title: &str,
+    (x_desc, y_desc): (&str, &str),
+    points: &[(f64, f64)],
+    (intercept, slope): (f64, f64),
+    (ref_label, reference): (&str, f64),
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    area.fill(&WHITE)?;
+    let x_max = points.iter().map(|p| p.0).fold(100.0f64, f64::max);
+    let y_max = points.iter().map(|p| p.1).fold(reference, f64::max) * 1.2;
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 20))
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0.0..x_max, 0.0..y_max.max(1e-9))?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .draw()?;
+    chart
+        .draw_series(points.iter().map(|p| Circle::new(*p, 4, BLUE.filled())))?
+        .label("measured")
+        .legend(|(x, y)| Circle::new((x + 10, y), 4, BLUE.filled()));
+    chart
+        .draw_series(LineSeries::new(
+            [(0.0, intercept), (x_max, intercept + slope * x_max)],
+            BLUE.stroke_width(2),
+        ))?
+        .label(format!("fit: {intercept:.2} + {slope:.3} x"))
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLUE));
+    chart
+        .draw_series(LineSeries::new(
+            [(0.0, reference), (x_max, reference)],
+            RED.stroke_width(2),
+        ))?
+        .label(ref_label.to_string())
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RED));
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()?;
+    area.present()?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

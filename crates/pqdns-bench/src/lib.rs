@@ -12,6 +12,7 @@ pub mod matrix;
 pub mod matrix_report;
 pub mod proc_stat;
 pub mod query_source;
+pub mod replay;
 pub mod resolver_report;
 pub mod server_process;
 pub mod signing_report;

@@ -314,7 +314,7 @@ struct Answer {
 }
 
 #[derive(Debug, thiserror::Error)]
-enum ExchangeError {
+pub(crate) enum ExchangeError {
     #[error("{0}")]
     Io(#[from] std::io::Error),
     #[error("HTTP: {0}")]
@@ -527,7 +527,10 @@ async fn close(conn: Option<Conn>) {
 
 /// One query/answer over a stream with the 2-byte length prefix (RFC 1035 §4.2.2), written in
 /// one call; answers with other IDs are skipped.
-async fn length_prefixed<S>(stream: &mut S, wire: &[u8]) -> Result<Vec<u8>, ExchangeError>
+pub(crate) async fn length_prefixed<S>(
+    stream: &mut S,
+    wire: &[u8],
+) -> Result<Vec<u8>, ExchangeError>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {

@@ -28,6 +28,42 @@ enum Cmd {
     /// at the socket, TLS records included; IP/TCP headers estimated), client CPU and, with
     /// --server-pid, server CPU and peak RSS from /proc.
     Load(Box<LoadArgs>),
+    /// The SIDN method: replay a query log with its timing, X % of the queries first over UDP
+    /// then again over TCP (X = 0..100), and all over TCP; report server CPU per step, a linear
+    /// fit with R² and the cut-over point. Without --target a pqdns-server is started here.
+    Replay {
+        /// Server address (UDP and TCP); needs --server-pid.
+        #[arg(long, short, requires = "server_pid")]
+        target: Option<std::net::SocketAddr>,
+        /// Server process to sample.
+        #[arg(long)]
+        server_pid: Option<u32>,
+        /// Query log: "TIME NAME TYPE" lines, or "NAME TYPE" spread at --rate.
+        #[arg(long, conflicts_with = "generate")]
+        log: Option<PathBuf>,
+        /// Generate a log of N queries for host names of the started server's zone at --rate.
+        #[arg(long, default_value_t = 20_000)]
+        generate: usize,
+        /// Queries per second for logs without times.
+        #[arg(long, default_value_t = 5_000.0)]
+        rate: f64,
+        /// Replay speed factor (2 = twice as fast as logged).
+        #[arg(long, default_value_t = 1.0)]
+        speed: f64,
+        /// TCP percentages.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "0,10,20,30,40,50,60,70,80,90,100"
+        )]
+        steps: Vec<u32>,
+        /// Set the DO bit.
+        #[arg(long)]
+        dnssec: bool,
+        /// Output prefix: writes PREFIX.csv, PREFIX.json, PREFIX.svg and PREFIX.png.
+        #[arg(long, default_value = "docs/bench/replay")]
+        output: PathBuf,
+    },
     /// The PQC-DNS study's benchmark grid (TLS key exchange × certificate × DNSSEC algorithm ×
     /// transport × concurrency) against pqdns-server instances started here on 127.0.0.1;
     /// writes CSV, JSON, a README with the study's columns and charts to --output.
@@ -357,6 +393,122 @@ fn run_matrix(
     }
 }
 
+struct ReplayArgs {
+    target: Option<std::net::SocketAddr>,
+    server_pid: Option<u32>,
+    log: Option<PathBuf>,
+    generate: usize,
+    rate: f64,
+    speed: f64,
+    steps: Vec<u32>,
+    dnssec: bool,
+    output: PathBuf,
+}
+
+fn run_replay(a: ReplayArgs) -> ExitCode {
+    use pqdns_bench::replay;
+    let fail = |e: String| {
+        eprintln!("pqdns-bench replay: {e}");
+        ExitCode::from(2)
+    };
+    let text = match &a.log {
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) => return fail(format!("{}: {e}", path.display())),
+        },
+        None => (0..a.generate)
+            .map(|i| {
+                format!(
+                    "host{}.{} A\n",
+                    i % server_process::HOSTS,
+                    server_process::ORIGIN
+                )
+            })
+            .collect(),
+    };
+    let log = match replay::parse_log(&text, a.rate, 10_000_000) {
+        Ok(l) => l,
+        Err(e) => return fail(e),
+    };
+    let started;
+    let (target, pid) = match (a.target, a.server_pid) {
+        (Some(t), Some(p)) => (t, p),
+        _ => {
+            let Some(binary) = server_process::sibling_binary("pqdns-server") else {
+                return fail(
+                    "pqdns-server not found next to pqdns-bench; pass --target and --server-pid"
+                        .into(),
+                );
+            };
+            let spec = server_process::ServerSpec {
+                dnssec: Some("ECDSAP256SHA256".into()),
+                cert: server_process::CertAlgorithm::EcdsaP256,
+                policy: "hybrid-preferred",
+            };
+            started = match server_process::ServerProcess::start(&binary, &spec) {
+                Ok(s) => s,
+                Err(e) => return fail(e.to_string()),
+            };
+            (started.dns, started.pid())
+        }
+    };
+    let edns = EdnsOptions {
+        udp_payload: Some(1232),
+        dnssec_ok: a.dnssec,
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => return fail(e.to_string()),
+    };
+    let report = runtime.block_on(replay::run(
+        replay::Endpoints {
+            udp: target,
+            tcp: target,
+        },
+        pid,
+        &log,
+        &a.steps,
+        a.speed,
+        edns,
+    ));
+    let csv = report.to_csv();
+    if let (Some(fit), Some(tcp_only)) = (report.fit, report.steps.last()) {
+        let points: Vec<(f64, f64)> = report
+            .steps
+            .iter()
+            .filter_map(|s| {
+                s.tcp_percent
+                    .map(|p| (f64::from(p), s.server_cpu_us_per_query))
+            })
+            .collect();
+        let title = format!(
+            "Server CPU per query vs share retried over TCP (R² = {:.3}, cut-over {:.0} %)",
+            fit.r_squared,
+            report.cut_over_percent.unwrap_or(f64::NAN)
+        );
+        if let Err(e) = pqdns_bench::charts::fit(
+            &a.output,
+            &title,
+            ("% of queries UDP then TCP", "server CPU µs per query"),
+            &points,
+            (fit.intercept, fit.slope),
+            ("TCP only", tcp_only.server_cpu_us_per_query),
+        ) {
+            eprintln!("pqdns-bench replay: chart: {e}");
+        }
+    }
+    if let Some(fit) = report.fit {
+        eprintln!(
+            "fit: {:.2} + {:.4} µs per TCP percent, R² {:.3}; cut-over at {:.1} %",
+            fit.intercept,
+            fit.slope,
+            fit.r_squared,
+            report.cut_over_percent.unwrap_or(f64::NAN)
+        );
+    }
+    write_report(&a.output, &csv, &report)
+}
+
 fn write_report<T: serde::Serialize>(output: &std::path::Path, csv: &str, rows: &T) -> ExitCode {
     let written = std::fs::write(output.with_extension("csv"), csv).and_then(|()| {
         std::fs::write(
@@ -375,6 +527,29 @@ fn write_report<T: serde::Serialize>(output: &std::path::Path, csv: &str, rows: 
 fn main() -> ExitCode {
     match Cli::parse().command {
         Cmd::Load(args) => return run_load(*args),
+        Cmd::Replay {
+            target,
+            server_pid,
+            log,
+            generate,
+            rate,
+            speed,
+            steps,
+            dnssec,
+            output,
+        } => {
+            return run_replay(ReplayArgs {
+                target,
+                server_pid,
+                log,
+                generate,
+                rate,
+                speed,
+                steps,
+                dnssec,
+                output,
+            })
+        }
         Cmd::Matrix {
             quick,
             with_10000,

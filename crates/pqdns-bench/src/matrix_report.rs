@@ -375,7 +375,13 @@ fn draw_charts(dir: &Path, cells: &[Cell]) -> Vec<String> {
 ///
 /// # Errors
 /// I/O errors of the CSV, JSON and markdown files (chart failures are logged and skipped).
-pub fn write(dir: &Path, cells: &[Cell], opts: &MatrixOptions) -> std::io::Result<()> {
+/// `skipped` lists configurations whose server did not start.
+pub fn write(
+    dir: &Path,
+    cells: &[Cell],
+    opts: &MatrixOptions,
+    skipped: &[String],
+) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let mut csv = String::from(CSV_HEADER);
     csv.push('\n');
@@ -414,6 +420,13 @@ pub fn write(dir: &Path, cells: &[Cell], opts: &MatrixOptions) -> std::io::Resul
         }
     );
     md.push_str(DEFINITIONS);
+    if !skipped.is_empty() {
+        let _ = writeln!(md, "**Skipped** (server did not start):\n");
+        for s in skipped {
+            let _ = writeln!(md, "- {s}");
+        }
+        md.push('\n');
+    }
     goals(cells, &mut md);
     let _ = writeln!(md, "## Tables\n");
     for &c in opts.concurrency.iter().chain(if opts.with_10000 {
@@ -460,7 +473,9 @@ server CPU time ÷ answered queries — the number to compare across machines.\n
 - **Memory (%)**: pqdns-server's peak sampled RSS ÷ MemTotal.\n\
 - KEM names are TLS named groups: we have X25519, secp256r1 and the hybrids X25519MLKEM768 and \
 secp256r1MLKEM768 (ML-KEM-768, NIST level 3); the study's mlkem512/hqc/ffdhe groups come from OQS \
-OpenSSL and are not in rustls. ML-DSA-44 certificates are not in the grid: rustls 0.23 with aws-lc-rs \
+OpenSSL and are not in rustls. SPHINCS+ is SHA2-128s here (7856-byte signatures; the study's 128f \
+has 17088) because pqdns's default algorithm-number profile has no number for 128f; its row is \
+matched with the study's sphincssha2128fsimple. ML-DSA-44 certificates are not in the grid: rustls 0.23 with aws-lc-rs \
 signs and verifies ML-DSA-44 handshakes, but rcgen 0.13 cannot issue an ML-DSA certificate.\n\n";
 
 const PAPER_NOTE: &str = "## The study's numbers\n\n\

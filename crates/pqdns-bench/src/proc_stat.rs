@@ -181,35 +181,61 @@ mod tests {
         x
     }
 
-    /// A busy loop of 400 ms wall time is ~400 ms of CPU. Bounds are loose (another process
-    /// may take the core part of the time) but catch unit errors (ticks vs seconds, µs vs s).
+    /// A busy loop of 400 ms wall time is at most 400 ms of CPU, and at least some of it even
+    /// when other tests share the cores. Other tests of this binary run in parallel and add
+    /// their CPU to the process, so the upper bound allows every core for the whole wall time;
+    /// the bounds still catch unit errors (ticks vs seconds, µs vs s).
     #[test]
     fn getrusage_and_proc_stat_see_a_busy_loop() {
         let before = self_cpu_time();
         let before_proc = process_cpu_time(std::process::id()).unwrap();
+        let start = Instant::now();
         busy(Duration::from_millis(400));
         let used = (self_cpu_time() - before).as_secs_f64();
         let used_proc = (process_cpu_time(std::process::id()).unwrap() - before_proc).as_secs_f64();
-        assert!((0.1..=0.6).contains(&used), "getrusage: {used} s");
+        let most = start.elapsed().as_secs_f64() * cores() as f64 + 0.02;
         assert!(
-            (0.1..=0.62).contains(&used_proc),
+            (0.05..=most).contains(&used),
+            "getrusage: {used} s, at most {most}"
+        );
+        assert!(
+            (0.05..=most).contains(&used_proc),
             "/proc stat: {used_proc} s"
         );
     }
 
+    fn state(pid: u32) -> Option<char> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat[stat.rfind(')')? + 2..].chars().next()
+    }
+
+    /// A separate busy process (a shell loop), sampled until it exits (a zombie keeps its
+    /// times until reaped): its CPU time is at most its wall time, its peak at most one core.
     #[test]
-    fn sampler_sees_a_busy_child_thread_and_our_memory() {
-        let sampler = Sampler::start(std::process::id(), Duration::from_millis(50)).unwrap();
-        let worker = std::thread::spawn(|| busy(Duration::from_millis(400)));
-        worker.join().unwrap();
+    fn sampler_sees_a_busy_child_process() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"])
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        let sampler = Sampler::start(child.id(), Duration::from_millis(50)).unwrap();
+        // Bounded: the loop takes well under a second; give up after 30 s.
+        while state(child.id()) != Some('Z') && start.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         let usage = sampler.finish();
-        assert!((0.1..=0.62).contains(&usage.cpu_seconds), "{usage:?}");
-        // One core busy out of `cores()`: peak near 100 / cores percent, never above 100.
+        let wall = start.elapsed().as_secs_f64();
+        child.wait().unwrap();
+        assert!(
+            usage.cpu_seconds > 0.0 && usage.cpu_seconds <= wall + 0.02,
+            "{usage:?} {wall}"
+        );
         let one_core = 100.0 / cores() as f64;
-        assert!(usage.cpu_pct_peak > one_core * 0.25, "{usage:?}");
-        assert!(usage.cpu_pct_peak <= 100.0 + 1e-9, "{usage:?}");
-        assert!(usage.rss_peak_kib > 100, "{usage:?}");
-        assert!(usage.mem_pct_peak > 0.0 && usage.mem_pct_peak < 100.0);
+        assert!(usage.cpu_pct_peak <= one_core * 1.6, "{usage:?}");
+        assert!(
+            usage.rss_peak_kib > 0 && usage.mem_pct_peak < 1.0,
+            "{usage:?}"
+        );
     }
 
     #[test]

@@ -428,3 +428,58 @@ fn load_against_nsd_gives_the_same_answer_bytes_as_against_pqdns_server() {
         assert_eq!(a.wire.sent, b.wire.sent);
     }
 }
+
+/// The replay sends exactly X % of the queries again over TCP, every query over TCP in the
+/// TCP-only step, and samples the server's CPU (here: this process, where the server runs).
+#[test]
+fn replay_retries_the_asked_share_over_tcp() {
+    use pqdns_bench::replay;
+    let server = PqdnsServer::start(ORIGIN, RECORDS);
+    let log = replay::parse_log(&"www.pqdns.test A\n".repeat(40), 2000.0, 100).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let addr = replay::Endpoints {
+        udp: server.handle().addrs.udp[0],
+        tcp: server.handle().addrs.tcp[0],
+    };
+    let edns = EdnsOptions {
+        udp_payload: Some(1232),
+        dnssec_ok: false,
+    };
+    let report = rt.block_on(replay::run(
+        addr,
+        std::process::id(),
+        &log,
+        &[0, 25, 100],
+        1.0,
+        edns,
+    ));
+    let got: Vec<(Option<u32>, u64, u64, u64)> = report
+        .steps
+        .iter()
+        .map(|s| (s.tcp_percent, s.udp_answered, s.tcp_answered, s.failures))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (Some(0), 40, 0, 0),
+            (Some(25), 40, 10, 0),
+            (Some(100), 40, 40, 0),
+            (None, 0, 40, 0)
+        ]
+    );
+    assert!(
+        report.steps.iter().all(|s| s.wall_seconds >= 0.015),
+        "timing kept: 40 at 2000/s"
+    );
+    assert!(report.fit.is_some());
+    assert!(report
+        .to_csv()
+        .lines()
+        .last()
+        .unwrap()
+        .starts_with("tcp-only,40,0,40,0,"));
+}
