@@ -13,22 +13,24 @@ pub const BAR_HEIGHT: u32 = 22;
 
 type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
+/// Draws with `$draw(area, args…)` once into `STEM.svg` and once into `STEM.png`.
+macro_rules! svg_and_png {
+    ($stem:expr, $size:expr, $draw:ident($($arg:expr),*)) => {{
+        let svg = $stem.with_extension("svg");
+        $draw(&SVGBackend::new(&svg, $size).into_drawing_area(), $($arg),*)?;
+        let png = $stem.with_extension("png");
+        let area = BitMapBackend::new(&png, $size).into_drawing_area();
+        $draw(&area, $($arg),*)
+    }};
+}
+
 /// Writes `STEM.svg` and `STEM.png`: one horizontal bar per `(label, value)`.
 ///
 /// # Errors
 /// Drawing or file errors (for PNG also a missing system font).
 pub fn bars(stem: &Path, title: &str, unit: &str, items: &[(String, f64)]) -> DrawResult {
     let height = 120 + BAR_HEIGHT * items.len().max(1) as u32;
-    let svg = stem.with_extension("svg");
-    draw_bars(
-        &SVGBackend::new(&svg, (WIDTH, height)).into_drawing_area(),
-        title,
-        unit,
-        items,
-    )?;
-    let png = stem.with_extension("png");
-    let area = BitMapBackend::new(&png, (WIDTH, height)).into_drawing_area();
-    draw_bars(&area, title, unit, items)
+    svg_and_png!(stem, (WIDTH, height), draw_bars(title, unit, items))
 }
 
 fn draw_bars<DB: DrawingBackend>(
@@ -93,18 +95,11 @@ pub fn lines(
     y_desc: &str,
     series: &[(String, Vec<(f64, f64)>)],
 ) -> DrawResult {
-    let svg = stem.with_extension("svg");
-    let size = (WIDTH, 600);
-    draw_lines(
-        &SVGBackend::new(&svg, size).into_drawing_area(),
-        title,
-        x_desc,
-        y_desc,
-        series,
-    )?;
-    let png = stem.with_extension("png");
-    let area = BitMapBackend::new(&png, size).into_drawing_area();
-    draw_lines(&area, title, x_desc, y_desc, series)
+    svg_and_png!(
+        stem,
+        (WIDTH, 600),
+        draw_lines(title, x_desc, y_desc, series)
+    )
 }
 
 fn draw_lines<DB: DrawingBackend>(
@@ -167,19 +162,11 @@ pub fn fit(
     line: (f64, f64),
     reference: (&str, f64),
 ) -> DrawResult {
-    let svg = stem.with_extension("svg");
-    let size = (WIDTH, 600);
-    draw_fit(
-        &SVGBackend::new(&svg, size).into_drawing_area(),
-        title,
-        axes,
-        points,
-        line,
-        reference,
-    )?;
-    let png = stem.with_extension("png");
-    let area = BitMapBackend::new(&png, size).into_drawing_area();
-    draw_fit(&area, title, axes, points, line, reference)
+    svg_and_png!(
+        stem,
+        (WIDTH, 600),
+        draw_fit(title, axes, points, line, reference)
+    )
 }
 
 fn draw_fit<DB: DrawingBackend>(

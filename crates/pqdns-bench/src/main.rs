@@ -83,6 +83,9 @@ enum Cmd {
         /// Output directory.
         #[arg(long, default_value = "docs/bench/matrix")]
         output: PathBuf,
+        /// Measure nothing: redraw README.md and the charts from OUTPUT/matrix.json.
+        #[arg(long)]
+        report_only: bool,
     },
     /// Write a TLD-like test zone: N delegations (2 NS, glue, DS each) and M hosts.
     GenZone {
@@ -320,14 +323,42 @@ fn run_load(args: LoadArgs) -> ExitCode {
     }
 }
 
-fn run_matrix(
+struct MatrixArgs {
     quick: bool,
     with_10000: bool,
     concurrency: Option<Vec<usize>>,
     server: Option<PathBuf>,
     output: PathBuf,
-) -> ExitCode {
+    report_only: bool,
+}
+
+fn run_matrix(a: MatrixArgs) -> ExitCode {
     use std::io::IsTerminal as _;
+    let MatrixArgs {
+        quick,
+        with_10000,
+        concurrency,
+        server,
+        output,
+        report_only,
+    } = a;
+    if report_only {
+        let mut opts = matrix::MatrixOptions::new(quick, PathBuf::new(), output);
+        opts.with_10000 = with_10000;
+        if let Some(c) = concurrency {
+            opts.concurrency = c;
+        }
+        return match matrix::report_only(&opts) {
+            Ok(cells) => {
+                println!("{} cells redrawn in {}", cells.len(), opts.output.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("pqdns-bench matrix: {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
     let Some(binary) = server.or_else(|| server_process::sibling_binary("pqdns-server")) else {
         eprintln!("pqdns-bench matrix: pqdns-server not found next to pqdns-bench; build it (cargo build --release) or pass --server");
         return ExitCode::from(2);
@@ -556,7 +587,17 @@ fn main() -> ExitCode {
             concurrency,
             server,
             output,
-        } => return run_matrix(quick, with_10000, concurrency, server, output),
+            report_only,
+        } => {
+            return run_matrix(MatrixArgs {
+                quick,
+                with_10000,
+                concurrency,
+                server,
+                output,
+                report_only,
+            })
+        }
         Cmd::GenZone {
             origin,
             delegations,

@@ -86,7 +86,7 @@ impl MatrixOptions {
 }
 
 /// One measured cell of the grid.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Cell {
     /// Grid section: `DoT`, `DoH`, `DNSSEC`, `DNSSEC+DoT`, `connection-modes`, `handshake-rate`.
     pub section: String,
@@ -463,6 +463,18 @@ async fn measure(
         tls_resumed: mid.tls_resumed,
         load_avg,
     })
+}
+
+/// Redraws the tables and charts in `opts.output` from its `matrix.json` (no measurement).
+///
+/// # Errors
+/// [`MatrixError::Io`] if `matrix.json` cannot be read or parsed, or output cannot be written.
+pub fn report_only(opts: &MatrixOptions) -> Result<Vec<Cell>, MatrixError> {
+    let json = std::fs::read_to_string(opts.output.join("matrix.json"))?;
+    let cells: Vec<Cell> = serde_json::from_str(&json)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    crate::matrix_report::write(&opts.output, &cells, opts, &[])?;
+    Ok(cells)
 }
 
 /// Runs the grid, starting one pqdns-server per (certificate, policy, DNSSEC algorithm), and

@@ -43,6 +43,15 @@ pub fn parse_query(name: &str, qtype: Option<&str>) -> Result<QuerySpec, String>
     Ok(QuerySpec { qname, qtype })
 }
 
+/// The lines of a query file or log that hold an entry, with their 1-based numbers: trimmed,
+/// without blank lines and `#` comments.
+pub fn entries(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .enumerate()
+        .map(|(n, l)| (n + 1, l.trim()))
+        .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'))
+}
+
 /// Parses a dnsperf query file: one `NAME TYPE` per line; blank lines and lines starting with
 /// `#` are skipped. At most `limit` queries are kept (memory bound).
 ///
@@ -50,20 +59,11 @@ pub fn parse_query(name: &str, qtype: Option<&str>) -> Result<QuerySpec, String>
 /// [`QueryFileError`] for the first bad line, or when the file holds no query.
 pub fn parse_dnsperf(text: &str, limit: usize) -> Result<Vec<QuerySpec>, QueryFileError> {
     let mut out = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        if out.len() >= limit {
-            break;
-        }
-        let mut words = line.split_ascii_whitespace();
+    for (line, text) in entries(text).take(limit) {
+        let mut words = text.split_ascii_whitespace();
         let name = words.next().unwrap_or_default();
-        let spec = parse_query(name, words.next()).map_err(|message| QueryFileError {
-            line: n + 1,
-            message,
-        })?;
+        let spec =
+            parse_query(name, words.next()).map_err(|message| QueryFileError { line, message })?;
         out.push(spec);
     }
     if out.is_empty() {

@@ -14,7 +14,7 @@ use tokio::net::{TcpStream, UdpSocket};
 use tokio::sync::Semaphore;
 
 use crate::proc_stat::Sampler;
-use crate::query_source::{parse_query, query_wire, EdnsOptions, QuerySpec};
+use crate::query_source::{entries, parse_query, query_wire, EdnsOptions, QuerySpec};
 
 /// Most queries in flight during a replay (bounds sockets and memory).
 pub const MAX_IN_FLIGHT: usize = 2000;
@@ -40,16 +40,9 @@ pub struct LoggedQuery {
 pub fn parse_log(text: &str, rate: f64, limit: usize) -> Result<Vec<LoggedQuery>, String> {
     let mut out = Vec::new();
     let mut first: Option<f64> = None;
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        if out.len() >= limit {
-            break;
-        }
+    for (n, line) in entries(text).take(limit) {
         let words: Vec<&str> = line.split_ascii_whitespace().collect();
-        let bad = |e: String| format!("line {}: {e}", n + 1);
+        let bad = |e: String| format!("line {n}: {e}");
         let (at, name, qtype) = match words[0].parse::<f64>() {
             Ok(t) if words.len() >= 2 && t.is_finite() => {
                 let t0 = *first.get_or_insert(t);
