@@ -139,6 +139,17 @@ where
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
         chart.draw_series(pts.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
     }
+    legend_and_present(&mut chart, area)
+}
+
+/// Draws the series legend in the upper left corner and writes the area out.
+fn legend_and_present<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    area: &DrawingArea<DB, Shift>,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
     chart
         .configure_series_labels()
         .background_style(WHITE.mix(0.8))
@@ -212,14 +223,7 @@ where
         ))?
         .label(ref_label.to_string())
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RED));
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperLeft)
-        .draw()?;
-    area.present()?;
-    Ok(())
+    legend_and_present(&mut chart, area)
 }
 
 #[cfg(test)]
