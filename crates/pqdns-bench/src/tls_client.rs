@@ -34,9 +34,9 @@ pub enum TlsClientError {
     /// No certificate source: neither `--ca` nor `--insecure`.
     #[error("DoT/DoH needs --ca FILE or --insecure")]
     NoTrust,
-    /// The group filter left nothing to offer.
-    #[error("no key-exchange group left to offer (group {0:?}, pq_only)")]
-    NoGroup(Option<NamedGroup>),
+    /// The group filter left nothing to offer (e.g. a classical group with `pq_only`).
+    #[error("no key-exchange group left to offer: {0}")]
+    NoGroup(String),
     /// rustls refused the configuration.
     #[error("TLS configuration: {0}")]
     Rustls(#[from] rustls::Error),
@@ -91,7 +91,11 @@ pub fn client_config(
         .filter(|g| !opts.pq_only || pqdns_resolver::transport::is_hybrid(g.name()))
         .collect();
     if provider.kx_groups.is_empty() {
-        return Err(TlsClientError::NoGroup(opts.group));
+        let asked = opts
+            .group
+            .map_or("the defaults".to_string(), |g| format!("{g:?}"));
+        let why = if opts.pq_only { " with --pq-only" } else { "" };
+        return Err(TlsClientError::NoGroup(format!("{asked}{why}")));
     }
     let builder = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
         .with_protocol_versions(&[&rustls::version::TLS13])?;
