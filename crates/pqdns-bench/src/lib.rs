@@ -1,11 +1,22 @@
-//! pqdns-bench: zone generators and measurement reports for pqdns. The criterion suites live in
+//! pqdns-bench: zone generators, a generic DNS load generator ([`load`]) and measurement
+//! reports for pqdns. The criterion suites live in
 //! the workspace's `benches/` directory and run with `cargo bench -p pqdns-bench`.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod charts;
 pub mod delay_shim;
 pub mod fragmentation_report;
 pub mod genzone;
+pub mod load;
+pub mod matrix;
+pub mod matrix_report;
+pub mod proc_stat;
+pub mod query_source;
+pub mod replay;
 pub mod resolver_report;
+pub mod server_process;
 pub mod signing_report;
+pub mod tls_client;
+pub mod wire_count;

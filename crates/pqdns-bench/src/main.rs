@@ -4,9 +4,15 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use clap::{Parser, Subcommand};
-use pqdns_bench::{fragmentation_report, genzone, resolver_report, signing_report};
+use clap::{Args, Parser, Subcommand};
+use pqdns_bench::load::{self, ConnectionMode, Limit, LoadConfig, LoadTransport};
+use pqdns_bench::query_source::{self, EdnsOptions};
+use pqdns_bench::tls_client::{self, TlsClientOptions};
+use pqdns_bench::{
+    fragmentation_report, genzone, matrix, resolver_report, server_process, signing_report,
+};
 use pqdns_core::dnssec::Algorithm;
 
 /// Benchmarks and reports for pqdns.
@@ -19,6 +25,70 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// Load generator for any DNS server (pqdns-server, NSD, Knot, BIND): UDP, TCP, DoT, DoH;
+    /// reports latency percentiles, throughput, errors, bytes on the wire per query (counted
+    /// at the socket, TLS records included; IP/TCP headers estimated), client CPU and, with
+    /// --server-pid, server CPU and peak RSS from /proc.
+    Load(Box<LoadArgs>),
+    /// The SIDN method: replay a query log with its timing, X % of the queries first over UDP
+    /// then again over TCP (X = 0..100), and all over TCP; report server CPU per step, a linear
+    /// fit with R² and the cut-over point. Without --target a pqdns-server is started here.
+    Replay {
+        /// Server address (UDP and TCP); needs --server-pid.
+        #[arg(long, short, requires = "server_pid")]
+        target: Option<std::net::SocketAddr>,
+        /// Server process to sample.
+        #[arg(long)]
+        server_pid: Option<u32>,
+        /// Query log: "TIME NAME TYPE" lines, or "NAME TYPE" spread at --rate.
+        #[arg(long, conflicts_with = "generate")]
+        log: Option<PathBuf>,
+        /// Generate a log of N queries for host names of the started server's zone at --rate.
+        #[arg(long, default_value_t = 20_000)]
+        generate: usize,
+        /// Queries per second for logs without times.
+        #[arg(long, default_value_t = 5_000.0)]
+        rate: f64,
+        /// Replay speed factor (2 = twice as fast as logged).
+        #[arg(long, default_value_t = 1.0)]
+        speed: f64,
+        /// TCP percentages.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "0,10,20,30,40,50,60,70,80,90,100"
+        )]
+        steps: Vec<u32>,
+        /// Set the DO bit.
+        #[arg(long)]
+        dnssec: bool,
+        /// Output prefix: writes PREFIX.csv, PREFIX.json, PREFIX.svg and PREFIX.png.
+        #[arg(long, default_value = "docs/bench/replay")]
+        output: PathBuf,
+    },
+    /// The PQC-DNS study's benchmark grid (TLS key exchange × certificate × DNSSEC algorithm ×
+    /// transport × concurrency) against pqdns-server instances started here on 127.0.0.1;
+    /// writes CSV, JSON, a README with the study's columns and charts to --output.
+    Matrix {
+        /// Reduced grid that finishes in a few minutes on 2 cores.
+        #[arg(long)]
+        quick: bool,
+        /// Also run 10,000 concurrent DoT queries (X25519MLKEM768 and X25519, ECDSA P-256).
+        #[arg(long)]
+        with_10000: bool,
+        /// Concurrency steps [default: 1,100 with --quick, else 1,100,1000].
+        #[arg(long, value_delimiter = ',')]
+        concurrency: Option<Vec<usize>>,
+        /// pqdns-server binary [default: next to this executable].
+        #[arg(long)]
+        server: Option<PathBuf>,
+        /// Output directory.
+        #[arg(long, default_value = "docs/bench/matrix")]
+        output: PathBuf,
+        /// Measure nothing: redraw README.md and the charts from OUTPUT/matrix.json.
+        #[arg(long)]
+        report_only: bool,
+    },
     /// Write a TLD-like test zone: N delegations (2 NS, glue, DS each) and M hosts.
     GenZone {
         /// Zone apex.
@@ -97,6 +167,404 @@ enum Cmd {
     },
 }
 
+#[derive(Args)]
+struct LoadArgs {
+    /// Server address, e.g. 127.0.0.1:5353 or [::1]:853.
+    #[arg(long, short)]
+    target: std::net::SocketAddr,
+    /// Transport.
+    #[arg(long, value_enum, default_value = "udp")]
+    transport: LoadTransport,
+    /// fresh: new connection and TLS handshake per query; reuse: one connection per worker;
+    /// resumption: new connection per query resuming the TLS session.
+    #[arg(long, value_enum, default_value = "reuse")]
+    mode: ConnectionMode,
+    /// Concurrent workers, each with one query outstanding.
+    #[arg(long, short, default_value_t = 1)]
+    concurrency: usize,
+    /// Fixed total rate, queries/s (latency counted from the scheduled send time). Without
+    /// it: closed loop.
+    #[arg(long)]
+    rate: Option<f64>,
+    /// Stop after this many queries.
+    #[arg(long, short = 'n', conflicts_with = "duration")]
+    count: Option<u64>,
+    /// Stop after this many seconds [default: 10 when --count is not given].
+    #[arg(long, short)]
+    duration: Option<f64>,
+    /// dnsperf-format query file: one "NAME TYPE" per line, # comments.
+    #[arg(long, short = 'f', conflicts_with_all = ["qname", "generate"])]
+    queries: Option<PathBuf>,
+    /// Single query name (with --qtype).
+    #[arg(long)]
+    qname: Option<String>,
+    /// Query type for --qname and --generate.
+    #[arg(long, default_value = "A")]
+    qtype: String,
+    /// Generate N names host0.ORIGIN … (see gen-zone --hosts); ORIGIN from --origin.
+    #[arg(long, value_name = "N")]
+    generate: Option<usize>,
+    /// Origin of generated names.
+    #[arg(long, default_value = "example.com.")]
+    origin: String,
+    /// Set the DNSSEC OK bit.
+    #[arg(long)]
+    dnssec: bool,
+    /// EDNS(0) UDP payload size, bytes; 0 sends no OPT record.
+    #[arg(long, default_value_t = 1232)]
+    edns_size: u16,
+    /// Offer only this TLS named group (X25519, secp256r1, secp384r1, X25519MLKEM768,
+    /// secp256r1MLKEM768, MLKEM768, MLKEM1024) [default: rustls's list, X25519MLKEM768 first].
+    #[arg(long)]
+    group: Option<String>,
+    /// Offer only post-quantum/hybrid named groups.
+    #[arg(long)]
+    pq_only: bool,
+    /// Accept any server certificate (the handshake signature is still checked).
+    #[arg(long)]
+    insecure: bool,
+    /// PEM file of CA certificates (or the server's self-signed one) to trust.
+    #[arg(long, value_name = "FILE")]
+    ca: Option<PathBuf>,
+    /// TLS server name (SNI and verification) [default: the target's IP address].
+    #[arg(long)]
+    server_name: Option<String>,
+    /// DoH URI path.
+    #[arg(long, default_value = "/dns-query")]
+    doh_path: String,
+    /// Per-query timeout, seconds (connect + handshake + exchange).
+    #[arg(long, default_value_t = 5.0)]
+    timeout: f64,
+    /// Server process ID: sample its CPU time and RSS from /proc during the run.
+    #[arg(long)]
+    server_pid: Option<u32>,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value = "json")]
+    format: OutputFormat,
+    /// Hide the progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum OutputFormat {
+    Json,
+    Csv,
+}
+
+impl LoadArgs {
+    fn into_config(self) -> Result<LoadConfig, String> {
+        let queries = if let Some(path) = &self.queries {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            query_source::parse_dnsperf(&text, 1_000_000)
+                .map_err(|e| format!("{}: {e}", path.display()))?
+        } else if let Some(n) = self.generate {
+            let origin = query_source::parse_query(&self.origin, None)?.qname;
+            let qtype = query_source::parse_query(&self.origin, Some(&self.qtype))?.qtype;
+            query_source::generated(&origin, n, qtype)?
+        } else {
+            let name = self.qname.as_deref().unwrap_or(&self.origin);
+            vec![query_source::parse_query(name, Some(&self.qtype))?]
+        };
+        let limit = match (self.count, self.duration) {
+            (Some(n), _) => Limit::Count(n),
+            (None, Some(d)) if d > 0.0 && d.is_finite() => {
+                Limit::Duration(Duration::from_secs_f64(d))
+            }
+            (None, Some(_)) => return Err("--duration must be positive".into()),
+            (None, None) => Limit::Duration(Duration::from_secs(10)),
+        };
+        if !(self.timeout > 0.0 && self.timeout.is_finite()) {
+            return Err("--timeout must be positive".into());
+        }
+        Ok(LoadConfig {
+            target: self.target,
+            transport: self.transport,
+            mode: self.mode,
+            concurrency: self.concurrency,
+            rate: self.rate,
+            limit,
+            queries,
+            edns: EdnsOptions {
+                udp_payload: (self.edns_size > 0).then_some(self.edns_size),
+                dnssec_ok: self.dnssec,
+            },
+            tls: TlsClientOptions {
+                group: self
+                    .group
+                    .as_deref()
+                    .map(tls_client::parse_group)
+                    .transpose()?,
+                pq_only: self.pq_only,
+                insecure: self.insecure,
+                ca_file: self.ca,
+                server_name: self.server_name,
+            },
+            doh_path: self.doh_path,
+            timeout: Duration::from_secs_f64(self.timeout),
+            server_pid: self.server_pid,
+            progress: !self.quiet,
+        })
+    }
+}
+
+fn run_load(args: LoadArgs) -> ExitCode {
+    let format = args.format;
+    let cfg = match args.into_config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("pqdns-bench load: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("pqdns-bench load: tokio runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(load::run(cfg)) {
+        Ok(report) => {
+            match format {
+                OutputFormat::Json => println!(
+                    "{}",
+                    serde_json::to_string_pretty(&report).unwrap_or_default()
+                ),
+                OutputFormat::Csv => {
+                    println!("{}\n{}", load::LoadReport::CSV_HEADER, report.csv_row())
+                }
+            }
+            if report.answered == 0 {
+                return ExitCode::from(1);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("pqdns-bench load: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+struct MatrixArgs {
+    quick: bool,
+    with_10000: bool,
+    concurrency: Option<Vec<usize>>,
+    server: Option<PathBuf>,
+    output: PathBuf,
+    report_only: bool,
+}
+
+fn run_matrix(a: MatrixArgs) -> ExitCode {
+    use std::io::IsTerminal as _;
+    let MatrixArgs {
+        quick,
+        with_10000,
+        concurrency,
+        server,
+        output,
+        report_only,
+    } = a;
+    if report_only {
+        let mut opts = matrix::MatrixOptions::new(quick, PathBuf::new(), output);
+        opts.with_10000 = with_10000;
+        if let Some(c) = concurrency {
+            opts.concurrency = c;
+        }
+        return match matrix::report_only(&opts) {
+            Ok(cells) => {
+                println!("{} cells redrawn in {}", cells.len(), opts.output.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("pqdns-bench matrix: {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
+    let Some(binary) = server.or_else(|| server_process::sibling_binary("pqdns-server")) else {
+        eprintln!("pqdns-bench matrix: pqdns-server not found next to pqdns-bench; build it (cargo build --release) or pass --server");
+        return ExitCode::from(2);
+    };
+    let mut opts = matrix::MatrixOptions::new(quick, binary, output);
+    opts.with_10000 = with_10000;
+    if let Some(c) = concurrency {
+        opts.concurrency = c;
+    }
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("pqdns-bench matrix: tokio runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = runtime.block_on(matrix::run(&opts, |done, total, cell| {
+        let line = format!(
+            "{} {} {} {} {} c={} {:.2} ms {:.2} kB fail={}",
+            cell.section,
+            cell.transport,
+            cell.mode,
+            cell.kem,
+            if cell.dnssec.is_empty() {
+                &cell.cert
+            } else {
+                &cell.dnssec
+            },
+            cell.concurrency,
+            cell.latency_ms,
+            cell.bandwidth_kb,
+            cell.failures
+        );
+        match &bar {
+            Some(b) => {
+                b.set_length(total as u64);
+                b.set_position(done as u64);
+                b.set_message(line);
+            }
+            None => eprintln!("[{done}/{total}] {line}"),
+        }
+    }));
+    if let Some(b) = bar {
+        b.finish();
+    }
+    match result {
+        Ok(cells) => {
+            println!("{} cells written to {}", cells.len(), opts.output.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("pqdns-bench matrix: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+struct ReplayArgs {
+    target: Option<std::net::SocketAddr>,
+    server_pid: Option<u32>,
+    log: Option<PathBuf>,
+    generate: usize,
+    rate: f64,
+    speed: f64,
+    steps: Vec<u32>,
+    dnssec: bool,
+    output: PathBuf,
+}
+
+fn run_replay(a: ReplayArgs) -> ExitCode {
+    use pqdns_bench::replay;
+    let fail = |e: String| {
+        eprintln!("pqdns-bench replay: {e}");
+        ExitCode::from(2)
+    };
+    let text = match &a.log {
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) => return fail(format!("{}: {e}", path.display())),
+        },
+        None => (0..a.generate)
+            .map(|i| {
+                format!(
+                    "host{}.{} A\n",
+                    i % server_process::HOSTS,
+                    server_process::ORIGIN
+                )
+            })
+            .collect(),
+    };
+    let log = match replay::parse_log(&text, a.rate, 10_000_000) {
+        Ok(l) => l,
+        Err(e) => return fail(e),
+    };
+    let started;
+    let (target, pid) = match (a.target, a.server_pid) {
+        (Some(t), Some(p)) => (t, p),
+        _ => {
+            let Some(binary) = server_process::sibling_binary("pqdns-server") else {
+                return fail(
+                    "pqdns-server not found next to pqdns-bench; pass --target and --server-pid"
+                        .into(),
+                );
+            };
+            let spec = server_process::ServerSpec {
+                dnssec: Some("ECDSAP256SHA256".into()),
+                cert: server_process::CertAlgorithm::EcdsaP256,
+                policy: "hybrid-preferred",
+            };
+            started = match server_process::ServerProcess::start(&binary, &spec) {
+                Ok(s) => s,
+                Err(e) => return fail(e.to_string()),
+            };
+            (started.dns, started.pid())
+        }
+    };
+    let edns = EdnsOptions {
+        udp_payload: Some(1232),
+        dnssec_ok: a.dnssec,
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => return fail(e.to_string()),
+    };
+    let report = runtime.block_on(replay::run(
+        replay::Endpoints {
+            udp: target,
+            tcp: target,
+        },
+        pid,
+        &log,
+        &a.steps,
+        a.speed,
+        edns,
+    ));
+    let csv = report.to_csv();
+    if let (Some(fit), Some(tcp_only)) = (report.fit, report.steps.last()) {
+        let points: Vec<(f64, f64)> = report
+            .steps
+            .iter()
+            .filter_map(|s| {
+                s.tcp_percent
+                    .map(|p| (f64::from(p), s.server_cpu_us_per_query))
+            })
+            .collect();
+        let title = format!(
+            "Server CPU per query vs share retried over TCP (R² = {:.3}, cut-over {:.0} %)",
+            fit.r_squared,
+            report.cut_over_percent.unwrap_or(f64::NAN)
+        );
+        if let Err(e) = pqdns_bench::charts::fit(
+            &a.output,
+            &title,
+            ("% of queries UDP then TCP", "server CPU µs per query"),
+            &points,
+            (fit.intercept, fit.slope),
+            ("TCP only", tcp_only.server_cpu_us_per_query),
+        ) {
+            eprintln!("pqdns-bench replay: chart: {e}");
+        }
+    }
+    if let Some(fit) = report.fit {
+        eprintln!(
+            "fit: {:.2} + {:.4} µs per TCP percent, R² {:.3}; cut-over at {:.1} %",
+            fit.intercept,
+            fit.slope,
+            fit.r_squared,
+            report.cut_over_percent.unwrap_or(f64::NAN)
+        );
+    }
+    write_report(&a.output, &csv, &report)
+}
+
 fn write_report<T: serde::Serialize>(output: &std::path::Path, csv: &str, rows: &T) -> ExitCode {
     let written = std::fs::write(output.with_extension("csv"), csv).and_then(|()| {
         std::fs::write(
@@ -114,6 +582,47 @@ fn write_report<T: serde::Serialize>(output: &std::path::Path, csv: &str, rows: 
 
 fn main() -> ExitCode {
     match Cli::parse().command {
+        Cmd::Load(args) => return run_load(*args),
+        Cmd::Replay {
+            target,
+            server_pid,
+            log,
+            generate,
+            rate,
+            speed,
+            steps,
+            dnssec,
+            output,
+        } => {
+            return run_replay(ReplayArgs {
+                target,
+                server_pid,
+                log,
+                generate,
+                rate,
+                speed,
+                steps,
+                dnssec,
+                output,
+            })
+        }
+        Cmd::Matrix {
+            quick,
+            with_10000,
+            concurrency,
+            server,
+            output,
+            report_only,
+        } => {
+            return run_matrix(MatrixArgs {
+                quick,
+                with_10000,
+                concurrency,
+                server,
+                output,
+                report_only,
+            })
+        }
         Cmd::GenZone {
             origin,
             delegations,

@@ -482,17 +482,22 @@ pub fn is_hybrid(group: rustls::NamedGroup) -> bool {
     )
 }
 
-/// Certificate verification switched off, for `--insecure-tls` against self-signed servers.
-mod insecure {
+/// Certificate verification switched off, for `--insecure-tls` against self-signed servers
+/// (also used by pqdns-bench's load generator).
+pub mod insecure {
     use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
     use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
     use rustls::{DigitallySignedStruct, SignatureScheme};
 
+    /// Accepts any certificate chain but still checks the handshake signature against the
+    /// certificate's key (aws-lc-rs algorithms).
     #[derive(Debug)]
-    pub(super) struct AcceptAnyCert(rustls::crypto::WebPkiSupportedAlgorithms);
+    pub struct AcceptAnyCert(rustls::crypto::WebPkiSupportedAlgorithms);
 
     impl AcceptAnyCert {
-        pub(super) fn new() -> AcceptAnyCert {
+        /// The verifier with every signature algorithm of the aws-lc-rs provider.
+        #[allow(clippy::new_without_default)]
+        pub fn new() -> AcceptAnyCert {
             AcceptAnyCert(
                 rustls::crypto::aws_lc_rs::default_provider().signature_verification_algorithms,
             )
