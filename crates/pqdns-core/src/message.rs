@@ -277,7 +277,7 @@ impl Message {
     /// Parses a whole message in which records of type `compact` owned by the root use ARRF's
     /// compact RRFRAG form (`NAME=0 | TYPE | FRAGSIZE u16 | CURIDX u32 | RRSIZE u32 | RRID u16`
     /// followed, in responses (QR=1) only, by FRAGSIZE data bytes; Goertzen & Stebila 2022,
-    /// `shared/PQC-DNSSEC-WIRE.md` §3). Such a record is returned with CLASS 0, TTL 0 and the
+    /// `docs/pqc-dnssec-wire.md` §3). Such a record is returned with CLASS 0, TTL 0 and the
     /// bytes after TYPE as RDATA; `frag::arrf` interprets them.
     ///
     /// # Errors

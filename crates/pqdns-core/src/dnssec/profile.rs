@@ -1,7 +1,7 @@
 //! Algorithm-number profiles: which [`Algorithm`] a DNSSEC algorithm number means.
 //!
 //! IANA has assigned one post-quantum number (18 = ML-DSA-44); every other PQC number in use is
-//! project-local and projects clash (`shared/PQC-DNSSEC-WIRE.md` §1). A profile is chosen per
+//! project-local and projects clash (`docs/pqc-dnssec-wire.md` §1). A profile is chosen per
 //! zone (signer) and per trust anchor (validator). Classical numbers (RFC 8624) are the same in
 //! every built-in profile.
 

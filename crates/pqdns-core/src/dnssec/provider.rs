@@ -1,7 +1,7 @@
 //! The crypto provider: which library signs and verifies each [`Algorithm`], chosen at run
 //! time as a value (like rustls' `CryptoProvider`), never by Cargo feature precedence.
 //!
-//! Wire encodings follow `shared/PQC-DNSSEC-WIRE.md` §2: DNSKEY public-key fields and RRSIG
+//! Wire encodings follow `docs/pqc-dnssec-wire.md` §2: DNSKEY public-key fields and RRSIG
 //! signature fields carry the raw bytes each scheme defines (RFC 3110 for RSA, RFC 6605 for
 //! ECDSA, RFC 8080 for Ed25519, liboqs/FIPS 204 encodings for post-quantum schemes). ML-DSA is
 //! pure ML-DSA with an empty context (FIPS 204 §5.2), as draft-westerbaan-dnssec-mldsa §4 says.

@@ -1,5 +1,5 @@
 //! ARRF: application-layer request-based resource fragmentation (Goertzen & Stebila, ARES
-//! 2022, arXiv 2211.14196; `shared/PQC-DNSSEC-WIRE.md` §3), so post-quantum answers stay on UDP.
+//! 2022, arXiv 2211.14196; `docs/pqc-dnssec-wire.md` §3), so post-quantum answers stay on UDP.
 //!
 //! Wire form of an RRFRAG (compact: no CLASS, TTL or RDLENGTH; big-endian):
 //! `NAME=0x00 | TYPE u16 | FRAGSIZE u16 | CURIDX u32 | RRSIZE u32 | RRID u16 | FRAGDATA`.

@@ -1,6 +1,6 @@
 //! Negotiation of application-layer fragmentation with an EDNS(0) option (RFC 6891 §6.1.2) in
 //! the local/experimental range 65001–65534 (RFC 6891 §9). Neither ARRF nor QBF defines
-//! negotiation (`shared/PQC-DNSSEC-WIRE.md` §3–4); a server that fragments for an unmodified
+//! negotiation (`docs/pqc-dnssec-wire.md` §3–4); a server that fragments for an unmodified
 //! resolver breaks it, so pqdns fragments only for clients that send this option, and everyone
 //! else gets standard truncation (TC=1, retry over TCP).
 //!

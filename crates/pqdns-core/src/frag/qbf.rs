@@ -1,5 +1,5 @@
 //! QBF: query-based fragmentation of large DNSSEC answers at the DNS layer (Rawat & Jhanwar,
-//! SPACE 2023; `shared/PQC-DNSSEC-WIRE.md` §4), so post-quantum answers stay on UDP.
+//! SPACE 2023; `docs/pqc-dnssec-wire.md` §4), so post-quantum answers stay on UDP.
 //!
 //! Fragment 1 is the answer to the original query with TC=1; fragment n ≥ 2 is requested by
 //! prefixing the first QNAME label with `?n?` (same ID, QTYPE, QCLASS) and answered with the
