@@ -180,6 +180,6 @@ fn validator_api_accepts_the_draft_example_and_rejects_it_outside_its_window() {
         late.verify_rrset(&keys, &zone, RrType::MX, &mx, &rrsig)
             .unwrap_err()
             .ede,
-        7
+        pqdns_core::wire::Ede::SIGNATURE_EXPIRED
     );
 }

@@ -23,7 +23,8 @@ use pqdns_core::dnssec::Profile;
 use pqdns_core::frag::arrf::{self, ArrfError, Key, Limits, Progress, Reassembler};
 use pqdns_core::frag::edns::{FragOption, Fragmentation, DEFAULT_CODE};
 use pqdns_core::frag::qbf;
-use pqdns_core::message::{Message, FLAG_TC};
+use pqdns_core::message::Message;
+use pqdns_core::wire::FLAG_TC;
 use pqdns_core::RrType;
 use tokio::net::UdpSocket;
 

@@ -222,9 +222,9 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
     let tls_cipher = answer.exchanges.iter().find_map(|e| e.tls_cipher.clone());
     let (status, reason, ede) = match &answer.status {
         Status::Secure => ("Secure", None, None),
-        Status::Insecure(r) => ("Insecure", Some(r.text.clone()), Some(r.ede)),
-        Status::Bogus(r) => ("Bogus", Some(r.text.clone()), Some(r.ede)),
-        Status::Indeterminate(r) => ("Indeterminate", Some(r.text.clone()), Some(r.ede)),
+        Status::Insecure(r) => ("Insecure", Some(r.text.clone()), Some(r.ede.0)),
+        Status::Bogus(r) => ("Bogus", Some(r.text.clone()), Some(r.ede.0)),
+        Status::Indeterminate(r) => ("Indeterminate", Some(r.text.clone()), Some(r.ede.0)),
     };
     let render = |rs: &[pqdns_core::Record]| rs.iter().map(ToString::to_string).collect::<Vec<_>>();
     if cli.json {
@@ -232,7 +232,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             status: status.into(),
             reason,
             ede,
-            rcode: answer.message.rcode(),
+            rcode: answer.message.rcode().0,
             answer: render(&answer.message.answers),
             authority: render(&answer.message.authority),
             chain: answer.chain.clone(),
@@ -248,7 +248,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
         );
     } else {
-        println!(";; {name} {rtype}: RCODE {}", answer.message.rcode());
+        println!(";; {name} {rtype}: RCODE {}", answer.message.rcode().0);
         for r in render(&answer.message.answers) {
             println!("{r}");
         }

@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 
 use pqdns_core::dnssec::denial::{check_nsec, check_nsec3, Claim};
 use pqdns_core::dnssec::rrsig::Rrsig;
-use pqdns_core::dnssec::validate::{ede, Limits, PqPolicy, Reason, Status, TrustedKeys, Validator};
+use pqdns_core::dnssec::validate::{Limits, PqPolicy, Reason, Status, TrustedKeys, Validator};
 use pqdns_core::dnssec::{Profile, Provider};
-use pqdns_core::message::{rcode, Edns, Message, Question, EDNS_DO, FLAG_AA, FLAG_CD};
+use pqdns_core::message::{Message, Question};
+use pqdns_core::wire::{Ede, Edns, Rcode, EDNS_DO, FLAG_AA, FLAG_CD};
 use pqdns_core::{Class, Name, Record, RrType};
 
 use crate::anchors::TrustAnchors;
@@ -185,7 +186,7 @@ impl Resolver {
         let message = self.lookup(qname, qtype, &mut exchanges).await?;
         let status = if self.config.anchors.closest(qname).is_none() {
             Status::Indeterminate(Reason::new(
-                ede::OTHER,
+                Ede::OTHER,
                 format!("no trust anchor covers {qname}"),
             ))
         } else {
@@ -281,21 +282,21 @@ impl Resolver {
             // CNAME: continue with the target.
             match Name::from_wire(&rdatas[0]) {
                 Ok(target) => name = target,
-                Err(_) => return Status::Bogus(Reason::new(ede::DNSSEC_BOGUS, "malformed CNAME")),
+                Err(_) => return Status::Bogus(Reason::new(Ede::DNSSEC_BOGUS, "malformed CNAME")),
             }
         }
         // Negative answer for `name` (possibly after a CNAME chain).
         let claim = match message.rcode() {
-            rcode::NXDOMAIN => Claim::NxDomain,
-            rcode::NOERROR => Claim::NoData(qtype),
+            Rcode::NXDOMAIN => Claim::NxDomain,
+            Rcode::NOERROR => Claim::NoData(qtype),
             other if secured_any => {
                 return Status::Bogus(Reason::new(
-                    ede::OTHER,
+                    Ede::OTHER,
                     format!("RCODE {other} after a verified CNAME"),
                 ))
             }
             other => {
-                return Status::Indeterminate(Reason::new(ede::OTHER, format!("RCODE {other}")))
+                return Status::Indeterminate(Reason::new(Ede::OTHER, format!("RCODE {other}")))
             }
         };
         let soa = authority
@@ -305,7 +306,7 @@ impl Resolver {
             .cloned();
         let Some(soa_key) = soa else {
             return Status::Bogus(Reason::new(
-                ede::NSEC_MISSING,
+                Ede::NSEC_MISSING,
                 format!("negative answer for {name} without SOA"),
             ));
         };
@@ -365,7 +366,7 @@ impl Resolver {
             check_nsec(keys.zone(), name, claim, &nsec)
         } else {
             Err(Reason::new(
-                ede::NSEC_MISSING,
+                Ede::NSEC_MISSING,
                 format!("no NSEC or NSEC3 records for {name}"),
             ))
         }
@@ -385,7 +386,7 @@ impl Resolver {
             Some(z) => z,
             None => {
                 return Status::Bogus(Reason::new(
-                    ede::RRSIGS_MISSING,
+                    Ede::RRSIGS_MISSING,
                     format!("no RRSIG for {owner}"),
                 ))
             }
@@ -394,7 +395,7 @@ impl Resolver {
             ZoneTrust::Insecure(r) => Status::Insecure(r),
             ZoneTrust::Bogus(r) => Status::Bogus(r),
             ZoneTrust::Secure(_) => Status::Bogus(Reason::new(
-                ede::RRSIGS_MISSING,
+                Ede::RRSIGS_MISSING,
                 format!("{owner} is in signed zone {zone} but has no RRSIG"),
             )),
         }
@@ -446,7 +447,7 @@ impl Resolver {
         exchanges: &mut Vec<ExchangeInfo>,
         depth: usize,
     ) -> ZoneTrust {
-        let bogus = |text: String| ZoneTrust::Bogus(Reason::new(ede::DNSSEC_BOGUS, text));
+        let bogus = |text: String| ZoneTrust::Bogus(Reason::new(Ede::DNSSEC_BOGUS, text));
         if depth > MAX_DEPTH {
             return bogus(format!("chain of trust deeper than {MAX_DEPTH} zones"));
         }
@@ -459,7 +460,7 @@ impl Resolver {
         } else {
             if self.config.anchors.closest(zone).is_none() {
                 return ZoneTrust::Insecure(Reason::new(
-                    ede::OTHER,
+                    Ede::OTHER,
                     format!("{zone} is outside every trust anchor"),
                 ));
             }
@@ -475,7 +476,7 @@ impl Resolver {
                     .filter(|p| zone.is_subdomain_of(p) && p != zone)
                 else {
                     return ZoneTrust::Bogus(Reason::new(
-                        ede::RRSIGS_MISSING,
+                        Ede::RRSIGS_MISSING,
                         format!("DS for {zone} is not signed by a parent zone"),
                     ));
                 };
@@ -504,7 +505,7 @@ impl Resolver {
                     .and_then(|k| authority.signer(k));
                 let Some(parent) = signer.filter(|p| zone.is_subdomain_of(p) && p != zone) else {
                     return ZoneTrust::Bogus(Reason::new(
-                        ede::NSEC_MISSING,
+                        Ede::NSEC_MISSING,
                         format!("no DS for {zone} and no signed proof of its absence"),
                     ));
                 };
@@ -521,7 +522,7 @@ impl Resolver {
                             "{zone}: no DS, proven by {parent} (insecure delegation)"
                         ));
                         ZoneTrust::Insecure(Reason::new(
-                            ede::OTHER,
+                            Ede::OTHER,
                             format!("{zone} is an unsigned delegation"),
                         ))
                     }
@@ -548,7 +549,7 @@ impl Resolver {
                 ZoneTrust::Secure(trusted)
             }
             Ok(None) => ZoneTrust::Insecure(Reason::new(
-                ede::UNSUPPORTED_DNSKEY_ALGORITHM,
+                Ede::UNSUPPORTED_DNSKEY_ALGORITHM,
                 format!("no DS for {zone} uses a supported algorithm and digest"),
             )),
             Err(r) => ZoneTrust::Bogus(r),
@@ -646,7 +647,7 @@ impl Resolver {
             .unwrap_or_else(|| roots.to_vec());
         for _ in 0..MAX_REFERRALS {
             let m = self.ask(&servers, qname, qtype, exchanges).await?;
-            if m.has_flag(FLAG_AA) || !m.answers.is_empty() || m.rcode() != rcode::NOERROR {
+            if m.has_flag(FLAG_AA) || !m.answers.is_empty() || m.rcode() != Rcode::NOERROR {
                 return Ok(m);
             }
             let Some(cut) = m

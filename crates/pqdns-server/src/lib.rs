@@ -23,7 +23,6 @@ pub mod harness;
 pub mod metrics;
 pub mod notify;
 pub mod query;
-pub mod response;
 pub mod server;
 pub mod settings;
 pub mod tls;

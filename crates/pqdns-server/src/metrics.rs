@@ -34,9 +34,9 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing::debug;
 
-use crate::response::Rcode;
 use crate::transport::tcp::accept_loop;
 use crate::transport::{ConnLimiter, Shared};
+use pqdns_core::wire::Rcode;
 
 /// The metrics path.
 pub const METRICS_PATH: &str = "/metrics";
@@ -220,7 +220,7 @@ impl Metrics {
                     if n == 0 {
                         continue;
                     }
-                    let rcode = RCODES.get(r).map_or("OTHER", |k| k.name());
+                    let rcode = RCODES.get(r).and_then(|k| k.mnemonic()).unwrap_or("OTHER");
                     let _ = writeln!(
                         out,
                         "pqdns_queries_total{{transport=\"{name}\",qtype=\"{qtype}\",rcode=\"{rcode}\"}} {n}"

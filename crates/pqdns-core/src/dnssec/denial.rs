@@ -3,11 +3,12 @@
 //! already be verified ([`super::validate::Validator::verify_rrset`]); this module checks that
 //! they prove what is claimed.
 
-use super::nsec3::{owner_hash, Nsec3Params, FLAG_OPT_OUT, HASH_SHA1, MAX_ITERATIONS};
-use super::validate::{ede, Reason};
+use super::nsec3::{next_closer, owner_hash, Nsec3Params, FLAG_OPT_OUT, HASH_SHA1, MAX_ITERATIONS};
+use super::validate::Reason;
 use crate::name::Name;
 use crate::rdata::read_type_bitmap;
 use crate::rr::RrType;
+use crate::wire::Ede;
 
 /// What a denial is supposed to prove.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,20 +27,8 @@ pub enum Claim {
     },
 }
 
-/// The child of `ancestor` on the way down to `name` (RFC 5155's "next closer name").
-fn next_closer(name: &Name, ancestor: &Name) -> Option<Name> {
-    let mut cur = name.clone();
-    loop {
-        let parent = cur.parent()?;
-        if parent == *ancestor {
-            return Some(cur);
-        }
-        cur = parent;
-    }
-}
-
 fn bogus(text: String) -> Reason {
-    Reason::new(ede::NSEC_MISSING, text)
+    Reason::new(Ede::NSEC_MISSING, text)
 }
 
 /// An NSEC record: owner, next owner name, types.
@@ -188,7 +177,7 @@ pub fn check_nsec3(
         }
         if p.iterations > MAX_ITERATIONS {
             return Err(Reason::new(
-                27,
+                Ede::UNSUPPORTED_NSEC3_ITERATIONS,
                 format!("NSEC3 iterations {} exceed {MAX_ITERATIONS}", p.iterations),
             ));
         }

@@ -15,43 +15,20 @@ use super::rrsig::{signed_data, signing_owner, Rrsig};
 use crate::name::Name;
 use crate::rr::{Class, RrType};
 use crate::time::serial_le;
-
-/// RFC 8914 Extended DNS Error codes used by the validator.
-pub mod ede {
-    /// Other.
-    pub const OTHER: u16 = 0;
-    /// Unsupported DNSKEY algorithm.
-    pub const UNSUPPORTED_DNSKEY_ALGORITHM: u16 = 1;
-    /// Unsupported DS digest type.
-    pub const UNSUPPORTED_DS_DIGEST: u16 = 2;
-    /// DNSSEC bogus.
-    pub const DNSSEC_BOGUS: u16 = 6;
-    /// Signature expired.
-    pub const SIGNATURE_EXPIRED: u16 = 7;
-    /// Signature not yet valid.
-    pub const SIGNATURE_NOT_YET_VALID: u16 = 8;
-    /// DNSKEY missing.
-    pub const DNSKEY_MISSING: u16 = 9;
-    /// RRSIGs missing.
-    pub const RRSIGS_MISSING: u16 = 10;
-    /// No zone key bit set.
-    pub const NO_ZONE_KEY_BIT: u16 = 11;
-    /// NSEC missing.
-    pub const NSEC_MISSING: u16 = 12;
-}
+use crate::wire::Ede;
 
 /// Why validation did not reach Secure.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reason {
     /// RFC 8914 Extended DNS Error code.
-    pub ede: u16,
+    pub ede: Ede,
     /// Human-readable explanation.
     pub text: String,
 }
 
 impl Reason {
     /// A reason with an EDE code.
-    pub fn new(ede: u16, text: impl Into<String>) -> Reason {
+    pub fn new(ede: Ede, text: impl Into<String>) -> Reason {
         Reason {
             ede,
             text: text.into(),
@@ -61,7 +38,7 @@ impl Reason {
 
 impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} (EDE {})", self.text, self.ede)
+        write!(f, "{} (EDE {})", self.text, self.ede.0)
     }
 }
 
@@ -81,7 +58,7 @@ pub enum Status {
 
 impl Default for Status {
     fn default() -> Status {
-        Status::Indeterminate(Reason::new(ede::OTHER, "not validated"))
+        Status::Indeterminate(Reason::new(Ede::OTHER, "not validated"))
     }
 }
 
@@ -277,13 +254,13 @@ impl<'a> Validator<'a> {
         };
         if dnskeys.is_empty() {
             return Err(Reason::new(
-                ede::DNSKEY_MISSING,
+                Ede::DNSKEY_MISSING,
                 format!("no DNSKEY RRset for {zone}"),
             ));
         }
         if dnskeys.len() > self.limits.max_dnskeys {
             return Err(Reason::new(
-                ede::DNSSEC_BOGUS,
+                Ede::DNSSEC_BOGUS,
                 format!(
                     "{} DNSKEYs at {zone} exceed the limit of {}",
                     dnskeys.len(),
@@ -304,7 +281,7 @@ impl<'a> Validator<'a> {
             if hit {
                 if !k.is_zone_key() {
                     return Err(Reason::new(
-                        ede::NO_ZONE_KEY_BIT,
+                        Ede::NO_ZONE_KEY_BIT,
                         format!("DNSKEY {tag} at {zone} matches a DS but lacks the Zone Key flag"),
                     ));
                 }
@@ -313,7 +290,7 @@ impl<'a> Validator<'a> {
         }
         if matched.is_empty() {
             return Err(Reason::new(
-                ede::DNSSEC_BOGUS,
+                Ede::DNSSEC_BOGUS,
                 format!("no DNSKEY at {zone} matches its DS records"),
             ));
         }
@@ -346,14 +323,14 @@ impl<'a> Validator<'a> {
         rrsigs: &[Vec<u8>],
     ) -> Result<VerifiedRRset, Reason> {
         let mut last = Reason::new(
-            ede::RRSIGS_MISSING,
+            Ede::RRSIGS_MISSING,
             format!("no RRSIG for {owner} {rtype} by {}", keys.zone),
         );
         let mut verified_algs: Vec<SecAlg> = Vec::new();
         let mut result = None;
         for raw in rrsigs.iter().take(self.limits.max_rrsigs_per_rrset) {
             let Some(sig) = Rrsig::parse(raw) else {
-                last = Reason::new(ede::DNSSEC_BOGUS, "malformed RRSIG");
+                last = Reason::new(Ede::DNSSEC_BOGUS, "malformed RRSIG");
                 continue;
             };
             let f = &sig.fields;
@@ -363,7 +340,7 @@ impl<'a> Validator<'a> {
             }
             let Some(alg) = self.supported(f.algorithm) else {
                 last = Reason::new(
-                    ede::UNSUPPORTED_DNSKEY_ALGORITHM,
+                    Ede::UNSUPPORTED_DNSKEY_ALGORITHM,
                     format!(
                         "RRSIG algorithm {} not supported under profile {:?}",
                         f.algorithm,
@@ -374,7 +351,7 @@ impl<'a> Validator<'a> {
             };
             if !serial_le(f.inception, self.now) {
                 last = Reason::new(
-                    ede::SIGNATURE_NOT_YET_VALID,
+                    Ede::SIGNATURE_NOT_YET_VALID,
                     format!(
                         "RRSIG over {owner} {rtype} by key {} is not yet valid",
                         f.key_tag
@@ -384,7 +361,7 @@ impl<'a> Validator<'a> {
             }
             if !serial_le(self.now, f.expiration) {
                 last = Reason::new(
-                    ede::SIGNATURE_EXPIRED,
+                    Ede::SIGNATURE_EXPIRED,
                     format!(
                         "RRSIG over {owner} {rtype} by key {} has expired",
                         f.key_tag
@@ -394,7 +371,7 @@ impl<'a> Validator<'a> {
             }
             let Some(signed_owner) = signing_owner(owner, f.labels) else {
                 last = Reason::new(
-                    ede::DNSSEC_BOGUS,
+                    Ede::DNSSEC_BOGUS,
                     "RRSIG labels field exceeds the owner's labels",
                 );
                 continue;
@@ -410,7 +387,7 @@ impl<'a> Validator<'a> {
                 .collect();
             if candidates.is_empty() {
                 last = Reason::new(
-                    ede::DNSKEY_MISSING,
+                    Ede::DNSKEY_MISSING,
                     format!(
                         "no DNSKEY with tag {} algorithm {} at {}",
                         f.key_tag, f.algorithm, keys.zone
@@ -427,12 +404,12 @@ impl<'a> Validator<'a> {
             let scheme = self
                 .provider
                 .scheme(alg)
-                .map_err(|e| Reason::new(ede::UNSUPPORTED_DNSKEY_ALGORITHM, e.to_string()))?;
+                .map_err(|e| Reason::new(Ede::UNSUPPORTED_DNSKEY_ALGORITHM, e.to_string()))?;
             let mut ok = false;
             for key in candidates {
                 if self.verifications >= self.limits.max_verifications {
                     return Err(Reason::new(
-                        ede::DNSSEC_BOGUS,
+                        Ede::DNSSEC_BOGUS,
                         format!(
                             "work limit of {} signature verifications reached",
                             self.limits.max_verifications
@@ -447,7 +424,7 @@ impl<'a> Validator<'a> {
             }
             if !ok {
                 last = Reason::new(
-                    ede::DNSSEC_BOGUS,
+                    Ede::DNSSEC_BOGUS,
                     format!(
                         "RRSIG over {owner} {rtype} by key {} ({alg}) does not verify",
                         f.key_tag
@@ -468,7 +445,7 @@ impl<'a> Validator<'a> {
         match result {
             Some(v) if keys.required.iter().all(|a| verified_algs.contains(a)) => Ok(v),
             Some(_) => Err(Reason::new(
-                ede::DNSSEC_BOGUS,
+                Ede::DNSSEC_BOGUS,
                 format!("{owner} {rtype} validates only with classical algorithms, but the chain offers post-quantum {:?} (require-pq)", keys.required.iter().map(|a| a.0).collect::<Vec<_>>()),
             )),
             None => Err(last),
@@ -577,7 +554,7 @@ mod tests {
         let err = v
             .verify_rrset(&trusted, &www, RrType::A, &bad, &sigs)
             .unwrap_err();
-        assert_eq!(err.ede, ede::DNSSEC_BOGUS);
+        assert_eq!(err.ede, Ede::DNSSEC_BOGUS);
         let mut ede_of = |sigs: &[Vec<u8>]| {
             v.verify_rrset(&trusted, &www, RrType::A, &a, sigs)
                 .unwrap_err()
@@ -585,14 +562,14 @@ mod tests {
         };
         let signed_at = |window| vec![sign(&f.keys[0], &www, RrType::A, &a, window)];
         // Stripped RRSIGs, expired, not yet valid, wrong key tag.
-        assert_eq!(ede_of(&[]), ede::RRSIGS_MISSING);
+        assert_eq!(ede_of(&[]), Ede::RRSIGS_MISSING);
         let expired = signed_at((1_700_000_000, 1_700_000_100));
-        assert_eq!(ede_of(&expired), ede::SIGNATURE_EXPIRED);
+        assert_eq!(ede_of(&expired), Ede::SIGNATURE_EXPIRED);
         let future = signed_at((1_800_000_000, 1_800_000_100));
-        assert_eq!(ede_of(&future), ede::SIGNATURE_NOT_YET_VALID);
+        assert_eq!(ede_of(&future), Ede::SIGNATURE_NOT_YET_VALID);
         let mut wrong_tag = sigs[0].clone();
         wrong_tag[16] ^= 0xff;
-        assert_eq!(ede_of(&[wrong_tag]), ede::DNSKEY_MISSING);
+        assert_eq!(ede_of(&[wrong_tag]), Ede::DNSKEY_MISSING);
 
         // DS mismatch.
         let mut bad_ds = f.ds.clone();
@@ -609,7 +586,7 @@ mod tests {
             v.trust_dnskeys(&f.zone, &f.ds, &[], &f.key_sigs)
                 .unwrap_err()
                 .ede,
-            ede::DNSKEY_MISSING
+            Ede::DNSKEY_MISSING
         );
         // DS with an unknown algorithm only: insecure, not bogus.
         let mut unknown = f.ds[0].clone();

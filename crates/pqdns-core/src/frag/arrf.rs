@@ -30,9 +30,10 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::frag::edns::{FragOption, ARRF};
-use crate::message::{Edns, Message, Question, FLAG_QR, FLAG_TC};
+use crate::message::{Message, Question};
 use crate::name::Name;
 use crate::rr::{Class, Record, RrType};
+use crate::wire::{Edns, FLAG_QR, FLAG_TC};
 
 /// RRFRAG type used by the ARRF experiments (collides with IANA's EUI48).
 pub const DEFAULT_RRFRAG_TYPE: RrType = RrType(108);

@@ -177,7 +177,7 @@ async fn send_transfer<W: AsyncWrite + Unpin>(
         }
     }
     info!(
-        %peer, zone = %xfr.zone(), qtype = %xfr.qtype(), rcode = rcode.name(),
+        %peer, zone = %xfr.zone(), qtype = %xfr.qtype(), %rcode,
         messages = xfr.messages(), records = xfr.records(), "zone transfer"
     );
     matches!(timeout(idle, wr.flush()).await, Ok(Ok(())))

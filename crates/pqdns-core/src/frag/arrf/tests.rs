@@ -2,7 +2,7 @@ use super::*;
 use crate::dnssec::Algorithm;
 use crate::frag::edns::DEFAULT_CODE;
 use crate::frag::fixtures::{case, cases, n, query, signatures_verify, BUDGET};
-use crate::message::FLAG_AA;
+use crate::wire::FLAG_AA;
 
 const T: RrType = DEFAULT_RRFRAG_TYPE;
 
