@@ -26,7 +26,10 @@ pub mod query;
 pub mod response;
 pub mod server;
 pub mod settings;
+// Moved to crates/pqdns-net/src (next commit turns that directory into the pqdns-net crate).
+#[path = "../../pqdns-net/src/tls.rs"]
 pub mod tls;
+#[path = "../../pqdns-net/src/limit.rs"]
 pub mod transport;
 pub mod zones;
 
