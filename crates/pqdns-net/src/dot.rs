@@ -1,79 +1,88 @@
 //! DNS over TLS (RFC 7858): the TCP stream loop inside TLS, ALPN "dot" (RFC 7858 §3.2 via the
 //! IANA registry), the handshake bounded by the idle timeout. The negotiated key exchange group
-//! is logged at debug level and counted in the metrics. Zone transfers over TLS (XoT, RFC 9103)
-//! are served to allowed clients like over TCP; the ALPN is "dot" (RFC 9103 §7.1 registers it
-//! for XoT too).
+//! is logged at debug level and reported as [`Event::Handshake`]. Zone transfers over TLS (XoT,
+//! RFC 9103) are served like over TCP; the ALPN is "dot" (RFC 9103 §7.1 registers it for XoT
+//! too).
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::time::timeout;
+use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 use tracing::debug;
 
-use super::tcp::{accept_loop, serve_stream};
-use super::{ConnLimiter, Shared};
-use crate::metrics::Proto;
+use crate::limit::ConnLimiter;
+use crate::service::{Event, Service, Transport};
+use crate::tcp::{accept_loop, refused_reporter, serve_stream, StreamLimits};
 
 /// Serves DoT on `listener` with `acceptor`.
-pub async fn serve(
+pub(crate) async fn serve<S: Service>(
     listener: TcpListener,
     acceptor: TlsAcceptor,
-    shared: Arc<Shared>,
+    service: Arc<S>,
     limiter: Arc<ConnLimiter>,
+    limits: StreamLimits,
     shutdown: watch::Receiver<bool>,
 ) {
     let rx = shutdown.clone();
-    accept_loop(listener, limiter, shutdown, move |stream, peer, permit| {
-        let (shared, acceptor, rx) = (Arc::clone(&shared), acceptor.clone(), rx.clone());
-        async move {
-            let tls = match timeout(shared.idle_timeout, acceptor.accept(stream)).await {
-                Ok(Ok(tls)) => tls,
-                Ok(Err(e)) => return handshake_failed(&shared, Proto::Dot, peer, Some(&e)),
-                Err(_) => return handshake_failed(&shared, Proto::Dot, peer, None),
-            };
-            log_handshake(&shared, Proto::Dot, peer, tls.get_ref().1);
-            serve_stream(tls, peer, Proto::Dot, &shared, rx).await;
-            drop(permit);
-        }
-    })
+    let refused = refused_reporter(&service, Transport::Dot);
+    accept_loop(
+        listener,
+        limiter,
+        shutdown,
+        refused,
+        move |stream, peer, permit| {
+            let (service, acceptor, rx) = (Arc::clone(&service), acceptor.clone(), rx.clone());
+            async move {
+                let Some(tls) =
+                    handshake(&acceptor, stream, peer, Transport::Dot, &*service, limits).await
+                else {
+                    return;
+                };
+                serve_stream(tls, peer, Transport::Dot, &service, limits, rx).await;
+                drop(permit);
+            }
+        },
+    )
     .await;
 }
 
-/// Logs the negotiated TLS version, key exchange group and resumption at debug level, and
-/// counts the handshake by group.
-pub fn log_handshake(
-    shared: &Shared,
-    proto: Proto,
-    peer: std::net::SocketAddr,
-    conn: &rustls::ServerConnection,
-) {
-    let group = conn.negotiated_key_exchange_group().map(|g| g.name());
-    if let Some(m) = &shared.metrics {
-        m.handshake(proto, group);
-    }
-    debug!(
-        %peer,
-        version = ?conn.protocol_version(),
-        group = ?group,
-        resumed = ?conn.handshake_kind(),
-        "{proto:?} handshake done"
-    );
-}
-
-/// Logs and counts a handshake that failed with `error`, or timed out (`None`).
-pub fn handshake_failed(
-    shared: &Shared,
-    proto: Proto,
-    peer: std::net::SocketAddr,
-    error: Option<&std::io::Error>,
-) {
-    if let Some(m) = &shared.metrics {
-        m.handshake_failure(proto);
-    }
-    match error {
-        Some(e) => debug!(%peer, error = %e, "{proto:?} handshake failed"),
-        None => debug!(%peer, "{proto:?} handshake timed out"),
-    }
+/// Runs the TLS handshake on `stream`, bounded by the idle timeout; logs the negotiated TLS
+/// version, key exchange group and resumption at debug level and reports the handshake (or its
+/// failure) to `service`. `None` if it failed or timed out.
+pub(crate) async fn handshake<S: Service>(
+    acceptor: &TlsAcceptor,
+    stream: TcpStream,
+    client: SocketAddr,
+    transport: Transport,
+    service: &S,
+    limits: StreamLimits,
+) -> Option<TlsStream<TcpStream>> {
+    let error = match timeout(limits.idle, acceptor.accept(stream)).await {
+        Ok(Ok(tls)) => {
+            let conn = tls.get_ref().1;
+            let group = conn.negotiated_key_exchange_group().map(|g| g.name());
+            service.event(&Event::Handshake {
+                transport,
+                client,
+                group,
+            });
+            debug!(
+                peer = %client,
+                version = ?conn.protocol_version(),
+                group = ?group,
+                resumed = ?conn.handshake_kind(),
+                "{} handshake done", transport.name()
+            );
+            return Some(tls);
+        }
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => "timed out".to_string(),
+    };
+    service.event(&Event::HandshakeFailed { transport, client });
+    debug!(peer = %client, %error, "{} handshake failed", transport.name());
+    None
 }
