@@ -44,6 +44,9 @@ pub enum CryptoError {
     /// 65050).
     #[error("MTL condensed signature: no verified ladder for series {0:016x}")]
     LadderRequired(u64),
+    /// An MTL-mode signature field that does not parse (`docs/pqc-dnssec-wire.md` §5).
+    #[error("malformed MTL signature: {0}")]
+    MalformedMtl(super::mtl::SignatureError),
 }
 
 /// Private-key material as named fields of a BIND `Private-key-format: v1.3` file (for example

@@ -265,6 +265,9 @@ impl Checker<'_> {
             Some(e @ super::provider::CryptoError::LadderRequired(_)) => format!(
                 "RRSIG key tag {tag} ({alg}): {e} (no valid full signature of this series in the zone)"
             ),
+            Some(e @ super::provider::CryptoError::MalformedMtl(_)) => {
+                format!("RRSIG key tag {tag} ({alg}): {e}")
+            }
             _ => format!("RRSIG key tag {tag} ({alg}): signature does not verify"),
         })
     }

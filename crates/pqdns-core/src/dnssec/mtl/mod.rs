@@ -168,7 +168,7 @@ pub fn verify_signature(
         return Err(CryptoError::Unsupported(alg));
     }
     let _ = alg;
-    let sig = MtlSignature::parse(field).map_err(|_| CryptoError::BadSignature)?;
+    let sig = MtlSignature::parse(field).map_err(CryptoError::MalformedMtl)?;
     let ladder = ladders
         .get(public_key, sig.path.series)
         .ok_or(CryptoError::LadderRequired(sig.path.series.as_u64()))?;

@@ -1,17 +1,20 @@
 //! The MTL node set and its hash functions (draft-harvey-cfrg-mtl-mode §§5–8 with the
-//! SPHINCS+-aligned instantiation of §10, as Verisign's MTL library implements it for
-//! SPHINCS+-128s "simple", n = 16):
+//! SPHINCS+-aligned instantiation of §10 and the domain separators of -03 §4.1), exactly as
+//! Verisign's SPHINCS+-based MTL library (the one behind its ldns/NSD/unbound forks and the
+//! sample zone in `tests/data/mtl-mode-ldns-sha2`) computes them for SPHINCS+-128s "simple",
+//! n = 16, with an empty context string:
 //!
 //! - address `ADRS` (32 bytes): layer 0 | tree address with the series ID in its last 8 bytes |
 //!   type u32 (16 message, 17 data, 18 tree) | 0 | left u32 | right u32; the SHA2 family uses
 //!   the 22-byte compressed form `ADRSc` of SPHINCS+ (layer 1 byte | series 8 | type 1 | 0 (4) |
 //!   left | right).
-//! - data value `H_msg_mtl(R, PK.seed, PK.root, ADRS(16, 0, i) ‖ M)`: SHA2:
-//!   `MGF1-SHA-256(R ‖ PK.seed ‖ SHA-256(R ‖ PK.seed ‖ PK.root ‖ ADRS ‖ M), n)`; SHAKE:
-//!   `SHAKE256(R ‖ PK.seed ‖ PK.root ‖ ADRS ‖ M, 8n)`.
-//! - leaf `F(ADRS(17, i, i), value)` and internal node `H(ADRS(18, l, r), left ‖ right)`: SHA2:
-//!   the first n bytes of `SHA-256(BlockPad(PK.seed) ‖ ADRSc ‖ data)` (BlockPad to 64 bytes as in
-//!   SPHINCS+); SHAKE: `SHAKE256(PK.seed ‖ ADRS ‖ data, 8n)`.
+//! - data value of leaf i: `H_msg_mtl(R, PK.seed, PK.root, 0x80 ‖ 0x00 ‖ ADRS(16, 0, i) ‖ M)`,
+//!   where 0x80 is the message separator and 0x00 the length of the empty context string;
+//!   SHA2: `MGF1-SHA-256(R ‖ PK.seed ‖ SHA-256(R ‖ PK.seed ‖ PK.root ‖ …), n)`; SHAKE:
+//!   `SHAKE256(R ‖ PK.seed ‖ PK.root ‖ …, 8n)`.
+//! - leaf `F(ADRS(17, 0, i), value)` and internal node `H(ADRS(18, l, r), left ‖ right)`: SHA2:
+//!   the first n bytes of `SHA-256(BlockPad(PK.seed) ‖ ADRSc ‖ data)` (BlockPad to the 64-byte
+//!   SHA-256 block as in SPHINCS+); SHAKE: `SHAKE256(PK.seed ‖ ADRS ‖ data, 8n)`.
 //!
 //! Leaves are appended in order; a complete aligned block of 2^k leaves gets its internal node
 //! as soon as its last leaf arrives (Algorithm 4), so appending is O(log n) hashes and the
@@ -29,6 +32,10 @@ pub const N: usize = 16;
 const ADRS_MSG: u32 = 16;
 const ADRS_DATA: u32 = 17;
 const ADRS_TREE: u32 = 18;
+
+/// Message domain separator and the length of the (empty) context string that precede
+/// `ADRS ‖ M` in the data value (draft-harvey-cfrg-mtl-mode-03 §4.1, `MTL_MSG_SEP` = 128).
+const MESSAGE_SEPARATOR: [u8; 2] = [0x80, 0x00];
 
 /// Which SPHINCS+ hash family a series uses: algorithm 248 is SHA2, 249 is SHAKE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -113,17 +120,18 @@ pub(crate) fn leaf_hash(
     message: &[u8],
 ) -> [u8; N] {
     let a = adrs(series, ADRS_MSG, 0, leaf);
+    let sep = &MESSAGE_SEPARATOR;
     let value = match family {
         HashFamily::Sha2 => {
-            let digest = sha256(&[randomizer, seed, root, &a, message]);
+            let digest = sha256(&[randomizer, seed, root, sep, &a, message]);
             let mut out = [0u8; N];
             // MGF1-SHA-256 with one block suffices for n = 16.
             out.copy_from_slice(&sha256(&[randomizer, seed, &digest, &0u32.to_be_bytes()])[..N]);
             out
         }
-        HashFamily::Shake => shake(&[randomizer, seed, root, &a, message]),
+        HashFamily::Shake => shake(&[randomizer, seed, root, sep, &a, message]),
     };
-    tree_hash(family, seed, series, ADRS_DATA, (leaf, leaf), &[&value])
+    tree_hash(family, seed, series, ADRS_DATA, (0, leaf), &[&value])
 }
 
 fn node_hash(

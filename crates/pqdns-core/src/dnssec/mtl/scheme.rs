@@ -1,6 +1,7 @@
 //! SLH-DSA-MTL as a provider scheme (algorithms 248/249): keys are SPHINCS+-128s-simple key
 //! pairs from liboqs (DNSKEY field PK.seed ‖ PK.root, private key liboqs' secret key), ladders
-//! are signed with SPHINCS+ over their wire form, and batches of RRsets become one series.
+//! are signed with SPHINCS+ over their domain-separated wire form ([`ladder_message`]), and
+//! batches of RRsets become one series.
 
 use std::sync::Mutex;
 
@@ -34,6 +35,23 @@ fn algorithm_of(family: HashFamily) -> Algorithm {
     }
 }
 
+/// The bytes SPHINCS+ signs for a ladder: `0x81 ‖ 0x00 ‖ OID ‖ ladder`, the ladder domain
+/// separator (`MTL_LADDER_SEP` = 129), the length of the empty context string, and the 6-byte
+/// object identifier Verisign's MTL library gives SLH-DSA-MTL-SHA2-128S (`2B CE 0F 06 0A 10`) or
+/// -SHAKE-128S (`2B CE 0F 06 0D 10`), then the ladder's wire form (draft-harvey-cfrg-mtl-mode-03
+/// §4.1, "sep = octet(MTL_LADDER_SEP) ‖ octet(OLEN(ctx)) ‖ ctx ‖ OID_MTL ‖ ladder").
+fn ladder_message(family: HashFamily, ladder_bytes: &[u8]) -> Vec<u8> {
+    let oid: [u8; 6] = match family {
+        HashFamily::Sha2 => [0x2B, 0xCE, 0x0F, 0x06, 0x0A, 0x10],
+        HashFamily::Shake => [0x2B, 0xCE, 0x0F, 0x06, 0x0D, 0x10],
+    };
+    let mut out = Vec::with_capacity(2 + oid.len() + ladder_bytes.len());
+    out.extend_from_slice(&[0x81, 0x00]);
+    out.extend_from_slice(&oid);
+    out.extend_from_slice(ladder_bytes);
+    out
+}
+
 fn ladder_scheme(family: HashFamily) -> &'static dyn SignatureScheme {
     sphincs_128s(family == HashFamily::Shake)
 }
@@ -49,8 +67,9 @@ fn random_bytes<const L: usize>() -> Result<[u8; L], CryptoError> {
 /// checking condensed signatures of the series later.
 ///
 /// # Errors
-/// [`CryptoError::BadSignature`] if the field does not parse or anything fails to verify;
-/// [`CryptoError::LadderRequired`] for a condensed signature.
+/// [`CryptoError::MalformedMtl`] if the field does not parse; [`CryptoError::BadSignature`] if
+/// the ladder signature or the path does not verify; [`CryptoError::LadderRequired`] for a
+/// condensed signature.
 pub fn verify_full(
     alg: Algorithm,
     public_key: &[u8],
@@ -61,14 +80,18 @@ pub fn verify_full(
     if public_key.len() != 2 * N {
         return Err(CryptoError::BadKey("MTL public key must be 32 bytes"));
     }
-    let sig = MtlSignature::parse(field).map_err(|_| CryptoError::BadSignature)?;
+    let sig = MtlSignature::parse(field).map_err(CryptoError::MalformedMtl)?;
     let Some((ladder, ladder_bytes, ladder_sig)) = &sig.signed_ladder else {
         return Err(CryptoError::LadderRequired(sig.path.series.as_u64()));
     };
     if ladder.series != sig.path.series {
         return Err(CryptoError::BadSignature);
     }
-    ladder_scheme(family).verify(public_key, ladder_bytes, ladder_sig)?;
+    ladder_scheme(family).verify(
+        public_key,
+        &ladder_message(family, ladder_bytes),
+        ladder_sig,
+    )?;
     let verified = VerifiedLadder {
         family,
         public_key: public_key.to_vec(),
@@ -147,7 +170,7 @@ impl MtlSigner {
         }
         let mut bytes = Vec::new();
         self.nodes.ladder().write(&mut bytes);
-        let sig = self.key.sign(&bytes)?;
+        let sig = self.key.sign(&ladder_message(self.family, &bytes))?;
         self.signed_ladder = Some((count, bytes, sig));
         Ok(())
     }

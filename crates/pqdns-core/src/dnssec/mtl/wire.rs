@@ -113,6 +113,10 @@ pub enum SignatureError {
     /// Bytes follow where the field should end, or the length field disagrees.
     #[error("MTL signature has trailing or missing bytes")]
     BadLength,
+    /// A path or ladder flags field is not 0 (no flags are defined; a path's flags are not
+    /// covered by any signature, so unknown ones are refused rather than ignored).
+    #[error("MTL flags {0:#06x} are not defined")]
+    UnknownFlags(u16),
 }
 
 struct Reader<'a>(&'a [u8]);
@@ -134,6 +138,12 @@ impl<'a> Reader<'a> {
     }
     fn hash(&mut self) -> Result<[u8; N], SignatureError> {
         Ok(self.take(N)?.try_into().expect("n"))
+    }
+    fn flags(&mut self) -> Result<u16, SignatureError> {
+        match self.u16()? {
+            0 => Ok(0),
+            other => Err(SignatureError::UnknownFlags(other)),
+        }
     }
     fn series(&mut self) -> Result<SeriesId, SignatureError> {
         Ok(SeriesId(self.take(SERIES_ID_LEN)?.try_into().expect("8")))
@@ -159,7 +169,7 @@ impl Ladder {
     }
 
     fn read(r: &mut Reader<'_>) -> Result<Ladder, SignatureError> {
-        let flags = r.u16()?;
+        let flags = r.flags()?;
         let series = r.series()?;
         let count = usize::from(r.u16()?);
         if count > MAX_DEPTH {
@@ -221,7 +231,7 @@ impl AuthPath {
 
     fn read(r: &mut Reader<'_>) -> Result<AuthPath, SignatureError> {
         let randomizer = r.hash()?;
-        let flags = r.u16()?;
+        let flags = r.flags()?;
         let series = r.series()?;
         let leaf = r.u32()?;
         let rung_left = r.u32()?;
@@ -350,6 +360,12 @@ mod tests {
         let mut bad = c.clone();
         bad[0] = 2;
         assert_eq!(MtlSignature::parse(&bad), Err(SignatureError::BadFlag(2)));
+        let mut flagged = c.clone();
+        flagged[1 + N + 1] = 1;
+        assert_eq!(
+            MtlSignature::parse(&flagged),
+            Err(SignatureError::UnknownFlags(1))
+        );
         let mut long = c.clone();
         long.push(0);
         assert_eq!(MtlSignature::parse(&long), Err(SignatureError::BadLength));
