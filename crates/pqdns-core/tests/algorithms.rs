@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use pqdns_core::dnssec::keyfile::{KeyRole, ZoneKey};
+use pqdns_core::dnssec::keyfile::{KeyFileFormat, KeyRole, ZoneKey};
 use pqdns_core::dnssec::nsec3::Nsec3Params;
 use pqdns_core::dnssec::sign::{sign_zone, Denial, SigningPolicy};
 use pqdns_core::dnssec::verify::{verify_zone, VerifyOptions};
@@ -126,26 +126,42 @@ fn key_files_round_trip_with_private_mode_0600() {
     let dir = tempfile::tempdir().unwrap();
     let profile = test_profile();
     each_algorithm(|alg, provider| {
-        let key = &keys(alg, provider)[0];
-        let (key_path, private_path) = key.write_files(dir.path()).unwrap();
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(&private_path)
-                .unwrap()
-                .permissions()
-                .mode();
-            assert_eq!(mode & 0o777, 0o600, "{alg}");
+        for format in [KeyFileFormat::Bind, KeyFileFormat::Ldns] {
+            key_files_round_trip(dir.path(), &profile, alg, provider, format);
         }
-        let loaded = ZoneKey::read_files(&key_path, &profile, provider).unwrap();
-        assert_eq!(loaded.dnskey_rdata(), key.dnskey_rdata(), "{alg}");
-        let sig = loaded.key.sign(b"x").unwrap();
-        let scheme = provider.scheme(alg).unwrap();
-        assert!(
-            scheme.verify(key.key.public_key(), b"x", &sig).is_ok(),
-            "{alg}"
-        );
     });
+}
+
+fn key_files_round_trip(
+    dir: &std::path::Path,
+    profile: &Profile,
+    alg: Algorithm,
+    provider: &Provider,
+    format: KeyFileFormat,
+) {
+    let key = &keys(alg, provider)[0];
+    let (key_path, private_path) = key.write_files(dir, format).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&private_path)
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{alg}");
+    }
+    let loaded = ZoneKey::read_files(&key_path, profile, provider).unwrap();
+    assert_eq!(
+        loaded.dnskey_rdata(),
+        key.dnskey_rdata(),
+        "{alg} {format:?}"
+    );
+    let sig = loaded.key.sign(b"x").unwrap();
+    let scheme = provider.scheme(alg).unwrap();
+    assert!(
+        scheme.verify(key.key.public_key(), b"x", &sig).is_ok(),
+        "{alg}"
+    );
 }
 
 #[test]
@@ -153,14 +169,14 @@ fn truncated_or_mismatched_key_files_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let provider = Provider::default_provider();
     let key = &keys(Algorithm::EcdsaP256Sha256, &provider)[0];
-    let (key_path, private_path) = key.write_files(dir.path()).unwrap();
+    let (key_path, private_path) = key.write_files(dir.path(), KeyFileFormat::Bind).unwrap();
     let text = std::fs::read_to_string(&private_path).unwrap();
     std::fs::write(&private_path, &text[..30]).unwrap();
     let err = ZoneKey::read_files(&key_path, &test_profile(), &provider).unwrap_err();
     assert!(err.to_string().contains(".private"), "{err}");
     // Under the oqs-bind profile, 13 is still ECDSA, but an unmapped number is explained.
     let other = &keys(Algorithm::Mayo1, &provider)[0];
-    let (other_key, _) = other.write_files(dir.path()).unwrap();
+    let (other_key, _) = other.write_files(dir.path(), KeyFileFormat::Bind).unwrap();
     let err = ZoneKey::read_files(&other_key, &Profile::named("oqs-bind").unwrap(), &provider)
         .unwrap_err();
     assert!(err.to_string().contains("not mapped by profile"), "{err}");

@@ -6,6 +6,7 @@ mod backend_liboqs;
 pub mod denial;
 mod der;
 pub mod dnskey;
+pub mod existing;
 pub mod keyfile;
 pub mod nsec3;
 pub mod profile;
