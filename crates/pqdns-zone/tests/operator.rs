@@ -77,7 +77,7 @@ fn a_closed_stdout_is_not_a_crash() {
     let dir = setup();
     let d = dir.path();
     let key = keygen(d, &["-a", "ECDSAP256SHA256"]);
-    let o = run(d, &sign_args(&[key.clone()], &[]));
+    let o = run(d, &sign_args(std::slice::from_ref(&key), &[]));
     assert!(o.status.success(), "{}", text(&o));
     // Verifying a month from now makes `verify` print FAIL lines and exit 1.
     let later = std::time::SystemTime::now()
@@ -116,7 +116,7 @@ fn signing_interrupted_by_a_file_size_limit_keeps_the_previous_zone() {
     let dir = setup();
     let d = dir.path();
     let key = keygen(d, &["-a", "ML-DSA-44"]);
-    let o = run(d, &sign_args(&[key.clone()], &[]));
+    let o = run(d, &sign_args(std::slice::from_ref(&key), &[]));
     assert!(o.status.success(), "{}", text(&o));
     let good = std::fs::read(d.join("ex.zone.signed")).unwrap();
     assert!(good.len() > 4 * 4096, "{}", good.len());
@@ -319,7 +319,7 @@ fn a_world_readable_private_key_is_warned_about() {
     let d = dir.path();
     let key = keygen(d, &["-a", "ED25519"]);
     let private = key.replace(".key", ".private");
-    let o = run(d, &sign_args(&[key.clone()], &[]));
+    let o = run(d, &sign_args(std::slice::from_ref(&key), &[]));
     assert!(!stderr(&o).contains("every user"), "{}", text(&o));
     std::fs::set_permissions(d.join(&private), std::fs::Permissions::from_mode(0o644)).unwrap();
     let o = run(d, &sign_args(&[key], &[]));
