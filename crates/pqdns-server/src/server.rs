@@ -231,7 +231,7 @@ impl ServerHandle {
             .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?;
         let (catalog, reports) = loaded;
         self.shared.set_catalog(catalog);
-        info!(zones = reports.len(), "zones reloaded");
+        info!(zones = reports.len(), "zones loaded");
         notify::spawn_all(self.shared.catalog(), &self.notify);
         Ok(reports)
     }
