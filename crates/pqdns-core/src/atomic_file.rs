@@ -41,40 +41,61 @@ pub struct AtomicFile {
     temp: BufWriter<NamedTempFile>,
 }
 
+/// The directory `path` lies in (`.` for a bare file name).
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
+/// An empty temporary file beside `path`: `.<name>.<random><suffix>`, with `mode`.
+fn temp_beside(path: &Path, suffix: &str, mode: FileMode) -> io::Result<NamedTempFile> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
+    let mut prefix = std::ffi::OsString::from(".");
+    prefix.push(name);
+    prefix.push(".");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(suffix);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(mode.bits()));
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
+    builder.tempfile_in(parent_dir(path))
+}
+
+/// Syncs `temp` to disk, renames it to `target` and syncs the directory, so the rename itself
+/// survives a crash.
+fn persist(temp: NamedTempFile, target: &Path) -> io::Result<()> {
+    temp.as_file().sync_all()?;
+    temp.persist(target).map_err(|e| e.error)?;
+    #[cfg(unix)]
+    {
+        // Best effort: some file systems refuse fsync on directories.
+        let _ = File::open(parent_dir(target)).and_then(|d| d.sync_all());
+    }
+    Ok(())
+}
+
 impl AtomicFile {
     /// Starts writing `path` (its directory must exist).
     ///
     /// # Errors
     /// The I/O error of creating the temporary file next to `path`.
     pub fn create(path: &Path, mode: FileMode) -> io::Result<AtomicFile> {
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let name = path
-            .file_name()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
-        let mut prefix = std::ffi::OsString::from(".");
-        prefix.push(name);
-        prefix.push(".");
-        let mut builder = tempfile::Builder::new();
-        builder.prefix(&prefix).suffix(".tmp");
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            builder.permissions(std::fs::Permissions::from_mode(mode.bits()));
-        }
-        #[cfg(not(unix))]
-        let _ = mode;
-        let temp = builder.tempfile_in(dir)?;
+        let temp = temp_beside(path, ".tmp", mode)?;
         Ok(AtomicFile {
             target: path.to_path_buf(),
             temp: BufWriter::with_capacity(1 << 16, temp),
         })
     }
 
-    /// Flushes the content to disk and renames it over the target, then syncs the directory
-    /// so the rename itself survives a crash.
+    /// Flushes the content to disk and renames it over the target.
     ///
     /// # Errors
     /// The I/O error of flushing, syncing or renaming; the target is then unchanged.
@@ -83,19 +104,7 @@ impl AtomicFile {
             .temp
             .into_inner()
             .map_err(io::IntoInnerError::into_error)?;
-        temp.as_file().sync_all()?;
-        temp.persist(&self.target).map_err(|e| e.error)?;
-        #[cfg(unix)]
-        if let Some(dir) = self.target.parent() {
-            let dir = if dir.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                dir
-            };
-            // Best effort: some file systems refuse fsync on directories.
-            let _ = File::open(dir).and_then(|d| d.sync_all());
-        }
-        Ok(())
+        persist(temp, &self.target)
     }
 }
 
@@ -121,6 +130,29 @@ pub fn write_atomic(path: &Path, data: &[u8], mode: FileMode) -> io::Result<()> 
     let mut file = AtomicFile::create(path, mode)?;
     file.write_all(data)?;
     file.commit()
+}
+
+/// Writes `path` (mode [`FileMode::Public`]) through `write`, for libraries that create the
+/// file themselves from a path (chart renderers): `write` gets a temporary path beside `path`
+/// with the same extension, which replaces `path` once `write` succeeds.
+///
+/// # Errors
+/// The error of `write`, or the I/O error of creating, syncing or renaming the file; the
+/// previous content of `path` is then unchanged.
+pub fn write_atomic_via<E: From<io::Error>>(
+    path: &Path,
+    write: impl FnOnce(&Path) -> Result<(), E>,
+) -> Result<(), E> {
+    let suffix = path
+        .extension()
+        .map(|e| format!(".tmp.{}", e.to_string_lossy()))
+        .unwrap_or_else(|| ".tmp".into());
+    let temp = temp_beside(path, &suffix, FileMode::Public)?;
+    write(temp.path())?;
+    // The writer may have replaced the file rather than written into it: reopen by path.
+    let reopened = NamedTempFile::from_parts(File::open(temp.path())?, temp.into_temp_path());
+    persist(reopened, path)?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -178,6 +210,25 @@ mod tests {
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
         assert_eq!(std::fs::read(&path).unwrap(), b"secret");
+    }
+
+    #[test]
+    fn a_file_written_by_path_replaces_the_target_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chart.svg");
+        std::fs::write(&path, "old").unwrap();
+        let seen = std::cell::RefCell::new(PathBuf::new());
+        let failed: io::Result<()> = write_atomic_via(&path, |tmp| {
+            *seen.borrow_mut() = tmp.to_path_buf();
+            std::fs::write(tmp, "half")?;
+            Err(io::Error::other("renderer failed"))
+        });
+        assert!(failed.is_err());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "old");
+        assert!(seen.borrow().extension().is_some_and(|e| e == "svg"));
+        write_atomic_via(&path, |tmp| std::fs::write(tmp, "<svg/>")).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "<svg/>");
+        assert_eq!(entries(dir.path()), ["chart.svg"]);
     }
 
     #[test]
