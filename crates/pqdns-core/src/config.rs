@@ -23,7 +23,7 @@ use serde::Deserialize;
 
 use crate::dnssec::algorithm::Algorithm;
 use crate::dnssec::existing::ExistingDnssec;
-use crate::dnssec::keyfile::{find_key_files, KeyFileError, KeyFileFormat, KeyRole, ZoneKey};
+use crate::dnssec::keyfile::{find_key_files, KeyFileError, KeyRole, ZoneKey};
 use crate::dnssec::nsec3::Nsec3Params;
 use crate::dnssec::profile::{Profile, ProfileError};
 use crate::dnssec::provider::Provider;
@@ -496,7 +496,7 @@ impl LoadedConfig {
                     )));
                 }
                 let key = ZoneKey::generate(&self.origin, *alg, *role, &profile, &provider, ttl)?;
-                let (k, p) = key.write_files(&dir, KeyFileFormat::Bind)?;
+                let (k, p) = key.write_files(&dir)?;
                 written.extend([k, p]);
                 keys.push(key);
             }

@@ -267,7 +267,9 @@ fn keygen(a: &KeygenArgs) -> Result<ExitCode, String> {
         KeyFormat::Bind => KeyFileFormat::Bind,
         KeyFormat::Ldns => KeyFileFormat::Ldns,
     };
-    let (key_path, private_path) = key.write_files(&a.dir, format).map_err(|e| e.to_string())?;
+    let (key_path, private_path) = key
+        .write_files_as(&a.dir, format)
+        .map_err(|e| e.to_string())?;
     tracing::info!(key = %key_path.display(), private = %private_path.display(), "wrote key files");
     outln!("{}", key.file_stem());
     Ok(ExitCode::SUCCESS)

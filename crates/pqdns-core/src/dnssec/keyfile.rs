@@ -186,6 +186,15 @@ impl ZoneKey {
         format!("K{}+{:03}+{:05}", self.owner, self.number.0, self.key_tag())
     }
 
+    /// Writes `<stem>.key` and `<stem>.private` (mode 0600) into `dir` in BIND's format
+    /// ([`KeyFileFormat::Bind`]); returns both paths. See [`ZoneKey::write_files_as`].
+    ///
+    /// # Errors
+    /// [`KeyFileError::Io`] if a file cannot be written.
+    pub fn write_files(&self, dir: &Path) -> Result<(PathBuf, PathBuf), KeyFileError> {
+        self.write_files_as(dir, KeyFileFormat::Bind)
+    }
+
     /// Writes `<stem>.key` and `<stem>.private` (mode 0600) into `dir` in `format`; returns
     /// both paths.
     ///
@@ -195,7 +204,7 @@ impl ZoneKey {
     ///
     /// # Errors
     /// [`KeyFileError::Io`] if a file cannot be written.
-    pub fn write_files(
+    pub fn write_files_as(
         &self,
         dir: &Path,
         format: KeyFileFormat,
