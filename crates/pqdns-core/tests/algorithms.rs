@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use pqdns_core::dnssec::keyfile::{KeyRole, ZoneKey};
+use pqdns_core::dnssec::keyfile::{KeyFileFormat, KeyRole, ZoneKey};
 use pqdns_core::dnssec::nsec3::Nsec3Params;
 use pqdns_core::dnssec::sign::{sign_zone, Denial, SigningPolicy};
 use pqdns_core::dnssec::verify::{verify_zone, VerifyOptions};
@@ -163,28 +163,44 @@ fn primitive_sign_verify_and_sizes() {
 fn key_files_round_trip_with_private_mode_0600() {
     let dir = tempfile::tempdir().unwrap();
     let profile = test_profile();
-    let origin: Name = "example.".parse().unwrap();
     each_algorithm(|alg, provider| {
-        let key = &ZoneKey::generate(&origin, alg, KeyRole::Ksk, &profile, provider, 3600).unwrap();
-        let (key_path, private_path) = key.write_files(dir.path()).unwrap();
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(&private_path)
-                .unwrap()
-                .permissions()
-                .mode();
-            assert_eq!(mode & 0o777, 0o600, "{alg}");
+        for format in [KeyFileFormat::Bind, KeyFileFormat::Ldns] {
+            key_files_round_trip(dir.path(), &profile, alg, provider, format);
         }
-        let loaded = ZoneKey::read_files(&key_path, &profile, provider).unwrap();
-        assert_eq!(loaded.dnskey_rdata(), key.dnskey_rdata(), "{alg}");
-        let sig = loaded.key.sign(b"x").unwrap();
-        let scheme = provider.scheme(alg).unwrap();
-        assert!(
-            scheme.verify(key.key.public_key(), b"x", &sig).is_ok(),
-            "{alg}"
-        );
     });
+}
+
+fn key_files_round_trip(
+    dir: &std::path::Path,
+    profile: &Profile,
+    alg: Algorithm,
+    provider: &Provider,
+    format: KeyFileFormat,
+) {
+    let origin: Name = "example.".parse().unwrap();
+    let key = &ZoneKey::generate(&origin, alg, KeyRole::Ksk, profile, provider, 3600).unwrap();
+    let (key_path, private_path) = key.write_files_as(dir, format).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&private_path)
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{alg}");
+    }
+    let loaded = ZoneKey::read_files(&key_path, profile, provider).unwrap();
+    assert_eq!(
+        loaded.dnskey_rdata(),
+        key.dnskey_rdata(),
+        "{alg} {format:?}"
+    );
+    let sig = loaded.key.sign(b"x").unwrap();
+    let scheme = provider.scheme(alg).unwrap();
+    assert!(
+        scheme.verify(key.key.public_key(), b"x", &sig).is_ok(),
+        "{alg}"
+    );
 }
 
 #[test]
