@@ -7,6 +7,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod atomic_file;
 pub mod config;
 pub mod dnssec;
 pub mod frag;
@@ -15,6 +16,7 @@ pub mod name;
 pub mod rdata;
 pub mod rr;
 pub mod serial;
+pub mod stdout;
 pub mod time;
 pub mod wire;
 pub mod zone;
