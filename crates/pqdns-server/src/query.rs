@@ -8,7 +8,7 @@
 //! header when there was one, so the engine can answer FORMERR or NOTIMP with the query's ID.
 
 use pqdns_core::wire::{
-    Header, MessageView, NameBuf, Opcode, OptView, WireError, FLAG_QR, MIN_UDP_PAYLOAD,
+    Header, MessageView, NameBuf, Opcode, OptView, WireError, FLAG_QR, HEADER_LEN, MIN_UDP_PAYLOAD,
 };
 use pqdns_core::{Class, RrType};
 
@@ -102,16 +102,24 @@ pub fn parse(packet: &[u8]) -> Result<Query<'_>, Malformed> {
     if header.opcode() != Opcode::QUERY {
         return Err(malformed(ParseError::Opcode(header.opcode())));
     }
-    let message = MessageView::parse(packet).map_err(|e| malformed(ParseError::Wire(e)))?;
-    let (qdcount, question) = (message.counts()[0], message.question());
-    let question = question
-        .filter(|_| qdcount == 1)
-        .ok_or(malformed(ParseError::QuestionCount(qdcount)))?;
+    let wire = |e| malformed(ParseError::Wire(e));
+    let message = MessageView::parse(packet).map_err(wire)?;
+    let qdcount = message.counts()[0];
+    if qdcount != 1 {
+        return Err(malformed(ParseError::QuestionCount(qdcount)));
+    }
+    // The view has checked the question: decode the QNAME once (one walk, no second pass
+    // through `MessageView::question`) and read QTYPE and QCLASS after it.
+    let (qname, end) = NameBuf::read(packet, HEADER_LEN).map_err(wire)?;
+    let fixed = packet
+        .get(end..end + 4)
+        .ok_or(WireError::Truncated)
+        .map_err(wire)?;
     Ok(Query {
         header,
-        qname: question.qname.decode(),
-        qtype: question.qtype,
-        qclass: question.qclass,
+        qname,
+        qtype: RrType(u16::from_be_bytes([fixed[0], fixed[1]])),
+        qclass: Class(u16::from_be_bytes([fixed[2], fixed[3]])),
         edns: message.opt(),
         message,
     })
