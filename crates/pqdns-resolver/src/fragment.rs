@@ -53,7 +53,7 @@ pub struct FragConfig {
 }
 
 impl FragConfig {
-    /// `mode` with option 65108, RRFRAG type 108, default ARRF limits, 1 s rounds and the
+    /// `mode` with option 65108, RRFRAG type 65388, default ARRF limits, 1 s rounds and the
     /// `default` profile.
     pub fn new(mode: Fragmentation) -> FragConfig {
         FragConfig {

@@ -50,7 +50,7 @@ pub struct FragSettings {
 }
 
 impl Default for FragSettings {
-    /// ARRF, option 65108, RRFRAG type 108.
+    /// ARRF, option 65108, RRFRAG type 65388 ([`arrf::DEFAULT_RRFRAG_TYPE`]).
     fn default() -> FragSettings {
         FragSettings {
             mode: Fragmentation::Arrf,
