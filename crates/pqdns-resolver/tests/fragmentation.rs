@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use pqdns_core::dnssec::validate::Status;
 use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::RrType;
 use pqdns_resolver::fragment::FragConfig;
@@ -109,15 +108,15 @@ const QUESTIONS: [(&str, RrType); 3] = [
 ];
 
 /// Resolves every question; returns the transports the exchanges used.
-fn resolve_all(served: &Served, r: &mut Resolver) -> Vec<Option<Transport>> {
+fn resolve_all(served: &Served, r: &Resolver) -> Vec<Option<Transport>> {
     let mut used = Vec::new();
     for (name, qtype) in QUESTIONS {
         let answer = served
             .rt
             .block_on(r.resolve(&name.parse().unwrap(), qtype))
             .unwrap();
-        assert_eq!(answer.status, Status::Secure, "{name} {qtype:?}");
-        used.extend(answer.exchanges.iter().map(|e| e.transport));
+        assert!(answer.status().is_secure(), "{name} {qtype:?}");
+        used.extend(answer.exchanges().iter().map(|e| e.transport));
     }
     used
 }
@@ -126,8 +125,8 @@ fn resolve_all(served: &Served, r: &mut Resolver) -> Vec<Option<Transport>> {
 fn fragmented_answers_validate_and_stay_on_udp() {
     for mode in [Fragmentation::Arrf, Fragmentation::Qbf] {
         let (served, addr) = serve(mode);
-        let mut r = resolver(&served, addr, mode);
-        let used = resolve_all(&served, &mut r);
+        let r = resolver(&served, addr, mode);
+        let used = resolve_all(&served, &r);
         assert!(!used.is_empty());
         assert!(
             used.iter().all(|t| *t == Some(Transport::Udp)),
@@ -140,8 +139,8 @@ fn fragmented_answers_validate_and_stay_on_udp() {
             Fragmentation::Arrf
         };
         for client_mode in [Fragmentation::Off, other] {
-            let mut r = resolver(&served, addr, client_mode);
-            let used = resolve_all(&served, &mut r);
+            let r = resolver(&served, addr, client_mode);
+            let used = resolve_all(&served, &r);
             assert!(
                 used.contains(&Some(Transport::Tcp)),
                 "{mode} server, {client_mode} client: {used:?}"
@@ -248,16 +247,16 @@ fn lossy_reordering_duplicating_path_gives_validated_answers_or_tcp_fallback() {
         let (served, addr) = serve(mode);
         // Every fifth fragment lost: asked again, answers mostly stay on UDP.
         let (front, stats) = served.rt.block_on(proxy(addr, |k| k % 5 == 2));
-        let mut r = resolver(&served, front, mode);
-        let used = resolve_all(&served, &mut r);
+        let r = resolver(&served, front, mode);
+        let used = resolve_all(&served, &r);
         assert!(used.contains(&Some(Transport::Udp)), "{mode}: {used:?}");
         assert!(stats.dropped.load(Ordering::Relaxed) > 0);
         assert!(stats.duplicated.load(Ordering::Relaxed) > 0);
         assert!(stats.reordered.load(Ordering::Relaxed) > 0);
         // Every fragment lost: clean fallback to TCP.
         let (front, _) = served.rt.block_on(proxy(addr, |_| true));
-        let mut r = resolver(&served, front, mode);
-        let used = resolve_all(&served, &mut r);
+        let r = resolver(&served, front, mode);
+        let used = resolve_all(&served, &r);
         assert!(
             used.iter().all(|t| *t == Some(Transport::Tcp)),
             "{mode}: {used:?}"
