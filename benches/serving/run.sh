@@ -8,6 +8,7 @@
 #   DURATION=10   seconds per dnsperf / handshake run      REPS=3   repetitions per cell
 #   CLIENTS=4 OUTSTANDING=500   dnsperf -c / -q              HS_CONC=8   tlsload handshake workers
 #   KEEP=1        keep the work directory (zones, configs, logs) for inspection
+#   PQ_PORT PQ_DOT NSD_PORT NSD_DOT   ports (defaults below), for two runs side by side
 #
 # Needs: target/release/{pqdns-server,pqdns-zone,pqdns-bench}, nsd 4.6, dnsperf 2.10,
 # openssl, dig, python3 with matplotlib; Go >= 1.25 for the hybrid handshake client
@@ -29,8 +30,8 @@ OUTSTANDING=${OUTSTANDING:-500}
 HS_CONC=${HS_CONC:-8}
 MODES=${MODES:-udp tcp dot}     # dnsperf transports to run
 HANDSHAKES=${HANDSHAKES:-1}     # 0 skips the DoT handshake runs
-PQ_PORT=30053 PQ_DOT=30853
-NSD_PORT=30054 NSD_DOT=30854
+PQ_PORT=${PQ_PORT:-30053} PQ_DOT=${PQ_DOT:-30853}   # override when another run uses these
+NSD_PORT=${NSD_PORT:-30054} NSD_DOT=${NSD_DOT:-30854}
 TCK=$(getconf CLK_TCK)
 
 for b in pqdns-server pqdns-zone pqdns-bench; do

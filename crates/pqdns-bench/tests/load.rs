@@ -222,12 +222,7 @@ impl PqdnsServer {
     }
 
     fn ca(&self) -> PathBuf {
-        self.handle()
-            .certificate
-            .as_ref()
-            .unwrap()
-            .cert_path
-            .clone()
+        self.handle().certificate().unwrap().cert_path
     }
 }
 

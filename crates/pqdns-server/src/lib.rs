@@ -3,7 +3,9 @@
 //! (RFC 8484), with hybrid X25519MLKEM768 TLS key exchange.
 //!
 //! The answer engine ([`answer`]) is synchronous and does no I/O: it turns query bytes into
-//! response bytes from an in-memory [`catalog::Catalog`]. Transports own sockets and runtimes.
+//! response bytes from an in-memory [`catalog::Catalog`]. The listeners (UDP, TCP, DoT, DoH),
+//! TLS and connection limits live in the shared crate `pqdns-net`; [`service::Authoritative`]
+//! is the server's side of its `Service` trait.
 //!
 //! As a primary it serves zone transfers ([`axfr`], RFC 5936) over TCP and DoT to an
 //! allow-list ([`acl`]), sends NOTIFY ([`notify`], RFC 1996) to secondaries at start and after
@@ -25,9 +27,8 @@ pub mod notify;
 pub mod query;
 pub mod response;
 pub mod server;
+pub mod service;
 pub mod settings;
-pub mod tls;
-pub mod transport;
 pub mod zones;
 
 pub use server::{BoundAddrs, Server, ServerConfig, ServerError, ServerHandle};

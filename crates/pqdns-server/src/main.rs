@@ -23,8 +23,9 @@ use tracing_subscriber::EnvFilter;
 /// the key-signing keys and writes them to `<key_dir>/<zone>ds` (zone-file syntax, usable as a
 /// trust anchor), then prints every listening address.
 ///
-/// Signals: SIGHUP re-reads and re-signs all zones (keeping the old ones if anything fails)
-/// and then sends NOTIFY to the --notify secondaries; SIGINT and SIGTERM shut down gracefully. Listen addresses and limits are read at start only.
+/// Signals: SIGHUP re-reads the TLS certificate and key and re-reads and re-signs all zones
+/// (keeping the old ones if anything fails) and then sends NOTIFY to the --notify secondaries;
+/// SIGINT and SIGTERM shut down gracefully. Listen addresses and limits are read at start only.
 ///
 /// Listen addresses come from the command line, else from the `[server]` table of the zone
 /// descriptions, else the defaults. A transport can be turned off with an empty list in the
@@ -49,13 +50,15 @@ struct Cli {
     #[arg(long, value_name = "ADDR")]
     tcp: Vec<SocketAddr>,
 
-    /// DNS-over-TLS listen address (RFC 7858, ALPN "dot"). Repeatable.
+    /// DNS-over-TLS listen address (RFC 7858, ALPN "dot"; idle timeout and connection caps as
+    /// for TCP). Repeatable.
     /// [default: 127.0.0.1:8853]
     #[arg(long, value_name = "ADDR")]
     dot: Vec<SocketAddr>,
 
     /// DNS-over-HTTPS listen address (RFC 8484, HTTP/1.1 and HTTP/2, path /dns-query unless
-    /// `doh_path` is set in [server]). Repeatable. [default: 127.0.0.1:8443]
+    /// `doh_path` is set in [server]; GET, HEAD and POST; idle timeout and connection caps as
+    /// for TCP, whatever the HTTP version). Repeatable. [default: 127.0.0.1:8443]
     #[arg(long, value_name = "ADDR")]
     doh: Vec<SocketAddr>,
 
@@ -64,6 +67,12 @@ struct Cli {
     /// `tls.policy` in [server]. [default: hybrid-preferred]
     #[arg(long, value_name = "POLICY")]
     tls_policy: Option<KxPolicy>,
+
+    /// DNS name (or IP address) the self-signed TLS certificate covers, besides localhost,
+    /// 127.0.0.1, ::1 and the --dot/--doh addresses. Repeatable; replaces `tls.names` in
+    /// [server]. A stored self-signed certificate that does not cover them is replaced.
+    #[arg(long, value_name = "NAME")]
+    tls_name: Vec<String>,
 
     /// Client address or CIDR prefix allowed to transfer zones (AXFR, and IXFR answered with
     /// the whole zone) over TCP and DoT, e.g. 127.0.0.1, ::1 or 10.0.0.0/8. Repeatable;
@@ -99,13 +108,23 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let filter = match EnvFilter::try_new(&cli.log_level) {
+    let mut filter = match EnvFilter::try_new(&cli.log_level) {
         Ok(f) => f,
         Err(e) => {
             eprintln!("--log-level {:?}: {e}", cli.log_level);
             return ExitCode::from(2);
         }
     };
+    // Dependencies that log per remote event (h2 on HTTP/2 reset floods) are quietened unless
+    // the filter names them; pqdns-net counts and summarizes those events instead.
+    for directive in pqdns_net::LOG_DIRECTIVES {
+        let target = directive.split('=').next().unwrap_or_default();
+        if !cli.log_level.contains(target) {
+            if let Ok(d) = directive.parse() {
+                filter = filter.add_directive(d);
+            }
+        }
+    }
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -164,6 +183,9 @@ fn run(cli: Cli) -> Result<(), String> {
     }
     if let Some(policy) = cli.tls_policy {
         settings.tls.policy = policy;
+    }
+    if !cli.tls_name.is_empty() {
+        settings.tls.names.clone_from(&cli.tls_name);
     }
     if !cli.axfr_allow.is_empty() {
         settings.axfr_allow = AllowList::new(cli.axfr_allow.clone());
@@ -224,7 +246,7 @@ fn print_listeners(handle: &ServerHandle, policy: KxPolicy, doh_path: &str) {
     if let Some(addr) = a.metrics {
         println!("listening metrics http://{addr}/metrics");
     }
-    if let Some(cert) = &handle.certificate {
+    if let Some(cert) = handle.certificate() {
         let kind = if cert.self_signed {
             "self-signed certificate"
         } else {

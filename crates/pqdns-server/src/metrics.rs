@@ -10,7 +10,11 @@
 //!   without the TCP length prefix; a zone transfer counts each of its messages);
 //! - `pqdns_tls_handshakes_total{transport,group}`: completed TLS handshakes by negotiated key
 //!   exchange group;
-//! - `pqdns_tls_handshake_failures_total{transport}`: handshakes that failed or timed out.
+//! - `pqdns_tls_handshake_failures_total{transport}`: handshakes that failed or timed out;
+//! - `pqdns_connections_refused_total{transport}`: stream connections closed at once because a
+//!   connection cap was reached (RFC 7766 §6.2.2);
+//! - `pqdns_doh_reset_floods_total`: HTTP/2 connections closed because the client reset too
+//!   many streams ("rapid reset", CVE-2023-44487).
 //!
 //! The hot path only does relaxed atomic adds on fixed arrays: no lock, no allocation, no
 //! label lookup by string. Series with a zero value are omitted from `pqdns_queries_total`.
@@ -34,9 +38,10 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing::debug;
 
+use pqdns_net::{accept_loop, ConnLimiter, Transport};
+
 use crate::response::Rcode;
-use crate::transport::tcp::accept_loop;
-use crate::transport::{ConnLimiter, Shared};
+use crate::service::Authoritative;
 
 /// The metrics path.
 pub const METRICS_PATH: &str = "/metrics";
@@ -56,6 +61,19 @@ pub enum Proto {
     Dot = 2,
     /// DNS over HTTPS.
     Doh = 3,
+}
+
+impl Proto {
+    /// The metrics label of a listener transport (`None` for transports not counted here).
+    pub fn of(transport: Transport) -> Option<Proto> {
+        match transport {
+            Transport::Udp => Some(Proto::Udp),
+            Transport::Tcp => Some(Proto::Tcp),
+            Transport::Dot => Some(Proto::Dot),
+            Transport::Doh => Some(Proto::Doh),
+            _ => None,
+        }
+    }
 }
 
 const PROTOS: [(Proto, &str); 4] = [
@@ -136,6 +154,8 @@ pub struct Metrics {
     size_sum: [AtomicU64; 4],
     handshakes: [[AtomicU64; GROUP_SLOTS]; 4],
     handshake_failures: [AtomicU64; 4],
+    refused: [AtomicU64; 4],
+    reset_floods: AtomicU64,
 }
 
 impl Default for Metrics {
@@ -147,6 +167,8 @@ impl Default for Metrics {
             size_sum: counters(),
             handshakes: std::array::from_fn(|_| counters()),
             handshake_failures: counters(),
+            refused: counters(),
+            reset_floods: AtomicU64::new(0),
         }
     }
 }
@@ -203,6 +225,16 @@ impl Metrics {
     /// Counts a failed or timed-out TLS handshake.
     pub fn handshake_failure(&self, proto: Proto) {
         self.handshake_failures[proto as usize].fetch_add(1, Relaxed);
+    }
+
+    /// Counts a stream connection closed at once because a connection cap was reached.
+    pub fn connection_refused(&self, proto: Proto) {
+        self.refused[proto as usize].fetch_add(1, Relaxed);
+    }
+
+    /// Counts an HTTP/2 connection closed for a stream reset flood.
+    pub fn reset_flood(&self) {
+        self.reset_floods.fetch_add(1, Relaxed);
     }
 
     /// The text exposition of every series.
@@ -274,18 +306,37 @@ impl Metrics {
                 "pqdns_tls_handshake_failures_total{{transport=\"{name}\"}} {n}"
             );
         }
+        out.push_str("# HELP pqdns_connections_refused_total Stream connections closed at once because a connection cap was reached.\n# TYPE pqdns_connections_refused_total counter\n");
+        for (p, name) in &PROTOS[1..] {
+            let n = load(&self.refused[*p as usize]);
+            let _ = writeln!(
+                out,
+                "pqdns_connections_refused_total{{transport=\"{name}\"}} {n}"
+            );
+        }
+        let n = load(&self.reset_floods);
+        let _ = writeln!(
+            out,
+            "# HELP pqdns_doh_reset_floods_total HTTP/2 connections closed because the client reset too many streams.\n# TYPE pqdns_doh_reset_floods_total counter\npqdns_doh_reset_floods_total {n}"
+        );
         out
     }
 }
 
-/// Serves `GET /metrics` on `listener` from `shared.metrics` until `shutdown` changes.
-pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: watch::Receiver<bool>) {
+/// Serves `GET /metrics` on `listener` from `shared.metrics` until `shutdown` changes; reading
+/// a request's headers may take `idle`.
+pub async fn serve(
+    listener: TcpListener,
+    shared: Arc<Authoritative>,
+    idle: std::time::Duration,
+    shutdown: watch::Receiver<bool>,
+) {
     let limiter = ConnLimiter::new(MAX_CONNECTIONS, MAX_CONNECTIONS_PER_IP);
     let rx = shutdown.clone();
-    accept_loop(listener, limiter, shutdown, move |stream, peer, permit| {
+    let refused = |peer| debug!(%peer, "metrics connection limit reached");
+    accept_loop(listener, limiter, shutdown, refused, move |stream, peer, permit| {
         let (shared, mut rx) = (Arc::clone(&shared), rx.clone());
         async move {
-            let idle = shared.idle_timeout;
             let service = service_fn(move |req| {
                 let shared = Arc::clone(&shared);
                 async move { Ok::<_, Infallible>(handle(&req, &shared)) }
@@ -304,7 +355,7 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: watch::
     .await;
 }
 
-fn handle(req: &Request<Incoming>, shared: &Shared) -> Response<Full<Bytes>> {
+fn handle(req: &Request<Incoming>, shared: &Authoritative) -> Response<Full<Bytes>> {
     let (status, content_type, body) = match (req.method(), req.uri().path(), &shared.metrics) {
         (&Method::GET, METRICS_PATH, Some(m)) => (
             StatusCode::OK,
@@ -347,6 +398,9 @@ mod tests {
         m.handshake(Proto::Dot, Some(rustls::NamedGroup::X25519MLKEM768));
         m.handshake(Proto::Doh, Some(rustls::NamedGroup::FFDHE2048));
         m.handshake_failure(Proto::Doh);
+        m.connection_refused(Proto::Dot);
+        m.reset_flood();
+        m.reset_flood();
         let text = m.render();
         for line in [
             "pqdns_queries_total{transport=\"udp\",qtype=\"A\",rcode=\"NOERROR\"} 2",
@@ -362,6 +416,9 @@ mod tests {
             "pqdns_tls_handshakes_total{transport=\"dot\",group=\"X25519MLKEM768\"} 1",
             "pqdns_tls_handshakes_total{transport=\"doh\",group=\"other\"} 1",
             "pqdns_tls_handshake_failures_total{transport=\"doh\"} 1",
+            "pqdns_connections_refused_total{transport=\"dot\"} 1",
+            "pqdns_connections_refused_total{transport=\"tcp\"} 0",
+            "pqdns_doh_reset_floods_total 2",
         ] {
             assert!(text.lines().any(|l| l == line), "missing {line}:\n{text}");
         }

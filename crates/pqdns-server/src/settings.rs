@@ -29,6 +29,8 @@
 //! policy = "hybrid-preferred" # or "pq-only": only hybrid ML-KEM key exchange groups
 //! certificate = "cert.pem"    # PEM chain and key, relative to the TOML file; if absent a
 //! private_key = "key.pem"     # self-signed ECDSA P-256 certificate is made in the key dir
+//! names = ["dns.example.net"] # names (or addresses) the self-signed certificate covers
+//!                             # besides localhost, 127.0.0.1, ::1 and the DoT/DoH addresses
 //! ```
 //!
 //! When several zone descriptions have a `[server]` table, each setting comes from the first
@@ -43,7 +45,14 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use pqdns_net::ListenConfig;
 use serde::Deserialize;
+
+pub use pqdns_net::tls::{KxPolicy, TlsSettings};
+pub use pqdns_net::{
+    DEFAULT_DOH_PATH, DEFAULT_IDLE_TIMEOUT_SECS, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_CONNECTIONS_PER_IP, DEFAULT_UDP_THREADS,
+};
 
 use crate::acl::{AllowList, IpPrefix};
 use crate::answer::DEFAULT_UDP_PAYLOAD;
@@ -56,18 +65,8 @@ pub const DEFAULT_DNS_ADDR: &str = "127.0.0.1:5353";
 pub const DEFAULT_DOT_ADDR: &str = "127.0.0.1:8853";
 /// Default DNS-over-HTTPS listen address.
 pub const DEFAULT_DOH_ADDR: &str = "127.0.0.1:8443";
-/// Default DoH URI path (RFC 8484 §4.1 example).
-pub const DEFAULT_DOH_PATH: &str = "/dns-query";
-/// Default idle timeout of stream connections, in seconds.
-pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 10;
-/// Default cap on simultaneous connections per stream listener.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
-/// Default cap on simultaneous connections from one client address per stream listener.
-pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 32;
 /// Largest EDNS UDP payload size accepted in settings, in bytes.
 pub const MAX_UDP_PAYLOAD: u16 = 4096;
-/// Default number of threads, each with its own socket, serving one UDP address.
-pub const DEFAULT_UDP_THREADS: usize = 1;
 /// Most threads per UDP address accepted in settings.
 pub const MAX_UDP_THREADS: usize = 64;
 /// Default budget of prepared answers, in MiB.
@@ -88,30 +87,6 @@ pub fn parse_notify_target(text: &str) -> Result<SocketAddr, String> {
         .map_err(|_| format!("notify target {text:?} is not ADDR, ADDR:PORT or [IPv6]:PORT"))
 }
 
-/// TLS key exchange policy.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum KxPolicy {
-    /// X25519MLKEM768 first, then the classical X25519, P-256 and P-384 for older clients.
-    #[default]
-    HybridPreferred,
-    /// Only hybrid post-quantum groups (X25519MLKEM768, SECP256R1MLKEM768); TLS 1.3 only.
-    PqOnly,
-}
-
-impl std::str::FromStr for KxPolicy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<KxPolicy, String> {
-        match s {
-            "hybrid-preferred" => Ok(KxPolicy::HybridPreferred),
-            "pq-only" => Ok(KxPolicy::PqOnly),
-            _ => Err(format!(
-                "unknown TLS policy {s:?}: use \"hybrid-preferred\" or \"pq-only\""
-            )),
-        }
-    }
-}
-
 /// The `[server.tls]` table.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -122,6 +97,9 @@ pub struct TlsTable {
     pub certificate: Option<PathBuf>,
     /// PEM private key (PKCS#8, SEC1 or PKCS#1), relative to the TOML file.
     pub private_key: Option<PathBuf>,
+    /// DNS names or IP addresses the self-signed certificate covers besides `localhost`, the
+    /// loopback and the DoT/DoH listen addresses.
+    pub names: Option<Vec<String>>,
 }
 
 /// The `[server]` table of a zone description.
@@ -196,17 +174,6 @@ impl ServerTable {
                 message: e.to_string(),
             })
     }
-}
-
-/// TLS settings after merging.
-#[derive(Clone, Debug, Default)]
-pub struct TlsSettings {
-    /// Key exchange policy.
-    pub policy: KxPolicy,
-    /// Certificate chain and key files; `None` means make a self-signed one.
-    pub cert_and_key: Option<(PathBuf, PathBuf)>,
-    /// Where a self-signed certificate (and its key, mode 0600) is kept.
-    pub generated_cert_dir: PathBuf,
 }
 
 /// Everything the server needs besides zones.
@@ -391,7 +358,29 @@ impl Settings {
         if let Some(p) = tables.iter().find_map(|(t, _)| t.tls.as_ref()?.policy) {
             s.tls.policy = p;
         }
+        if let Some(names) = tables
+            .iter()
+            .find_map(|(t, _)| t.tls.as_ref()?.names.clone())
+        {
+            s.tls.names = names;
+        }
         Ok(s)
+    }
+
+    /// The listener part of these settings, for [`pqdns_net::Listeners::bind`].
+    pub fn listen_config(&self) -> ListenConfig {
+        let mut c = ListenConfig::new(self.tls.generated_cert_dir.clone());
+        c.udp.clone_from(&self.udp);
+        c.tcp.clone_from(&self.tcp);
+        c.dot.clone_from(&self.dot);
+        c.doh.clone_from(&self.doh);
+        c.doh_path.clone_from(&self.doh_path);
+        c.udp_threads = self.udp_threads;
+        c.idle_timeout = self.idle_timeout;
+        c.max_connections = self.max_connections;
+        c.max_connections_per_ip = self.max_connections_per_ip;
+        c.tls = self.tls.clone();
+        c
     }
 }
 

@@ -15,10 +15,11 @@ use tracing::{info, warn};
 
 use crate::catalog::{Catalog, CatalogError, ServedZone};
 
-/// The default zone description, compiled in (`zones/example.toml`).
-pub const EMBEDDED_ZONE_TOML: &str = include_str!("../../../zones/example.toml");
-/// The default zone's master file, compiled in (`zones/example.com.zone`).
-pub const EMBEDDED_ZONE_FILE: &str = include_str!("../../../zones/example.com.zone");
+/// The default zone description, compiled in (`crates/pqdns-server/zones/example.toml`; the
+/// repository's `zones/example.toml` links to it, so `cargo package` carries it).
+pub const EMBEDDED_ZONE_TOML: &str = include_str!("../zones/example.toml");
+/// The default zone's master file, compiled in (`crates/pqdns-server/zones/example.com.zone`).
+pub const EMBEDDED_ZONE_FILE: &str = include_str!("../zones/example.com.zone");
 /// Zones with at least this many RRsets get signing progress logged (every 10%).
 pub const PROGRESS_LOG_THRESHOLD: usize = 10_000;
 

@@ -119,12 +119,7 @@ impl TestServer {
         self.handle().addrs.doh[0]
     }
     pub fn cert_path(&self) -> PathBuf {
-        self.handle()
-            .certificate
-            .as_ref()
-            .unwrap()
-            .cert_path
-            .clone()
+        self.handle().certificate().unwrap().cert_path
     }
 
     /// Runs a future on the server's runtime (e.g. a reload).

@@ -1,71 +1,9 @@
-//! Network transports around the answer engine: UDP, TCP (RFC 7766), DNS over TLS (RFC 7858)
-//! and DNS over HTTPS (RFC 8484). All share the current zone catalog, swapped atomically on
-//! reload, and stop when the shutdown signal changes.
-
-pub mod doh;
-pub mod dot;
-pub mod tcp;
-pub mod udp;
+//! Connection caps for stream listeners: in total and per client address (RFC 7766 §6.2.2
+//! asks servers to limit both).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
-use std::time::Duration;
-
-use crate::acl::AllowList;
-use crate::catalog::Catalog;
-use crate::fragment::Fragmenter;
-use crate::metrics::Metrics;
-use crate::settings::Settings;
-
-/// State every transport reads.
-#[derive(Debug)]
-pub struct Shared {
-    catalog: RwLock<Arc<Catalog>>,
-    /// Our EDNS UDP payload size, in bytes.
-    pub udp_payload: u16,
-    /// How long a stream connection may be idle (and a TLS handshake may take).
-    pub idle_timeout: Duration,
-    /// Clients that may transfer zones over TCP and DoT (empty: nobody).
-    pub axfr_allow: AllowList,
-    /// Counters, when the metrics endpoint is configured (nothing is counted otherwise).
-    pub metrics: Option<Metrics>,
-    /// UDP fragmentation for clients that signal it; `None` when off.
-    pub fragmenter: Option<Fragmenter>,
-    /// Memory budget of each catalog's prepared answers, in bytes.
-    answer_cache_bytes: usize,
-}
-
-impl Shared {
-    /// Shared state serving `catalog` with the limits, allow-list and metrics of `settings`.
-    pub fn new(catalog: Catalog, settings: &Settings) -> Shared {
-        Shared {
-            catalog: RwLock::new(Arc::new(
-                catalog.with_answer_cache(settings.answer_cache_bytes),
-            )),
-            udp_payload: settings.udp_payload,
-            idle_timeout: settings.idle_timeout,
-            axfr_allow: settings.axfr_allow.clone(),
-            metrics: settings.metrics.map(|_| Metrics::default()),
-            fragmenter: Fragmenter::new(settings.fragmentation),
-            answer_cache_bytes: settings.answer_cache_bytes,
-        }
-    }
-
-    /// The catalog in force now (queries in flight keep the one they started with).
-    pub fn catalog(&self) -> Arc<Catalog> {
-        self.catalog
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    /// Replaces the catalog (its prepared answers start empty).
-    pub fn set_catalog(&self, catalog: Catalog) {
-        let catalog = catalog.with_answer_cache(self.answer_cache_bytes);
-        *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
-    }
-}
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Caps simultaneous connections on one listener, in total and per client address
 /// (RFC 7766 §6.2.2 asks servers to limit both). Memory: one map entry per connected address,

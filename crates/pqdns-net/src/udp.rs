@@ -3,29 +3,34 @@
 //! The hot path moves datagrams in batches: one `recvmmsg(2)` waits for at least one query and
 //! reads up to [`BATCH`], the answer engine writes each response into a buffer of its own, and
 //! one `sendmmsg(2)` sends them all; batching only saves system calls. Each listening address
-//! has one socket per core, joined by `SO_REUSEPORT`, and each socket one thread (from the
-//! runtime's blocking pool) that owns its receive and response buffers, reused for every batch, so the steady state allocates nothing outside the answer
-//! engine, whose prepared answers ([`crate::answer_cache`]) allocate nothing either. The
-//! socket's receive buffer is raised to [`RECV_BUFFER`] bytes so that bursts are queued rather
-//! than dropped. Threads notice shutdown within [`POLL_INTERVAL`].
+//! has `udp_threads` sockets joined by `SO_REUSEPORT`, and each socket one thread (from the
+//! runtime's blocking pool) that owns its receive and response buffers, reused for every batch,
+//! so the steady state allocates nothing outside the [`Service`], which takes one
+//! [`Service::snapshot`] per batch. The socket's receive buffer is raised to [`RECV_BUFFER`]
+//! bytes so that bursts are queued rather than dropped. Threads notice shutdown within
+//! [`POLL_INTERVAL`].
 //!
-//! Zone transfers are not defined over UDP (RFC 5936 §4.2): AXFR and IXFR get REFUSED here from
-//! the answer engine, whoever asks (see [`crate::axfr`]).
+//! A query the service defers ([`Reply::Defer`]) is handed to the tokio runtime as a task that
+//! awaits [`Service::respond_later`] and sends the answer through the same socket (shared, not
+//! duplicated: the reply leaves from the address the query came to) with `MSG_DONTWAIT`, so a
+//! full send buffer drops that answer as the network could. At most
+//! [`crate::ListenConfig::max_deferred`] deferred queries per socket are in flight; more are
+//! dropped (the client retries). Multi-message replies are not defined over UDP (RFC 5936
+//! §4.2): nothing is sent for them.
 
 use std::io::{self, IoSlice, IoSliceMut};
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
+use std::sync::Arc;
 use std::time::Duration;
 
-use nix::sys::socket::{recvmmsg, sendmmsg, MsgFlags, MultiHeaders, SockaddrStorage};
+use nix::sys::socket::{recvmmsg, sendmmsg, sendto, MsgFlags, MultiHeaders, SockaddrStorage};
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::sync::watch;
+use tokio::runtime::Handle;
+use tokio::sync::{watch, Semaphore};
 use tracing::debug;
 
-use super::Shared;
-use crate::answer::{respond, Transport};
-use crate::fragment;
-use crate::metrics::Proto;
+use crate::service::{Reply, Request, Service, Transport};
 
 /// Largest datagram read, in bytes.
 pub const MAX_DATAGRAM: usize = 65535;
@@ -36,6 +41,20 @@ pub const BATCH: usize = 32;
 pub const RECV_BUFFER: usize = 4 << 20;
 /// Longest a serving thread blocks in a receive before it checks for shutdown.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(200);
+/// Capacity each response buffer starts with, in bytes (the largest EDNS payload servers
+/// commonly accept; buffers grow if a service writes more).
+const RESPONSE_CAPACITY: usize = 4096;
+
+/// How a serving thread hands deferred queries to the runtime.
+#[derive(Clone, Debug)]
+pub(crate) struct Deferral {
+    /// The runtime that runs [`Service::respond_later`].
+    pub runtime: Handle,
+    /// Permits for deferred queries in flight on one socket.
+    pub in_flight: Arc<Semaphore>,
+    /// How long one may take before it is given up.
+    pub timeout: Duration,
+}
 
 /// Binds `count` blocking UDP sockets on `addr` (at least one), each with a
 /// [`RECV_BUFFER`]-byte receive buffer and a [`POLL_INTERVAL`] receive timeout. With more than
@@ -79,13 +98,13 @@ struct Batch {
 }
 
 impl Batch {
-    fn new(udp_payload: u16) -> Batch {
+    fn new() -> Batch {
         Batch {
             recv: vec![0; BATCH * MAX_DATAGRAM],
             recv_headers: MultiHeaders::preallocate(BATCH, None),
             send_headers: MultiHeaders::preallocate(BATCH, None),
             received: [(0, None); BATCH],
-            responses: std::array::from_fn(|_| Vec::with_capacity(usize::from(udp_payload))),
+            responses: std::array::from_fn(|_| Vec::with_capacity(RESPONSE_CAPACITY)),
         }
     }
 
@@ -140,10 +159,16 @@ impl Batch {
     }
 }
 
-/// Serves queries on `socket` until `shutdown` changes; blocks the calling thread.
-pub fn serve(socket: &UdpSocket, shared: &Shared, shutdown: &watch::Receiver<bool>) {
+/// Serves queries on `socket` with `service` until `shutdown` changes; blocks the calling
+/// thread.
+pub(crate) fn serve<S: Service>(
+    socket: &Arc<UdpSocket>,
+    service: &Arc<S>,
+    deferral: &Deferral,
+    shutdown: &watch::Receiver<bool>,
+) {
     let fd = socket.as_raw_fd();
-    let mut batch = Batch::new(shared.udp_payload);
+    let mut batch = Batch::new();
     while !shutdown.has_changed().unwrap_or(true) {
         let n = match batch.receive(fd) {
             Ok(n) => n,
@@ -160,7 +185,7 @@ pub fn serve(socket: &UdpSocket, shared: &Shared, shutdown: &watch::Receiver<boo
                 continue;
             }
         };
-        answer_batch(shared, &mut batch, n);
+        answer_batch(socket, service, deferral, &mut batch, n);
         let mut sent = match batch.send(fd, n) {
             Ok(sent) => sent,
             Err(e) => {
@@ -185,42 +210,70 @@ pub fn serve(socket: &UdpSocket, shared: &Shared, shutdown: &watch::Receiver<boo
 }
 
 /// Answers the first `n` datagrams of `batch`; a response left empty is not sent.
-fn answer_batch(shared: &Shared, batch: &mut Batch, n: usize) {
-    let catalog = shared.catalog();
+fn answer_batch<S: Service>(
+    socket: &Arc<UdpSocket>,
+    service: &Arc<S>,
+    deferral: &Deferral,
+    batch: &mut Batch,
+    n: usize,
+) {
+    let snapshot = service.snapshot();
     for i in 0..n {
         let (len, peer) = batch.received[i];
         let response = &mut batch.responses[i];
         response.clear();
-        let request = &batch.recv[i * MAX_DATAGRAM..i * MAX_DATAGRAM + len];
-        let frag = shared.fragmenter.as_ref();
-        let payload = shared.udp_payload;
-        let outcome = match fragment::answer_request(frag, &catalog, request, payload, response) {
-            Some(o) => o,
-            None => {
-                let mut o = respond(&catalog, request, Transport::Udp, payload, response, 0);
-                if o.truncated {
-                    fragment::replace_truncated(frag, &catalog, request, payload, response, &mut o);
-                }
-                o
-            }
-        };
-        if let Some(error) = outcome.error {
-            debug!(peer = ?peer.and_then(socket_addr), %error, "malformed UDP query");
-        }
-        if outcome.len == 0 {
-            response.clear();
+        let Some(client) = peer.and_then(socket_addr) else {
             continue;
-        }
-        if let Some(m) = &shared.metrics {
-            m.response(
-                Proto::Udp,
-                outcome.qtype,
-                outcome.rcode,
-                outcome.truncated,
-                outcome.len,
-            );
+        };
+        let message = &batch.recv[i * MAX_DATAGRAM..i * MAX_DATAGRAM + len];
+        let request = Request::new(message, client, Transport::Udp);
+        match service.respond(&snapshot, &request, response, 0) {
+            Reply::Ready(info) => response.truncate(info.len),
+            Reply::Defer => {
+                response.clear();
+                defer(socket, service, deferral, &request);
+            }
+            Reply::Transfer(_) => {
+                response.clear();
+                debug!(peer = %client, "multi-message reply over UDP dropped");
+            }
         }
     }
+}
+
+/// Hands a deferred query to the runtime; its answer is sent from the task.
+fn defer<S: Service>(
+    socket: &Arc<UdpSocket>,
+    service: &Arc<S>,
+    deferral: &Deferral,
+    request: &Request<'_>,
+) {
+    let Ok(permit) = Arc::clone(&deferral.in_flight).try_acquire_owned() else {
+        debug!(peer = %request.client, "too many deferred UDP queries in flight; dropped");
+        return;
+    };
+    let client = request.client;
+    let task = Arc::clone(service).respond_later(request.to_owned(), Vec::new(), 0);
+    let (socket, limit) = (Arc::clone(socket), deferral.timeout);
+    deferral.runtime.spawn(async move {
+        let Ok((buf, info)) = tokio::time::timeout(limit, task).await else {
+            debug!(peer = %client, "deferred UDP query timed out; no response");
+            return;
+        };
+        drop(permit);
+        if info.len == 0 || info.len > buf.len() {
+            return;
+        }
+        let to = SockaddrStorage::from(client);
+        if let Err(e) = sendto(
+            socket.as_raw_fd(),
+            &buf[..info.len],
+            &to,
+            MsgFlags::MSG_DONTWAIT,
+        ) {
+            debug!(peer = %client, error = %e, "UDP send error (deferred answer)");
+        }
+    });
 }
 
 /// The IPv4 or IPv6 address in a received source address.

@@ -1,0 +1,397 @@
+//! DNS over HTTPS (RFC 8484) with hyper: HTTP/2 or HTTP/1.1 as negotiated by ALPN (`h2`,
+//! `http/1.1`; no ALPN means HTTP/1.1), GET with `?dns=` (base64url without padding, §4.1) and
+//! POST with `application/dns-message` (§4.1), responses with Cache-Control max-age from the
+//! smallest TTL (§5.1).
+//!
+//! HEAD is answered like GET without content (RFC 9110 §9.3.2: servers must support it for
+//! every resource that answers GET): the same status and headers, Content-Length included, on
+//! HTTP/1.1 and HTTP/2. Every response to a HEAD request, errors included, carries no content.
+//!
+//! Errors: 404 for other paths, 405 for other methods, 400 for a missing or undecodable `dns`
+//! parameter or an unparsable DNS message, 408 for a POST body not received within the idle
+//! timeout, 413 for bodies over 65535 bytes, 414 for a `dns` parameter too long for one,
+//! 415 for another content type, 504 for a deferred answer that did not come in time.
+//!
+//! **Idle connections** are closed: a connection with no request in progress for the idle
+//! timeout gets a graceful shutdown (HTTP/2 GOAWAY; HTTP/1.1 closes after the response in
+//! progress) and is dropped [`CLOSE_GRACE`] later if the client has not gone by then. This holds
+//! for a client that completes the TLS handshake and sends nothing, and for an HTTP/2 client
+//! that answers our keep-alive PINGs but sends no request, so idle clients cannot hold the
+//! connection slots ([`crate::ConnLimiter`]) for longer than the idle timeout.
+//!
+//! **HTTP/2 stream reset floods** ("rapid reset", CVE-2023-44487): h2 closes such a connection
+//! with GOAWAY ENHANCE_YOUR_CALM. Each one is reported as [`Event::ResetFlood`] and logged at
+//! debug level; a WARN summary with the count is logged at most once per
+//! [`ABUSE_LOG_INTERVAL`], so a remote client cannot flood the log. (h2 itself logs a WARN line
+//! per such connection; binaries silence it with [`crate::LOG_DIRECTIVES`].)
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use bytes::Bytes;
+use http::{header, Method, Request as HttpRequest, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Body as _, Incoming};
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::time::{timeout, Instant};
+use tokio_rustls::TlsAcceptor;
+use tracing::{debug, warn};
+
+use crate::dot::handshake;
+use crate::limit::ConnLimiter;
+use crate::service::{Event, Reply, Request, Service, Transport};
+use crate::tcp::{accept_loop, refused_reporter, StreamLimits};
+use crate::tls::ALPN_H2;
+
+/// The DoH media type (RFC 8484 §6).
+pub const DNS_MESSAGE: &str = "application/dns-message";
+/// Largest DNS message accepted in a request, in bytes (in a POST body or decoded from GET).
+pub const MAX_REQUEST: usize = 65535;
+/// Concurrent HTTP/2 streams per connection.
+pub const MAX_H2_STREAMS: u32 = 100;
+/// How long a connection being closed (idle, or at shutdown) may take to finish before it is
+/// dropped.
+pub const CLOSE_GRACE: Duration = Duration::from_secs(1);
+/// Shortest time between two WARN summaries of HTTP/2 stream reset floods.
+pub const ABUSE_LOG_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Serves DoH on `listener` at `path`.
+pub(crate) async fn serve<S: Service>(
+    listener: TcpListener,
+    acceptor: TlsAcceptor,
+    service: Arc<S>,
+    limiter: Arc<ConnLimiter>,
+    limits: StreamLimits,
+    path: Arc<str>,
+    shutdown: watch::Receiver<bool>,
+) {
+    let floods = Arc::new(AtomicU64::new(0));
+    let summary = tokio::spawn(summarize_floods(Arc::clone(&floods), shutdown.clone()));
+    let rx = shutdown.clone();
+    let refused = refused_reporter(&service, Transport::Doh);
+    accept_loop(
+        listener,
+        limiter,
+        shutdown,
+        refused,
+        move |stream, peer, permit| {
+            let (service, acceptor, path, rx, floods) = (
+                Arc::clone(&service),
+                acceptor.clone(),
+                Arc::clone(&path),
+                rx.clone(),
+                Arc::clone(&floods),
+            );
+            async move {
+                let Some(tls) =
+                    handshake(&acceptor, stream, peer, Transport::Doh, &*service, limits).await
+                else {
+                    return;
+                };
+                let h2 = tls.get_ref().1.alpn_protocol() == Some(ALPN_H2);
+                let activity = Arc::new(Activity::new());
+                let (tracker, handler_service) = (Arc::clone(&activity), Arc::clone(&service));
+                let handler = service_fn(move |req| {
+                    let service = Arc::clone(&handler_service);
+                    let (path, busy) = (Arc::clone(&path), tracker.busy());
+                    async move {
+                        let response = handle(req, &service, peer, &path, limits).await;
+                        drop(busy);
+                        Ok::<_, Infallible>(response)
+                    }
+                });
+                let io = TokioIo::new(tls);
+                let result = if h2 {
+                    let mut builder =
+                        hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+                    builder
+                        .timer(TokioTimer::new())
+                        .max_concurrent_streams(MAX_H2_STREAMS)
+                        .keep_alive_interval(limits.idle)
+                        .keep_alive_timeout(limits.idle);
+                    let conn = builder.serve_connection(io, handler);
+                    drive(conn, |c| c.graceful_shutdown(), &activity, limits.idle, rx).await
+                } else {
+                    let mut builder = hyper::server::conn::http1::Builder::new();
+                    builder
+                        .timer(TokioTimer::new())
+                        .header_read_timeout(limits.idle);
+                    let conn = builder.serve_connection(io, handler);
+                    drive(conn, |c| c.graceful_shutdown(), &activity, limits.idle, rx).await
+                };
+                if let Err(e) = result {
+                    if is_reset_flood(&e) {
+                        floods.fetch_add(1, Ordering::Relaxed);
+                        service.event(&Event::ResetFlood { client: peer });
+                    }
+                    debug!(%peer, error = %e, "DoH connection ended");
+                }
+                drop(permit);
+            }
+        },
+    )
+    .await;
+    summary.abort();
+}
+
+/// Logs how many connections were closed for stream reset floods, at most once per
+/// [`ABUSE_LOG_INTERVAL`] and only when there were some, until `shutdown` changes.
+async fn summarize_floods(floods: Arc<AtomicU64>, mut shutdown: watch::Receiver<bool>) {
+    let mut tick =
+        tokio::time::interval_at(Instant::now() + ABUSE_LOG_INTERVAL, ABUSE_LOG_INTERVAL);
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => return,
+            _ = tick.tick() => {}
+        }
+        let n = floods.swap(0, Ordering::Relaxed);
+        if n > 0 {
+            warn!(
+                connections = n,
+                seconds = ABUSE_LOG_INTERVAL.as_secs(),
+                "DoH: closed HTTP/2 connections that reset too many streams (rapid reset)"
+            );
+        }
+    }
+}
+
+/// True if `e` is h2's answer to a stream reset flood (GOAWAY ENHANCE_YOUR_CALM).
+fn is_reset_flood(e: &hyper::Error) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(h2) = s.downcast_ref::<h2::Error>() {
+            return h2.reason() == Some(h2::Reason::ENHANCE_YOUR_CALM);
+        }
+        source = s.source();
+    }
+    false
+}
+
+/// Requests in progress on one connection, and when the last one started or ended.
+struct Activity {
+    born: Instant,
+    busy: AtomicUsize,
+    /// Milliseconds from `born` to the last start or end of a request.
+    last: AtomicU64,
+}
+
+/// A request in progress; dropping it ends it.
+struct Busy(Arc<Activity>);
+
+impl Activity {
+    fn new() -> Activity {
+        Activity {
+            born: Instant::now(),
+            busy: AtomicUsize::new(0),
+            last: AtomicU64::new(0),
+        }
+    }
+
+    fn touch(&self) {
+        let ms = u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last.store(ms, Ordering::Relaxed);
+    }
+
+    fn busy(self: &Arc<Self>) -> Busy {
+        self.busy.fetch_add(1, Ordering::Relaxed);
+        self.touch();
+        Busy(Arc::clone(self))
+    }
+
+    /// When the connection becomes idle if nothing happens until then (`None`: a request is
+    /// in progress).
+    fn idle_at(&self, idle: Duration) -> Option<Instant> {
+        if self.busy.load(Ordering::Relaxed) > 0 {
+            return None;
+        }
+        Some(self.born + Duration::from_millis(self.last.load(Ordering::Relaxed)) + idle)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::Relaxed);
+        self.0.touch();
+    }
+}
+
+/// Runs `conn` until it ends; shuts it down gracefully with `shut_down` (HTTP/2 GOAWAY,
+/// HTTP/1.1 close after the response in progress) when it has been idle for `idle` or
+/// `shutdown` changes, and drops it [`CLOSE_GRACE`] after that.
+async fn drive<C: Future<Output = hyper::Result<()>>>(
+    conn: C,
+    shut_down: impl Fn(Pin<&mut C>),
+    activity: &Activity,
+    idle: Duration,
+    mut shutdown: watch::Receiver<bool>,
+) -> hyper::Result<()> {
+    let mut conn = std::pin::pin!(conn);
+    let mut closing: Option<Instant> = None;
+    loop {
+        let wake = match closing {
+            Some(deadline) => deadline,
+            None => activity
+                .idle_at(idle)
+                .unwrap_or_else(|| Instant::now() + idle),
+        };
+        tokio::select! {
+            r = conn.as_mut() => return r,
+            _ = shutdown.changed(), if closing.is_none() => {
+                shut_down(conn.as_mut());
+                closing = Some(Instant::now() + CLOSE_GRACE);
+            }
+            _ = tokio::time::sleep_until(wake) => {
+                if closing.is_some() {
+                    return Ok(());
+                }
+                if activity.idle_at(idle).is_some_and(|at| at <= Instant::now()) {
+                    shut_down(conn.as_mut());
+                    closing = Some(Instant::now() + CLOSE_GRACE);
+                }
+            }
+        }
+    }
+}
+
+fn status(code: StatusCode, text: &'static str) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from_static(text.as_bytes())));
+    *r.status_mut() = code;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain"),
+    );
+    r
+}
+
+/// The `dns` query parameter of a GET, decoded; on error the status and text to send.
+fn get_message(query: Option<&str>) -> Result<Vec<u8>, (StatusCode, &'static str)> {
+    let value = query
+        .unwrap_or("")
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("dns="))
+        .ok_or((StatusCode::BAD_REQUEST, "missing dns parameter\n"))?;
+    if value.len() > MAX_REQUEST.div_ceil(3) * 4 {
+        return Err((StatusCode::URI_TOO_LONG, "dns parameter too long\n"));
+    }
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(value)
+        .map_err(|_| {
+            (
+                StatusCode::BAD_REQUEST,
+                "dns parameter is not base64url without padding\n",
+            )
+        })
+}
+
+/// Handles one DoH request from `client`; responses to HEAD carry no content.
+async fn handle<S: Service>(
+    req: HttpRequest<Incoming>,
+    service: &Arc<S>,
+    client: SocketAddr,
+    path: &str,
+    limits: StreamLimits,
+) -> Response<Full<Bytes>> {
+    let head = req.method() == Method::HEAD;
+    let mut response = answer(req, service, client, path, limits).await;
+    if head {
+        let len = response.body().size_hint().exact().unwrap_or(0);
+        response
+            .headers_mut()
+            .insert(header::CONTENT_LENGTH, header::HeaderValue::from(len));
+        *response.body_mut() = Full::new(Bytes::new());
+    }
+    response
+}
+
+/// The response to one DoH request, as for GET when it is a HEAD.
+async fn answer<S: Service>(
+    req: HttpRequest<Incoming>,
+    service: &Arc<S>,
+    client: SocketAddr,
+    path: &str,
+    limits: StreamLimits,
+) -> Response<Full<Bytes>> {
+    if req.uri().path() != path {
+        return status(StatusCode::NOT_FOUND, "not found\n");
+    }
+    let message = match *req.method() {
+        Method::GET | Method::HEAD => match get_message(req.uri().query()) {
+            Ok(m) => m,
+            Err((code, text)) => return status(code, text),
+        },
+        Method::POST => {
+            let content_type = req
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok());
+            if content_type.map(|c| c.split(';').next().unwrap_or("").trim()) != Some(DNS_MESSAGE) {
+                return status(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "use Content-Type: application/dns-message\n",
+                );
+            }
+            let body = Limited::new(req.into_body(), MAX_REQUEST).collect();
+            match timeout(limits.idle, body).await {
+                Ok(Ok(body)) => body.to_bytes().to_vec(),
+                Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+                    return status(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        "DNS message over 65535 bytes\n",
+                    )
+                }
+                Ok(Err(_)) => return status(StatusCode::BAD_REQUEST, "could not read the body\n"),
+                Err(_) => return status(StatusCode::REQUEST_TIMEOUT, "body too slow\n"),
+            }
+        }
+        _ => {
+            let mut r = status(StatusCode::METHOD_NOT_ALLOWED, "use GET or POST\n");
+            r.headers_mut().insert(
+                header::ALLOW,
+                header::HeaderValue::from_static("GET, HEAD, POST"),
+            );
+            return r;
+        }
+    };
+    let mut out = Vec::new();
+    let request = Request::new(&message, client, Transport::Doh);
+    let reply = service.respond(&service.snapshot(), &request, &mut out, 0);
+    let info = match reply {
+        Reply::Ready(info) => info,
+        Reply::Defer => {
+            let later = Arc::clone(service).respond_later(request.to_owned(), out, 0);
+            match timeout(limits.deferred, later).await {
+                Ok((buf, info)) => {
+                    out = buf;
+                    info
+                }
+                Err(_) => return status(StatusCode::GATEWAY_TIMEOUT, "no answer in time\n"),
+            }
+        }
+        Reply::Transfer(_) => Default::default(),
+    };
+    if info.len == 0 || info.malformed || info.len > out.len() {
+        return status(StatusCode::BAD_REQUEST, "not a valid DNS query\n");
+    }
+    out.truncate(info.len);
+    let mut r = Response::new(Full::new(Bytes::from(out)));
+    let headers = r.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static(DNS_MESSAGE),
+    );
+    if let Some(ttl) = info.cache_ttl {
+        if let Ok(v) = header::HeaderValue::from_str(&format!("max-age={ttl}")) {
+            headers.insert(header::CACHE_CONTROL, v);
+        }
+    }
+    r
+}

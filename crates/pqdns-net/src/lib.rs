@@ -1,0 +1,68 @@
+//! pqdns-net: DNS transports shared by the authoritative server (pqdns-server) and the
+//! resolver service: UDP, TCP (RFC 7766), DNS over TLS (RFC 7858) and DNS over HTTPS
+//! (RFC 8484) listeners, and TLS configuration with hybrid X25519MLKEM768 key exchange for
+//! servers ([`tls`]) and clients ([`tls_client`]). No zone or resolution logic lives here.
+//!
+//! # Design
+//! Listeners are generic over a [`Service`] (see [`service`] for the contract): the listener
+//! owns sockets, framing, TLS, HTTP, connection caps and timeouts; the service turns a request
+//! (message bytes, client address, [`Transport`]) into a response written into the listener's
+//! buffer. A service can answer
+//! - **synchronously** ([`Reply::Ready`]), which is the hot path: UDP runs on blocking threads
+//!   that read and send batches with `recvmmsg`/`sendmmsg` and allocate nothing per query, and
+//!   the service's [`Service::snapshot`] is taken once per batch;
+//! - **later** ([`Reply::Defer`] then [`Service::respond_later`]), for a resolver's cache
+//!   misses: UDP hands the query to the runtime and sends the answer from the task; TCP and DoT
+//!   keep serving the connection and write answers as they complete (RFC 7766 pipelining with
+//!   out-of-order responses); DoH awaits it in the request's task;
+//! - **with several messages** ([`Reply::Transfer`]), for zone transfers on TCP and DoT.
+//!
+//! UDP-only post-processing (e.g. fragmenting large answers) and per-client policy belong to
+//! the service, which sees the transport and the client address of every request. Transport
+//! events (TLS handshakes and their key exchange group, refused connections, HTTP/2 reset
+//! floods) reach [`Service::event`].
+//!
+//! [`Listeners::bind`] starts every listener of a [`ListenConfig`] for one service and returns a
+//! handle for TLS certificate reload and graceful shutdown; [`ConnLimiter`], [`accept_loop`] and
+//! [`listen_tcp`] are public for other TCP endpoints of a program (e.g. a metrics listener).
+//!
+//! # Bounds
+//! Stream connections are capped per listener in total and per client address
+//! ([`ConnLimiter`], RFC 7766 §6.2.2) and closed after the idle timeout (§6.2.3) — DoH included,
+//! whatever the HTTP version; TCP listen backlogs are [`LISTEN_BACKLOG`]; deferred queries are
+//! capped per UDP socket ([`ListenConfig::max_deferred`]) and per stream connection
+//! ([`MAX_DEFERRED_PER_CONNECTION`]) and time out ([`ListenConfig::deferred_timeout`]).
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod doh;
+mod dot;
+mod limit;
+mod listeners;
+pub mod service;
+mod tcp;
+pub mod tls;
+pub mod tls_client;
+mod udp;
+
+pub use doh::{ABUSE_LOG_INTERVAL, CLOSE_GRACE, DNS_MESSAGE, MAX_H2_STREAMS, MAX_REQUEST};
+pub use limit::{ConnLimiter, ConnPermit};
+pub use listeners::{
+    listen_tcp, BoundAddrs, ListenConfig, ListenError, Listeners, DEFAULT_DEFERRED_TIMEOUT_SECS,
+    DEFAULT_DOH_PATH, DEFAULT_IDLE_TIMEOUT_SECS, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_CONNECTIONS_PER_IP, DEFAULT_MAX_DEFERRED, DEFAULT_UDP_THREADS, LISTEN_BACKLOG,
+    SHUTDOWN_GRACE,
+};
+pub use service::{
+    Event, NoTransfer, OwnedRequest, Reply, Request, ResponseInfo, Service, Transfer, TransferEnd,
+    Transport,
+};
+pub use tcp::{accept_loop, MAX_DEFERRED_PER_CONNECTION};
+pub use udp::{BATCH, MAX_DATAGRAM, POLL_INTERVAL, RECV_BUFFER};
+
+/// `tracing` filter directives programs using pqdns-net should add to their log filter
+/// (unless the user's filter names the target): h2 logs a WARN line for every HTTP/2
+/// connection it closes for a stream reset flood, so a remote client could fill the log;
+/// pqdns-net counts those connections ([`Event::ResetFlood`]) and logs a summary instead.
+pub const LOG_DIRECTIVES: &[&str] = &["h2=error"];

@@ -1,0 +1,653 @@
+//! TLS for the server side of DNS over TLS (RFC 7858) and DNS over HTTPS (RFC 8484): rustls
+//! with the aws-lc-rs provider, hybrid post-quantum key exchange (X25519MLKEM768,
+//! draft-ietf-tls-ecdhe-mlkem) preferred or required ([`KxPolicy`]), session resumption
+//! (tickets and a session cache), ALPN, and a self-signed ECDSA P-256 certificate when none is
+//! configured.
+//!
+//! The generated certificate and key are kept in the key directory as `pqdns-server.crt` and
+//! `pqdns-server.key` (mode 0600) and reused on the next start, so the fingerprint is stable.
+//! Its subject alternative names are `localhost`, 127.0.0.1, ::1, the configured names
+//! ([`TlsSettings::names`]) and the addresses the DoT and DoH listeners are bound to (every
+//! interface address for a wildcard listener); a stored certificate that does not cover them
+//! all is replaced by a new one.
+//!
+//! The certificate in use can be replaced while serving ([`ServerCertificate::reload`], on
+//! SIGHUP): new handshakes get the new certificate; if the files cannot be read or do not fit
+//! together, the old certificate stays. Private keys are never logged.
+
+use std::io::Write as _;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock};
+
+use rustls::crypto::aws_lc_rs::{self, kx_group};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::server::{ClientHello, ResolvesServerCert, ServerSessionMemoryCache};
+use rustls::sign::CertifiedKey;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use tracing::info;
+
+/// File name of the generated certificate in the key directory.
+pub const GENERATED_CERT_FILE: &str = "pqdns-server.crt";
+/// File name of the generated certificate's private key in the key directory.
+pub const GENERATED_KEY_FILE: &str = "pqdns-server.key";
+/// TLS sessions remembered for stateful resumption, per listener.
+pub const SESSION_CACHE_SIZE: usize = 1024;
+/// ALPN protocol id of DNS over TLS (RFC 7858 §3.2, IANA).
+pub const ALPN_DOT: &[u8] = b"dot";
+/// ALPN protocol id of HTTP/2 (RFC 9113 §3.2), for DoH.
+pub const ALPN_H2: &[u8] = b"h2";
+/// ALPN protocol id of HTTP/1.1 (RFC 7301 §6), for DoH.
+pub const ALPN_HTTP1: &[u8] = b"http/1.1";
+
+/// TLS key exchange policy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KxPolicy {
+    /// X25519MLKEM768 first, then the classical X25519, P-256 and P-384 for older clients.
+    #[default]
+    HybridPreferred,
+    /// Only hybrid post-quantum groups (X25519MLKEM768, SECP256R1MLKEM768); TLS 1.3 only.
+    PqOnly,
+}
+
+impl std::str::FromStr for KxPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<KxPolicy, String> {
+        match s {
+            "hybrid-preferred" => Ok(KxPolicy::HybridPreferred),
+            "pq-only" => Ok(KxPolicy::PqOnly),
+            _ => Err(format!(
+                "unknown TLS policy {s:?}: use \"hybrid-preferred\" or \"pq-only\""
+            )),
+        }
+    }
+}
+
+/// Server TLS settings.
+#[derive(Clone, Debug, Default)]
+pub struct TlsSettings {
+    /// Key exchange policy.
+    pub policy: KxPolicy,
+    /// Certificate chain and key files (PEM); `None` means make a self-signed one.
+    pub cert_and_key: Option<(PathBuf, PathBuf)>,
+    /// Where a self-signed certificate (and its key, mode 0600) is kept.
+    pub generated_cert_dir: PathBuf,
+    /// DNS names or IP addresses (presentation format) the self-signed certificate must
+    /// cover besides `localhost`, the loopback addresses and the listen addresses.
+    pub names: Vec<String>,
+}
+
+/// Why TLS could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TlsError {
+    /// A certificate or key file could not be read or written.
+    #[error("{}: {error}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        error: std::io::Error,
+    },
+    /// A PEM file held no certificate or no private key.
+    #[error("{}: {what}", path.display())]
+    Pem {
+        /// The file.
+        path: PathBuf,
+        /// What is missing.
+        what: &'static str,
+    },
+    /// A configured certificate name is neither a DNS name nor an IP address.
+    #[error("TLS certificate name {0:?} is neither a DNS name nor an IP address")]
+    Name(String),
+    /// Certificate generation failed.
+    #[error("generating a certificate: {0}")]
+    Generate(#[from] rcgen::Error),
+    /// rustls rejected the certificate, key or configuration (e.g. the key does not belong to
+    /// the certificate).
+    #[error("{context}: {error}")]
+    Rustls {
+        /// What was being set up (e.g. the certificate file).
+        context: String,
+        /// rustls' error.
+        error: rustls::Error,
+    },
+}
+
+impl TlsError {
+    fn rustls(context: impl Into<String>) -> impl FnOnce(rustls::Error) -> TlsError {
+        let context = context.into();
+        move |error| TlsError::Rustls { context, error }
+    }
+}
+
+/// The key exchange groups offered under `policy`, in preference order.
+pub fn kx_groups(policy: KxPolicy) -> Vec<&'static dyn rustls::crypto::SupportedKxGroup> {
+    match policy {
+        KxPolicy::HybridPreferred => vec![
+            kx_group::X25519MLKEM768,
+            kx_group::X25519,
+            kx_group::SECP256R1,
+            kx_group::SECP384R1,
+        ],
+        KxPolicy::PqOnly => vec![kx_group::X25519MLKEM768, kx_group::SECP256R1MLKEM768],
+    }
+}
+
+/// True for the hybrid post-quantum (ML-KEM) named groups of rustls' aws-lc-rs provider.
+pub fn is_hybrid(group: rustls::NamedGroup) -> bool {
+    matches!(
+        group,
+        rustls::NamedGroup::X25519MLKEM768
+            | rustls::NamedGroup::secp256r1MLKEM768
+            | rustls::NamedGroup::MLKEM768
+    )
+}
+
+/// The aws-lc-rs provider with the key exchange groups of `policy`.
+pub fn crypto_provider(policy: KxPolicy) -> CryptoProvider {
+    CryptoProvider {
+        kx_groups: kx_groups(policy),
+        ..aws_lc_rs::default_provider()
+    }
+}
+
+/// What a certificate is, without key material (for logs and status output).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CertificateInfo {
+    /// The certificate file.
+    pub cert_path: PathBuf,
+    /// SHA-256 fingerprint of the leaf certificate (upper-case hex bytes joined by `:`).
+    pub fingerprint: String,
+    /// True if the certificate was generated (now or on an earlier start).
+    pub self_signed: bool,
+}
+
+/// SHA-256 fingerprint of a DER certificate, as `AB:CD:…`.
+pub fn fingerprint(der: &[u8]) -> String {
+    let digest = Sha256::digest(der);
+    digest
+        .iter()
+        .map(|b| format!("{b:02X}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> TlsError + '_ {
+    move |error| TlsError::Io {
+        path: path.to_path_buf(),
+        error,
+    }
+}
+
+/// The certificates of a PEM file, or [`TlsError::Pem`] naming the file if it holds none.
+///
+/// # Errors
+/// [`TlsError::Io`] if the file cannot be read or a PEM block is corrupt, [`TlsError::Pem`] if
+/// it holds no CERTIFICATE block.
+pub fn read_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let pem = std::fs::read(path).map_err(io_err(path))?;
+    let chain = rustls_pemfile::certs(&mut pem.as_slice())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(io_err(path))?;
+    if chain.is_empty() {
+        return Err(TlsError::Pem {
+            path: path.to_path_buf(),
+            what: "no CERTIFICATE block",
+        });
+    }
+    Ok(chain)
+}
+
+fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
+    let pem = std::fs::read(path).map_err(io_err(path))?;
+    rustls_pemfile::private_key(&mut pem.as_slice())
+        .map_err(io_err(path))?
+        .ok_or_else(|| TlsError::Pem {
+            path: path.to_path_buf(),
+            what: "no PRIVATE KEY block",
+        })
+}
+
+/// A name the self-signed certificate covers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum SubjectName {
+    Dns(String),
+    Ip(IpAddr),
+}
+
+impl SubjectName {
+    fn parse(text: &str) -> Result<SubjectName, TlsError> {
+        if let Ok(ip) = text.parse::<IpAddr>() {
+            return Ok(SubjectName::Ip(ip));
+        }
+        let name = text.strip_suffix('.').unwrap_or(text).to_ascii_lowercase();
+        match ServerName::try_from(name.as_str()) {
+            Ok(ServerName::DnsName(_)) => Ok(SubjectName::Dns(name)),
+            _ => Err(TlsError::Name(text.to_string())),
+        }
+    }
+
+    fn server_name(&self) -> Option<ServerName<'static>> {
+        match self {
+            SubjectName::Dns(n) => ServerName::try_from(n.clone()).ok(),
+            SubjectName::Ip(ip) => Some(ServerName::IpAddress((*ip).into())),
+        }
+    }
+
+    fn san(&self) -> Result<rcgen::SanType, rcgen::Error> {
+        Ok(match self {
+            SubjectName::Dns(n) => rcgen::SanType::DnsName(n.clone().try_into()?),
+            SubjectName::Ip(ip) => rcgen::SanType::IpAddress(*ip),
+        })
+    }
+}
+
+/// The names a generated certificate must cover: `localhost`, the loopback addresses, the
+/// configured names and the listen addresses (for a wildcard address, every address of that
+/// family on the machine's interfaces).
+fn subject_names(names: &[String], listen: &[SocketAddr]) -> Result<Vec<SubjectName>, TlsError> {
+    let mut out = vec![
+        SubjectName::Dns("localhost".into()),
+        SubjectName::Ip(Ipv4Addr::LOCALHOST.into()),
+        SubjectName::Ip(Ipv6Addr::LOCALHOST.into()),
+    ];
+    for n in names {
+        out.push(SubjectName::parse(n)?);
+    }
+    for addr in listen {
+        if addr.ip().is_unspecified() {
+            out.extend(
+                interface_addresses()
+                    .into_iter()
+                    .filter(|ip| ip.is_ipv4() == addr.is_ipv4())
+                    .map(SubjectName::Ip),
+            );
+        } else {
+            out.push(SubjectName::Ip(addr.ip()));
+        }
+    }
+    let mut unique = Vec::with_capacity(out.len());
+    for n in out {
+        if !unique.contains(&n) {
+            unique.push(n);
+        }
+    }
+    Ok(unique)
+}
+
+/// The IP addresses of the machine's interfaces (empty if they cannot be listed).
+fn interface_addresses() -> Vec<IpAddr> {
+    let Ok(list) = nix::ifaddrs::getifaddrs() else {
+        return Vec::new();
+    };
+    list.filter_map(|i| {
+        let a = i.address?;
+        if let Some(v4) = a.as_sockaddr_in() {
+            return Some(IpAddr::V4(v4.ip()));
+        }
+        // Link-local IPv6 addresses need a scope, which certificates cannot name.
+        a.as_sockaddr_in6()
+            .map(|v6| v6.ip())
+            .filter(|ip| (ip.segments()[0] & 0xffc0) != 0xfe80)
+            .map(IpAddr::V6)
+    })
+    .collect()
+}
+
+/// The first of `names` the certificate `der` is not valid for, if any.
+fn uncovered<'n>(der: &CertificateDer<'_>, names: &'n [SubjectName]) -> Option<&'n SubjectName> {
+    let Ok(cert) = webpki::EndEntityCert::try_from(der) else {
+        return names.first();
+    };
+    names.iter().find(|n| {
+        n.server_name()
+            .is_none_or(|sn| cert.verify_is_valid_for_subject_name(&sn).is_err())
+    })
+}
+
+/// The server's certificate chain and key, replaceable while serving (see the module
+/// documentation); rustls asks it for the certificate at every handshake.
+pub struct ServerCertificate {
+    settings: TlsSettings,
+    /// The names a generated certificate must cover.
+    names: Vec<SubjectName>,
+    provider: Arc<CryptoProvider>,
+    current: RwLock<(Arc<CertifiedKey>, CertificateInfo)>,
+}
+
+impl std::fmt::Debug for ServerCertificate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let info = self.info();
+        write!(
+            f,
+            "ServerCertificate({}, sha256 {})",
+            info.cert_path.display(),
+            info.fingerprint
+        )
+    }
+}
+
+impl ServerCertificate {
+    /// Loads the configured certificate and key, or the generated ones from
+    /// `settings.generated_cert_dir`, generating them first if they do not exist or do not
+    /// cover `localhost`, 127.0.0.1, ::1, `settings.names` and the IP addresses of `listen`
+    /// (ECDSA P-256, self-signed).
+    ///
+    /// # Errors
+    /// [`TlsError`] naming the file that cannot be read or written or holds no usable PEM, a
+    /// key that does not belong to its certificate, or an invalid name.
+    pub fn load(
+        settings: &TlsSettings,
+        listen: &[SocketAddr],
+    ) -> Result<Arc<ServerCertificate>, TlsError> {
+        let names = subject_names(&settings.names, listen)?;
+        let provider = Arc::new(crypto_provider(settings.policy));
+        let current = RwLock::new(load_files(settings, &names, &provider)?);
+        Ok(Arc::new(ServerCertificate {
+            settings: settings.clone(),
+            names,
+            provider,
+            current,
+        }))
+    }
+
+    /// Reads the certificate and key files again (regenerating a missing or insufficient
+    /// self-signed certificate) and serves them from the next handshake on.
+    ///
+    /// # Errors
+    /// As [`ServerCertificate::load`]; the certificate in use stays then.
+    pub fn reload(&self) -> Result<CertificateInfo, TlsError> {
+        let (key, info) = load_files(&self.settings, &self.names, &self.provider)?;
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = (key, info.clone());
+        Ok(info)
+    }
+
+    /// The certificate in use.
+    pub fn info(&self) -> CertificateInfo {
+        self.current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .1
+            .clone()
+    }
+}
+
+impl ResolvesServerCert for ServerCertificate {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(Arc::clone(
+            &self
+                .current
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .0,
+        ))
+    }
+}
+
+fn load_files(
+    settings: &TlsSettings,
+    names: &[SubjectName],
+    provider: &CryptoProvider,
+) -> Result<(Arc<CertifiedKey>, CertificateInfo), TlsError> {
+    let (cert_path, key_path, self_signed) = match &settings.cert_and_key {
+        Some((c, k)) => (c.clone(), k.clone(), false),
+        None => {
+            let dir = &settings.generated_cert_dir;
+            let (c, k) = (dir.join(GENERATED_CERT_FILE), dir.join(GENERATED_KEY_FILE));
+            let reason = if !c.exists() || !k.exists() {
+                Some("none yet".to_string())
+            } else {
+                let chain = read_certificates(&c)?;
+                uncovered(&chain[0], names).map(|n| format!("the stored one does not cover {n:?}"))
+            };
+            if let Some(reason) = reason {
+                generate(&c, &k, names)?;
+                info!(file = %c.display(), %reason, "generated a self-signed TLS certificate");
+            }
+            (c, k, true)
+        }
+    };
+    let chain = read_certificates(&cert_path)?;
+    let key = read_key(&key_path)?;
+    let info = CertificateInfo {
+        fingerprint: fingerprint(&chain[0]),
+        cert_path: cert_path.clone(),
+        self_signed,
+    };
+    let context = format!("{} with {}", cert_path.display(), key_path.display());
+    let certified =
+        CertifiedKey::from_der(chain, key, provider).map_err(TlsError::rustls(context))?;
+    Ok((Arc::new(certified), info))
+}
+
+fn generate(cert_path: &Path, key_path: &Path, names: &[SubjectName]) -> Result<(), TlsError> {
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)?;
+    let mut params = rcgen::CertificateParams::default();
+    params.subject_alt_names = names
+        .iter()
+        .map(SubjectName::san)
+        .collect::<Result<_, _>>()?;
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "pqdns-server self-signed");
+    let cert = params.self_signed(&key)?;
+    if let Some(dir) = key_path.parent() {
+        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    }
+    write_atomically(key_path, key.serialize_pem().as_bytes(), true)?;
+    write_atomically(cert_path, cert.pem().as_bytes(), false)
+}
+
+/// Writes `data` to a temporary file next to `path` (mode 0600 if `private`) and renames it
+/// over `path`, so a crash leaves the old file or the new one, never half of one.
+fn write_atomically(path: &Path, data: &[u8], private: bool) -> Result<(), TlsError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
+    let result = (|| {
+        let mut file = create_file(&tmp, private)?;
+        file.write_all(data)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(io_err(path))
+}
+
+#[cfg(unix)]
+fn create_file(path: &Path, private: bool) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(if private { 0o600 } else { 0o644 })
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn create_file(path: &Path, _private: bool) -> std::io::Result<std::fs::File> {
+    std::fs::File::create(path)
+}
+
+/// A rustls server configuration presenting `certificate` under `policy`, offering `alpn`
+/// protocols, with session tickets and a [`SESSION_CACHE_SIZE`]-entry session cache. TLS 1.2
+/// is allowed only under the hybrid-preferred policy (hybrid groups need TLS 1.3).
+///
+/// # Errors
+/// [`TlsError::Rustls`] if rustls rejects the protocol versions or cannot make a ticketer.
+pub fn server_config(
+    policy: KxPolicy,
+    certificate: Arc<ServerCertificate>,
+    alpn: &[&[u8]],
+) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let versions: &[&rustls::SupportedProtocolVersion] = match policy {
+        KxPolicy::HybridPreferred => &[&rustls::version::TLS13, &rustls::version::TLS12],
+        KxPolicy::PqOnly => &[&rustls::version::TLS13],
+    };
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(crypto_provider(policy)))
+        .with_protocol_versions(versions)
+        .map_err(TlsError::rustls("TLS protocol versions"))?
+        .with_no_client_auth()
+        .with_cert_resolver(certificate);
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    config.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE_SIZE);
+    config.ticketer = aws_lc_rs::Ticketer::new().map_err(TlsError::rustls("TLS tickets"))?;
+    Ok(Arc::new(config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hybrid_first_and_pq_only_has_no_classical_group() {
+        use rustls::NamedGroup;
+        let names = |p| kx_groups(p).iter().map(|g| g.name()).collect::<Vec<_>>();
+        let hybrid = names(KxPolicy::HybridPreferred);
+        assert_eq!(hybrid[0], NamedGroup::X25519MLKEM768);
+        assert!(hybrid.contains(&NamedGroup::X25519));
+        let pq = names(KxPolicy::PqOnly);
+        assert!(pq.iter().all(|g| is_hybrid(*g)));
+        assert!(!is_hybrid(NamedGroup::X25519));
+    }
+
+    fn settings(dir: &Path) -> TlsSettings {
+        TlsSettings {
+            generated_cert_dir: dir.join("keys"),
+            ..TlsSettings::default()
+        }
+    }
+
+    #[test]
+    fn generated_certificate_is_reused_and_key_is_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = settings(dir.path());
+        let listen: [SocketAddr; 1] = ["127.0.0.1:853".parse().unwrap()];
+        let a = ServerCertificate::load(&s, &listen).unwrap().info();
+        let b = ServerCertificate::load(&s, &listen).unwrap().info();
+        assert_eq!(a.fingerprint, b.fingerprint);
+        assert_eq!(a.fingerprint.len(), 32 * 3 - 1);
+        assert!(a.self_signed);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(dir.path().join("keys").join(GENERATED_KEY_FILE))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o077, 0);
+        }
+        let cert = ServerCertificate::load(&s, &listen).unwrap();
+        server_config(KxPolicy::PqOnly, cert, &[ALPN_DOT]).unwrap();
+    }
+
+    /// Issue 11 item 8: the generated certificate names the listen addresses and the
+    /// configured names, and a stored one that does not is replaced.
+    #[test]
+    fn generated_certificate_covers_listen_addresses_and_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = settings(dir.path());
+        let loopback: [SocketAddr; 1] = ["127.0.0.1:853".parse().unwrap()];
+        let first = ServerCertificate::load(&s, &loopback).unwrap().info();
+        let chain = read_certificates(&first.cert_path).unwrap();
+        let cert = webpki::EndEntityCert::try_from(&chain[0]).unwrap();
+        let valid_for = |name: ServerName<'static>| cert.verify_is_valid_for_subject_name(&name);
+        assert!(valid_for(ServerName::try_from("localhost").unwrap()).is_ok());
+        assert!(valid_for(ServerName::try_from("192.0.2.53").unwrap()).is_err());
+
+        s.names = vec!["dns.example.net.".into(), "2001:db8::53".into()];
+        let listen: [SocketAddr; 2] = [
+            "192.0.2.53:853".parse().unwrap(),
+            "[2001:db8::1]:443".parse().unwrap(),
+        ];
+        let second = ServerCertificate::load(&s, &listen).unwrap().info();
+        assert_ne!(first.fingerprint, second.fingerprint, "regenerated");
+        let chain = read_certificates(&second.cert_path).unwrap();
+        let cert = webpki::EndEntityCert::try_from(&chain[0]).unwrap();
+        for name in [
+            "localhost",
+            "127.0.0.1",
+            "::1",
+            "dns.example.net",
+            "2001:db8::53",
+            "192.0.2.53",
+            "2001:db8::1",
+        ] {
+            let sn = ServerName::try_from(name).unwrap();
+            assert!(
+                cert.verify_is_valid_for_subject_name(&sn).is_ok(),
+                "{name} not covered"
+            );
+        }
+        assert!(cert
+            .verify_is_valid_for_subject_name(&ServerName::try_from("other.example").unwrap())
+            .is_err());
+        let third = ServerCertificate::load(&s, &listen[..1]).unwrap().info();
+        assert_eq!(
+            second.fingerprint, third.fingerprint,
+            "a covering one is kept"
+        );
+
+        s.names = vec!["not a name".into()];
+        let err = ServerCertificate::load(&s, &listen)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not a name"), "{err}");
+    }
+
+    /// Issue 11 item 21: a reload serves new files, and keeps the old certificate when the
+    /// new files are unusable.
+    #[test]
+    fn reload_replaces_the_certificate_and_keeps_it_on_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cert_path, key_path) = (dir.path().join("c.pem"), dir.path().join("k.pem"));
+        let make = || {
+            let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+            let params = rcgen::CertificateParams::new(vec!["localhost".into()]).unwrap();
+            let cert = params.self_signed(&key).unwrap();
+            std::fs::write(&cert_path, cert.pem()).unwrap();
+            std::fs::write(&key_path, key.serialize_pem()).unwrap();
+        };
+        make();
+        let s = TlsSettings {
+            cert_and_key: Some((cert_path.clone(), key_path.clone())),
+            ..settings(dir.path())
+        };
+        let store = ServerCertificate::load(&s, &[]).unwrap();
+        let first = store.info();
+        assert!(!first.self_signed);
+        make();
+        let second = store.reload().unwrap();
+        assert_ne!(first.fingerprint, second.fingerprint);
+        assert_eq!(store.info(), second);
+
+        std::fs::write(&cert_path, "no certificate here\n").unwrap();
+        let err = store.reload().unwrap_err().to_string();
+        assert!(
+            err.contains("c.pem") && err.contains("CERTIFICATE"),
+            "{err}"
+        );
+        assert_eq!(store.info(), second, "the old certificate stays");
+
+        // A key that belongs to another certificate.
+        let other = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["localhost".into()])
+            .unwrap()
+            .self_signed(&other)
+            .unwrap();
+        std::fs::write(&cert_path, cert.pem()).unwrap();
+        let err = store.reload().unwrap_err().to_string();
+        assert!(err.contains("c.pem") && err.contains("k.pem"), "{err}");
+        assert_eq!(store.info(), second);
+    }
+}
