@@ -111,8 +111,8 @@ impl Fragmenting {
     }
 
     /// Sends `query` over UDP offering fragmentation and returns the complete answer's wire
-    /// form, or `None` when the caller should retry over TCP (truncated, fragments lost or
-    /// inconsistent).
+    /// form (or a first response that does not parse, for the caller to reject), or `None`
+    /// when the caller should retry over TCP (truncated, fragments lost or inconsistent).
     ///
     /// # Errors
     /// [`TransportError::Io`] for socket errors.
@@ -141,7 +141,10 @@ impl Fragmenting {
         };
         info.bytes_received += first.len();
         let Ok(parsed) = Message::parse_with(first, self.compact()) else {
-            return Ok(None);
+            // Truncated: TCP. Otherwise the response is malformed: hand it back so that the
+            // caller rejects it (FORMERR) instead of quietly trying TCP.
+            let tc = first.len() >= 4 && u16::from_be_bytes([first[2], first[3]]) & FLAG_TC != 0;
+            return Ok((!tc).then(|| first.to_vec()));
         };
         let fragmented = FragOption::find(parsed.edns.as_ref(), self.config.option_code)
             .is_some_and(|o| o.schemes == self.config.mode.bit());

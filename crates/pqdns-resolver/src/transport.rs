@@ -231,8 +231,8 @@ impl Client {
         // pool by the exchange and is dropped with it.
         let answer = result.map_err(|_| TransportError::Timeout(self.timeout))??;
         info.elapsed = start.elapsed();
-        let message =
-            Message::parse(&answer).map_err(|e| TransportError::BadAnswer(e.to_string()))?;
+        let message = Message::parse(&answer)
+            .map_err(|e| TransportError::BadAnswer(format!("malformed response (FORMERR): {e}")))?;
         if !message.has_flag(FLAG_QR) {
             return Err(TransportError::BadAnswer(
                 "QR bit clear: not a response".into(),

@@ -11,77 +11,25 @@ use std::time::Duration;
 use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::RrType;
 use pqdns_resolver::fragment::FragConfig;
-use pqdns_resolver::{Client, Config, Mode, Resolver, TlsOptions, Transport, TrustAnchors};
-use pqdns_server::settings::Settings;
-use pqdns_server::zones::{load_all, ZoneSource};
-use pqdns_server::{Server, ServerConfig, ServerHandle};
+use pqdns_resolver::{Client, Config, Mode, Resolver, TlsOptions, Transport};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
+
+mod common;
+use common::{serve as serve_zone, Served, ZoneSpec};
 
 const RECORDS: &str =
     "@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 192.0.2.1\nwww A 192.0.2.2\n";
 
-struct Served {
-    rt: tokio::runtime::Runtime,
-    handle: Option<ServerHandle>,
-    anchors: TrustAnchors,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        if let Some(h) = self.handle.take() {
-            self.rt.block_on(h.shutdown());
-        }
-    }
-}
-
 /// example. signed with ML-DSA-44 (NSEC3), served on one port for UDP and TCP.
 fn serve(mode: Fragmentation) -> (Served, SocketAddr) {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("zone.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "origin = \"example.\"\ndefault_ttl = 300\nrecords = '''\n{RECORDS}'''\n\
-             [signing]\nalgorithms = [\"ML-DSA-44\"]\nkeys = \"csk\"\ndenial = \"nsec3\"\nkey_directory = \"keys\"\n"
-        ),
-    )
-    .unwrap();
-    let sources = vec![ZoneSource::File(file)];
-    let (catalog, reports) = load_all(&sources, pqdns_core::time::now()).unwrap();
-    let mut anchors = TrustAnchors::default();
-    for ds in &reports[0].ds {
-        anchors.add_ds(ds.owner.clone(), ds.rdata.clone());
-    }
-    let port = std::net::UdpSocket::bind("127.0.0.1:0")
-        .and_then(|s| s.local_addr())
-        .unwrap()
-        .port();
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let mut settings = Settings::new(dir.path().join("cert"));
-    settings.udp = vec![addr];
-    settings.tcp = vec![addr];
-    settings.fragmentation.mode = mode;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let handle = rt
-        .block_on(Server::bind(
-            ServerConfig {
-                zones: sources,
-                settings,
-            },
-            catalog,
-        ))
-        .unwrap();
-    let served = Served {
-        rt,
-        handle: Some(handle),
-        anchors,
-        _dir: dir,
+    let zone = ZoneSpec {
+        origin: "example.",
+        records: RECORDS,
+        algorithms: &["ML-DSA-44"],
+        denial: "nsec3",
     };
+    let served = serve_zone(zone, false, |s| s.fragmentation.mode = mode);
+    let addr = served.addr;
     (served, addr)
 }
 
