@@ -11,28 +11,27 @@
 //! - Records outside the zone of the answering server are dropped from its responses (and
 //!   the drop is noted in the trace).
 
-use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use pqdns_core::message::{rcode, Message, FLAG_AA};
 use pqdns_core::{Name, Record, RrType};
 
-use crate::cache::MAX_TTL;
 use crate::resolve::{lock, BoxFuture, Ctx, Inner, ResolveError};
+use crate::ttl_map::TtlMap;
 
 /// Most delegations remembered.
 pub(crate) const MAX_DELEGATIONS: usize = 4096;
 
-/// Server addresses per delegated zone, learned from referrals, with their expiry.
+/// Server addresses per delegated zone, learned from referrals, kept for the NS TTL.
 pub(crate) struct Delegations {
-    map: BTreeMap<Name, (Vec<SocketAddr>, Instant)>,
+    map: TtlMap<Name, Vec<SocketAddr>>,
 }
 
 impl Delegations {
     pub(crate) fn new() -> Delegations {
         Delegations {
-            map: BTreeMap::new(),
+            map: TtlMap::new(MAX_DELEGATIONS),
         }
     }
 
@@ -40,10 +39,8 @@ impl Delegations {
     fn closest(&self, name: &Name, now: Instant) -> Option<(Name, Vec<SocketAddr>)> {
         let mut cur = Some(name.clone());
         while let Some(n) = cur {
-            if let Some((servers, expires)) = self.map.get(&n) {
-                if *expires > now {
-                    return Some((n, servers.clone()));
-                }
+            if let Some(servers) = self.map.get(&n, now) {
+                return Some((n, servers.clone()));
             }
             cur = n.parent();
         }
@@ -51,21 +48,7 @@ impl Delegations {
     }
 
     fn insert(&mut self, zone: Name, servers: Vec<SocketAddr>, ttl: u32, now: Instant) {
-        if self.map.len() >= MAX_DELEGATIONS {
-            self.map.retain(|_, (_, e)| *e > now);
-        }
-        if self.map.len() >= MAX_DELEGATIONS {
-            if let Some(k) = self
-                .map
-                .iter()
-                .min_by_key(|(_, (_, e))| *e)
-                .map(|(k, _)| k.clone())
-            {
-                self.map.remove(&k);
-            }
-        }
-        let expires = now + Duration::from_secs(u64::from(ttl.min(MAX_TTL)));
-        self.map.insert(zone, (servers, expires));
+        self.map.insert(zone, servers, ttl, now);
     }
 }
 

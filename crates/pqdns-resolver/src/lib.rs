@@ -26,6 +26,7 @@ mod random;
 pub mod resolve;
 pub mod transport;
 mod trust;
+mod ttl_map;
 mod validate;
 
 pub use anchors::TrustAnchors;

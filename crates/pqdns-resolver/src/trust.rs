@@ -12,9 +12,8 @@
 //! Secure and Insecure zones are remembered across resolutions for their TTL (bounded, see
 //! [`MEMO_CAPACITY`]); concurrent resolutions needing the same zone share one computation.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use pqdns_core::dnssec::denial::{prove, Claim, VerifiedDenial};
 use pqdns_core::dnssec::validate::{
@@ -22,9 +21,9 @@ use pqdns_core::dnssec::validate::{
 };
 use pqdns_core::{Name, RrType};
 
-use crate::cache::MAX_TTL;
 use crate::flight::Flights;
 use crate::resolve::{lock, BoxFuture, Ctx, Inner};
+use crate::ttl_map::TtlMap;
 
 /// Most zone cuts walked when establishing trust.
 const MAX_DEPTH: usize = 16;
@@ -42,46 +41,28 @@ pub(crate) enum ZoneTrust {
 
 /// Trust remembered across resolutions, and the computations in flight.
 pub(crate) struct TrustMemo {
-    entries: Mutex<HashMap<Name, (ZoneTrust, Instant)>>,
+    entries: Mutex<TtlMap<Name, ZoneTrust>>,
     flights: Flights<Name, ZoneTrust>,
 }
 
 impl TrustMemo {
     pub(crate) fn new() -> TrustMemo {
         TrustMemo {
-            entries: Mutex::new(HashMap::new()),
+            entries: Mutex::new(TtlMap::new(MEMO_CAPACITY)),
             flights: Flights::new(),
         }
     }
 
     fn get(&self, zone: &Name, now: Instant) -> Option<ZoneTrust> {
-        lock(&self.entries)
-            .get(zone)
-            .filter(|(_, expires)| *expires > now)
-            .map(|(t, _)| t.clone())
+        lock(&self.entries).get(zone, now).cloned()
     }
 
     /// Remembers Secure and Insecure results for `ttl` seconds (capped at one day); Bogus ones
     /// are not kept, so a transient failure does not stick.
     fn put(&self, zone: &Name, trust: &ZoneTrust, ttl: u32, now: Instant) {
-        if matches!(trust, ZoneTrust::Bogus(_)) || ttl == 0 {
-            return;
+        if !matches!(trust, ZoneTrust::Bogus(_)) {
+            lock(&self.entries).insert(zone.clone(), trust.clone(), ttl, now);
         }
-        let mut entries = lock(&self.entries);
-        if entries.len() >= MEMO_CAPACITY {
-            entries.retain(|_, (_, e)| *e > now);
-        }
-        if entries.len() >= MEMO_CAPACITY {
-            if let Some(k) = entries
-                .iter()
-                .min_by_key(|(_, (_, e))| *e)
-                .map(|(k, _)| k.clone())
-            {
-                entries.remove(&k);
-            }
-        }
-        let expires = now + Duration::from_secs(u64::from(ttl.min(MAX_TTL)));
-        entries.insert(zone.clone(), (trust.clone(), expires));
     }
 }
 

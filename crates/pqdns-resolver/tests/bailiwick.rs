@@ -9,28 +9,19 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pqdns_core::message::{rcode, Message, FLAG_AA, FLAG_QR};
-use pqdns_core::{Class, Name, Record, RrType};
+use pqdns_core::{Name, Record, RrType};
 use pqdns_resolver::{Config, Mode, ResolveError, Resolver, TrustAnchors};
 use tokio::net::UdpSocket;
 
 mod common;
+use common::name;
 
 const ROOT: &str = "127.0.0.21";
 const EVIL: &str = "127.0.0.22";
 const GOOD: &str = "127.0.0.23";
 
-fn name(s: &str) -> Name {
-    s.parse().unwrap()
-}
-
 fn rec(owner: &str, rtype: RrType, rdata: Vec<u8>) -> Record {
-    Record {
-        owner: name(owner),
-        rtype,
-        class: Class::IN,
-        ttl: 300,
-        rdata,
-    }
+    common::record(owner, rtype, 300, rdata)
 }
 
 fn a(owner: &str, ip: &str) -> Record {
@@ -60,21 +51,12 @@ async fn server(ip: &str, port: u16, behave: Behaviour) -> std::io::Result<Log> 
     let socket = UdpSocket::bind((ip, port)).await?;
     let log: Log = Arc::default();
     let seen = log.clone();
-    tokio::spawn(async move {
-        let mut buf = vec![0u8; 65_535];
-        // Bounded: at most 1000 queries, and the runtime ends with the test.
-        for _ in 0..1000 {
-            let Ok((n, peer)) = socket.recv_from(&mut buf).await else {
-                return;
-            };
-            let Ok(q) = Message::parse(&buf[..n]) else {
-                continue;
-            };
-            seen.lock()
-                .unwrap()
-                .push((q.questions[0].qname.clone(), q.questions[0].qtype));
-            let _ = socket.send_to(&behave(&q).to_wire(), peer).await;
-        }
+    common::spawn_udp(socket, move |wire, _| {
+        let q = Message::parse(wire).ok()?;
+        seen.lock()
+            .unwrap()
+            .push((q.questions[0].qname.clone(), q.questions[0].qtype));
+        Some(behave(&q).to_wire())
     });
     Ok(log)
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use pqdns_core::message::{rcode, Message, FLAG_AA, FLAG_QR};
-use pqdns_core::{Class, Record, RrType};
+use pqdns_core::RrType;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, UdpSocket};
 
@@ -111,16 +111,8 @@ async fn responder(udp: fn(&Message) -> Vec<u8>) -> SocketAddr {
         }
     };
     let addr = socket.local_addr().unwrap();
-    tokio::spawn(async move {
-        let mut buf = vec![0u8; 65_535];
-        for _ in 0..100 {
-            let Ok((n, peer)) = socket.recv_from(&mut buf).await else {
-                return;
-            };
-            if let Ok(q) = Message::parse(&buf[..n]) {
-                let _ = socket.send_to(&udp(&q), peer).await;
-            }
-        }
+    common::spawn_udp(socket, move |wire, _| {
+        Message::parse(wire).ok().map(|q| udp(&q))
     });
     tokio::spawn(async move {
         for _ in 0..100 {
@@ -148,13 +140,9 @@ fn answer(q: &Message, code: u16) -> Message {
     m.flags = FLAG_QR | FLAG_AA | code;
     m.edns = None;
     if code == rcode::NOERROR {
-        m.answers.push(Record {
-            owner: q.questions[0].qname.clone(),
-            rtype: RrType::A,
-            class: Class::IN,
-            ttl: 60,
-            rdata: vec![192, 0, 2, 1],
-        });
+        let owner = q.questions[0].qname.to_string();
+        m.answers
+            .push(common::record(&owner, RrType::A, 60, vec![192, 0, 2, 1]));
     }
     m
 }

@@ -13,12 +13,12 @@ use std::time::{Duration, Instant};
 
 use pqdns_core::dnssec::validate::Status;
 use pqdns_core::message::{rcode, Message, FLAG_AA, FLAG_QR};
-use pqdns_core::{Class, Name, Record, RrType};
+use pqdns_core::{Record, RrType};
 use pqdns_resolver::{AnswerRRset, Config, Mode, Resolver, Section, TrustAnchors};
 use tokio::net::UdpSocket;
 
 mod common;
-use common::{serve, udp_client, Served, ZoneSpec};
+use common::{name, serve, udp_client, Served, ZoneSpec};
 
 const RECORDS: &str = "@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 192.0.2.1\n\
                        www A 192.0.2.2\nalias CNAME www\n*.w TXT \"wild\"\n";
@@ -35,18 +35,8 @@ fn example() -> Served {
     serve(zone, false, |_| {})
 }
 
-fn name(s: &str) -> Name {
-    s.parse().unwrap()
-}
-
 fn rec(owner: &str, rtype: RrType, rdata: Vec<u8>) -> Record {
-    Record {
-        owner: name(owner),
-        rtype,
-        class: Class::IN,
-        ttl: 86_400,
-        rdata,
-    }
+    common::record(owner, rtype, 86_400, rdata)
 }
 
 type Mutation = Arc<dyn Fn(&mut Message) + Send + Sync>;

@@ -7,6 +7,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use pqdns_core::{Class, Name, Record, RrType};
 use pqdns_resolver::{Client, TlsOptions, Transport, TrustAnchors};
 use pqdns_server::settings::Settings;
 use pqdns_server::zones::{load_all, ZoneSource};
@@ -133,6 +134,41 @@ pub fn serve_toml(
         addr,
         dir,
     }
+}
+
+/// A name from presentation format.
+pub fn name(s: &str) -> Name {
+    s.parse().unwrap()
+}
+
+/// An IN record.
+pub fn record(owner: &str, rtype: RrType, ttl: u32, rdata: Vec<u8>) -> Record {
+    Record {
+        owner: name(owner),
+        rtype,
+        class: Class::IN,
+        ttl,
+        rdata,
+    }
+}
+
+/// Answers datagrams on `socket` with `reply(datagram, sender)` (or stays silent), for at
+/// most 1000 datagrams; the task ends with the test's runtime.
+pub fn spawn_udp<F>(socket: tokio::net::UdpSocket, mut reply: F)
+where
+    F: FnMut(&[u8], SocketAddr) -> Option<Vec<u8>> + Send + 'static,
+{
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65_535];
+        for _ in 0..1000 {
+            let Ok((n, peer)) = socket.recv_from(&mut buf).await else {
+                return;
+            };
+            if let Some(answer) = reply(&buf[..n], peer) {
+                let _ = socket.send_to(&answer, peer).await;
+            }
+        }
+    });
 }
 
 /// A UDP client without fragmentation (TC → TCP).
