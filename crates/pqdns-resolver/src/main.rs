@@ -5,7 +5,7 @@
 
 #![forbid(unsafe_code)]
 
-use std::io::Write;
+use std::io::IsTerminal;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -16,7 +16,7 @@ use pqdns_core::dnssec::validate::PqPolicy;
 use pqdns_core::dnssec::Profile;
 use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::message::rcode;
-use pqdns_core::{Name, Record, RrType};
+use pqdns_core::{outln, stdout, Name, Record, RrType};
 use pqdns_resolver::fragment::FragConfig;
 use pqdns_resolver::{
     Answer, AnswerRRset, Client, Config, Mode, Resolver, TlsOptions, Transport, TrustAnchors,
@@ -51,7 +51,8 @@ const KEY_DIRS: [&str; 2] = ["zones/keys", "keys"];
     after_help = "Exit status:\n  \
         0  an answer (positive or negative): Secure, Insecure, or Indeterminate (no trust anchor)\n  \
         1  Bogus: validation failed\n  \
-        2  usage or setup error (bad arguments, unreadable trust anchor or CA file)\n  \
+        2  usage or setup error (bad arguments, unreadable trust anchor or CA file), or\n     \
+        standard output could not be written (a closed pipe is not an error)\n  \
         3  no answer: error RCODE (SERVFAIL, REFUSED, ...), a referral from a server that is\n     \
         not authoritative for the name, or resolution failed (timeout, malformed response)"
 )]
@@ -267,36 +268,36 @@ fn exit_code(answer: &Answer) -> u8 {
     }
 }
 
-fn print_text(out: &mut impl Write, cli: &Cli, a: &Answer) -> std::io::Result<()> {
-    writeln!(out, ";; {} {}: {}", a.qname(), a.qtype(), a.rcode_name())?;
+fn print_text(cli: &Cli, a: &Answer) {
+    outln!(";; {} {}: {}", a.qname(), a.qtype(), a.rcode_name());
     for s in a.answers().iter().chain(a.authority()) {
         for r in s.records() {
-            writeln!(out, "{r}")?;
+            outln!("{r}");
         }
         if cli.dnssec {
             for r in s.rrsig_records() {
-                writeln!(out, "{r}")?;
+                outln!("{r}");
             }
         }
         if !s.is_secure() {
-            writeln!(out, ";; ^ {} (not validated)", s.status_name())?;
+            outln!(";; ^ {} (not validated)", s.status_name());
         }
     }
     if let Some(r) = a.referral() {
-        writeln!(out, ";; referral to {} (not followed):", r.zone)?;
+        outln!(";; referral to {} (not followed):", r.zone);
         for rec in r.ns.records() {
-            writeln!(out, "{rec}")?;
+            outln!("{rec}");
         }
         for rec in r.ds.iter().flat_map(|d| d.records()) {
-            writeln!(out, "{rec}")?;
+            outln!("{rec}");
         }
         for rec in r.glue.iter().flat_map(|g| g.records()) {
-            writeln!(out, "{rec}")?;
+            outln!("{rec}");
         }
     }
     match a.status().reason() {
-        Some(r) => writeln!(out, ";; status: {} ({r})", a.status().name())?,
-        None => writeln!(out, ";; status: {}", a.status().name())?,
+        Some(r) => outln!(";; status: {} ({r})", a.status().name()),
+        None => outln!(";; status: {}", a.status().name()),
     }
     if !a.dropped().is_empty() {
         let list: Vec<String> = a
@@ -304,40 +305,37 @@ fn print_text(out: &mut impl Write, cli: &Cli, a: &Answer) -> std::io::Result<()
             .iter()
             .map(|d| format!("{} {} ({:?})", d.owner, d.rtype, d.section))
             .collect();
-        writeln!(
-            out,
+        outln!(
             ";; dropped {} RRset(s) not part of the validated answer: {}",
             list.len(),
             list.join(", ")
-        )?;
+        );
     }
     if cli.trace {
         for step in a.chain() {
-            writeln!(out, ";; chain: {step}")?;
+            outln!(";; chain: {step}");
         }
     }
     if cli.unvalidated {
         for (i, m) in a.unvalidated_messages().iter().enumerate() {
-            writeln!(out, ";; UNVALIDATED response {}:", i + 1)?;
+            outln!(";; UNVALIDATED response {}:", i + 1);
             for r in m.answers.iter().chain(&m.authority).chain(&m.additional) {
-                writeln!(out, ";; {r}")?;
+                outln!(";; {r}");
             }
         }
     }
     let (sent, received, ms) = totals(a);
     if let Some(g) = a.exchanges().iter().find_map(|e| e.tls_group.clone()) {
         let cipher = a.exchanges().iter().find_map(|e| e.tls_cipher.clone());
-        writeln!(
-            out,
+        outln!(
             ";; TLS: group {g}, cipher {}",
             cipher.as_deref().unwrap_or("?")
-        )?;
+        );
     }
-    writeln!(
-        out,
+    outln!(
         ";; {} exchange(s), {sent} bytes sent, {received} bytes received, {ms:.1} ms",
         a.exchanges().len()
-    )
+    );
 }
 
 fn totals(a: &Answer) -> (usize, usize, f64) {
@@ -459,22 +457,12 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             message: e.to_string(),
             code: EXIT_NO_ANSWER,
         })?;
-    let mut out = std::io::stdout().lock();
-    let written = if cli.json {
-        serde_json::to_string_pretty(&json_answer(cli, &answer))
-            .map_err(std::io::Error::other)
-            .and_then(|j| writeln!(out, "{j}"))
+    if cli.json {
+        let json = serde_json::to_string_pretty(&json_answer(cli, &answer))
+            .map_err(|e| usage(format!("encoding the answer as JSON: {e}")))?;
+        outln!("{json}");
     } else {
-        print_text(&mut out, cli, &answer)
-    };
-    // A closed stdout (`| head`) is not an error of the resolution.
-    if let Err(e) = written.and_then(|()| out.flush()) {
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            return Err(Failure {
-                message: format!("writing the answer: {e}"),
-                code: EXIT_USAGE,
-            });
-        }
+        print_text(cli, &answer);
     }
     Ok(exit_code(&answer))
 }
@@ -485,6 +473,7 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -495,25 +484,33 @@ fn main() -> ExitCode {
                     error: e.to_string().trim().to_string(),
                     exit_code: EXIT_USAGE,
                 };
-                println!("{}", serde_json::to_string(&j).unwrap_or_default());
+                outln!("{}", serde_json::to_string(&j).unwrap_or_default());
                 return ExitCode::from(EXIT_USAGE);
             }
             e.exit()
         }
     };
-    match run(&cli) {
-        Ok(code) => ExitCode::from(code),
+    let code = match run(&cli) {
+        Ok(code) => code,
         Err(f) => {
             if cli.json {
                 let j = JsonError {
                     error: f.message,
                     exit_code: f.code,
                 };
-                println!("{}", serde_json::to_string(&j).unwrap_or_default());
+                outln!("{}", serde_json::to_string(&j).unwrap_or_default());
             } else {
                 eprintln!("pqdns-resolve: {}", f.message);
             }
-            ExitCode::from(f.code)
+            f.code
+        }
+    };
+    // A reader that closed the pipe (`| head`) is not a failure; a full disk under `> file` is.
+    match stdout::status() {
+        Ok(()) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("pqdns-resolve: {e}");
+            ExitCode::from(EXIT_USAGE)
         }
     }
 }
