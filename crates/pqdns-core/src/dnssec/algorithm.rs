@@ -2,8 +2,12 @@
 //! the algorithm it stands for ([`Algorithm`]), which depends on the profile
 //! ([`super::profile::Profile`]) for post-quantum numbers.
 //!
-//! Sizes are from FIPS 204, the Falcon, SPHINCS+ (round 3.1) and MAYO specifications as
-//! implemented by liboqs 0.13, and RFC 6605 / RFC 8080 for the classical ones.
+//! Sizes are from FIPS 204, FIPS 205, the Falcon, SPHINCS+ (round 3.1) and MAYO specifications
+//! as implemented by liboqs 0.13, and RFC 6605 / RFC 8080 for the classical ones.
+//!
+//! The set is open: a scheme defined outside pqdns describes itself with a static
+//! [`AlgorithmInfo`] and is known as [`Algorithm::External`] (see
+//! [`super::provider::Provider::with_scheme`]).
 
 use std::fmt;
 
@@ -37,43 +41,76 @@ impl fmt::Display for SecAlg {
 
 /// The library that implements an algorithm in a [`super::provider::Provider`].
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
 pub enum Backend {
     /// aws-lc-rs (AWS-LC): RSA, ECDSA, Ed25519, ML-DSA.
     AwsLc,
     /// liboqs through the `oqs` crate: ML-DSA, Falcon, SPHINCS+, MAYO, Dilithium (round 3).
     Liboqs,
+    /// The `fips205` crate (pure Rust): FIPS 205 SLH-DSA.
+    Fips205,
+    /// pqdns' own code on top of another scheme, e.g. MTL mode over SPHINCS+.
+    Pqdns,
+    /// A library outside pqdns, named by the scheme that registered it.
+    External(&'static str),
+}
+
+/// What a signature algorithm defined outside pqdns is: the facts pqdns needs to print, size
+/// buffers and number it. Third parties declare one as a `static` and return
+/// `Algorithm::External(&THE_STATIC)` from their [`super::provider::SignatureScheme`].
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct AlgorithmInfo {
+    /// Name, unique among the algorithms of a provider (compared loosely, as
+    /// [`Algorithm::from_name`] does).
+    pub name: &'static str,
+    /// Mnemonic written in BIND private-key files (`Algorithm: 250 (MYALG)`).
+    pub mnemonic: &'static str,
+    /// DNSKEY public-key field size in bytes (0 = depends on the key).
+    pub public_key_len: usize,
+    /// Largest RRSIG signature field in bytes (0 = depends on the key).
+    pub max_signature_len: usize,
+    /// True if designed to resist a quantum adversary.
+    pub post_quantum: bool,
+    /// The DNSSEC algorithm number this algorithm takes in built-in profiles, by profile name
+    /// (`("default", 250)`); [`super::profile::Profile::with_provider`] applies them. Use 253
+    /// or 254 (private use, RFC 4034 Appendix A.1) or a number agreed with the peers.
+    pub numbers: &'static [(&'static str, u8)],
 }
 
 macro_rules! algorithms {
     ($($variant:ident, $name:expr, $pk:expr, $sig:expr, $mnemonic:expr;)*) => {
-        /// A signature algorithm pqdns knows, independent of the number a profile gives it.
+        /// A signature algorithm, independent of the number a profile gives it: one pqdns
+        /// knows, or one registered from outside ([`Algorithm::External`]).
         #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+        #[non_exhaustive]
         pub enum Algorithm {
             $(#[doc = $name] $variant,)*
+            /// An algorithm defined outside pqdns, described by its [`AlgorithmInfo`].
+            External(&'static AlgorithmInfo),
         }
 
         impl Algorithm {
-            /// Every algorithm, in table order.
+            /// Every algorithm pqdns itself defines, in table order.
             pub const ALL: &'static [Algorithm] = &[$(Algorithm::$variant,)*];
 
             /// The name: IANA mnemonic for classical algorithms, liboqs / FIPS name otherwise.
             pub fn name(self) -> &'static str {
-                match self { $(Algorithm::$variant => $name,)* }
+                match self { $(Algorithm::$variant => $name,)* Algorithm::External(i) => i.name }
             }
 
             /// DNSKEY public-key field size in bytes (0 = depends on the key, e.g. RSA).
             pub fn public_key_len(self) -> usize {
-                match self { $(Algorithm::$variant => $pk,)* }
+                match self { $(Algorithm::$variant => $pk,)* Algorithm::External(i) => i.public_key_len }
             }
 
             /// Largest RRSIG signature field in bytes (0 = depends on the key, e.g. RSA).
             pub fn max_signature_len(self) -> usize {
-                match self { $(Algorithm::$variant => $sig,)* }
+                match self { $(Algorithm::$variant => $sig,)* Algorithm::External(i) => i.max_signature_len }
             }
 
             /// The mnemonic written in BIND private-key files (`Algorithm: 18 (MLDSA44)`).
             pub fn mnemonic(self) -> &'static str {
-                match self { $(Algorithm::$variant => $mnemonic,)* }
+                match self { $(Algorithm::$variant => $mnemonic,)* Algorithm::External(i) => i.mnemonic }
             }
         }
     };
@@ -103,12 +140,18 @@ algorithms! {
     Mayo3, "MAYO-3", 2986, 681, "MAYO3";
     Snova24_5_4, "SNOVA_24_5_4", 1016, 248, "SNOVA2454";
     SlhDsaSha2_128s, "SLH-DSA-SHA2-128s", 32, 7856, "SLHDSASHA2128S";
-    MtlSlhDsaSha2_128s, "SLH-DSA-MTL-SHA2-128s", 32, 0, "MTLSHA2128S";
-    MtlSlhDsaShake128s, "SLH-DSA-MTL-SHAKE-128s", 32, 0, "MTLSHAKE128S";
+    SlhDsaShake128s, "SLH-DSA-SHAKE-128s", 32, 7856, "SLHDSASHAKE128S";
+    MtlSlhDsaSha2_128s, "SLH-DSA-MTL-SHA2-128s", 32, MTL_MAX_SIGNATURE_LEN, "MTLSHA2128S";
+    MtlSlhDsaShake128s, "SLH-DSA-MTL-SHAKE-128s", 32, MTL_MAX_SIGNATURE_LEN, "MTLSHAKE128S";
 }
 
+/// Largest MTL-mode RRSIG signature field pqdns emits (bytes): a full signature with a
+/// 32-sibling authentication path and a 32-rung ladder (draft-fregly-dnsop-slh-dsa-mtl-dnssec;
+/// `docs/pqc-dnssec-wire.md` §5): 1 + (16 + 24 + 32·16) + (12 + 32·24) + 4 + 7856.
+pub const MTL_MAX_SIGNATURE_LEN: usize = 1 + (16 + 24 + 32 * 16) + (12 + 32 * 24) + 4 + 7856;
+
 impl Algorithm {
-    /// Finds an algorithm by name, ignoring case and the characters `-`, `_`, `+` (so
+    /// Finds an algorithm pqdns defines by name, ignoring case and the characters `-`, `_`, `+` (so
     /// `ML-DSA-44`, `mldsa44` and `MLDSA44` all match), or by its BIND mnemonic.
     pub fn from_name(text: &str) -> Option<Algorithm> {
         let squash = |s: &str| -> String {
@@ -127,6 +170,9 @@ impl Algorithm {
 
     /// True for the algorithms designed to resist a quantum adversary.
     pub fn is_post_quantum(self) -> bool {
+        if let Algorithm::External(info) = self {
+            return info.post_quantum;
+        }
         !matches!(
             self,
             Algorithm::RsaSha256
@@ -138,7 +184,17 @@ impl Algorithm {
         )
     }
 
-    /// Why no backend implements this algorithm, or `None` if one does.
+    /// True for Merkle Tree Ladder mode algorithms (draft-fregly-dnsop-slh-dsa-mtl-dnssec), whose
+    /// zone signing batches every RRset under one ladder signature ([`super::mtl`]).
+    pub fn is_mtl(self) -> bool {
+        matches!(
+            self,
+            Algorithm::MtlSlhDsaSha2_128s | Algorithm::MtlSlhDsaShake128s
+        )
+    }
+
+    /// Why no backend compiled into this build implements this algorithm, or `None` if one
+    /// does.
     pub fn unavailable_reason(self) -> Option<&'static str> {
         match self {
             Algorithm::Ed448 => {
@@ -147,11 +203,10 @@ impl Algorithm {
             Algorithm::Snova24_5_4 => {
                 Some("SNOVA is not in liboqs 0.13 or any maintained Rust crate")
             }
-            Algorithm::SlhDsaSha2_128s => {
-                Some("FIPS 205 SLH-DSA is not in liboqs 0.13 or aws-lc-rs 1.19")
-            }
-            Algorithm::MtlSlhDsaSha2_128s | Algorithm::MtlSlhDsaShake128s => {
-                Some("MTL mode is not implemented yet")
+            Algorithm::MtlSlhDsaSha2_128s | Algorithm::MtlSlhDsaShake128s
+                if !cfg!(feature = "liboqs") =>
+            {
+                Some("MTL mode needs SPHINCS+ from liboqs (cargo feature `liboqs`)")
             }
             _ => None,
         }

@@ -4,32 +4,81 @@
 //!
 //! Private keys are stored as liboqs' secret-key encoding. liboqs 0.13 cannot derive an ML-DSA
 //! key from a 32-byte seed, so a seed-only ML-DSA key file needs the aws-lc-rs backend.
+//!
+//! Each scheme creates its liboqs signature object (`OQS_SIG`) once, on first use, and shares
+//! it between its keys and verifications: the object is an immutable table of lengths and
+//! function pointers.
+//!
+//! Falcon-512 signatures are re-drawn (Falcon signing is randomized) until they fit in 666
+//! bytes, the size OQS-BIND's Falcon-512 (algorithm 17 in the `oqs-bind` profile) accepts; the
+//! compressed format allows up to 752 (Falcon specification §3.11), so a rare longer signature
+//! would be rejected there. Falcon-padded-512 applies the same bound by construction.
 
-use std::sync::Once;
+use std::sync::{Once, OnceLock};
 
 use zeroize::Zeroizing;
 
 use super::algorithm::{Algorithm, Backend};
 use super::provider::{CryptoError, PrivateFields, SignatureScheme, SigningKey};
 
-/// The schemes this backend provides.
-pub(crate) static SCHEMES: &[&dyn SignatureScheme] = &[
-    &Oqs(Algorithm::MlDsa44),
-    &Oqs(Algorithm::MlDsa65),
-    &Oqs(Algorithm::MlDsa87),
-    &Oqs(Algorithm::Dilithium2),
-    &Oqs(Algorithm::Falcon512),
-    &Oqs(Algorithm::Falcon1024),
-    &Oqs(Algorithm::FalconPadded512),
-    &Oqs(Algorithm::FalconPadded1024),
-    &Oqs(Algorithm::SphincsSha2_128s),
-    &Oqs(Algorithm::SphincsSha2_128f),
-    &Oqs(Algorithm::SphincsShake128s),
-    &Oqs(Algorithm::SphincsShake128f),
-    &Oqs(Algorithm::Mayo1),
-    &Oqs(Algorithm::Mayo2),
-    &Oqs(Algorithm::Mayo3),
-];
+macro_rules! schemes {
+    ($($static:ident = $alg:ident;)*) => {
+        $(static $static: Oqs = Oqs::new(Algorithm::$alg);)*
+        /// The schemes this backend provides.
+        pub(crate) static SCHEMES: &[&dyn SignatureScheme] = &[$(&$static,)*];
+    };
+}
+
+schemes! {
+    ML_DSA_44 = MlDsa44;
+    ML_DSA_65 = MlDsa65;
+    ML_DSA_87 = MlDsa87;
+    DILITHIUM2 = Dilithium2;
+    FALCON_512 = Falcon512;
+    FALCON_1024 = Falcon1024;
+    FALCON_PADDED_512 = FalconPadded512;
+    FALCON_PADDED_1024 = FalconPadded1024;
+    SPHINCS_SHA2_128S = SphincsSha2_128s;
+    SPHINCS_SHA2_128F = SphincsSha2_128f;
+    SPHINCS_SHAKE_128S = SphincsShake128s;
+    SPHINCS_SHAKE_128F = SphincsShake128f;
+    MAYO_1 = Mayo1;
+    MAYO_2 = Mayo2;
+    MAYO_3 = Mayo3;
+}
+
+/// The SPHINCS+ round 3.1 scheme MTL mode signs its ladders with (SHA2 or SHAKE 128s-simple).
+pub(crate) fn sphincs_128s(shake: bool) -> &'static dyn SignatureScheme {
+    if shake {
+        &SPHINCS_SHAKE_128S
+    } else {
+        &SPHINCS_SHA2_128S
+    }
+}
+
+/// The largest Falcon-512 signature OQS-BIND accepts (bytes): the padded size.
+pub(crate) const FALCON_512_OQS_BIND_MAX: usize = 666;
+
+/// How many times a Falcon-512 signature is re-drawn before giving up (each draw exceeds 666
+/// bytes with probability well below 1 %).
+const FALCON_REDRAWS: usize = 64;
+
+/// Calls `draw` until it returns a signature of at most `max` bytes, at most `attempts` times.
+fn redraw(
+    max: usize,
+    attempts: usize,
+    mut draw: impl FnMut() -> Result<Vec<u8>, CryptoError>,
+) -> Result<Vec<u8>, CryptoError> {
+    for _ in 0..attempts {
+        let sig = draw()?;
+        if sig.len() <= max {
+            return Ok(sig);
+        }
+    }
+    Err(CryptoError::Library(
+        "no Falcon-512 signature within 666 bytes after many draws",
+    ))
+}
 
 fn init() {
     static INIT: Once = Once::new();
@@ -128,11 +177,31 @@ impl Engine {
     }
 }
 
-struct Oqs(Algorithm);
+/// One algorithm, with its liboqs object created once on first use and kept for the life of
+/// the process (one per algorithm, so the memory is bounded), so keys can borrow it.
+struct Oqs {
+    alg: Algorithm,
+    engine: OnceLock<Result<&'static Engine, CryptoError>>,
+}
+
+impl Oqs {
+    const fn new(alg: Algorithm) -> Oqs {
+        Oqs {
+            alg,
+            engine: OnceLock::new(),
+        }
+    }
+
+    fn engine(&self) -> Result<&'static Engine, CryptoError> {
+        *self
+            .engine
+            .get_or_init(|| Engine::new(self.alg).map(|e| &*Box::leak(Box::new(e))))
+    }
+}
 
 struct OqsKey {
     alg: Algorithm,
-    engine: Engine,
+    engine: &'static Engine,
     public: Vec<u8>,
     secret: Zeroizing<Vec<u8>>,
 }
@@ -148,22 +217,27 @@ impl SigningKey for OqsKey {
         PrivateFields::single(self.secret.to_vec())
     }
     fn sign(&self, message: &[u8]) -> Result<Vec<u8>, CryptoError> {
+        if self.alg == Algorithm::Falcon512 {
+            return redraw(FALCON_512_OQS_BIND_MAX, FALCON_REDRAWS, || {
+                self.engine.sign(message, &self.secret)
+            });
+        }
         self.engine.sign(message, &self.secret)
     }
 }
 
 impl SignatureScheme for Oqs {
     fn algorithm(&self) -> Algorithm {
-        self.0
+        self.alg
     }
     fn backend(&self) -> Backend {
         Backend::Liboqs
     }
     fn generate(&self) -> Result<Box<dyn SigningKey>, CryptoError> {
-        let engine = Engine::new(self.0)?;
+        let engine = self.engine()?;
         let (public, secret) = engine.keypair()?;
         Ok(Box::new(OqsKey {
-            alg: self.0,
+            alg: self.alg,
             engine,
             public,
             secret,
@@ -174,7 +248,7 @@ impl SignatureScheme for Oqs {
         fields: &PrivateFields,
         public_key: &[u8],
     ) -> Result<Box<dyn SigningKey>, CryptoError> {
-        let engine = Engine::new(self.0)?;
+        let engine = self.engine()?;
         let secret = fields
             .get("PrivateKey")
             .ok_or(CryptoError::BadKey("PrivateKey field missing"))?;
@@ -192,7 +266,7 @@ impl SignatureScheme for Oqs {
             return Err(CryptoError::BadKey("public key has the wrong length"));
         }
         let key = OqsKey {
-            alg: self.0,
+            alg: self.alg,
             engine,
             public: public_key.to_vec(),
             secret: Zeroizing::new(secret.to_vec()),
@@ -205,7 +279,7 @@ impl SignatureScheme for Oqs {
         Ok(Box::new(key))
     }
     fn verify(&self, public_key: &[u8], message: &[u8], sig: &[u8]) -> Result<(), CryptoError> {
-        Engine::new(self.0)?.verify(public_key, message, sig)
+        self.engine()?.verify(public_key, message, sig)
     }
 }
 
@@ -312,6 +386,44 @@ mod raw {
         fn drop(&mut self) {
             // SAFETY: the pointer came from OQS_SIG_new and is freed exactly once.
             unsafe { OQS_SIG_free(self.0.as_ptr()) }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redraw_keeps_drawing_until_the_signature_fits() {
+        let mut lengths = [700usize, 690, 666, 600].into_iter();
+        let sig = redraw(666, 10, || Ok(vec![0; lengths.next().unwrap()])).unwrap();
+        assert_eq!(sig.len(), 666);
+        assert_eq!(
+            lengths.next(),
+            Some(600),
+            "stopped at the first fitting draw"
+        );
+        assert!(redraw(666, 3, || Ok(vec![0; 700])).is_err());
+    }
+
+    #[test]
+    fn one_liboqs_object_per_scheme() {
+        let a = ML_DSA_44.engine().unwrap() as *const Engine;
+        let b = ML_DSA_44.engine().unwrap() as *const Engine;
+        assert_eq!(a, b);
+        let key = ML_DSA_44.generate().unwrap();
+        let sig = key.sign(b"m").unwrap();
+        ML_DSA_44.verify(key.public_key(), b"m", &sig).unwrap();
+        assert_eq!(ML_DSA_44.engine().unwrap() as *const Engine, a);
+    }
+
+    #[test]
+    fn falcon_512_signatures_fit_oqs_bind() {
+        let key = FALCON_512.generate().unwrap();
+        for i in 0u32..3000 {
+            let sig = key.sign(&i.to_be_bytes()).unwrap();
+            assert!(sig.len() <= FALCON_512_OQS_BIND_MAX, "{}", sig.len());
         }
     }
 }

@@ -8,12 +8,16 @@
 use std::collections::BTreeMap;
 
 use super::algorithm::{Algorithm, SecAlg};
+use super::provider::Provider;
 
 /// A number ↔ algorithm mapping. Numbers it does not list are unknown algorithms: data, and
 /// a validation failure where a signature must be checked, never a parse error.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Profile {
     name: String,
+    /// The built-in profile this one starts from (its own name for a built-in profile); external
+    /// schemes' [`super::algorithm::AlgorithmInfo::numbers`] are looked up under it.
+    base: String,
     by_number: BTreeMap<u8, Algorithm>,
 }
 
@@ -38,6 +42,11 @@ const CLASSICAL: &[(u8, Algorithm)] = &[
 ];
 
 /// IANA 18 for ML-DSA-44, CoreDNS dnssec_pqc numbers for the rest, MTL as Verisign.
+///
+/// 39, 49, 50 and 51 are pqdns-local choices with no standing outside this profile (IANA has
+/// not assigned them; treat them as private use between consenting peers): SPHINCS+-128f so
+/// the benchmark matrix can run the study's 128f rows, and FIPS 205 SLH-DSA, which is not
+/// signature-compatible with the SPHINCS+ round 3.1 numbers 19/29.
 const DEFAULT: &[(u8, Algorithm)] = &[
     (17, Algorithm::Falcon512),
     (18, Algorithm::MlDsa44),
@@ -50,7 +59,11 @@ const DEFAULT: &[(u8, Algorithm)] = &[
     (30, Algorithm::Mayo3),
     (37, Algorithm::FalconPadded512),
     (38, Algorithm::MlDsa87),
+    (39, Algorithm::SphincsSha2_128f),
     (47, Algorithm::FalconPadded1024),
+    (49, Algorithm::SphincsShake128f),
+    (50, Algorithm::SlhDsaSha2_128s),
+    (51, Algorithm::SlhDsaShake128s),
     (248, Algorithm::MtlSlhDsaSha2_128s),
     (249, Algorithm::MtlSlhDsaShake128s),
 ];
@@ -92,6 +105,7 @@ impl Profile {
         };
         Ok(Profile {
             name: name.to_string(),
+            base: name.to_string(),
             by_number: CLASSICAL.iter().chain(pq).copied().collect(),
         })
     }
@@ -116,10 +130,54 @@ impl Profile {
         for (alg_name, &number) in numbers {
             let alg = Algorithm::from_name(alg_name)
                 .ok_or_else(|| ProfileError::UnknownAlgorithm(alg_name.clone()))?;
-            profile.by_number.retain(|_, a| *a != alg);
-            profile.by_number.insert(number, alg);
+            profile.assign(SecAlg(number), alg);
         }
         Ok(profile)
+    }
+
+    /// As [`Profile::custom`], but algorithm names are looked up in `provider` too, so schemes
+    /// registered from outside pqdns can be numbered by name; external schemes' own numbers for
+    /// `base` are applied first ([`Profile::with_provider`]).
+    ///
+    /// # Errors
+    /// [`ProfileError`] if `base` or an algorithm name is unknown.
+    pub fn custom_with_provider(
+        name: &str,
+        base: &str,
+        numbers: &BTreeMap<String, u8>,
+        provider: &Provider,
+    ) -> Result<Profile, ProfileError> {
+        let mut profile = Profile::named(base)?.with_provider(provider);
+        profile.name = name.to_string();
+        for (alg_name, &number) in numbers {
+            let alg = provider
+                .algorithm_by_name(alg_name)
+                .or_else(|| Algorithm::from_name(alg_name))
+                .ok_or_else(|| ProfileError::UnknownAlgorithm(alg_name.clone()))?;
+            profile.assign(SecAlg(number), alg);
+        }
+        Ok(profile)
+    }
+
+    /// This profile plus the numbers that `provider`'s external schemes declare for its base
+    /// profile ([`super::algorithm::AlgorithmInfo::numbers`]). A declared number replaces what
+    /// the profile mapped to it.
+    pub fn with_provider(mut self, provider: &Provider) -> Profile {
+        for alg in provider.algorithms() {
+            if let Algorithm::External(info) = alg {
+                if let Some((_, n)) = info.numbers.iter().find(|(p, _)| *p == self.base) {
+                    self.assign(SecAlg(*n), alg);
+                }
+            }
+        }
+        self
+    }
+
+    /// Maps `number` to `alg`: whatever `number` meant before is dropped, and `alg` loses any
+    /// other number it had.
+    pub fn assign(&mut self, number: SecAlg, alg: Algorithm) {
+        self.by_number.retain(|_, a| *a != alg);
+        self.by_number.insert(number.0, alg);
     }
 
     /// The profile's name.

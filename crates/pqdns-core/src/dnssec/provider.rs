@@ -1,5 +1,11 @@
 //! The crypto provider: which library signs and verifies each [`Algorithm`], chosen at run
-//! time as a value (like rustls' `CryptoProvider`), never by Cargo feature precedence.
+//! time as a value (like rustls' `CryptoProvider`), never by Cargo feature precedence. Cargo
+//! features (`aws-lc`, `liboqs`, both default) only decide which backends are compiled in.
+//!
+//! The provider is open: a scheme defined outside pqdns is a `static` implementing
+//! [`SignatureScheme`] whose [`SignatureScheme::algorithm`] is an
+//! [`Algorithm::External`]; [`Provider::with_scheme`] adds it, and
+//! [`super::profile::Profile::with_provider`] gives it its DNSSEC number.
 //!
 //! Wire encodings follow `docs/pqc-dnssec-wire.md` §2: DNSKEY public-key fields and RRSIG
 //! signature fields carry the raw bytes each scheme defines (RFC 3110 for RSA, RFC 6605 for
@@ -11,11 +17,15 @@ use std::fmt;
 use zeroize::Zeroizing;
 
 use super::algorithm::{Algorithm, Backend};
+#[cfg(feature = "aws-lc")]
 use super::backend_awslc;
+use super::backend_fips205;
+#[cfg(feature = "liboqs")]
 use super::backend_liboqs;
 
 /// Why a cryptographic operation failed. `Copy` so it is cheap on validation paths.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CryptoError {
     /// This provider has no implementation of the algorithm.
     #[error("{0} is not implemented by this provider")]
@@ -29,6 +39,14 @@ pub enum CryptoError {
     /// The library failed to produce a key or signature.
     #[error("crypto library failure: {0}")]
     Library(&'static str),
+    /// An MTL-mode condensed signature cannot be checked without a verified ladder of its
+    /// series (draft-fregly-dnsop-slh-dsa-mtl-dnssec: fetch the full signature with EDNS option
+    /// 65050).
+    #[error("MTL condensed signature: no verified ladder for series {0:016x}")]
+    LadderRequired(u64),
+    /// An MTL-mode signature field that does not parse (`docs/pqc-dnssec-wire.md` §5).
+    #[error("malformed MTL signature: {0}")]
+    MalformedMtl(super::mtl::SignatureError),
 }
 
 /// Private-key material as named fields of a BIND `Private-key-format: v1.3` file (for example
@@ -72,6 +90,23 @@ pub trait SigningKey: Send + Sync {
     /// # Errors
     /// [`CryptoError::Library`] if the library fails.
     fn sign(&self, message: &[u8]) -> Result<Vec<u8>, CryptoError>;
+    /// The batch interface, for keys whose signatures are cheaper made together (MTL mode);
+    /// `None` (the default) for keys that sign one message at a time.
+    fn as_batch(&self) -> Option<&dyn BatchSigningKey> {
+        None
+    }
+}
+
+/// A key that signs a batch of messages with one expensive operation, as MTL mode signs one
+/// ladder for a whole zone (draft-harvey-cfrg-mtl-mode §5).
+pub trait BatchSigningKey: Send + Sync {
+    /// Signs every message of `messages`; `full[i]` asks for a self-contained signature of
+    /// message `i` (an MTL full signature, which carries the signed ladder) rather than a short
+    /// one that needs the ladder from elsewhere. Returns the RRSIG signature fields in order.
+    ///
+    /// # Errors
+    /// [`CryptoError::Library`] if the library fails.
+    fn sign_batch(&self, messages: &[Vec<u8>], full: &[bool]) -> Result<Vec<Vec<u8>>, CryptoError>;
 }
 
 /// One algorithm as implemented by one backend.
@@ -116,44 +151,96 @@ pub struct Provider {
     schemes: Vec<&'static dyn SignatureScheme>,
 }
 
+/// The schemes of the backends compiled into this build, first listed first.
+fn compiled_schemes(liboqs_first: bool) -> Vec<&'static dyn SignatureScheme> {
+    let mut groups: Vec<&'static [&'static dyn SignatureScheme]> = Vec::new();
+    #[cfg(feature = "liboqs")]
+    if liboqs_first {
+        groups.push(backend_liboqs::SCHEMES);
+    }
+    #[cfg(feature = "aws-lc")]
+    groups.push(backend_awslc::SCHEMES);
+    #[cfg(feature = "liboqs")]
+    {
+        groups.push(backend_liboqs::SCHEMES);
+        groups.push(super::mtl::SCHEMES);
+    }
+    groups.push(backend_fips205::SCHEMES);
+    let _ = liboqs_first;
+    let mut provider = Provider {
+        name: "",
+        schemes: Vec::new(),
+    };
+    for scheme in groups.into_iter().flatten() {
+        if provider.scheme(scheme.algorithm()).is_err() {
+            provider.schemes.push(*scheme);
+        }
+    }
+    provider.schemes
+}
+
 impl Provider {
-    /// aws-lc-rs for RSA, ECDSA, Ed25519 and ML-DSA (it can expand ML-DSA seeds); liboqs for
-    /// Falcon, SPHINCS+, MAYO and round-3 Dilithium.
-    pub fn default_provider() -> Provider {
-        let mut schemes: Vec<&'static dyn SignatureScheme> = backend_awslc::SCHEMES.to_vec();
-        schemes.extend(backend_liboqs::SCHEMES.iter().copied().filter(|s| {
-            !backend_awslc::SCHEMES
-                .iter()
-                .any(|a| a.algorithm() == s.algorithm())
-        }));
+    /// An empty provider called `name`, to be filled with [`Provider::with_scheme`].
+    pub fn new(name: &'static str) -> Provider {
         Provider {
-            name: "default (aws-lc-rs + liboqs)",
-            schemes,
+            name,
+            schemes: Vec::new(),
         }
     }
 
-    /// liboqs for every post-quantum algorithm (including ML-DSA), aws-lc-rs for classical ones.
+    /// aws-lc-rs for RSA, ECDSA, Ed25519 and ML-DSA (it can expand ML-DSA seeds); liboqs for
+    /// Falcon, SPHINCS+, MAYO and round-3 Dilithium; pqdns' MTL mode over liboqs SPHINCS+; the
+    /// `fips205` crate for FIPS 205 SLH-DSA. Backends left out of the build (cargo features
+    /// `aws-lc`, `liboqs`) leave their algorithms out.
+    pub fn default_provider() -> Provider {
+        Provider {
+            name: "default (aws-lc-rs + liboqs + fips205)",
+            schemes: compiled_schemes(false),
+        }
+    }
+
+    /// liboqs for every post-quantum algorithm it has (including ML-DSA), aws-lc-rs for the
+    /// rest. Only in builds with the `liboqs` feature.
+    #[cfg(feature = "liboqs")]
     pub fn liboqs_first() -> Provider {
-        let mut schemes: Vec<&'static dyn SignatureScheme> = backend_liboqs::SCHEMES.to_vec();
-        schemes.extend(
-            backend_awslc::SCHEMES
-                .iter()
-                .copied()
-                .filter(|s| !s.algorithm().is_post_quantum()),
-        );
         Provider {
             name: "liboqs-first (liboqs + aws-lc-rs for classical)",
-            schemes,
+            schemes: compiled_schemes(true),
         }
     }
 
-    /// A provider by name: `default` or `liboqs`.
+    /// A provider by name: `default` (or `aws-lc`), or `liboqs` in builds with that backend.
     pub fn named(name: &str) -> Option<Provider> {
         match name {
             "default" | "aws-lc" => Some(Provider::default_provider()),
+            #[cfg(feature = "liboqs")]
             "liboqs" => Some(Provider::liboqs_first()),
             _ => None,
         }
+    }
+
+    /// This provider with `scheme` added; it replaces the scheme this provider had for the
+    /// same algorithm, if any. This is how a scheme defined outside pqdns is registered.
+    #[must_use]
+    pub fn with_scheme(mut self, scheme: &'static dyn SignatureScheme) -> Provider {
+        let alg = scheme.algorithm();
+        self.schemes.retain(|s| s.algorithm() != alg);
+        self.schemes.push(scheme);
+        self
+    }
+
+    /// The algorithm called `name` among this provider's schemes (compared as
+    /// [`Algorithm::from_name`] does), including external ones.
+    pub fn algorithm_by_name(&self, name: &str) -> Option<Algorithm> {
+        let squash = |s: &str| -> String {
+            s.chars()
+                .filter(|c| !matches!(c, '-' | '_' | '+'))
+                .flat_map(char::to_lowercase)
+                .collect()
+        };
+        let want = squash(name);
+        self.algorithms()
+            .find(|a| squash(a.name()) == want || squash(a.mnemonic()) == want)
     }
 
     /// A short description.

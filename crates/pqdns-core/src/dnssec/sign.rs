@@ -1,6 +1,10 @@
 //! Zone signing (RFC 4035 §2): DNSKEY RRset at the apex, an RRSIG per algorithm over every
 //! authoritative RRset (not over delegation NS or glue, §2.2), DS signed at the parent side, and
 //! an NSEC (RFC 4034 §4) or NSEC3 (RFC 5155 §7.1) chain. Signing runs on all cores (rayon).
+//!
+//! Keys with a batch interface (MTL mode, [`super::mtl`]) sign all their RRsets as one series
+//! with one ladder signature: full signatures on the apex SOA and DNSKEY RRsets, condensed ones
+//! elsewhere, as Verisign's MTL-mode signer does (draft-fregly-dnsop-slh-dsa-mtl-dnssec).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -137,19 +141,24 @@ pub fn sign_zone(
         a.dedup();
         a
     };
-    let results: Vec<(usize, Vec<Vec<u8>>)> = jobs
+    let set_of = |job: &Job| -> &RRset {
+        if job.nsec3 {
+            &zone.nsec3[&job.owner]
+        } else {
+            &zone.nodes[&job.owner][&job.rtype]
+        }
+    };
+    let mut results: Vec<(usize, Vec<Vec<u8>>)> = jobs
         .par_iter()
         .enumerate()
         .map(|(i, job)| {
-            let set = if job.nsec3 {
-                &zone.nsec3[&job.owner]
-            } else {
-                &zone.nodes[&job.owner][&job.rtype]
-            };
+            let set = set_of(job);
             let mut sigs = Vec::new();
             for &alg in &algorithms {
                 for (key, &tag) in signers(keys, &tags, alg, job.rtype) {
-                    sigs.push(sign_rrset(zone, job, set, key, tag, policy)?);
+                    if key.key.as_batch().is_none() {
+                        sigs.push(sign_rrset(zone, job, set, key, tag, policy)?);
+                    }
                 }
             }
             let n = done.fetch_add(1, Ordering::Relaxed) + 1;
@@ -157,6 +166,39 @@ pub fn sign_zone(
             Ok((i, sigs))
         })
         .collect::<Result<_, SignError>>()?;
+    for (k, key) in keys.iter().enumerate() {
+        let Some(batch) = key.key.as_batch() else {
+            continue;
+        };
+        // This key's RRsets in zone order, each with its RRSIG fields and signed data.
+        let mut mine = Vec::new();
+        for (i, job) in jobs.iter().enumerate() {
+            if signers(keys, &tags, key.number, job.rtype).any(|(s, _)| std::ptr::eq(s, key)) {
+                let fields = rrsig_fields(zone, job, set_of(job), key, tags[k], policy);
+                let data = signed_data(
+                    &fields,
+                    &job.owner,
+                    Class::IN,
+                    set_of(job).rdatas.iter().map(Vec::as_slice),
+                );
+                let full =
+                    job.owner == zone.origin && matches!(job.rtype, RrType::SOA | RrType::DNSKEY);
+                mine.push((i, fields, data, full));
+            }
+        }
+        let messages: Vec<Vec<u8>> = mine.iter().map(|m| m.2.clone()).collect();
+        let full: Vec<bool> = mine.iter().map(|m| m.3).collect();
+        let sigs = batch
+            .sign_batch(&messages, &full)
+            .map_err(|source| SignError::Crypto {
+                owner: zone.origin.clone(),
+                rtype: RrType::DNSKEY,
+                source,
+            })?;
+        for ((i, fields, _, _), sig) in mine.into_iter().zip(sigs) {
+            results[i].1.push(fields.rdata(&sig));
+        }
+    }
 
     let mut stats = SignStats {
         rrsets: total,
@@ -195,15 +237,15 @@ fn signers<'k>(
     of_alg().filter(move |(k, _)| !has_wanted || k.is_sep() == want_sep)
 }
 
-fn sign_rrset(
+fn rrsig_fields(
     zone: &Zone,
     job: &Job,
     set: &RRset,
     key: &ZoneKey,
     key_tag: u16,
     policy: &SigningPolicy,
-) -> Result<Vec<u8>, SignError> {
-    let fields = RrsigFields {
+) -> RrsigFields {
+    RrsigFields {
         type_covered: job.rtype,
         algorithm: key.number,
         labels: label_count(&job.owner),
@@ -212,7 +254,18 @@ fn sign_rrset(
         inception: policy.inception as u32,
         key_tag,
         signer: zone.origin.clone(),
-    };
+    }
+}
+
+fn sign_rrset(
+    zone: &Zone,
+    job: &Job,
+    set: &RRset,
+    key: &ZoneKey,
+    key_tag: u16,
+    policy: &SigningPolicy,
+) -> Result<Vec<u8>, SignError> {
+    let fields = rrsig_fields(zone, job, set, key, key_tag, policy);
     let data = signed_data(
         &fields,
         &job.owner,

@@ -6,8 +6,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
+use super::algorithm::Algorithm;
 use super::algorithm::SecAlg;
 use super::dnskey::{key_tag, DnskeyRef};
+use super::mtl::LadderCache;
 use super::nsec3::{owner_hash, Nsec3Params, MAX_ITERATIONS};
 use super::profile::Profile;
 use super::provider::Provider;
@@ -71,7 +73,21 @@ struct Checker<'a> {
     opts: &'a VerifyOptions,
     /// DNSKEY RDATA by owner name (any owner, so partial dumps of several zones work).
     keys: BTreeMap<&'a Name, Vec<&'a [u8]>>,
+    /// MTL ladders from the zone's valid full signatures, for its condensed signatures.
+    ladders: LadderCache,
     report: VerifyReport,
+}
+
+/// Most MTL ladders kept while verifying one zone (one per key and series in practice).
+const MAX_LADDERS: usize = 64;
+
+/// An RRSIG made ready to verify: its algorithm, the data it covers and the candidate keys.
+struct Prepared<'k> {
+    number: SecAlg,
+    alg: Algorithm,
+    tag: u16,
+    data: Vec<u8>,
+    candidates: Vec<&'k [u8]>,
 }
 
 /// Verifies a signed zone. See the module doc for what is checked.
@@ -95,8 +111,10 @@ pub fn verify_zone(
         provider,
         opts,
         keys,
+        ladders: LadderCache::new(MAX_LADDERS),
         report: VerifyReport::default(),
     };
+    checker.collect_ladders();
     checker.run();
     checker.report
 }
@@ -182,8 +200,81 @@ impl Checker<'_> {
         }
     }
 
+    /// Verifies every MTL full signature in the zone and keeps the ladders, so condensed
+    /// signatures can be checked against them (draft-fregly-dnsop-slh-dsa-mtl-dnssec).
+    fn collect_ladders(&mut self) {
+        let zone = self.zone;
+        let sets = zone
+            .nodes
+            .iter()
+            .flat_map(|(name, node)| node.values().map(move |set| (name, set)))
+            .chain(zone.nsec3.iter());
+        let mut found = Vec::new();
+        for (owner, set) in sets {
+            for rdata in &set.rrsigs {
+                let full = Rrsig::parse(rdata).is_some_and(|s| s.signature.first() == Some(&1));
+                if !full {
+                    continue;
+                }
+                let Ok(p) = self.prepare(owner, set, rdata) else {
+                    continue;
+                };
+                if !p.alg.is_mtl() {
+                    continue;
+                }
+                let sig = Rrsig::parse(rdata).expect("parsed above").signature;
+                for k in &p.candidates {
+                    let checked =
+                        super::mtl::verify_signature(p.alg, &k[4..], &p.data, sig, &self.ladders);
+                    if let Ok(Some(ladder)) = checked {
+                        found.push(ladder);
+                    }
+                }
+            }
+        }
+        for ladder in found {
+            self.ladders.insert(ladder);
+        }
+    }
+
     /// Checks one RRSIG; returns its algorithm number if valid.
     fn check_signature(&self, owner: &Name, set: &RRset, rdata: &[u8]) -> Result<SecAlg, String> {
+        let p = self.prepare(owner, set, rdata)?;
+        let signature = Rrsig::parse(rdata).expect("prepared").signature;
+        let (alg, tag) = (p.alg, p.tag);
+        let scheme = self
+            .provider
+            .scheme(alg)
+            .map_err(|e| format!("RRSIG key tag {tag}: {e}"))?;
+        // Key tags can collide (RFC 4034 §5.3.1 note); try every matching key.
+        let mut last = None;
+        for k in &p.candidates {
+            let public = &k[4..];
+            let result = if alg.is_mtl() {
+                super::mtl::verify_signature(alg, public, &p.data, signature, &self.ladders)
+                    .map(|_| ())
+            } else {
+                scheme.verify(public, &p.data, signature)
+            };
+            match result {
+                Ok(()) => return Ok(p.number),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(match last {
+            Some(e @ super::provider::CryptoError::LadderRequired(_)) => format!(
+                "RRSIG key tag {tag} ({alg}): {e} (no valid full signature of this series in the zone)"
+            ),
+            Some(e @ super::provider::CryptoError::MalformedMtl(_)) => {
+                format!("RRSIG key tag {tag} ({alg}): {e}")
+            }
+            _ => format!("RRSIG key tag {tag} ({alg}): signature does not verify"),
+        })
+    }
+
+    /// Parses an RRSIG and checks what needs no crypto: signer, algorithm, validity window,
+    /// labels, a DNSKEY with its tag and algorithm. Returns the signed data and candidate keys.
+    fn prepare(&self, owner: &Name, set: &RRset, rdata: &[u8]) -> Result<Prepared<'_>, String> {
         let sig = Rrsig::parse(rdata).ok_or("malformed RRSIG RDATA")?;
         let f = &sig.fields;
         let tag = f.key_tag;
@@ -200,10 +291,6 @@ impl Checker<'_> {
                 self.profile.name()
             )
         })?;
-        let scheme = self
-            .provider
-            .scheme(alg)
-            .map_err(|e| format!("RRSIG key tag {tag}: {e}"))?;
         let now = self.opts.now as u32;
         if !serial_le(f.inception, now) {
             return Err(format!(
@@ -244,18 +331,13 @@ impl Checker<'_> {
             Class::IN,
             set.rdatas.iter().map(Vec::as_slice),
         );
-        // Key tags can collide (RFC 4034 §5.3.1 note); try every matching key.
-        let ok = candidates.iter().any(|k| {
-            let public = &k[4..];
-            scheme.verify(public, &data, sig.signature).is_ok()
-        });
-        if ok {
-            Ok(f.algorithm)
-        } else {
-            Err(format!(
-                "RRSIG key tag {tag} ({alg}): signature does not verify"
-            ))
-        }
+        Ok(Prepared {
+            number: f.algorithm,
+            alg,
+            tag,
+            data,
+            candidates,
+        })
     }
 
     fn expected_types(&self, name: &Name) -> BTreeSet<RrType> {
