@@ -393,29 +393,60 @@ fn load_files(
     names: &[SubjectName],
     provider: &CryptoProvider,
 ) -> Result<(Arc<CertifiedKey>, CertificateInfo), TlsError> {
-    let (cert_path, key_path, self_signed) = match &settings.cert_and_key {
-        Some((c, k)) => (c.clone(), k.clone(), false),
-        None => {
-            let dir = &settings.generated_cert_dir;
-            let (c, k) = (dir.join(GENERATED_CERT_FILE), dir.join(GENERATED_KEY_FILE));
-            let reason = if !c.exists() || !k.exists() {
-                Some("none yet".to_string())
-            } else {
-                let chain = read_certificates(&c)?;
+    let Some((cert, key)) = &settings.cert_and_key else {
+        return load_generated(&settings.generated_cert_dir, names, provider);
+    };
+    load_pair(cert, key, false, provider)
+}
+
+/// The self-signed certificate and key in `dir`, generated first if they are missing, do not
+/// cover `names`, or are unusable (e.g. a key that belongs to another certificate).
+fn load_generated(
+    dir: &Path,
+    names: &[SubjectName],
+    provider: &CryptoProvider,
+) -> Result<(Arc<CertifiedKey>, CertificateInfo), TlsError> {
+    let (cert, key) = (dir.join(GENERATED_CERT_FILE), dir.join(GENERATED_KEY_FILE));
+    let stale = if !cert.exists() || !key.exists() {
+        Some("none yet".to_string())
+    } else {
+        match read_certificates(&cert) {
+            Ok(chain) => {
                 uncovered(&chain[0], names).map(|n| format!("the stored one does not cover {n:?}"))
-            };
-            if let Some(reason) = reason {
-                generate(&c, &k, names)?;
-                info!(file = %c.display(), %reason, "generated a self-signed TLS certificate");
             }
-            (c, k, true)
+            Err(e) => Some(format!("the stored one is unusable: {e}")),
         }
     };
-    let chain = read_certificates(&cert_path)?;
-    let key = read_key(&key_path)?;
+    let regenerate = |reason: &str| {
+        generate(&cert, &key, names)?;
+        info!(file = %cert.display(), reason, "generated a self-signed TLS certificate");
+        Ok::<_, TlsError>(())
+    };
+    if let Some(reason) = &stale {
+        regenerate(reason)?;
+    }
+    match load_pair(&cert, &key, true, provider) {
+        Err(e) if stale.is_none() => {
+            regenerate(&format!("the stored one is unusable: {e}"))?;
+            load_pair(&cert, &key, true, provider)
+        }
+        loaded => loaded,
+    }
+}
+
+/// The certificate chain in `cert_path` with the private key in `key_path`, checked to belong
+/// together.
+fn load_pair(
+    cert_path: &Path,
+    key_path: &Path,
+    self_signed: bool,
+    provider: &CryptoProvider,
+) -> Result<(Arc<CertifiedKey>, CertificateInfo), TlsError> {
+    let chain = read_certificates(cert_path)?;
+    let key = read_key(key_path)?;
     let info = CertificateInfo {
         fingerprint: fingerprint(&chain[0]),
-        cert_path: cert_path.clone(),
+        cert_path: cert_path.to_path_buf(),
         self_signed,
     };
     let context = format!("{} with {}", cert_path.display(), key_path.display());
@@ -597,6 +628,14 @@ mod tests {
             second.fingerprint, third.fingerprint,
             "a covering one is kept"
         );
+
+        // A generated key that no longer fits the certificate (e.g. a crash between the two
+        // writes) is replaced rather than refused.
+        let keys = dir.path().join("keys");
+        let other = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        std::fs::write(keys.join(GENERATED_KEY_FILE), other.serialize_pem()).unwrap();
+        let fourth = ServerCertificate::load(&s, &listen[..1]).unwrap().info();
+        assert_ne!(third.fingerprint, fourth.fingerprint);
 
         s.names = vec!["not a name".into()];
         let err = ServerCertificate::load(&s, &listen)

@@ -11,14 +11,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{go, require, TestServer, ORIGIN};
+use common::{go, http_get, require, spawn_server, TestServer, ORIGIN};
 use pqdns_net::tls_client::{client_config, ClientOptions, Roots};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
@@ -188,50 +186,25 @@ async fn rapid_reset(doh: SocketAddr) -> bool {
     )
 }
 
-fn http_get(addr: SocketAddr, path: &str) -> String {
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    text
-}
-
 #[test]
 fn rapid_reset_floods_are_counted_without_a_log_line_each() {
     require("kill", "procps");
     let dir = tempfile::tempdir().unwrap();
     let log_path = dir.path().join("server.log");
     let any = "127.0.0.1:0";
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pqdns-server"))
-        .args([
-            "--udp",
-            any,
-            "--tcp",
-            any,
-            "--dot",
-            any,
-            "--doh",
-            any,
-            "--metrics",
-            any,
-        ])
-        .current_dir(dir.path())
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log_path).unwrap())
-        .spawn()
-        .unwrap();
-    let (tx, rx) = mpsc::channel();
-    let stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
+    let args = [
+        "--udp",
+        any,
+        "--tcp",
+        any,
+        "--dot",
+        any,
+        "--doh",
+        any,
+        "--metrics",
+        any,
+    ];
+    let (mut child, rx) = spawn_server(&args, dir.path(), &log_path);
     let (mut doh, mut metrics) = (None, None);
     while doh.is_none() || metrics.is_none() {
         let line = rx

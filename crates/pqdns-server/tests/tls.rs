@@ -129,6 +129,29 @@ fn doh_status_codes_and_cache_control() {
     assert_eq!(ask("doh-badbase64", &www()).0["status"], "400");
 }
 
+/// The Go client over `mode` to `addr`, verifying the server's certificate against the PEM
+/// file `ca` for `name` (empty: the address): (success, key=value map, output).
+fn go_verified(
+    addr: &str,
+    mode: &str,
+    ca: &str,
+    name: &str,
+) -> (bool, std::collections::HashMap<String, String>, String) {
+    let query = www();
+    go(&[
+        "-addr",
+        addr,
+        "-mode",
+        mode,
+        "-ca",
+        ca,
+        "-servername",
+        name,
+        "-name",
+        &query,
+    ])
+}
+
 /// Issue 11 item 8: the generated certificate names the DoT/DoH listen addresses and the
 /// configured names, so a verifying client (Go crypto/tls with the certificate as its root)
 /// accepts it for them, and still refuses other names.
@@ -147,31 +170,11 @@ fn self_signed_certificate_covers_listen_addresses_and_configured_names() {
         (&dot, "dot", "dns.pqdns.test"),
         (&dot, "dot", "localhost"),
     ] {
-        let (ok, kv, text) = go(&[
-            "-addr",
-            addr,
-            "-mode",
-            mode,
-            "-ca",
-            &ca,
-            "-servername",
-            name,
-            "-name",
-            &www(),
-        ]);
+        let (ok, kv, text) = go_verified(addr, mode, &ca, name);
         assert!(ok, "{mode} at {addr} verified as {name:?}: {text}");
         assert_eq!(kv["answers"], "1", "{text}");
     }
-    let (ok, _, text) = go(&[
-        "-addr",
-        &dot,
-        "-mode",
-        "dot",
-        "-ca",
-        &ca,
-        "-servername",
-        "other.example",
-    ]);
+    let (ok, _, text) = go_verified(&dot, "dot", &ca, "other.example");
     assert!(!ok && text.contains("certificate"), "{text}");
 }
 
@@ -243,16 +246,7 @@ fn reload_replaces_the_tls_certificate_and_keeps_it_on_error() {
     let dot = server.dot().to_string();
     let verifies = |ca: &std::path::Path| {
         let ca = ca.display().to_string();
-        let (ok, _, text) = go(&[
-            "-addr",
-            &dot,
-            "-mode",
-            "dot",
-            "-ca",
-            &ca,
-            "-servername",
-            "localhost",
-        ]);
+        let (ok, _, text) = go_verified(&dot, "dot", &ca, "localhost");
         (ok, text)
     };
     assert!(verifies(&first).0, "{}", verifies(&first).1);
