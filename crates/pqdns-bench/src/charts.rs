@@ -5,6 +5,7 @@ use std::path::Path;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use pqdns_core::atomic_file::write_atomic_via;
 
 /// Width of every chart, pixels.
 pub const WIDTH: u32 = 1000;
@@ -13,14 +14,16 @@ pub const BAR_HEIGHT: u32 = 22;
 
 type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
-/// Draws with `$draw(area, args…)` once into `STEM.svg` and once into `STEM.png`.
+/// Draws with `$draw(area, args…)` once into `STEM.svg` and once into `STEM.png`, each
+/// written atomically (a failed drawing leaves the previous chart).
 macro_rules! svg_and_png {
     ($stem:expr, $size:expr, $draw:ident($($arg:expr),*)) => {{
-        let svg = $stem.with_extension("svg");
-        $draw(&SVGBackend::new(&svg, $size).into_drawing_area(), $($arg),*)?;
-        let png = $stem.with_extension("png");
-        let area = BitMapBackend::new(&png, $size).into_drawing_area();
-        $draw(&area, $($arg),*)
+        write_atomic_via(&$stem.with_extension("svg"), |svg| -> DrawResult {
+            $draw(&SVGBackend::new(svg, $size).into_drawing_area(), $($arg),*)
+        })?;
+        write_atomic_via(&$stem.with_extension("png"), |png| -> DrawResult {
+            $draw(&BitMapBackend::new(png, $size).into_drawing_area(), $($arg),*)
+        })
     }};
 }
 

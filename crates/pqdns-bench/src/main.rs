@@ -13,7 +13,9 @@ use pqdns_bench::tls_client::{self, TlsClientOptions};
 use pqdns_bench::{
     fragmentation_report, genzone, matrix, resolver_report, server_process, signing_report,
 };
+use pqdns_core::atomic_file::{write_atomic, FileMode};
 use pqdns_core::dnssec::Algorithm;
+use pqdns_core::{outln, stdout};
 
 /// Benchmarks and reports for pqdns.
 #[derive(Parser)]
@@ -82,9 +84,10 @@ enum Cmd {
         /// pqdns-server binary [default: next to this executable].
         #[arg(long)]
         server: Option<PathBuf>,
-        /// Output directory.
-        #[arg(long, default_value = "docs/bench/matrix")]
-        output: PathBuf,
+        /// Output directory [default: docs/bench/matrix for the full grid; with --quick
+        /// target/pqdns-bench/matrix-quick, so the demo does not overwrite the committed report].
+        #[arg(long)]
+        output: Option<PathBuf>,
         /// Measure nothing: redraw README.md and the charts from OUTPUT/matrix.json.
         #[arg(long)]
         report_only: bool,
@@ -328,12 +331,12 @@ fn run_load(args: LoadArgs) -> ExitCode {
     match runtime.block_on(load::run(cfg)) {
         Ok(report) => {
             match format {
-                OutputFormat::Json => println!(
+                OutputFormat::Json => outln!(
                     "{}",
                     serde_json::to_string_pretty(&report).unwrap_or_default()
                 ),
                 OutputFormat::Csv => {
-                    println!("{}\n{}", load::LoadReport::CSV_HEADER, report.csv_row())
+                    outln!("{}\n{}", load::LoadReport::CSV_HEADER, report.csv_row())
                 }
             }
             if report.answered == 0 {
@@ -353,8 +356,20 @@ struct MatrixArgs {
     with_10000: bool,
     concurrency: Option<Vec<usize>>,
     server: Option<PathBuf>,
-    output: PathBuf,
+    output: Option<PathBuf>,
     report_only: bool,
+}
+
+/// Where `matrix` writes unless told: the committed report for the full grid, a scratch
+/// directory for the quick demo.
+fn matrix_output(quick: bool, output: Option<PathBuf>) -> PathBuf {
+    output.unwrap_or_else(|| {
+        PathBuf::from(if quick {
+            "target/pqdns-bench/matrix-quick"
+        } else {
+            "docs/bench/matrix"
+        })
+    })
 }
 
 fn run_matrix(a: MatrixArgs) -> ExitCode {
@@ -367,6 +382,7 @@ fn run_matrix(a: MatrixArgs) -> ExitCode {
         output,
         report_only,
     } = a;
+    let output = matrix_output(quick, output);
     if report_only {
         let mut opts = matrix::MatrixOptions::new(quick, PathBuf::new(), output);
         opts.with_10000 = with_10000;
@@ -375,7 +391,7 @@ fn run_matrix(a: MatrixArgs) -> ExitCode {
         }
         return match matrix::report_only(&opts) {
             Ok(cells) => {
-                println!("{} cells redrawn in {}", cells.len(), opts.output.display());
+                outln!("{} cells redrawn in {}", cells.len(), opts.output.display());
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -439,7 +455,7 @@ fn run_matrix(a: MatrixArgs) -> ExitCode {
     }
     match result {
         Ok(cells) => {
-            println!("{} cells written to {}", cells.len(), opts.output.display());
+            outln!("{} cells written to {}", cells.len(), opts.output.display());
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -566,22 +582,41 @@ fn run_replay(a: ReplayArgs) -> ExitCode {
 }
 
 fn write_report<T: serde::Serialize>(output: &std::path::Path, csv: &str, rows: &T) -> ExitCode {
-    let written = std::fs::write(output.with_extension("csv"), csv).and_then(|()| {
-        std::fs::write(
-            output.with_extension("json"),
-            serde_json::to_string_pretty(rows).unwrap_or_default(),
+    let json = serde_json::to_string_pretty(rows).unwrap_or_default();
+    let written = write_atomic(
+        &output.with_extension("csv"),
+        csv.as_bytes(),
+        FileMode::Public,
+    )
+    .and_then(|()| {
+        write_atomic(
+            &output.with_extension("json"),
+            json.as_bytes(),
+            FileMode::Public,
         )
     });
     if let Err(e) = written {
         eprintln!("pqdns-bench: {}: {e}", output.display());
         return ExitCode::from(2);
     }
-    print!("{csv}");
+    outln!("{}", csv.trim_end_matches('\n'));
     ExitCode::SUCCESS
 }
 
 fn main() -> ExitCode {
-    match Cli::parse().command {
+    let code = run(Cli::parse().command);
+    // A reader that closed the pipe is not a failure; a full disk under `> file` is.
+    match stdout::status() {
+        Ok(()) => code,
+        Err(e) => {
+            eprintln!("pqdns-bench: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(command: Cmd) -> ExitCode {
+    match command {
         Cmd::Load(args) => return run_load(*args),
         Cmd::Replay {
             target,
@@ -630,7 +665,7 @@ fn main() -> ExitCode {
             output,
         } => {
             let text = genzone::delegations_zone(&origin, delegations, hosts);
-            if let Err(e) = std::fs::write(&output, text) {
+            if let Err(e) = write_atomic(&output, text.as_bytes(), FileMode::Public) {
                 eprintln!("pqdns-bench: {}: {e}", output.display());
                 return ExitCode::from(2);
             }

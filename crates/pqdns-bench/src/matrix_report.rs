@@ -2,6 +2,7 @@
 //! PQC-DNS study's columns, our definitions, the goals, and the study's published numbers
 //! beside ours, labelled "different machine") and charts (SVG + PNG).
 
+use pqdns_core::atomic_file::{write_atomic, FileMode};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -392,10 +393,13 @@ pub fn write(
         csv.push_str(&csv_row(c));
         csv.push('\n');
     }
-    std::fs::write(dir.join("matrix.csv"), csv)?;
-    std::fs::write(
-        dir.join("matrix.json"),
-        serde_json::to_string_pretty(cells).unwrap_or_default(),
+    write_atomic(&dir.join("matrix.csv"), csv.as_bytes(), FileMode::Public)?;
+    write_atomic(
+        &dir.join("matrix.json"),
+        serde_json::to_string_pretty(cells)
+            .unwrap_or_default()
+            .as_bytes(),
+        FileMode::Public,
     )?;
     let paper = paper_rows(PAPER_REFERENCE);
     let charts = draw_charts(dir, cells);
@@ -454,7 +458,7 @@ pub fn write(
         let _ = writeln!(md, "![{c}]({c}.svg) ([PNG]({c}.png))\n");
     }
     md.push_str(PAPER_NOTE);
-    std::fs::write(dir.join("README.md"), md)
+    write_atomic(&dir.join("README.md"), md.as_bytes(), FileMode::Public)
 }
 
 const DEFINITIONS: &str = "## Definitions (ours vs the study's)\n\n\

@@ -13,6 +13,7 @@
 //! validity = "14d"
 //! key_directory = "keys"
 //! profile = "default"
+//! keep_dnskeys = false               # true: keep DNSKEYs found in the zone data
 //! ```
 
 use std::collections::BTreeMap;
@@ -21,6 +22,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::dnssec::algorithm::Algorithm;
+use crate::dnssec::existing::ExistingDnssec;
 use crate::dnssec::keyfile::{find_key_files, KeyFileError, KeyRole, ZoneKey};
 use crate::dnssec::nsec3::Nsec3Params;
 use crate::dnssec::profile::{Profile, ProfileError};
@@ -28,7 +30,20 @@ use crate::dnssec::provider::Provider;
 use crate::dnssec::sign::{Denial, SigningPolicy};
 use crate::name::Name;
 use crate::zone::{Zone, ZoneError};
-use crate::zonefile::{parse_ttl, ZoneFileError, ZoneFileReader};
+use crate::zonefile::{parse_ttl, ZoneFileError, ZoneFileReader, MAX_TTL};
+
+/// A zone's name as used in file names: the name without its trailing dot (`example.com`),
+/// and `root` for the root zone, whose name would otherwise make hidden files (`.ds`).
+pub fn zone_file_stem(origin: &Name) -> String {
+    if origin.is_root() {
+        return "root".to_string();
+    }
+    let text = origin.to_string();
+    // A `/` inside a label must not become a directory separator.
+    text.strip_suffix('.')
+        .unwrap_or(&text)
+        .replace('/', "\\047")
+}
 
 /// Why a zone description could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -155,6 +170,10 @@ pub struct SigningConfig {
     pub provider: String,
     /// DNSKEY TTL in seconds (default: the zone's default TTL).
     pub dnskey_ttl: Option<u32>,
+    /// Keep DNSKEYs in the zone data that are not signing keys (e.g. pre-published for a
+    /// rollover) instead of removing them; see `dnssec::existing`.
+    #[serde(default)]
+    pub keep_dnskeys: bool,
 }
 
 fn default_validity() -> String {
@@ -180,6 +199,9 @@ pub struct ZoneConfig {
     pub file: Option<PathBuf>,
     /// Inline master-file text (relative names are relative to the origin).
     pub records: Option<String>,
+    /// Directory `$INCLUDE` may read from, relative to this file (default: the directory of
+    /// `file`, or of this file for inline `records`). Includes outside it are refused.
+    pub include_directory: Option<PathBuf>,
     /// Signing policy; absent means the zone is served unsigned (or as pre-signed).
     pub signing: Option<SigningConfig>,
     /// Settings for pqdns-server, parsed there.
@@ -253,24 +275,53 @@ impl LoadedConfig {
     /// # Errors
     /// [`ConfigError`] with file and line for zone-file errors, or if no records are given.
     pub fn read_zone(&self) -> Result<Zone, ConfigError> {
-        let reader = ZoneFileReader::new(Some(self.origin.clone()), Some(self.config.default_ttl));
-        let mut records = Vec::new();
-        if let Some(file) = &self.config.file {
-            records.extend(reader.read_file(&self.base_dir.join(file))?);
-        }
-        if let Some(text) = &self.config.records {
-            let label = format!("{} [records]", self.path.display());
-            records.extend(reader.read_str(text, &label)?);
-        }
         if self.config.file.is_none() && self.config.records.is_none() {
             return Err(self.invalid(
                 "give the zone data as `file = \"...\"` or `records = \"\"\"...\"\"\"`".into(),
             ));
         }
-        Zone::from_records(self.origin.clone(), records).map_err(|source| ConfigError::Zone {
+        if self.config.default_ttl > MAX_TTL {
+            return Err(self.invalid(format!(
+                "default_ttl {} is above 2^31-1 (RFC 2181 §8)",
+                self.config.default_ttl
+            )));
+        }
+        let reader = ZoneFileReader::new(Some(self.origin.clone()), Some(self.config.default_ttl));
+        let configured = self
+            .config
+            .include_directory
+            .as_ref()
+            .map(|d| self.base_dir.join(d));
+        let mut zone = Zone::new(self.origin.clone());
+        if let Some(file) = &self.config.file {
+            let path = self.base_dir.join(file);
+            let reader = match &configured {
+                Some(d) => reader.clone().with_include_dir(d),
+                None => reader.clone(),
+            };
+            reader.read_file_into(&path, &mut zone)?;
+        }
+        if let Some(text) = &self.config.records {
+            let label = format!("{} [records]", self.path.display());
+            let dir = configured.unwrap_or_else(|| self.base_dir.clone());
+            reader
+                .with_include_dir(dir)
+                .read_str_into(text, &label, &mut zone)?;
+        }
+        zone.check_apex().map_err(|source| ConfigError::Zone {
             path: self.path.clone(),
             source,
-        })
+        })?;
+        Ok(zone)
+    }
+
+    /// What signing does with DNSKEYs already in the zone data (`keep_dnskeys`).
+    pub fn existing_dnssec(&self, signing: &SigningConfig) -> ExistingDnssec {
+        if signing.keep_dnskeys {
+            ExistingDnssec::KeepDnskeys
+        } else {
+            ExistingDnssec::Strip
+        }
     }
 
     /// The signing section, if the zone is to be signed.
@@ -374,6 +425,29 @@ impl LoadedConfig {
     /// The key directory, resolved against the TOML file's directory.
     pub fn key_directory(&self, signing: &SigningConfig) -> PathBuf {
         self.base_dir.join(&signing.key_directory)
+    }
+
+    /// Where the DS records of the zone's KSKs are published: `<key_dir>/<zone>.ds`
+    /// (`root.ds` for the root, see [`zone_file_stem`]).
+    pub fn ds_path(&self, signing: &SigningConfig) -> PathBuf {
+        self.key_directory(signing)
+            .join(format!("{}.ds", zone_file_stem(&self.origin)))
+    }
+
+    /// Where `pqdns-zone sign` writes the signed zone unless told otherwise: the zone file's
+    /// name with `.signed` appended, or `<zone>.zone.signed` beside the TOML file for inline
+    /// records.
+    pub fn signed_zone_path(&self) -> PathBuf {
+        match &self.config.file {
+            Some(file) => {
+                let mut name = self.base_dir.join(file).into_os_string();
+                name.push(".signed");
+                PathBuf::from(name)
+            }
+            None => self
+                .base_dir
+                .join(format!("{}.zone.signed", zone_file_stem(&self.origin))),
+        }
     }
 
     /// Loads the zone's keys from the key directory and, if `generate` is set, creates the

@@ -7,6 +7,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod atomic_file;
 pub mod config;
 pub mod dnssec;
 pub mod frag;
@@ -14,6 +15,7 @@ pub mod message;
 pub mod name;
 pub mod rdata;
 pub mod rr;
+pub mod stdout;
 pub mod time;
 pub mod zone;
 pub mod zonefile;

@@ -41,6 +41,7 @@ pub enum Authority {
 
 /// Why records could not form a zone.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ZoneError {
     /// A record owner lies outside the zone.
     #[error("{owner} {rtype} is outside zone {origin}")]
@@ -63,9 +64,35 @@ pub enum ZoneError {
         /// Its class.
         class: Class,
     },
-    /// CNAME beside other data (RFC 1034 §3.6.2, RFC 4035 §2.5 allows RRSIG/NSEC only).
-    #[error("{0}: CNAME and other data at the same name")]
+    /// CNAME beside other data (RFC 1034 §3.6.2, RFC 2181 §10.1; RFC 4035 §2.5 allows RRSIG,
+    /// NSEC and NSEC3 beside it).
+    #[error("{0}: CNAME and other data at the same name (RFC 1034 §3.6.2)")]
     CnameAndOtherData(Name),
+    /// More than one CNAME record at one name (RFC 2181 §10.1).
+    #[error("{0}: more than one CNAME record at the same name (RFC 2181 §10.1)")]
+    MultipleCname(Name),
+    /// An SOA record below the apex (RFC 1035 §5.2: exactly one SOA, at the top of the zone).
+    #[error("{owner}: SOA record below the apex of zone {origin}")]
+    SoaNotAtApex {
+        /// The zone origin.
+        origin: Name,
+        /// The SOA owner.
+        owner: Name,
+    },
+    /// More than one DNAME record at one name (RFC 6672 §2.4).
+    #[error("{0}: more than one DNAME record at the same name (RFC 6672 §2.4)")]
+    MultipleDname(Name),
+    /// Data below a DNAME (RFC 6672 §2.4: such names would be occluded; pqdns refuses the
+    /// zone, which the RFC allows, rather than silently hiding the data).
+    #[error("{owner} {rtype} is below the DNAME at {dname} (RFC 6672 §2.4: occluded)")]
+    BelowDname {
+        /// Owner of the DNAME.
+        dname: Name,
+        /// The occluded record's owner.
+        owner: Name,
+        /// The occluded record's type.
+        rtype: RrType,
+    },
 }
 
 /// A zone: origin, nodes in canonical order, and NSEC3 nodes.
@@ -80,25 +107,138 @@ pub struct Zone {
 }
 
 impl Zone {
-    /// Groups records into a zone rooted at `origin`.
-    ///
-    /// # Errors
-    /// [`ZoneError`] for out-of-zone owners, a missing or duplicate SOA, a class other than IN,
-    /// or CNAME beside other data.
-    pub fn from_records(origin: Name, records: Vec<Record>) -> Result<Zone, ZoneError> {
-        let mut zone = Zone {
+    /// An empty zone rooted at `origin`; fill it with [`Zone::insert_checked`] and finish with
+    /// [`Zone::check_apex`].
+    pub fn new(origin: Name) -> Zone {
+        Zone {
             origin,
             nodes: BTreeMap::new(),
             nsec3: BTreeMap::new(),
-        };
-        for r in records {
-            zone.insert(r)?;
         }
-        zone.check()?;
+    }
+
+    /// Groups records into a zone rooted at `origin`, with the checks of
+    /// [`Zone::insert_checked`] and [`Zone::check_apex`].
+    ///
+    /// # Errors
+    /// The first [`ZoneError`], in record order.
+    pub fn from_records(origin: Name, records: Vec<Record>) -> Result<Zone, ZoneError> {
+        let mut zone = Zone::new(origin);
+        for r in records {
+            zone.insert_checked(r)?;
+        }
+        zone.check_apex()?;
         Ok(zone)
     }
 
-    /// Adds one record (RRSIGs attach to the RRset they cover).
+    /// Adds one record of a zone being loaded, refusing what a zone must not hold: an SOA
+    /// other than at the apex or a second SOA, CNAME beside other data or two CNAMEs (RRSIG,
+    /// NSEC and NSEC3 may sit beside a CNAME, RFC 4035 §2.5), two DNAMEs at one name, and any
+    /// data below a DNAME (RFC 6672 §2.4). Each rule is checked against the records already
+    /// added, so the error names the record that broke it (for a file: the later line).
+    ///
+    /// # Errors
+    /// [`ZoneError`] for the rule broken, or as [`Zone::insert`].
+    pub fn insert_checked(&mut self, r: Record) -> Result<(), ZoneError> {
+        self.check_record(&r)?;
+        self.insert(r)
+    }
+
+    fn check_record(&self, r: &Record) -> Result<(), ZoneError> {
+        if !r.owner.is_subdomain_of(&self.origin) {
+            // `insert` reports it.
+            return Ok(());
+        }
+        let rtype = r.rtype;
+        // NSEC3 owners are hashes, not names in the tree a DNAME redirects (RFC 5155 §7.1).
+        let hashed = rtype == RrType::NSEC3 || r.covered_type() == Some(RrType::NSEC3);
+        if let Some(dname) = self.dname_above(&r.owner).filter(|_| !hashed) {
+            return Err(ZoneError::BelowDname {
+                dname,
+                owner: r.owner.clone(),
+                rtype,
+            });
+        }
+        let node = self.nodes.get(&r.owner);
+        let set = |t: RrType| {
+            node.and_then(|n| n.get(&t))
+                .filter(|s| !s.rdatas.is_empty())
+        };
+        // A second, different record of a singleton type.
+        let other_than = |t: RrType| set(t).is_some_and(|s| s.rdatas.iter().any(|d| *d != r.rdata));
+        match rtype {
+            RrType::SOA if r.owner != self.origin => {
+                return Err(ZoneError::SoaNotAtApex {
+                    origin: self.origin.clone(),
+                    owner: r.owner.clone(),
+                })
+            }
+            RrType::SOA if other_than(RrType::SOA) => {
+                return Err(ZoneError::Soa(self.origin.clone()))
+            }
+            RrType::CNAME if other_than(RrType::CNAME) => {
+                return Err(ZoneError::MultipleCname(r.owner.clone()))
+            }
+            RrType::DNAME if other_than(RrType::DNAME) => {
+                return Err(ZoneError::MultipleDname(r.owner.clone()))
+            }
+            RrType::DNAME => {
+                if let Some((below, node)) = self.first_node_below(&r.owner) {
+                    let rtype = node.keys().next().copied().unwrap_or(RrType::DNAME);
+                    return Err(ZoneError::BelowDname {
+                        dname: r.owner.clone(),
+                        owner: below.clone(),
+                        rtype,
+                    });
+                }
+            }
+            _ => {}
+        }
+        let beside_cname = |t: RrType| !matches!(t, RrType::CNAME | RrType::RRSIG | RrType::NSEC);
+        let conflict = if rtype == RrType::CNAME {
+            node.is_some_and(|n| {
+                n.iter()
+                    .any(|(t, s)| !s.rdatas.is_empty() && beside_cname(*t))
+            })
+        } else {
+            beside_cname(rtype) && rtype != RrType::NSEC3 && set(RrType::CNAME).is_some()
+        };
+        if conflict {
+            return Err(ZoneError::CnameAndOtherData(r.owner.clone()));
+        }
+        Ok(())
+    }
+
+    /// The owner of a DNAME strictly above `name` (up to and including the apex), if any.
+    fn dname_above(&self, name: &Name) -> Option<Name> {
+        let mut cur = name.parent();
+        while let Some(n) = cur {
+            if !n.is_subdomain_of(&self.origin) {
+                break;
+            }
+            if self.rrset(&n, RrType::DNAME).is_some() {
+                return Some(n);
+            }
+            if n == self.origin {
+                break;
+            }
+            cur = n.parent();
+        }
+        None
+    }
+
+    /// The first name strictly below `name` that has a node (canonical order puts a name's
+    /// descendants right after it, RFC 4034 §6.1).
+    fn first_node_below(&self, name: &Name) -> Option<(&Name, &Node)> {
+        use std::ops::Bound::{Excluded, Unbounded};
+        self.nodes
+            .range((Excluded(name), Unbounded))
+            .next()
+            .filter(|(n, _)| n.is_subdomain_of(name))
+    }
+
+    /// Adds one record (RRSIGs attach to the RRset they cover), without the content rules of
+    /// [`Zone::insert_checked`]: for partial data such as `dig` output.
     ///
     /// # Errors
     /// [`ZoneError::OutOfZone`] or [`ZoneError::Class`].
@@ -143,7 +283,11 @@ impl Zone {
         Ok(())
     }
 
-    fn check(&self) -> Result<(), ZoneError> {
+    /// Checks that the zone has exactly one SOA record, at its apex (RFC 1035 §5.2).
+    ///
+    /// # Errors
+    /// [`ZoneError::Soa`].
+    pub fn check_apex(&self) -> Result<(), ZoneError> {
         let soa_count = self
             .nodes
             .get(&self.origin)
@@ -151,15 +295,6 @@ impl Zone {
             .map_or(0, |s| s.rdatas.len());
         if soa_count != 1 {
             return Err(ZoneError::Soa(self.origin.clone()));
-        }
-        for (name, node) in &self.nodes {
-            let data_types = node
-                .iter()
-                .filter(|(t, s)| !s.rdatas.is_empty() && **t != RrType::NSEC)
-                .count();
-            if node.contains_key(&RrType::CNAME) && data_types > 1 {
-                return Err(ZoneError::CnameAndOtherData(name.clone()));
-            }
         }
         Ok(())
     }
@@ -248,18 +383,37 @@ impl Zone {
     /// All records, in canonical order, RRSIGs after the RRset they cover, NSEC3 last.
     pub fn records(&self) -> Vec<Record> {
         let mut out = Vec::new();
+        self.for_each_record(|r| out.push(r));
+        out
+    }
+
+    /// Writes the zone as a master file, one record per line in the order of
+    /// [`Zone::records`], without building the whole list in memory.
+    ///
+    /// # Errors
+    /// The first I/O error of `out`.
+    pub fn write_master_file(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        let mut result = Ok(());
+        self.for_each_record(|r| {
+            if result.is_ok() {
+                result = writeln!(out, "{r}");
+            }
+        });
+        result
+    }
+
+    fn for_each_record(&self, mut f: impl FnMut(Record)) {
         for (name, node) in &self.nodes {
             // SOA first at the apex, as master files customarily start.
             let mut types: Vec<&RrType> = node.keys().collect();
             types.sort_by_key(|t| (**t != RrType::SOA, t.0));
             for t in types {
-                push_rrset(&mut out, name, *t, &node[t]);
+                rrset_records(name, *t, &node[t], &mut f);
             }
         }
         for (name, set) in &self.nsec3 {
-            push_rrset(&mut out, name, RrType::NSEC3, set);
+            rrset_records(name, RrType::NSEC3, set, &mut f);
         }
-        out
     }
 
     /// Number of records including signatures.
@@ -273,9 +427,9 @@ impl Zone {
     }
 }
 
-fn push_rrset(out: &mut Vec<Record>, name: &Name, rtype: RrType, set: &RRset) {
+fn rrset_records(name: &Name, rtype: RrType, set: &RRset, f: &mut impl FnMut(Record)) {
     for rdata in &set.rdatas {
-        out.push(Record {
+        f(Record {
             owner: name.clone(),
             rtype,
             class: Class::IN,
@@ -284,7 +438,7 @@ fn push_rrset(out: &mut Vec<Record>, name: &Name, rtype: RrType, set: &RRset) {
         });
     }
     for sig in &set.rrsigs {
-        out.push(Record {
+        f(Record {
             owner: name.clone(),
             rtype: RrType::RRSIG,
             class: Class::IN,

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::name::Name;
 use crate::rdata::{self, Token};
 use crate::rr::{Class, Record, RrType};
+use crate::zone::Zone;
 
 /// How deep `$INCLUDE` may nest before the file is rejected (guards against include loops).
 pub const MAX_INCLUDE_DEPTH: usize = 16;
@@ -150,11 +151,24 @@ pub fn parse_ttl(text: &str) -> Option<u32> {
     u32::try_from(total).ok()
 }
 
-/// Reads master files into records.
+/// The largest TTL a zone may carry: 2³¹ − 1 seconds. RFC 2181 §8: "values received with the
+/// most significant bit set" are treated as zero; the reader does the same for master files
+/// (as BIND does), with a warning naming file and line.
+pub const MAX_TTL: u32 = 0x7fff_ffff;
+
+/// Reads master files into records, or straight into a [`Zone`] with its content rules
+/// checked record by record (so every error has a file and line).
+///
+/// `$INCLUDE` names are taken relative to the including file's directory and must stay inside
+/// the include directory: by default the directory of the file given to
+/// [`ZoneFileReader::read_file`] (as NSD and Knot confine includes to their zone directory),
+/// or the one set with [`ZoneFileReader::with_include_dir`]. Text read with
+/// [`ZoneFileReader::read_str`] may include files only when an include directory is set.
 #[derive(Debug, Clone)]
 pub struct ZoneFileReader {
     origin: Option<Name>,
     default_ttl: Option<u32>,
+    include_dir: Option<PathBuf>,
 }
 
 struct State {
@@ -162,6 +176,25 @@ struct State {
     default_ttl: Option<u32>,
     last_owner: Option<Name>,
     last_ttl: Option<u32>,
+    /// Canonical directory every included file must lie in (`None`: no includes).
+    include_root: Option<PathBuf>,
+}
+
+/// Where parsed records go, with the file and line they came from.
+type Sink<'a> = dyn FnMut(Record, &Path, usize) -> Result<(), ZoneFileError> + 'a;
+
+/// A zone-rule error from [`Zone::insert_checked`], at the record's file and line.
+fn insert_located(
+    zone: &mut Zone,
+    r: Record,
+    file: &Path,
+    line: usize,
+) -> Result<(), ZoneFileError> {
+    zone.insert_checked(r).map_err(|e| ZoneFileError {
+        file: file.to_path_buf(),
+        line,
+        message: e.to_string(),
+    })
 }
 
 impl ZoneFileReader {
@@ -170,62 +203,174 @@ impl ZoneFileReader {
         ZoneFileReader {
             origin,
             default_ttl,
+            include_dir: None,
         }
     }
 
-    /// Reads a master file from disk, following `$INCLUDE` relative to its directory.
+    /// Confines `$INCLUDE` to files under `dir` (after resolving symbolic links), and makes
+    /// relative `$INCLUDE` names in text read with [`ZoneFileReader::read_str`] relative to it.
+    #[must_use]
+    pub fn with_include_dir(mut self, dir: impl Into<PathBuf>) -> ZoneFileReader {
+        let dir: PathBuf = dir.into();
+        self.include_dir = Some(if dir.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            dir
+        });
+        self
+    }
+
+    /// Reads a master file from disk, following `$INCLUDE` (see the type documentation).
     ///
     /// # Errors
     /// [`ZoneFileError`] with the file and line of the first problem (including I/O errors).
     pub fn read_file(&self, path: &Path) -> Result<Vec<Record>, ZoneFileError> {
-        let mut state = self.state();
         let mut out = Vec::new();
-        read_file_into(path, &mut state, &mut out, 0)?;
+        self.read_file_with(path, &mut |r, _, _| {
+            out.push(r);
+            Ok(())
+        })?;
         Ok(out)
     }
 
-    /// Parses master-file text; `label` names it in errors and `$INCLUDE` paths are taken
-    /// relative to the current directory.
+    /// Reads a master file as a new zone, checked as by [`ZoneFileReader::read_file_into`] and
+    /// [`Zone::check_apex`]. The zone's origin is the reader's origin or, without one, the
+    /// owner of the first SOA record.
+    ///
+    /// # Errors
+    /// [`ZoneFileError`] with the file and line of the first problem; line 0 if the file has
+    /// no SOA (without an origin) or not exactly one SOA at the apex.
+    pub fn read_zone(&self, path: &Path) -> Result<Zone, ZoneFileError> {
+        let mut zone = self.origin.clone().map(Zone::new);
+        // Records before the first SOA wait for it when the origin comes from the SOA.
+        let mut waiting: Vec<(Record, PathBuf, usize)> = Vec::new();
+        self.read_file_with(path, &mut |r, file, line| {
+            if let Some(zone) = &mut zone {
+                return insert_located(zone, r, file, line);
+            }
+            if r.rtype != RrType::SOA {
+                waiting.push((r, file.to_path_buf(), line));
+                return Ok(());
+            }
+            let z = zone.insert(Zone::new(r.owner.clone()));
+            for (w, wfile, wline) in waiting.drain(..) {
+                insert_located(z, w, &wfile, wline)?;
+            }
+            insert_located(z, r, file, line)
+        })?;
+        let whole_file = |message: String| ZoneFileError {
+            file: path.to_path_buf(),
+            line: 0,
+            message,
+        };
+        let zone = zone.ok_or_else(|| whole_file("no SOA record; give the origin".into()))?;
+        zone.check_apex().map_err(|e| whole_file(e.to_string()))?;
+        Ok(zone)
+    }
+
+    /// Reads a master file into `zone` with [`Zone::insert_checked`], so records that break
+    /// the zone's rules (CNAME beside other data, SOA below the apex, data below a DNAME…)
+    /// are reported with their file and line. Call [`Zone::check_apex`] when all data is in.
+    ///
+    /// # Errors
+    /// [`ZoneFileError`] with the file and line of the first problem.
+    pub fn read_file_into(&self, path: &Path, zone: &mut Zone) -> Result<(), ZoneFileError> {
+        self.read_file_with(path, &mut |r, file, line| {
+            insert_located(zone, r, file, line)
+        })
+    }
+
+    /// Parses master-file text; `label` names it in errors. `$INCLUDE` needs an include
+    /// directory ([`ZoneFileReader::with_include_dir`]).
     ///
     /// # Errors
     /// [`ZoneFileError`] with the line of the first problem.
     pub fn read_str(&self, text: &str, label: &str) -> Result<Vec<Record>, ZoneFileError> {
-        let mut state = self.state();
         let mut out = Vec::new();
-        parse_text(
-            text,
-            Path::new(label),
-            Path::new("."),
-            &mut state,
-            &mut out,
-            0,
-        )?;
+        self.read_str_with(text, label, &mut |r, _, _| {
+            out.push(r);
+            Ok(())
+        })?;
         Ok(out)
     }
 
-    fn state(&self) -> State {
+    /// Parses master-file text into `zone`, as [`ZoneFileReader::read_file_into`].
+    ///
+    /// # Errors
+    /// [`ZoneFileError`] with the line of the first problem.
+    pub fn read_str_into(
+        &self,
+        text: &str,
+        label: &str,
+        zone: &mut Zone,
+    ) -> Result<(), ZoneFileError> {
+        self.read_str_with(text, label, &mut |r, file, line| {
+            insert_located(zone, r, file, line)
+        })
+    }
+
+    fn read_file_with(&self, path: &Path, sink: &mut Sink<'_>) -> Result<(), ZoneFileError> {
+        let dir = parent_dir(path);
+        let root = self.include_dir.as_deref().unwrap_or(dir);
+        let mut state = self.state(std::fs::canonicalize(root).ok());
+        let text = std::fs::read_to_string(path).map_err(|e| ZoneFileError {
+            file: path.to_path_buf(),
+            line: 0,
+            message: format!("cannot read: {e}"),
+        })?;
+        parse_text(&text, path, dir, &mut state, sink, 0)
+    }
+
+    fn read_str_with(
+        &self,
+        text: &str,
+        label: &str,
+        sink: &mut Sink<'_>,
+    ) -> Result<(), ZoneFileError> {
+        let root = self
+            .include_dir
+            .as_deref()
+            .and_then(|d| std::fs::canonicalize(d).ok());
+        let mut state = self.state(root);
+        let dir = self.include_dir.as_deref().unwrap_or(Path::new("."));
+        parse_text(text, Path::new(label), dir, &mut state, sink, 0)
+    }
+
+    fn state(&self, include_root: Option<PathBuf>) -> State {
         State {
             origin: self.origin.clone(),
             default_ttl: self.default_ttl,
             last_owner: None,
             last_ttl: None,
+            include_root,
         }
     }
 }
 
-fn read_file_into(
-    path: &Path,
-    state: &mut State,
-    out: &mut Vec<Record>,
-    depth: usize,
-) -> Result<(), ZoneFileError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ZoneFileError {
-        file: path.to_path_buf(),
-        line: 0,
-        message: format!("cannot read: {e}"),
-    })?;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    parse_text(&text, path, dir, state, out, depth)
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
+/// Resolves an `$INCLUDE` target and checks it lies inside the include root.
+fn include_target(arg: &str, dir: &Path, state: &State) -> Result<PathBuf, String> {
+    let Some(root) = &state.include_root else {
+        return Err(format!(
+            "$INCLUDE {arg}: includes are not allowed here (no include directory)"
+        ));
+    };
+    let target = std::fs::canonicalize(dir.join(arg))
+        .map_err(|e| format!("$INCLUDE {arg}: cannot read: {e}"))?;
+    if !target.starts_with(root) {
+        return Err(format!(
+            "$INCLUDE {arg}: {} is outside the include directory {}",
+            target.display(),
+            root.display()
+        ));
+    }
+    Ok(target)
 }
 
 fn parse_text(
@@ -233,17 +378,33 @@ fn parse_text(
     file: &Path,
     dir: &Path,
     state: &mut State,
-    out: &mut Vec<Record>,
+    sink: &mut Sink<'_>,
     depth: usize,
 ) -> Result<(), ZoneFileError> {
+    // An included file is shown in errors only once it has proved to be a zone file: a
+    // `$INCLUDE /etc/shadow` must not print the secret it failed to parse.
+    let mut shown = depth == 0;
     for entry in lex(text, file)? {
-        let err = |message: String| ZoneFileError {
+        let first = &entry.tokens[0];
+        let is_directive = !entry.blank_owner && !first.quoted && first.text.starts_with('$');
+        // A known directive is zone-file syntax: from here on errors may quote the file.
+        shown |= is_directive
+            && ["$ORIGIN", "$TTL", "$INCLUDE"]
+                .iter()
+                .any(|d| first.text.eq_ignore_ascii_case(d));
+        let located = |message: String| ZoneFileError {
             file: file.to_path_buf(),
             line: entry.line,
             message,
         };
-        let first = &entry.tokens[0];
-        if !entry.blank_owner && !first.quoted && first.text.starts_with('$') {
+        let err = |message: String| {
+            located(if shown {
+                message
+            } else {
+                "not a zone file: its first entry does not parse (content not shown)".into()
+            })
+        };
+        if is_directive {
             let arg = entry.tokens.get(1).map(|t| t.text.as_str());
             match first.text.to_ascii_uppercase().as_str() {
                 "$ORIGIN" => {
@@ -254,8 +415,8 @@ fn parse_text(
                 }
                 "$TTL" => {
                     let arg = arg.ok_or_else(|| err("$TTL needs a TTL".into()))?;
-                    state.default_ttl =
-                        Some(parse_ttl(arg).ok_or_else(|| err(format!("bad $TTL {arg:?}")))?);
+                    let ttl = parse_ttl(arg).ok_or_else(|| err(format!("bad $TTL {arg:?}")))?;
+                    state.default_ttl = Some(limit_ttl(ttl, file, entry.line));
                 }
                 "$INCLUDE" => {
                     let arg = arg.ok_or_else(|| err("$INCLUDE needs a file name".into()))?;
@@ -264,6 +425,7 @@ fn parse_text(
                             "$INCLUDE nested deeper than {MAX_INCLUDE_DEPTH}"
                         )));
                     }
+                    let target = include_target(arg, dir, state).map_err(err)?;
                     let saved_origin = state.origin.clone();
                     if let Some(o) = entry.tokens.get(2) {
                         state.origin = Some(
@@ -271,7 +433,17 @@ fn parse_text(
                                 .map_err(|e| err(format!("bad $INCLUDE origin: {e}")))?,
                         );
                     }
-                    read_file_into(&dir.join(arg), state, out, depth + 1)?;
+                    let included = std::fs::read_to_string(&target)
+                        .map_err(|e| err(format!("$INCLUDE {arg}: cannot read: {e}")))?;
+                    let shown_name = dir.join(arg);
+                    parse_text(
+                        &included,
+                        &shown_name,
+                        parent_dir(&shown_name),
+                        state,
+                        sink,
+                        depth + 1,
+                    )?;
                     // RFC 1035 §5.1: the origin reverts after the included file.
                     state.origin = saved_origin;
                 }
@@ -279,9 +451,29 @@ fn parse_text(
             }
             continue;
         }
-        out.push(parse_record(&entry, state).map_err(err)?);
+        let mut record = parse_record(&entry, state).map_err(err)?;
+        if record.ttl > MAX_TTL {
+            record.ttl = limit_ttl(record.ttl, file, entry.line);
+            state.last_ttl = Some(record.ttl);
+        }
+        sink(record, file, entry.line)?;
+        shown = true;
     }
     Ok(())
+}
+
+/// RFC 2181 §8: a TTL with the top bit set counts as zero; warn with the location.
+fn limit_ttl(ttl: u32, file: &Path, line: usize) -> u32 {
+    if ttl <= MAX_TTL {
+        return ttl;
+    }
+    tracing::warn!(
+        file = %file.display(),
+        line,
+        ttl,
+        "TTL above 2^31-1 is treated as 0 (RFC 2181 §8)"
+    );
+    0
 }
 
 fn parse_record(entry: &Entry, state: &mut State) -> Result<Record, String> {
@@ -410,10 +602,11 @@ mod tests {
     #[test]
     fn include_is_relative_and_restores_origin() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("hosts.inc"), "mail A 192.0.2.25\n").unwrap();
+        std::fs::create_dir(dir.path().join("inc")).unwrap();
+        std::fs::write(dir.path().join("inc/hosts.inc"), "mail A 192.0.2.25\n").unwrap();
         std::fs::write(
             dir.path().join("main.zone"),
-            "$TTL 60\n$ORIGIN example.\n$INCLUDE hosts.inc sub.example.\nwww A 192.0.2.80\n",
+            "$TTL 60\n$ORIGIN example.\n$INCLUDE inc/hosts.inc sub.example.\nwww A 192.0.2.80\n",
         )
         .unwrap();
         let records = ZoneFileReader::new(None, None)
@@ -426,6 +619,97 @@ mod tests {
             .read_file(&dir.path().join("loop.zone"))
             .unwrap_err();
         assert!(err.message.contains("nested"), "{err}");
+    }
+
+    #[test]
+    fn include_stays_in_the_zone_directory_and_errors_point_at_the_include_line() {
+        let top = tempfile::tempdir().unwrap();
+        let zones = top.path().join("zones");
+        std::fs::create_dir(&zones).unwrap();
+        std::fs::write(
+            top.path().join("secret"),
+            "root:$y$j9T$hunter2:19000:0:99999:7:::\n",
+        )
+        .unwrap();
+        let main = zones.join("main.zone");
+        let read = |text: &str| {
+            std::fs::write(&main, text).unwrap();
+            ZoneFileReader::new(Some("example.".parse().unwrap()), Some(60)).read_file(&main)
+        };
+        // Outside the zone file's directory: refused at the $INCLUDE line.
+        let err = read("www A 192.0.2.1\n$INCLUDE ../secret\n").unwrap_err();
+        assert_eq!((err.file.clone(), err.line), (main.clone(), 2), "{err}");
+        assert!(
+            err.message.contains("outside the include directory"),
+            "{err}"
+        );
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+        let err = read("$INCLUDE /etc/passwd\n").unwrap_err();
+        assert!(err.message.contains("outside"), "{err}");
+        // A missing file is reported where it is included, not as `missing.inc:0`.
+        let err = read("\n\n$INCLUDE missing.inc\n").unwrap_err();
+        assert_eq!((err.file.clone(), err.line), (main.clone(), 3), "{err}");
+        assert!(err.message.contains("missing.inc"), "{err}");
+        // Allowed by configuration, a non-zone file still does not have its content echoed.
+        let err = ZoneFileReader::new(Some("example.".parse().unwrap()), Some(60))
+            .with_include_dir(top.path())
+            .read_str("$INCLUDE secret\n", "inline")
+            .unwrap_err();
+        assert_eq!(err.line, 1);
+        assert!(err.message.contains("not a zone file"), "{err}");
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+        // Errors later in a real included zone file are shown in full.
+        std::fs::write(zones.join("hosts.inc"), "a A 192.0.2.1\nb A 192.0.2.999\n").unwrap();
+        let err = read("$INCLUDE hosts.inc\n").unwrap_err();
+        assert_eq!((err.file.clone(), err.line), (zones.join("hosts.inc"), 2));
+        assert!(err.message.contains("IPv4"), "{err}");
+        // Text without an include directory cannot include at all.
+        let err = ZoneFileReader::new(None, Some(60))
+            .read_str("$INCLUDE hosts.inc\n", "inline")
+            .unwrap_err();
+        assert!(err.message.contains("not allowed"), "{err}");
+    }
+
+    #[test]
+    fn ttls_with_the_top_bit_set_become_zero() {
+        let records = read(
+            "$ORIGIN example.\n$TTL 2147483648\na A 192.0.2.1\nb 4294967295 A 192.0.2.2\n\
+             c 2147483647 A 192.0.2.3\nd A 192.0.2.4\n",
+        )
+        .unwrap();
+        let ttls: Vec<u32> = records.iter().map(|r| r.ttl).collect();
+        assert_eq!(ttls, [0, 0, MAX_TTL, 0]);
+    }
+
+    #[test]
+    fn zone_rules_are_reported_at_the_breaking_line() {
+        let into = |text: &str| {
+            let mut zone = Zone::new("example.".parse().unwrap());
+            ZoneFileReader::new(Some("example.".parse().unwrap()), Some(60))
+                .read_str_into(text, "z", &mut zone)
+                .map(|()| zone)
+        };
+        let soa = "@ SOA ns hm 1 2 3 4 5\n";
+        for (body, line, what) in [
+            ("w CNAME a\nw CNAME b\n", 3, "more than one CNAME"),
+            ("w A 192.0.2.1\nw CNAME a\n", 3, "CNAME and other data"),
+            ("w CNAME a\nw MX 10 a\n", 3, "CNAME and other data"),
+            ("sub SOA ns hm 1 2 3 4 5\n", 2, "SOA record below the apex"),
+            ("@ SOA ns hm 2 2 3 4 5\n", 2, "exactly one SOA"),
+            ("d DNAME other.\na.d A 192.0.2.1\n", 3, "below the DNAME"),
+            ("x.d A 192.0.2.1\nd DNAME other.\n", 3, "below the DNAME"),
+            ("d DNAME a.\nd DNAME b.\n", 3, "more than one DNAME"),
+        ] {
+            let err = into(&format!("{soa}{body}")).unwrap_err();
+            assert_eq!(err.line, line, "{body}: {err}");
+            assert!(err.message.contains(what), "{body}: {err}");
+        }
+        let zone = into(&format!(
+            "{soa}w CNAME a\nw NSEC x CNAME RRSIG NSEC\nw RRSIG CNAME 13 2 60 20300101000000 \
+             20200101000000 1 example. AQID\nd DNAME other.\nd A 192.0.2.1\n"
+        ))
+        .unwrap();
+        assert!(zone.check_apex().is_ok());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 #![forbid(unsafe_code)]
 
+use std::io::IsTerminal;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,7 +15,7 @@ use clap::Parser;
 use pqdns_core::dnssec::validate::{PqPolicy, Status};
 use pqdns_core::dnssec::Profile;
 use pqdns_core::frag::edns::Fragmentation;
-use pqdns_core::{Name, RrType};
+use pqdns_core::{outln, stdout, Name, RrType};
 use pqdns_resolver::fragment::FragConfig;
 use pqdns_resolver::{Client, Config, Mode, Resolver, TlsOptions, Transport, TrustAnchors};
 use serde::Serialize;
@@ -243,36 +244,36 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             tls_group,
             tls_cipher,
         };
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
         );
     } else {
-        println!(";; {name} {rtype}: RCODE {}", answer.message.rcode());
+        outln!(";; {name} {rtype}: RCODE {}", answer.message.rcode());
         for r in render(&answer.message.answers) {
-            println!("{r}");
+            outln!("{r}");
         }
         if answer.message.answers.is_empty() {
             for r in render(&answer.message.authority) {
-                println!("{r}");
+                outln!("{r}");
             }
         }
         match &reason {
-            Some(r) => println!(";; status: {status} ({r}, EDE {})", ede.unwrap_or(0)),
-            None => println!(";; status: {status}"),
+            Some(r) => outln!(";; status: {status} ({r}, EDE {})", ede.unwrap_or(0)),
+            None => outln!(";; status: {status}"),
         }
         if cli.trace {
             for step in &answer.chain {
-                println!(";; chain: {step}");
+                outln!(";; chain: {step}");
             }
         }
         if let Some(g) = &tls_group {
-            println!(
+            outln!(
                 ";; TLS: group {g}, cipher {}",
                 tls_cipher.as_deref().unwrap_or("?")
             );
         }
-        println!(
+        outln!(
             ";; {} exchange(s), {sent} bytes sent, {received} bytes received, {ms:.1} ms",
             answer.exchanges.len()
         );
@@ -290,8 +291,12 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
-    run(Cli::parse()).unwrap_or_else(|e| {
+    // A reader that closed the pipe is not a failure; a full disk under `> file` is.
+    let result = run(Cli::parse())
+        .and_then(|code| stdout::status().map(|()| code).map_err(|e| e.to_string()));
+    result.unwrap_or_else(|e| {
         eprintln!("pqdns-resolve: {e}");
         ExitCode::from(2)
     })

@@ -3,15 +3,19 @@
 
 #![forbid(unsafe_code)]
 
+use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use pqdns_core::config::LoadedConfig;
 use pqdns_core::frag::edns::Fragmentation;
+use pqdns_core::stdout;
 use pqdns_server::acl::{AllowList, IpPrefix};
+use pqdns_server::catalog::Catalog;
 use pqdns_server::settings::{parse_notify_target, KxPolicy, ServerTable, Settings};
-use pqdns_server::zones::{load_all, ZoneReport, ZoneSource};
+use pqdns_server::zones::{read_config, ZoneReport, ZoneSource};
 use pqdns_server::{Server, ServerConfig, ServerHandle};
 use tracing::{error, info, warn};
 use tracing_subscriber::EnvFilter;
@@ -20,12 +24,19 @@ use tracing_subscriber::EnvFilter;
 ///
 /// On start it reads each zone description, generates missing keys in the zone's key directory
 /// (logging the files written, never key material), signs the zone, prints the DS records of
-/// the key-signing keys and writes them to `<key_dir>/<zone>ds` (zone-file syntax, usable as a
-/// trust anchor), then prints every listening address.
+/// the key-signing keys and writes them to `<key_dir>/<zone>.ds` (`root.ds` for the root;
+/// zone-file syntax, usable as a trust anchor), then prints every listening address. Every
+/// file is written atomically (temporary file and rename). If standard output is closed, what
+/// would be printed goes to the log.
 ///
 /// Signals: SIGHUP re-reads the TLS certificate and key and re-reads and re-signs all zones
 /// (keeping the old ones if anything fails) and then sends NOTIFY to the --notify secondaries;
-/// SIGINT and SIGTERM shut down gracefully. Listen addresses and limits are read at start only.
+/// SIGINT and SIGTERM shut down gracefully, without waiting for a load or reload in progress.
+/// Listen addresses and limits are read at start only.
+///
+/// Memory: a reload builds the new zones beside the ones being served and swaps them when
+/// complete, so during a reload the server needs about twice the memory of its zones (plus
+/// up to `answer_cache_mib` for each catalog's prepared answers). Plan for that peak.
 ///
 /// Listen addresses come from the command line, else from the `[server]` table of the zone
 /// descriptions, else the defaults. A transport can be turned off with an empty list in the
@@ -128,6 +139,7 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
@@ -147,28 +159,49 @@ fn run(cli: Cli) -> Result<(), String> {
     } else {
         cli.zones.iter().cloned().map(ZoneSource::File).collect()
     };
-    let (catalog, reports) =
-        load_all(&sources, pqdns_core::time::now()).map_err(|e| e.to_string())?;
-    print_ds(&reports);
+    // Only the descriptions are read before binding: keys, signatures and DS files are made
+    // after every listener is bound, so a start that cannot bind writes nothing.
+    let configs = sources
+        .iter()
+        .map(read_config)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    let settings = settings(&cli, &sources, &configs)?;
 
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the runtime: {e}"))?;
+    let result = runtime.block_on(serve(sources, settings));
+    // A zone load still running when a signal came is abandoned, not waited for.
+    runtime.shutdown_background();
+    result
+}
+
+/// Listener settings: the `[server]` tables of the zone descriptions, then the command line.
+fn settings(
+    cli: &Cli,
+    sources: &[ZoneSource],
+    configs: &[LoadedConfig],
+) -> Result<Settings, String> {
     let mut tables = Vec::new();
-    for (report, source) in reports.iter().zip(&sources) {
+    for (cfg, source) in configs.iter().zip(sources) {
         let (path, base) = match source {
             ZoneSource::File(p) => (p.clone(), p.parent().map(PathBuf::from).unwrap_or_default()),
             ZoneSource::Embedded { base_dir } => {
                 (PathBuf::from("<embedded example.toml>"), base_dir.clone())
             }
         };
-        if let Some(table) = &report.server_table {
+        if let Some(table) = &cfg.config.server {
             tables.push((
                 ServerTable::parse(table, &path).map_err(|e| e.to_string())?,
                 base,
             ));
         }
     }
-    let cert_dir = reports
+    let cert_dir = configs
         .iter()
-        .find_map(|r| r.key_dir.clone())
+        .find_map(|c| c.signing().map(|s| c.key_directory(s)))
         .unwrap_or_else(|| PathBuf::from("keys"));
     let mut settings = Settings::from_tables(&tables, cert_dir).map_err(|e| e.to_string())?;
     for (cli_addrs, target) in [
@@ -199,33 +232,59 @@ fn run(cli: Cli) -> Result<(), String> {
     if cli.metrics.is_some() {
         settings.metrics = cli.metrics;
     }
+    Ok(settings)
+}
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("starting the runtime: {e}"))?;
-    runtime.block_on(async move {
-        let policy = settings.tls.policy;
-        let doh_path = settings.doh_path.clone();
-        let config = ServerConfig {
-            zones: sources,
-            settings,
-        };
-        let handle = Server::bind(config, catalog)
-            .await
-            .map_err(|e| e.to_string())?;
-        print_listeners(&handle, policy, &doh_path);
-        wait_for_signals(&handle).await?;
-        info!("shutting down");
-        handle.shutdown().await;
-        Ok(())
-    })
+/// Binds, loads the zones (answering REFUSED until they are in), prints what an operator
+/// needs, and serves until SIGINT or SIGTERM, which also cut the initial load short.
+async fn serve(sources: Vec<ZoneSource>, settings: Settings) -> Result<(), String> {
+    let mut signals = Signals::install()?;
+    let policy = settings.tls.policy;
+    let doh_path = settings.doh_path.clone();
+    let config = ServerConfig {
+        zones: sources,
+        settings,
+    };
+    let empty = Catalog::new([]).map_err(|e| e.to_string())?;
+    let handle = Server::bind(config, empty)
+        .await
+        .map_err(|e| e.to_string())?;
+    let loaded = tokio::select! {
+        loaded = handle.load_zones() => Some(loaded),
+        () = signals.stop() => None,
+    };
+    let result = match loaded {
+        Some(Ok(reports)) => {
+            print_ds(&reports);
+            print_listeners(&handle, policy, &doh_path);
+            signals.serve(&handle).await;
+            Ok(())
+        }
+        Some(Err(e)) => Err(e.to_string()),
+        None => {
+            info!("signal during zone loading");
+            Ok(())
+        }
+    };
+    info!("shutting down");
+    handle.shutdown().await;
+    result
+}
+
+/// Prints one line on standard output; if the reader is gone (a closed pipe), says so once and
+/// logs the line instead, and carries on serving.
+fn print(args: std::fmt::Arguments<'_>) {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    if let Err(e) = stdout::line(args) {
+        WARNED.call_once(|| warn!("{e}; printing to the log instead"));
+        info!("{args}");
+    }
 }
 
 fn print_ds(reports: &[ZoneReport]) {
     for report in reports {
         for ds in &report.ds {
-            println!("{ds}");
+            print(format_args!("{ds}"));
         }
         if let Some(path) = &report.ds_path {
             info!(file = %path.display(), "DS records written");
@@ -237,14 +296,14 @@ fn print_listeners(handle: &ServerHandle, policy: KxPolicy, doh_path: &str) {
     let a = &handle.addrs;
     for (kind, addrs) in [("udp", &a.udp), ("tcp", &a.tcp), ("dot", &a.dot)] {
         for addr in addrs {
-            println!("listening {kind} {addr}");
+            print(format_args!("listening {kind} {addr}"));
         }
     }
     for addr in &a.doh {
-        println!("listening doh https://{addr}{doh_path}");
+        print(format_args!("listening doh https://{addr}{doh_path}"));
     }
     if let Some(addr) = a.metrics {
-        println!("listening metrics http://{addr}/metrics");
+        print(format_args!("listening metrics http://{addr}/metrics"));
     }
     if let Some(cert) = handle.certificate() {
         let kind = if cert.self_signed {
@@ -252,38 +311,93 @@ fn print_listeners(handle: &ServerHandle, policy: KxPolicy, doh_path: &str) {
         } else {
             "certificate"
         };
-        println!(
+        print(format_args!(
             "tls {kind} {} sha256 {}",
             cert.cert_path.display(),
             cert.fingerprint
-        );
+        ));
         info!(?policy, "TLS key exchange policy");
     }
 }
 
+/// SIGHUP (reload), SIGINT and SIGTERM (stop), installed before anything is loaded so that a
+/// stop request during a long load or reload is acted on at once.
+struct Signals {
+    #[cfg(unix)]
+    hup: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+}
+
 #[cfg(unix)]
-async fn wait_for_signals(handle: &ServerHandle) -> Result<(), String> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let install = |kind| signal(kind).map_err(|e| format!("installing signal handler: {e}"));
-    let mut hup = install(SignalKind::hangup())?;
-    let mut term = install(SignalKind::terminate())?;
-    let mut int = install(SignalKind::interrupt())?;
-    loop {
+impl Signals {
+    fn install() -> Result<Signals, String> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let install = |kind| signal(kind).map_err(|e| format!("installing signal handler: {e}"));
+        Ok(Signals {
+            hup: install(SignalKind::hangup())?,
+            term: install(SignalKind::terminate())?,
+            int: install(SignalKind::interrupt())?,
+        })
+    }
+
+    /// Resolves on SIGINT or SIGTERM.
+    async fn stop(&mut self) {
         tokio::select! {
-            _ = hup.recv() => {
-                info!("SIGHUP: reloading zones");
-                match handle.reload().await {
-                    Ok(reports) => print_ds(&reports),
-                    Err(e) => warn!("reload failed, still serving the previous zones: {e}"),
+            _ = self.term.recv() => {}
+            _ = self.int.recv() => {}
+        }
+    }
+
+    /// Reloads on SIGHUP until SIGINT or SIGTERM. A reload runs beside the signal handling:
+    /// a stop request does not wait for it (the half-done load is dropped), and a SIGHUP
+    /// during a reload starts one more reload after it (the files may have changed since the
+    /// running one read them).
+    async fn serve(&mut self, handle: &ServerHandle) {
+        let mut running = None;
+        let mut again = false;
+        loop {
+            tokio::select! {
+                _ = self.hup.recv() => {
+                    if running.is_some() {
+                        info!("SIGHUP during a reload: reloading again when it finishes");
+                        again = true;
+                    } else {
+                        info!("SIGHUP: reloading zones");
+                        running = Some(Box::pin(handle.reload()));
+                    }
                 }
+                result = async { running.as_mut().expect("guarded").await }, if running.is_some() => {
+                    running = None;
+                    match result {
+                        Ok(reports) => print_ds(&reports),
+                        Err(e) => warn!("reload failed, still serving the previous zones: {e}"),
+                    }
+                    if std::mem::take(&mut again) {
+                        info!("reloading zones again (SIGHUP came during the last reload)");
+                        running = Some(Box::pin(handle.reload()));
+                    }
+                }
+                _ = self.term.recv() => return,
+                _ = self.int.recv() => return,
             }
-            _ = term.recv() => return Ok(()),
-            _ = int.recv() => return Ok(()),
         }
     }
 }
 
 #[cfg(not(unix))]
-async fn wait_for_signals(_handle: &ServerHandle) -> Result<(), String> {
-    tokio::signal::ctrl_c().await.map_err(|e| e.to_string())
+impl Signals {
+    fn install() -> Result<Signals, String> {
+        Ok(Signals {})
+    }
+
+    async fn stop(&mut self) {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+
+    async fn serve(&mut self, _handle: &ServerHandle) {
+        self.stop().await;
+    }
 }

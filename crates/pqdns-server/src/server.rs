@@ -139,13 +139,25 @@ impl ServerHandle {
             Ok(None) => {}
             Err(e) => warn!("TLS certificate reload failed, still serving the previous one: {e}"),
         }
+        self.load_zones().await
+    }
+
+    /// Reads, keys and signs every zone (on blocking threads); on success the new zones
+    /// replace the served ones atomically and NOTIFY is sent; on failure nothing changes. The
+    /// zones' part of [`ServerHandle::reload`], and the first load after [`Server::bind`]
+    /// (which may start with an empty catalog, so that no file is written before every
+    /// address is bound).
+    ///
+    /// # Errors
+    /// The [`LoadError`] of the first zone that failed.
+    pub async fn load_zones(&self) -> Result<Vec<ZoneReport>, LoadError> {
         let zones = self.zones.clone();
         let loaded = tokio::task::spawn_blocking(move || load_all(&zones, pqdns_core::time::now()))
             .await
             .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?;
         let (catalog, reports) = loaded;
         self.service.set_catalog(catalog);
-        info!(zones = reports.len(), "zones reloaded");
+        info!(zones = reports.len(), "zones loaded");
         notify::spawn_all(self.service.catalog(), &self.notify);
         Ok(reports)
     }

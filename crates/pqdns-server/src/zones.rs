@@ -1,14 +1,22 @@
 //! Loading the zones to serve: read each TOML zone description (pqdns-core `config`), generate
 //! missing keys, sign (RFC 4035 §2, with NSEC or NSEC3 per the description), and publish the DS
-//! records of the key-signing keys (RFC 4034 §5, SHA-256 per RFC 4509) in `<key_dir>/<zone>ds`.
+//! records of the key-signing keys (RFC 4034 §5, SHA-256 per RFC 4509) in `<key_dir>/<zone>.ds`
+//! (`root.ds` for the root; written atomically).
+//!
+//! DNSSEC records already in the zone data of a zone to sign are replaced: old RRSIG/NSEC/NSEC3
+//! always, DNSKEYs that are not signing keys unless `keep_dnskeys` is set
+//! (`pqdns_core::dnssec::existing`); what was removed is logged. A zone without `[signing]` is
+//! served as it is, logged as pre-signed if it carries RRSIGs.
 //!
 //! Loading is all-or-nothing: a reload that fails anywhere keeps the zones being served.
 //! Key files written are logged by path; key material never is.
 
 use std::path::{Path, PathBuf};
 
+use pqdns_core::atomic_file::{write_atomic, FileMode};
 use pqdns_core::config::{ConfigError, LoadedConfig};
 use pqdns_core::dnssec::dnskey::{ds_record, DigestType};
+use pqdns_core::dnssec::existing::{self, UnsignedAlgorithm};
 use pqdns_core::dnssec::sign::{sign_zone, SignError};
 use pqdns_core::Record;
 use tracing::{info, warn};
@@ -46,6 +54,7 @@ impl std::fmt::Display for ZoneSource {
 
 /// Why zones could not be loaded.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LoadError {
     /// The description, zone file or keys are wrong (the message has file and line).
     #[error(transparent)]
@@ -59,6 +68,14 @@ pub enum LoadError {
         zone: String,
         /// The reason.
         error: SignError,
+    },
+    /// The zone data holds DNSKEYs to keep that no signing key covers.
+    #[error("{file}: {error}")]
+    Existing {
+        /// The zone description.
+        file: String,
+        /// The DNSKEY left without signatures of its algorithm.
+        error: UnsignedAlgorithm,
     },
     /// The DS file could not be written.
     #[error("{}: {error}", path.display())]
@@ -123,13 +140,35 @@ pub fn load_zone(source: &ZoneSource, now: u64) -> Result<(ServedZone, ZoneRepor
         ..ZoneReport::default()
     };
     let Some(signing) = cfg.signing() else {
-        info!(zone = %zone.origin, %source, records = zone.record_count(), "zone loaded (unsigned)");
+        let signatures: usize = zone
+            .nodes
+            .values()
+            .flat_map(|n| n.values())
+            .chain(zone.nsec3.values())
+            .map(|s| s.rrsigs.len())
+            .sum();
+        let kind = if signatures > 0 {
+            "zone loaded (pre-signed)"
+        } else {
+            "zone loaded (unsigned)"
+        };
+        info!(zone = %zone.origin, %source, records = zone.record_count(), signatures, "{kind}");
         return Ok((ServedZone::new(zone), report));
     };
     let key_dir = cfg.key_directory(signing);
     let (keys, written) = cfg.keys(true)?;
     for path in &written {
         info!(zone = %zone.origin, file = %path.display(), "generated key file");
+    }
+    let prepared =
+        existing::prepare(&mut zone, &keys, cfg.existing_dnssec(signing)).map_err(|error| {
+            LoadError::Existing {
+                file: source.to_string(),
+                error,
+            }
+        })?;
+    if !prepared.is_empty() {
+        info!(zone = %zone.origin, %source, "zone data had DNSSEC records: {prepared}");
     }
     let policy = cfg.policy(signing, now)?;
     let origin = zone.origin.clone();
@@ -163,10 +202,10 @@ pub fn load_zone(source: &ZoneSource, now: u64) -> Result<(ServedZone, ZoneRepor
         .iter()
         .filter_map(|k| ds_record(&k.dnskey_record(), DigestType::Sha256))
         .collect();
-    let ds_path = key_dir.join(format!("{origin}ds"));
+    let ds_path = cfg.ds_path(signing);
     let text: String = report.ds.iter().map(|r| format!("{r}\n")).collect();
     std::fs::create_dir_all(&key_dir)
-        .and_then(|()| std::fs::write(&ds_path, text))
+        .and_then(|()| write_atomic(&ds_path, text.as_bytes(), FileMode::Public))
         .map_err(|error| LoadError::WriteDs {
             path: ds_path.clone(),
             error,

@@ -8,15 +8,17 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use pqdns_core::atomic_file::{AtomicFile, FileMode};
 use pqdns_core::config::LoadedConfig;
 use pqdns_core::dnssec::dnskey::{ds_record, DigestType, DnskeyRef};
-use pqdns_core::dnssec::keyfile::{KeyRole, ZoneKey};
+use pqdns_core::dnssec::existing::{self, ExistingDnssec};
+use pqdns_core::dnssec::keyfile::{KeyFileFormat, KeyRole, ZoneKey};
 use pqdns_core::dnssec::nsec3::Nsec3Params;
 use pqdns_core::dnssec::sign::{sign_zone, Denial, SigningPolicy};
 use pqdns_core::dnssec::verify::{verify_zone, VerifyOptions};
 use pqdns_core::dnssec::{Algorithm, Profile, Provider};
-use pqdns_core::zonefile::{parse_ttl, write_records, ZoneFileReader};
-use pqdns_core::{time, Name, Record, RrType, Zone};
+use pqdns_core::zonefile::{parse_ttl, ZoneFileReader};
+use pqdns_core::{outln, stdout, time, Name, RrType, Zone};
 
 /// Sign and check DNS zones with classical and post-quantum DNSSEC algorithms.
 ///
@@ -79,6 +81,15 @@ enum Role {
     Csk,
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+enum KeyFormat {
+    /// BIND 9 (`Private-key-format: v1.3`, `Created:`; post-quantum keys also carry
+    /// `PublicKey:` as OQS-BIND requires).
+    Bind,
+    /// ldns (`ldns-keygen`: `Private-key-format: v1.2`, no TTL in the .key file).
+    Ldns,
+}
+
 #[derive(Args)]
 struct KeygenArgs {
     /// Zone apex the key is for, e.g. example.com.
@@ -96,8 +107,29 @@ struct KeygenArgs {
     /// TTL of the DNSKEY record, seconds.
     #[arg(long, default_value_t = 3600)]
     ttl: u32,
+    /// Key file conventions to write; both are read everywhere.
+    #[arg(long, value_enum, default_value = "bind")]
+    format: KeyFormat,
     #[command(flatten)]
     crypto: CryptoArgs,
+}
+
+#[derive(Args)]
+struct ReadArgs {
+    /// Directory `$INCLUDE` may read from. Default: the zone file's directory; includes
+    /// outside it are refused.
+    #[arg(long, value_name = "DIR")]
+    include_dir: Option<PathBuf>,
+}
+
+impl ReadArgs {
+    fn reader(&self, origin: Option<Name>, default_ttl: Option<u32>) -> ZoneFileReader {
+        let reader = ZoneFileReader::new(origin, default_ttl);
+        match &self.include_dir {
+            Some(dir) => reader.with_include_dir(dir),
+            None => reader,
+        }
+    }
 }
 
 #[derive(Args)]
@@ -115,7 +147,8 @@ struct SignArgs {
     /// Use NSEC3 (RFC 5155) instead of NSEC, for a master file.
     #[arg(long)]
     nsec3: bool,
-    /// NSEC3 extra iterations (RFC 9276 recommends 0).
+    /// NSEC3 extra iterations. RFC 9276 §3.1 says 0; more is warned about, and more than 150
+    /// is refused (validators treat such zones as insecure, RFC 9276 §3.2).
     #[arg(long, default_value_t = 0)]
     iterations: u16,
     /// NSEC3 salt in hex, or - for none (RFC 9276 recommends none).
@@ -127,9 +160,18 @@ struct SignArgs {
     /// Inception this far before now, for clock skew.
     #[arg(long, default_value = "1h")]
     inception_offset: String,
-    /// Output file; default: the input name with `.signed` appended.
+    /// Output file; default: the zone file's name with `.signed` appended (for a TOML
+    /// description, its `file`, or `<zone>.zone.signed` beside it for inline records). Written
+    /// to a temporary file and renamed, and only if the signed zone passes `verify`.
     #[arg(long, short)]
     output: Option<PathBuf>,
+    /// Keep DNSKEYs found in the input that are not signing keys (published without signing,
+    /// e.g. pre-published for a rollover; their algorithms must be among the signing keys').
+    /// Default: remove them, and every old RRSIG/NSEC/NSEC3, logging what was removed.
+    #[arg(long)]
+    keep_dnskeys: bool,
+    #[command(flatten)]
+    read: ReadArgs,
     #[command(flatten)]
     crypto: CryptoArgs,
 }
@@ -147,6 +189,8 @@ struct VerifyArgs {
     /// Only check the signatures present (no completeness, no NSEC/NSEC3 chain).
     #[arg(long)]
     signatures_only: bool,
+    #[command(flatten)]
+    read: ReadArgs,
     #[command(flatten)]
     crypto: CryptoArgs,
 }
@@ -174,6 +218,7 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
@@ -186,6 +231,8 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
     };
+    // A reader that closed the pipe (`| head`) is not a failure; a full disk under `> file` is.
+    let result = result.and_then(|code| stdout::status().map(|()| code).map_err(|e| e.to_string()));
     result.unwrap_or_else(|e| {
         eprintln!("pqdns-zone: {e}");
         ExitCode::from(2)
@@ -216,26 +263,45 @@ fn keygen(a: &KeygenArgs) -> Result<ExitCode, String> {
     };
     let key = ZoneKey::generate(&zone, alg, role, &profile, &provider, a.ttl)
         .map_err(|e| e.to_string())?;
-    let (key_path, private_path) = key.write_files(&a.dir).map_err(|e| e.to_string())?;
+    let format = match a.format {
+        KeyFormat::Bind => KeyFileFormat::Bind,
+        KeyFormat::Ldns => KeyFileFormat::Ldns,
+    };
+    let (key_path, private_path) = key
+        .write_files_as(&a.dir, format)
+        .map_err(|e| e.to_string())?;
     tracing::info!(key = %key_path.display(), private = %private_path.display(), "wrote key files");
-    println!("{}", key.file_stem());
+    outln!("{}", key.file_stem());
     Ok(ExitCode::SUCCESS)
 }
 
-fn read_master(path: &Path, origin: Option<&str>) -> Result<(Name, Vec<Record>), String> {
+/// Reads a master file as a zone: with `checked`, every zone rule is enforced record by record
+/// (errors carry file and line); without, records are only grouped (partial data such as
+/// `dig` output). The origin defaults to the owner of the first SOA (the root if unchecked).
+fn read_master(
+    path: &Path,
+    origin: Option<&str>,
+    read: &ReadArgs,
+    checked: bool,
+) -> Result<Zone, String> {
     let origin = origin.map(parse_name).transpose()?;
-    let records = ZoneFileReader::new(origin.clone(), None)
+    if checked {
+        return read
+            .reader(origin, None)
+            .read_zone(path)
+            .map_err(|e| e.to_string());
+    }
+    let origin = origin.unwrap_or_else(Name::root);
+    let mut zone = Zone::new(origin.clone());
+    for r in read
+        .reader(Some(origin), None)
         .read_file(path)
-        .map_err(|e| e.to_string())?;
-    let origin = match origin {
-        Some(o) => o,
-        None => records
-            .iter()
-            .find(|r| r.rtype == RrType::SOA)
-            .map(|r| r.owner.clone())
-            .ok_or_else(|| format!("{}: no SOA record; give --origin", path.display()))?,
-    };
-    Ok((origin, records))
+        .map_err(|e| e.to_string())?
+    {
+        zone.insert(r)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(zone)
 }
 
 /// A progress bar on a terminal for zones big enough to wait for.
@@ -252,61 +318,115 @@ fn progress_bar(total_hint: usize) -> Option<indicatif::ProgressBar> {
     })
 }
 
-fn sign(a: &SignArgs) -> Result<ExitCode, String> {
-    let is_toml = a.input.extension().is_some_and(|e| e == "toml");
-    let (mut zone, keys, policy, written) = if is_toml {
-        let cfg = LoadedConfig::read(&a.input).map_err(|e| e.to_string())?;
-        let signing = cfg
-            .signing()
-            .ok_or_else(|| format!("{}: no [signing] table", a.input.display()))?;
-        let zone = cfg.read_zone().map_err(|e| e.to_string())?;
-        let (keys, written) = cfg.keys(true).map_err(|e| e.to_string())?;
-        let policy = cfg
-            .policy(signing, time::now())
-            .map_err(|e| e.to_string())?;
-        (zone, keys, policy, written)
-    } else {
-        let (profile, provider) = a.crypto.resolve()?;
-        let (origin, records) = read_master(&a.input, a.origin.as_deref())?;
-        let zone = Zone::from_records(origin, records)
-            .map_err(|e| format!("{}: {e}", a.input.display()))?;
-        if a.keys.is_empty() {
-            return Err("give the signing keys with --key (see `pqdns-zone keygen`)".into());
-        }
-        let keys = a
-            .keys
-            .iter()
-            .map(|p| ZoneKey::read_files(p, &profile, &provider).map_err(|e| e.to_string()))
-            .collect::<Result<Vec<_>, _>>()?;
-        let duration = |t: &str| parse_ttl(t).ok_or_else(|| format!("bad duration {t:?}"));
-        let now = time::now();
-        let denial = if a.nsec3 {
-            let salt = if a.salt == "-" {
-                Vec::new()
-            } else {
-                decode_hex(&a.salt).ok_or_else(|| format!("salt {:?} is not hex", a.salt))?
-            };
-            Denial::Nsec3(Nsec3Params {
-                iterations: a.iterations,
-                salt,
-                opt_out: false,
-            })
-        } else {
-            Denial::Nsec
-        };
-        let policy = SigningPolicy {
-            inception: now.saturating_sub(u64::from(duration(&a.inception_offset)?)),
-            expiration: now + u64::from(duration(&a.validity)?),
-            denial,
-        };
-        (zone, keys, policy, Vec::new())
-    };
+/// What `sign` needs, from a TOML description or from the command line.
+struct SignJob {
+    zone: Zone,
+    keys: Vec<ZoneKey>,
+    policy: SigningPolicy,
+    existing: ExistingDnssec,
+    profile: Profile,
+    provider: Provider,
+    output: PathBuf,
+}
+
+fn sign_job_from_toml(a: &SignArgs) -> Result<SignJob, String> {
+    let cfg = LoadedConfig::read(&a.input).map_err(|e| e.to_string())?;
+    let signing = cfg
+        .signing()
+        .ok_or_else(|| format!("{}: no [signing] table", a.input.display()))?;
+    let zone = cfg.read_zone().map_err(|e| e.to_string())?;
+    let (keys, written) = cfg.keys(true).map_err(|e| e.to_string())?;
     for path in written {
         tracing::info!(file = %path.display(), "generated key file");
     }
+    let policy = cfg
+        .policy(signing, time::now())
+        .map_err(|e| e.to_string())?;
+    let existing = if a.keep_dnskeys {
+        ExistingDnssec::KeepDnskeys
+    } else {
+        cfg.existing_dnssec(signing)
+    };
+    Ok(SignJob {
+        zone,
+        keys,
+        policy,
+        existing,
+        profile: cfg.profile(signing).map_err(|e| e.to_string())?,
+        provider: cfg.provider(signing).map_err(|e| e.to_string())?,
+        output: a.output.clone().unwrap_or_else(|| cfg.signed_zone_path()),
+    })
+}
+
+fn sign_job_from_master(a: &SignArgs) -> Result<SignJob, String> {
+    let (profile, provider) = a.crypto.resolve()?;
+    let zone = read_master(&a.input, a.origin.as_deref(), &a.read, true)?;
+    if a.keys.is_empty() {
+        return Err("give the signing keys with --key (see `pqdns-zone keygen`)".into());
+    }
+    let keys = a
+        .keys
+        .iter()
+        .map(|p| ZoneKey::read_files(p, &profile, &provider).map_err(|e| e.to_string()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let duration = |t: &str| parse_ttl(t).ok_or_else(|| format!("bad duration {t:?}"));
+    let now = time::now();
+    let denial = if a.nsec3 {
+        let salt = if a.salt == "-" {
+            Vec::new()
+        } else {
+            decode_hex(&a.salt).ok_or_else(|| format!("salt {:?} is not hex", a.salt))?
+        };
+        Denial::Nsec3(Nsec3Params {
+            iterations: a.iterations,
+            salt,
+            opt_out: false,
+        })
+    } else {
+        Denial::Nsec
+    };
+    let policy = SigningPolicy {
+        inception: now.saturating_sub(u64::from(duration(&a.inception_offset)?)),
+        expiration: now + u64::from(duration(&a.validity)?),
+        denial,
+    };
+    let output = a.output.clone().unwrap_or_else(|| {
+        let mut p = a.input.clone().into_os_string();
+        p.push(".signed");
+        PathBuf::from(p)
+    });
+    let existing = if a.keep_dnskeys {
+        ExistingDnssec::KeepDnskeys
+    } else {
+        ExistingDnssec::Strip
+    };
+    Ok(SignJob {
+        zone,
+        keys,
+        policy,
+        existing,
+        profile,
+        provider,
+        output,
+    })
+}
+
+fn sign(a: &SignArgs) -> Result<ExitCode, String> {
+    let is_toml = a.input.extension().is_some_and(|e| e == "toml");
+    let mut job = if is_toml {
+        sign_job_from_toml(a)?
+    } else {
+        sign_job_from_master(a)?
+    };
+    let zone = &mut job.zone;
+    let prepared = existing::prepare(zone, &job.keys, job.existing)
+        .map_err(|e| format!("{}: {e}", zone.origin))?;
+    if !prepared.is_empty() {
+        tracing::info!(zone = %zone.origin, "input had DNSSEC records: {prepared}");
+    }
     let bar = progress_bar(zone.nodes.len());
     let started = std::time::Instant::now();
-    let stats = sign_zone(&mut zone, &keys, &policy, &|done, total| {
+    let stats = sign_zone(zone, &job.keys, &job.policy, &|done, total| {
         if let Some(b) = &bar {
             b.set_length(total as u64);
             b.set_position(done as u64);
@@ -316,21 +436,37 @@ fn sign(a: &SignArgs) -> Result<ExitCode, String> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let output = a.output.clone().unwrap_or_else(|| {
-        let mut p = a.input.clone().into_os_string();
-        p.push(".signed");
-        PathBuf::from(p)
-    });
-    let mut text = String::new();
-    write_records(&mut text, &zone.records()).map_err(|e| e.to_string())?;
-    std::fs::write(&output, text).map_err(|e| format!("{}: {e}", output.display()))?;
+    // Never write a zone that fails its own verification.
+    let opts = VerifyOptions {
+        now: time::now(),
+        signatures_only: false,
+    };
+    let report = verify_zone(zone, &job.profile, &job.provider, &opts);
+    if !report.is_ok() {
+        for f in report.failures.iter().take(10) {
+            tracing::error!(zone = %zone.origin, "verification: {f}");
+        }
+        return Err(format!(
+            "{}: the signed zone fails verification ({} failures); {} not written",
+            zone.origin,
+            report.failures.len(),
+            job.output.display()
+        ));
+    }
+    let write = |output: &Path| -> std::io::Result<()> {
+        let mut file = AtomicFile::create(output, FileMode::Public)?;
+        zone.write_master_file(&mut file)?;
+        file.commit()
+    };
+    write(&job.output).map_err(|e| format!("{}: {e}", job.output.display()))?;
     tracing::info!(
         zone = %zone.origin,
         rrsets = stats.rrsets,
         signatures = stats.signatures,
         denial_records = stats.denial_records,
+        verified = report.signatures_valid,
         seconds = started.elapsed().as_secs_f64(),
-        output = %output.display(),
+        output = %job.output.display(),
         "signed"
     );
     Ok(ExitCode::SUCCESS)
@@ -353,35 +489,16 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode, String> {
             .ok_or_else(|| format!("bad --at {t:?}: UNIX seconds or YYYYMMDDHHMMSS"))?,
         None => time::now(),
     };
-    let origin = match (&a.origin, a.signatures_only) {
-        (Some(o), _) => Some(o.as_str()),
-        (None, true) => Some("."),
-        (None, false) => None,
-    };
-    let (origin, records) = read_master(&a.file, origin)?;
-    let zone = if a.signatures_only {
-        let mut z = Zone {
-            origin,
-            nodes: Default::default(),
-            nsec3: Default::default(),
-        };
-        for r in records {
-            z.insert(r)
-                .map_err(|e| format!("{}: {e}", a.file.display()))?;
-        }
-        z
-    } else {
-        Zone::from_records(origin, records).map_err(|e| format!("{}: {e}", a.file.display()))?
-    };
+    let zone = read_master(&a.file, a.origin.as_deref(), &a.read, !a.signatures_only)?;
     let opts = VerifyOptions {
         now,
         signatures_only: a.signatures_only,
     };
     let report = verify_zone(&zone, &profile, &provider, &opts);
     for f in &report.failures {
-        println!("FAIL {f}");
+        outln!("FAIL {f}");
     }
-    println!(
+    outln!(
         "{}: {} signatures checked, {} valid, {} failures",
         zone.origin,
         report.signatures_checked,
@@ -407,7 +524,7 @@ fn ds(a: &DsArgs) -> Result<ExitCode, String> {
     for r in records.iter().filter(|r| r.rtype == RrType::DNSKEY) {
         if DnskeyRef::parse(&r.rdata).is_some_and(|k| k.is_sep()) {
             if let Some(ds) = ds_record(r, digest) {
-                println!("{ds}");
+                outln!("{ds}");
                 printed += 1;
             }
         }
@@ -435,16 +552,16 @@ fn algorithms() {
             n.to_string()
         }
     };
-    print!("{:<28}", "algorithm");
+    let mut header = format!("{:<28}", "algorithm");
     for p in &profiles {
-        print!("{:>10}", p.name());
+        header.push_str(&format!("{:>10}", p.name()));
     }
-    println!("{:>9}{:>9}  implementation", "pk B", "sig B");
+    outln!("{header}{:>9}{:>9}  implementation", "pk B", "sig B");
     for alg in Algorithm::ALL {
-        print!("{:<28}", alg.name());
+        let mut line = format!("{:<28}", alg.name());
         for p in &profiles {
             let n = p.number(*alg).map_or("-".to_string(), |n| n.to_string());
-            print!("{n:>10}");
+            line.push_str(&format!("{n:>10}"));
         }
         let backends: Vec<String> = [&provider, &liboqs]
             .iter()
@@ -457,11 +574,11 @@ fn algorithms() {
             Some(why) => format!("unavailable: {why}"),
             None => backends.join(", "),
         };
-        println!(
-            "{:>9}{:>9}  {implementation}",
+        outln!(
+            "{line}{:>9}{:>9}  {implementation}",
             size(alg.public_key_len()),
             size(alg.max_signature_len())
         );
     }
-    println!("\nsig B is the largest signature (Falcon compressed signatures vary); var = depends on key size.");
+    outln!("\nsig B is the largest signature (Falcon compressed signatures vary); var = depends on key size.");
 }

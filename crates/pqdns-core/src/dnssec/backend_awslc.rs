@@ -364,6 +364,14 @@ impl Rsa {
             dQ: get("Exponent2")?,
             qInv: get("Coefficient")?,
         };
+        // aws-lc-rs signs with 2048- to 8192-bit moduli only (ldns-keygen defaults to 1024).
+        let bits = components.public_key.n.len() * 8;
+        if !(2048..=8192).contains(&bits) {
+            return Err(CryptoError::BadKey(
+                "RSA modulus outside 2048-8192 bits, which aws-lc-rs cannot sign with \
+                 (ldns-keygen: use -b 2048)",
+            ));
+        }
         let pair = aws_lc_rs::rsa::KeyPair::from_components(&components)
             .map_err(|_| CryptoError::BadKey("RSA private key components are inconsistent"))?;
         let public = rsa_join(components.public_key.e, components.public_key.n);

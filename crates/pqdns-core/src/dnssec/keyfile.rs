@@ -5,7 +5,6 @@
 //! Private files are created with mode 0600 and their contents are never logged.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
@@ -15,6 +14,7 @@ use super::algorithm::{Algorithm, SecAlg};
 use super::dnskey::{dnskey_rdata, key_tag, DnskeyRef, FLAG_SEP, FLAG_ZONE};
 use super::profile::Profile;
 use super::provider::{CryptoError, PrivateFields, Provider, SigningKey};
+use crate::atomic_file::{write_atomic, FileMode};
 use crate::name::Name;
 use crate::rr::{Class, Record, RrType};
 use crate::zonefile::ZoneFileReader;
@@ -58,6 +58,19 @@ pub enum KeyFileError {
         /// The library's reason.
         source: CryptoError,
     },
+}
+
+/// Which tool's key-file conventions to write (both are read).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KeyFileFormat {
+    /// BIND 9 `dnssec-keygen`: `Private-key-format: v1.3`, `Created:`, comments in `.key`;
+    /// post-quantum keys also carry `PublicKey:` (OQS-BIND).
+    #[default]
+    Bind,
+    /// NLnet Labs `ldns-keygen`: `Private-key-format: v1.2`, key fields only; `.key` without
+    /// a TTL and with `;{id = TAG (ksk|zsk), size = BITSb}`.
+    Ldns,
 }
 
 /// Key role: KSK (SEP flag, signs the DNSKEY RRset), ZSK (signs the rest) or CSK (both).
@@ -173,11 +186,29 @@ impl ZoneKey {
         format!("K{}+{:03}+{:05}", self.owner, self.number.0, self.key_tag())
     }
 
-    /// Writes `<stem>.key` and `<stem>.private` (mode 0600) into `dir`; returns both paths.
+    /// Writes `<stem>.key` and `<stem>.private` (mode 0600) into `dir` in BIND's format
+    /// ([`KeyFileFormat::Bind`]); returns both paths. See [`ZoneKey::write_files_as`].
     ///
     /// # Errors
     /// [`KeyFileError::Io`] if a file cannot be written.
     pub fn write_files(&self, dir: &Path) -> Result<(PathBuf, PathBuf), KeyFileError> {
+        self.write_files_as(dir, KeyFileFormat::Bind)
+    }
+
+    /// Writes `<stem>.key` and `<stem>.private` (mode 0600) into `dir` in `format`; returns
+    /// both paths.
+    ///
+    /// Each file is written atomically ([`crate::atomic_file`]), the private one first: a
+    /// failure (full disk, file-size limit, signal) leaves at most a complete `.private` without
+    /// its `.key`, which [`find_key_files`] does not see, never a truncated key.
+    ///
+    /// # Errors
+    /// [`KeyFileError::Io`] if a file cannot be written.
+    pub fn write_files_as(
+        &self,
+        dir: &Path,
+        format: KeyFileFormat,
+    ) -> Result<(PathBuf, PathBuf), KeyFileError> {
         let io = |path: &Path| {
             let path = path.to_path_buf();
             move |source| KeyFileError::Io { path, source }
@@ -186,39 +217,99 @@ impl ZoneKey {
         let stem = self.file_stem();
         let key_path = dir.join(format!("{stem}.key"));
         let private_path = dir.join(format!("{stem}.private"));
-        let role = if self.is_sep() { "key" } else { "zone" };
-        let key_text = format!(
-            "; This is a {role}-signing key, keyid {}, for {}\n; Algorithm: {} ({})\n{}\n",
-            self.key_tag(),
-            self.owner,
-            self.number,
-            self.key.algorithm().name(),
-            self.dnskey_record()
-        );
-        std::fs::write(&key_path, key_text).map_err(io(&key_path))?;
+        write_atomic(
+            &private_path,
+            self.private_text(format).as_bytes(),
+            FileMode::Private,
+        )
+        .map_err(io(&private_path))?;
+        write_atomic(
+            &key_path,
+            self.key_text(format).as_bytes(),
+            FileMode::Public,
+        )
+        .map_err(io(&key_path))?;
+        Ok((key_path, private_path))
+    }
 
+    /// The `.key` file: the DNSKEY record with comments as BIND or ldns write them.
+    fn key_text(&self, format: KeyFileFormat) -> String {
+        let record = self.dnskey_record();
+        match format {
+            KeyFileFormat::Bind => {
+                let role = if self.is_sep() { "key" } else { "zone" };
+                format!(
+                    "; This is a {role}-signing key, keyid {}, for {}\n; Algorithm: {} ({})\n{record}\n",
+                    self.key_tag(),
+                    self.owner,
+                    self.number,
+                    self.key.algorithm().name(),
+                )
+            }
+            // ldns-keygen: no TTL, and the key tag, role and size in a trailing comment.
+            KeyFileFormat::Ldns => {
+                let role = if self.is_sep() { "ksk" } else { "zsk" };
+                let rdata = crate::rdata::to_presentation(RrType::DNSKEY, &record.rdata);
+                format!(
+                    "{}\tIN\tDNSKEY\t{rdata} ;{{id = {} ({role}), size = {}b}}\n",
+                    self.owner,
+                    self.key_tag(),
+                    self.key_bits()
+                )
+            }
+        }
+    }
+
+    /// Key size in bits as ldns reports it: the RSA modulus, else the public key length.
+    fn key_bits(&self) -> usize {
+        let public = self.key.public_key();
+        match self.key.algorithm() {
+            Algorithm::RsaSha256 | Algorithm::RsaSha512 => {
+                // RFC 3110 §2: exponent length (1 byte, or 0 and 2 bytes), exponent, modulus.
+                let (len, skip) = match public.first() {
+                    Some(0) => (
+                        usize::from(u16::from_be_bytes([
+                            *public.get(1).unwrap_or(&0),
+                            *public.get(2).unwrap_or(&0),
+                        ])),
+                        3,
+                    ),
+                    Some(&n) => (usize::from(n), 1),
+                    None => (0, 0),
+                };
+                public.len().saturating_sub(skip + len) * 8
+            }
+            _ => public.len() * 8,
+        }
+    }
+
+    /// The `.private` file. BIND: `v1.3` with `Created:`; for post-quantum algorithms the
+    /// public key too (`PublicKey:` before `Created:`, as OQS-BIND requires). ldns: `v1.2`
+    /// with the key fields only, as `ldns-keygen` writes.
+    fn private_text(&self, format: KeyFileFormat) -> Zeroizing<String> {
+        let b64 = |v: &[u8]| base64::engine::general_purpose::STANDARD.encode(v);
         let mut text = Zeroizing::new(String::new());
-        let _ = writeln!(text, "Private-key-format: v1.3");
-        let _ = writeln!(
-            text,
-            "Algorithm: {} ({})",
-            self.number,
-            self.key.algorithm().mnemonic()
-        );
+        let version = match format {
+            KeyFileFormat::Bind => "v1.3",
+            KeyFileFormat::Ldns => "v1.2",
+        };
+        let alg = self.key.algorithm();
+        let _ = writeln!(text, "Private-key-format: {version}");
+        let _ = writeln!(text, "Algorithm: {} ({})", self.number, alg.mnemonic());
         for (name, value) in &self.key.private_fields().0 {
+            let _ = writeln!(text, "{name}: {}", b64(value.as_slice()));
+        }
+        if format == KeyFileFormat::Bind {
+            if alg.is_post_quantum() {
+                let _ = writeln!(text, "PublicKey: {}", b64(self.key.public_key()));
+            }
             let _ = writeln!(
                 text,
-                "{name}: {}",
-                base64::engine::general_purpose::STANDARD.encode(value.as_slice())
+                "Created: {}",
+                crate::time::to_yyyymmddhhmmss(crate::time::now())
             );
         }
-        let _ = writeln!(
-            text,
-            "Created: {}",
-            crate::time::to_yyyymmddhhmmss(crate::time::now())
-        );
-        write_private(&private_path, text.as_bytes()).map_err(io(&private_path))?;
-        Ok((key_path, private_path))
+        text
     }
 
     /// Reads a key pair given the path of its `.key` or `.private` file (or the stem).
@@ -270,7 +361,7 @@ impl ZoneKey {
                     profile: profile.name().to_string(),
                 })?;
 
-        let fields = read_private(&private_path, dnskey.algorithm)?;
+        let fields = read_private(&private_path, dnskey.algorithm, dnskey.public_key)?;
         let crypto = |source| KeyFileError::Crypto {
             path: private_path.clone(),
             source,
@@ -289,26 +380,13 @@ impl ZoneKey {
     }
 }
 
-/// Creates (or truncates) a file with mode 0600 and writes `data`.
-fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-        options.mode(0o600);
-        let mut file = options.open(path)?;
-        // An existing file keeps its old mode on open; force 0600.
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-        file.write_all(data)
-    }
-    #[cfg(not(unix))]
-    {
-        options.open(path)?.write_all(data)
-    }
-}
-
-fn read_private(path: &Path, number: SecAlg) -> Result<PrivateFields, KeyFileError> {
+/// Reads a `.private` file for the DNSKEY with algorithm `number` and `public_key`.
+fn read_private(
+    path: &Path,
+    number: SecAlg,
+    public_key: &[u8],
+) -> Result<PrivateFields, KeyFileError> {
+    warn_if_world_readable(path);
     let text =
         Zeroizing::new(
             std::fs::read_to_string(path).map_err(|source| KeyFileError::Io {
@@ -350,6 +428,18 @@ fn read_private(path: &Path, number: SecAlg) -> Result<PrivateFields, KeyFileErr
             }
             "Created" | "Publish" | "Activate" | "Inactive" | "Delete" | "SyncPublish"
             | "SyncDelete" | "Revoke" => {}
+            // OQS-BIND repeats the public key; it must be the DNSKEY's.
+            "PublicKey" => {
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(value)
+                    .map_err(|_| parse_err(line_no, "PublicKey: value is not base64".into()))?;
+                if bytes != public_key {
+                    return Err(parse_err(
+                        line_no,
+                        "PublicKey differs from the public key in the .key file".into(),
+                    ));
+                }
+            }
             other => {
                 let bytes = base64::engine::general_purpose::STANDARD
                     .decode(value)
@@ -365,6 +455,27 @@ fn read_private(path: &Path, number: SecAlg) -> Result<PrivateFields, KeyFileErr
         return Err(parse_err(0, "no key material (truncated file?)".into()));
     }
     Ok(fields)
+}
+
+/// Logs a warning (file and mode, never content) if a private key file is readable or writable
+/// by every user on the machine.
+fn warn_if_world_readable(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(meta) = std::fs::metadata(path) {
+            let mode = meta.permissions().mode() & 0o7777;
+            if mode & 0o007 != 0 {
+                tracing::warn!(
+                    file = %path.display(),
+                    mode = %format!("{mode:04o}"),
+                    "private key file is accessible to every user; run chmod 600"
+                );
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
 }
 
 /// The key files for `zone` in `dir`: paths of `K<zone>+*.key` files, sorted.

@@ -10,6 +10,7 @@ pub mod denial;
 #[cfg(feature = "aws-lc")]
 mod der;
 pub mod dnskey;
+pub mod existing;
 pub mod keyfile;
 pub mod mtl;
 pub mod nsec3;

@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use super::algorithm::SecAlg;
 use super::keyfile::ZoneKey;
-use super::nsec3::Nsec3Params;
+use super::nsec3::{Nsec3Params, MAX_ITERATIONS};
 use super::provider::CryptoError;
 use super::rrsig::{label_count, signed_data, RrsigFields};
 use crate::name::Name;
@@ -68,6 +68,14 @@ pub enum SignError {
     /// Two names hash to the same NSEC3 owner (RFC 5155 §7.1: choose another salt).
     #[error("NSEC3 hash collision between names in {0}; choose a salt")]
     Nsec3Collision(Name),
+    /// More NSEC3 iterations than validators accept: RFC 9276 §3.2 lets them treat such a
+    /// zone as insecure (and many do above [`MAX_ITERATIONS`]).
+    #[error(
+        "{0} NSEC3 iterations exceed {max}: validators treat such zones as insecure \
+         (RFC 9276 §3.2); use 0 (RFC 9276 §3.1)",
+        max = MAX_ITERATIONS
+    )]
+    Nsec3Iterations(u16),
 }
 
 /// Counts from one signing run.
@@ -93,8 +101,9 @@ struct Job {
 /// signed (from worker threads).
 ///
 /// # Errors
-/// [`SignError`] if no keys are given, a key belongs to another zone, the library fails, or
-/// NSEC3 hashes collide.
+/// [`SignError`] if no keys are given, a key belongs to another zone, NSEC3 iterations exceed
+/// [`MAX_ITERATIONS`] (more than 0 is logged as a warning), the library fails, or NSEC3
+/// hashes collide.
 pub fn sign_zone(
     zone: &mut Zone,
     keys: &[ZoneKey],
@@ -110,6 +119,18 @@ pub fn sign_zone(
             owner: k.owner.clone(),
             zone: zone.origin.clone(),
         });
+    }
+    if let Denial::Nsec3(params) = &policy.denial {
+        if params.iterations > MAX_ITERATIONS {
+            return Err(SignError::Nsec3Iterations(params.iterations));
+        }
+        if params.iterations > 0 {
+            tracing::warn!(
+                zone = %zone.origin,
+                iterations = params.iterations,
+                "NSEC3 iterations above 0 cost resolvers work for no gain; RFC 9276 §3.1 says 0"
+            );
+        }
     }
     strip_dnssec(zone);
     let apex = zone.origin.clone();
