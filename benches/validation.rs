@@ -8,7 +8,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use pqdns_core::dnssec::dnskey::{ds_record, DigestType};
 use pqdns_core::dnssec::keyfile::{KeyRole, ZoneKey};
 use pqdns_core::dnssec::rrsig::{label_count, signed_data, Rrsig, RrsigFields};
-use pqdns_core::dnssec::validate::{Limits, PqPolicy, Validator};
+use pqdns_core::dnssec::validate::{danger, Limits, PqPolicy, UnverifiedRRset, Validator};
 use pqdns_core::dnssec::{Algorithm, Profile, Provider};
 use pqdns_core::{Class, Name, RrType};
 
@@ -63,10 +63,24 @@ fn validation(c: &mut Criterion) {
             Limits::default(),
             PqPolicy::AnyAlgorithm,
         );
+        let rrset =
+            |owner: &Name, rtype: RrType, rdatas: &[Vec<u8>], rrsigs: &[Vec<u8>]| UnverifiedRRset {
+                owner: owner.clone(),
+                rtype,
+                class: Class::IN,
+                ttl: 300,
+                rdatas: rdatas.to_vec(),
+                rrsigs: rrsigs.to_vec(),
+                rrsig_ttl: 300,
+            };
         let trusted = setup
-            .trust_dnskeys(&zone, &ds, &dnskeys, &key_sig)
+            .trust_dnskeys(
+                &danger::trust_anchor_ds(&zone, ds),
+                &rrset(&zone, RrType::DNSKEY, &dnskeys, &key_sig),
+            )
             .unwrap()
             .unwrap();
+        let a_rrset = rrset(&owner, RrType::A, &rdatas, &a_sig);
 
         group.bench_function(BenchmarkId::new("verify_rrset", alg.name()), |b| {
             b.iter(|| {
@@ -77,8 +91,7 @@ fn validation(c: &mut Criterion) {
                     Limits::default(),
                     PqPolicy::AnyAlgorithm,
                 );
-                v.verify_rrset(&trusted, &owner, RrType::A, &rdatas, &a_sig)
-                    .unwrap()
+                v.verify_rrset(&trusted, &a_rrset).unwrap()
             })
         });
         let parsed = Rrsig::parse(&a_sig[0]).unwrap();

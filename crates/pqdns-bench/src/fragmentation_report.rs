@@ -235,7 +235,7 @@ fn measure(
     qtype: RrType,
     queries: usize,
 ) -> Row {
-    let mut reused = client(method);
+    let reused = client(method);
     if method == "dot-reused" {
         // Connection and TLS handshake before the clock starts.
         rt.block_on(reused.exchange(shim, &query(1, qtype)))
@@ -248,12 +248,12 @@ fn measure(
     for i in 0..queries {
         let q = query(i as u16 + 2, qtype);
         // A new client per query: new sockets, and a new TCP connection on fallback.
-        let mut fresh;
+        let fresh;
         let c = if method == "dot-reused" {
-            &mut reused
+            &reused
         } else {
             fresh = client(method);
-            &mut fresh
+            &fresh
         };
         let start = Instant::now();
         let (answer, info) = rt.block_on(c.exchange(shim, &q)).expect("answer");

@@ -54,7 +54,7 @@ pub fn client_config(
 ) -> Result<Arc<rustls::ClientConfig>, TlsClientError> {
     let roots = match (&opts.ca_file, opts.insecure) {
         (_, true) => Roots::DangerAcceptAnyCertificate,
-        (Some(path), false) => Roots::CaFile(path.clone()),
+        (Some(path), false) => Roots::CaFiles(vec![path.clone()]),
         (None, false) => return Err(TlsClientError::NoTrust),
     };
     let mut client = ClientOptions::new(roots).with_alpn(alpn);

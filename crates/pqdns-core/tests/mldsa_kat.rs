@@ -7,7 +7,7 @@ use std::path::Path;
 use pqdns_core::dnssec::dnskey::{ds_record, key_tag, DigestType, DnskeyRef};
 use pqdns_core::dnssec::keyfile::ZoneKey;
 use pqdns_core::dnssec::rrsig::{signed_data, Rrsig};
-use pqdns_core::dnssec::validate::{Limits, PqPolicy, Validator};
+use pqdns_core::dnssec::validate::{danger, Limits, PqPolicy, UnverifiedRRset, Validator};
 use pqdns_core::dnssec::verify::{verify_zone, VerifyOptions};
 use pqdns_core::dnssec::{Algorithm, Profile, Provider};
 use pqdns_core::zonefile::ZoneFileReader;
@@ -160,8 +160,13 @@ fn validator_api_accepts_the_draft_example_and_rejects_it_outside_its_window() {
     let recs = records();
     let zone: pqdns_core::Name = "example.com.".parse().unwrap();
     let dnskeys = vec![find(&recs, RrType::DNSKEY).rdata];
-    let mx = vec![find(&recs, RrType::MX).rdata];
-    let rrsig = vec![find(&recs, RrType::RRSIG).rdata];
+    let mx_records: Vec<Record> = recs
+        .iter()
+        .filter(|r| r.rtype == RrType::MX || r.covered_type() == Some(RrType::MX))
+        .cloned()
+        .collect();
+    let mx = UnverifiedRRset::group(&mx_records).remove(0);
+    assert_eq!((mx.rtype, mx.rrsigs.len()), (RrType::MX, 1));
     let (profile, provider) = (Profile::default_profile(), Provider::default_provider());
     let mut v = Validator::new(
         &profile,
@@ -170,11 +175,10 @@ fn validator_api_accepts_the_draft_example_and_rejects_it_outside_its_window() {
         Limits::default(),
         PqPolicy::RequirePq,
     );
-    let keys = v.trust_anchor_dnskeys(&zone, &dnskeys);
-    let verified = v
-        .verify_rrset(&keys, &zone, RrType::MX, &mx, &rrsig)
-        .unwrap();
+    let keys = danger::trust_anchor_dnskeys(&zone, &dnskeys);
+    let verified = v.verify_rrset(&keys, &mx).unwrap();
     assert!(!verified.from_wildcard());
+    assert!(verified.is_post_quantum());
     let mut late = Validator::new(
         &profile,
         &provider,
@@ -182,11 +186,5 @@ fn validator_api_accepts_the_draft_example_and_rejects_it_outside_its_window() {
         Limits::default(),
         PqPolicy::AnyAlgorithm,
     );
-    let keys = late.trust_anchor_dnskeys(&zone, &dnskeys);
-    assert_eq!(
-        late.verify_rrset(&keys, &zone, RrType::MX, &mx, &rrsig)
-            .unwrap_err()
-            .ede,
-        7
-    );
+    assert_eq!(late.verify_rrset(&keys, &mx).unwrap_err().ede, 7);
 }

@@ -4,64 +4,41 @@
 //! It stores raw answers only; validation results are not cached here, so nothing can come
 //! out of the cache marked Secure without being verified again through the trusted keys.
 
-use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use pqdns_core::message::Message;
 use pqdns_core::{Name, RrType};
 
+use crate::ttl_map::TtlMap;
+pub use crate::ttl_map::MAX_TTL;
+
 /// Default number of cached answers.
 pub const DEFAULT_CAPACITY: usize = 10_000;
-/// Longest time an answer is kept, seconds (RFC 8767 §4 suggests capping at one week; we use
-/// one day).
-pub const MAX_TTL: u32 = 86_400;
 
 /// The cache.
 #[derive(Debug)]
 pub struct Cache {
-    capacity: usize,
-    entries: HashMap<(Name, RrType), (Message, Instant)>,
+    entries: TtlMap<(Name, RrType), Message>,
 }
 
 impl Cache {
     /// A cache holding at most `capacity` answers.
     pub fn new(capacity: usize) -> Cache {
         Cache {
-            capacity,
-            entries: HashMap::new(),
+            entries: TtlMap::new(capacity),
         }
     }
 
     /// A live cached answer, if any.
     pub fn get(&self, name: &Name, rtype: RrType, now: Instant) -> Option<&Message> {
-        self.entries
-            .get(&(name.clone(), rtype))
-            .filter(|(_, expires)| *expires > now)
-            .map(|(m, _)| m)
+        self.entries.get(&(name.clone(), rtype), now)
     }
 
-    /// Stores an answer for its TTL; when full, evicts expired entries, then the entry that
-    /// expires first.
+    /// Stores an answer for its TTL (at most [`MAX_TTL`]; TTL 0: not stored); when full,
+    /// evicts expired entries, then the entry that expires first.
     pub fn put(&mut self, name: Name, rtype: RrType, message: Message, now: Instant) {
-        let ttl = answer_ttl(&message).min(MAX_TTL);
-        if ttl == 0 || self.capacity == 0 {
-            return;
-        }
-        if self.entries.len() >= self.capacity {
-            self.entries.retain(|_, (_, e)| *e > now);
-        }
-        if self.entries.len() >= self.capacity {
-            if let Some(key) = self
-                .entries
-                .iter()
-                .min_by_key(|(_, (_, e))| *e)
-                .map(|(k, _)| k.clone())
-            {
-                self.entries.remove(&key);
-            }
-        }
-        let expires = now + Duration::from_secs(u64::from(ttl));
-        self.entries.insert((name, rtype), (message, expires));
+        let ttl = answer_ttl(&message);
+        self.entries.insert((name, rtype), message, ttl, now);
     }
 
     /// Number of entries (live or expired).
@@ -71,7 +48,7 @@ impl Cache {
 
     /// True if empty.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.entries.len() == 0
     }
 }
 
@@ -103,6 +80,7 @@ mod tests {
     use super::*;
     use pqdns_core::message::{Message, Question};
     use pqdns_core::{Class, Record};
+    use std::time::Duration;
 
     fn answer(ttl: u32) -> Message {
         let mut m = Message::query(

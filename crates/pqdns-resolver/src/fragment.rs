@@ -17,6 +17,7 @@
 //! 64 KiB of data per answer, whatever RRSIZE a server announces).
 
 use std::net::SocketAddr;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use pqdns_core::dnssec::Profile;
@@ -79,26 +80,30 @@ enum Step {
     Fail,
 }
 
-/// Fragmentation state of one client: settings and the ARRF reassembler.
+/// Fragmentation state of one client: settings and the ARRF reassembler, shared by every
+/// exchange of the client (its memory bound is for all pending answers together); the lock is
+/// held only while one datagram is added, never across an await.
 pub(crate) struct Fragmenting {
     config: FragConfig,
-    reassembler: Reassembler,
+    reassembler: Mutex<Reassembler>,
 }
 
 impl Fragmenting {
     pub(crate) fn new(config: FragConfig) -> Fragmenting {
         Fragmenting {
-            reassembler: Reassembler::new(config.limits, config.rrfrag_type),
+            reassembler: Mutex::new(Reassembler::new(config.limits, config.rrfrag_type)),
             config,
         }
     }
 
+    fn reassembler(&self) -> MutexGuard<'_, Reassembler> {
+        self.reassembler.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Memory charged to ARRF reassembly now and at its peak, bytes.
     pub(crate) fn reassembly_memory(&self) -> (usize, usize) {
-        (
-            self.reassembler.memory_used(),
-            self.reassembler.peak_memory(),
-        )
+        let r = self.reassembler();
+        (r.memory_used(), r.peak_memory())
     }
 
     fn compact(&self) -> Option<RrType> {
@@ -106,13 +111,13 @@ impl Fragmenting {
     }
 
     /// Sends `query` over UDP offering fragmentation and returns the complete answer's wire
-    /// form, or `None` when the caller should retry over TCP (truncated, fragments lost or
-    /// inconsistent).
+    /// form (or a first response that does not parse, for the caller to reject), or `None`
+    /// when the caller should retry over TCP (truncated, fragments lost or inconsistent).
     ///
     /// # Errors
     /// [`TransportError::Io`] for socket errors.
     pub(crate) async fn exchange(
-        &mut self,
+        &self,
         server: SocketAddr,
         query: &Message,
         info: &mut ExchangeInfo,
@@ -136,7 +141,10 @@ impl Fragmenting {
         };
         info.bytes_received += first.len();
         let Ok(parsed) = Message::parse_with(first, self.compact()) else {
-            return Ok(None);
+            // Truncated: TCP. Otherwise the response is malformed: hand it back so that the
+            // caller rejects it (FORMERR) instead of quietly trying TCP.
+            let tc = first.len() >= 4 && u16::from_be_bytes([first[2], first[3]]) & FLAG_TC != 0;
+            return Ok((!tc).then(|| first.to_vec()));
         };
         let fragmented = FragOption::find(parsed.edns.as_ref(), self.config.option_code)
             .is_some_and(|o| o.schemes == self.config.mode.bit());
@@ -154,7 +162,7 @@ impl Fragmenting {
                     question: query.questions[0].clone(),
                 };
                 let done = self.arrf(&socket, &query, &key, parsed, budget, info).await;
-                self.reassembler.abandon(&key);
+                self.reassembler().abandon(&key);
                 done
             }
             Fragmentation::Off => None,
@@ -230,7 +238,7 @@ impl Fragmenting {
 
     /// Fetches the ARRF ranges missing from the answer `first`.
     async fn arrf(
-        &mut self,
+        &self,
         socket: &UdpSocket,
         query: &Message,
         key: &Key,
@@ -238,7 +246,8 @@ impl Fragmenting {
         budget: usize,
         info: &mut ExchangeInfo,
     ) -> Option<Message> {
-        let mut progress = match self.reassembler.start(key.clone(), first, Instant::now()) {
+        let started = self.reassembler().start(key.clone(), first, Instant::now());
+        let mut progress = match started {
             Ok(p) => p,
             Err(e) => {
                 tracing::debug!(error = %e, "ARRF first response refused");
@@ -267,12 +276,12 @@ impl Fragmenting {
                     .to_wire_with(Some(t))
                 })
                 .collect();
-            let reassembler = &mut self.reassembler;
             let step = |wire: &[u8]| {
                 let Ok(m) = Message::parse_with(wire, Some(t)) else {
                     return Step::More;
                 };
-                match reassembler.add(key, &m, Instant::now()) {
+                let added = self.reassembler().add(key, &m, Instant::now());
+                match added {
                     Ok(Progress::Complete(m)) => Step::Done(m),
                     Ok(Progress::Missing(_))
                     | Err(ArrfError::Duplicate(_) | ArrfError::NotForUs) => Step::More,
@@ -287,7 +296,8 @@ impl Fragmenting {
                 Some(_) => return None,
                 None => {}
             }
-            progress = match self.reassembler.missing(key) {
+            let missing = self.reassembler().missing(key);
+            progress = match missing {
                 Some(w) => Progress::Missing(w),
                 None => return None,
             };

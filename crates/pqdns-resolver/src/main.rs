@@ -1,32 +1,61 @@
 //! `pqdns-resolve`: a dig-like validating client.
 //!
 //! `pqdns-resolve --dot example.com` asks the local pqdns-server over DNS-over-TLS and
-//! validates the answer with the DS records the server wrote to `zones/keys/`.
+//! validates the answer with the DS records the server wrote to `zones/keys/` or `./keys/`.
 
 #![forbid(unsafe_code)]
 
 use std::io::IsTerminal;
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use pqdns_core::dnssec::validate::{PqPolicy, Status};
+use pqdns_core::dnssec::validate::PqPolicy;
 use pqdns_core::dnssec::Profile;
 use pqdns_core::frag::edns::Fragmentation;
-use pqdns_core::{outln, stdout, Name, RrType};
+use pqdns_core::message::rcode;
+use pqdns_core::{outln, stdout, Name, Record, RrType};
 use pqdns_resolver::fragment::FragConfig;
-use pqdns_resolver::{Client, Config, Mode, Resolver, TlsOptions, Transport, TrustAnchors};
+use pqdns_resolver::{
+    Answer, AnswerRRset, Client, Config, Mode, Resolver, TlsOptions, Transport, TrustAnchors,
+};
 use serde::Serialize;
+
+/// Exit status: an answer (Secure, Insecure or Indeterminate).
+const EXIT_ANSWER: u8 = 0;
+/// Exit status: validation failed (Bogus).
+const EXIT_BOGUS: u8 = 1;
+/// Exit status: bad arguments or setup (unreadable trust anchor or CA file).
+const EXIT_USAGE: u8 = 2;
+/// Exit status: no answer (error RCODE, referral, or resolution failure).
+const EXIT_NO_ANSWER: u8 = 3;
+
+/// Directories where pqdns-server keeps keys, DS files and its self-signed certificate: with
+/// `--zone zones/example.toml` (the zone's key_directory), and with no `--zone` (./keys).
+const KEY_DIRS: [&str; 2] = ["zones/keys", "keys"];
 
 /// Resolve a name and validate its DNSSEC chain of trust (classical and post-quantum).
 ///
 /// Arguments are dig-like: `pqdns-resolve [--udp|--tcp|--dot|--doh] [@SERVER[:PORT]] NAME [TYPE]`.
 /// Without @SERVER the local pqdns-server (127.0.0.1, default port of the transport) is asked.
-/// Exit status: 0 Secure/Insecure/Indeterminate, 1 Bogus, 2 error.
+/// Only validated data is printed as the answer; RRsets the server sent that are not part of
+/// it are listed as dropped.
 #[derive(Parser)]
-#[command(name = "pqdns-resolve", version, about, long_about = None)]
+#[command(
+    name = "pqdns-resolve",
+    version,
+    about,
+    long_about = None,
+    after_help = "Exit status:\n  \
+        0  an answer (positive or negative): Secure, Insecure, or Indeterminate (no trust anchor)\n  \
+        1  Bogus: validation failed\n  \
+        2  usage or setup error (bad arguments, unreadable trust anchor or CA file), or\n     \
+        standard output could not be written (a closed pipe is not an error)\n  \
+        3  no answer: error RCODE (SERVFAIL, REFUSED, ...), a referral from a server that is\n     \
+        not authoritative for the name, or resolution failed (timeout, malformed response)"
+)]
 struct Cli {
     /// `@SERVER[:PORT]`, NAME and TYPE (default A), in any order as dig takes them.
     #[arg(required = true, num_args = 1..=3)]
@@ -43,8 +72,8 @@ struct Cli {
     /// DNS-over-HTTPS (RFC 8484, POST, HTTP/2).
     #[arg(long, group = "transport")]
     doh: bool,
-    /// Trust anchor file (DS or DNSKEY records). Default: the DS files pqdns-server writes to
-    /// zones/keys/*.ds, if present.
+    /// Trust anchor file (DS or DNSKEY records; repeatable). Default: the DS files pqdns-server
+    /// writes, zones/keys/*.ds and keys/*.ds, where present.
     #[arg(long)]
     trust_anchor: Vec<PathBuf>,
     /// Algorithm-number profile: default, oqs-bind or verisign.
@@ -53,18 +82,20 @@ struct Cli {
     /// Refuse TLS handshakes that do not negotiate a hybrid post-quantum group.
     #[arg(long)]
     pq_only: bool,
-    /// Bogus unless post-quantum signatures validate wherever the chain offers a post-quantum
-    /// algorithm (departs from RFC 6840 §5.11 to prevent classical downgrade).
+    /// Secure only if every link of the chain is post-quantum: the trust anchor or DS must
+    /// match a post-quantum key that signs the DNSKEY RRset, and every RRset must carry a
+    /// verified post-quantum signature; otherwise Bogus, naming the classical link (departs
+    /// from RFC 6840 §5.11 to prevent classical downgrade).
     #[arg(long)]
     require_pq: bool,
     /// Skip TLS certificate verification (self-signed test servers).
     #[arg(long)]
     insecure_tls: bool,
-    /// PEM file of certificates to trust for DoT/DoH. Default: the self-signed certificate the
-    /// local pqdns-server writes, zones/keys/pqdns-server.crt, if present; else the system's
-    /// CA store.
+    /// PEM file of certificates to trust for DoT/DoH (repeatable). Default: the self-signed
+    /// certificate the local pqdns-server writes (zones/keys/pqdns-server.crt and
+    /// keys/pqdns-server.crt, where present); if there is none, the system's CA store.
     #[arg(long)]
-    tls_ca: Option<PathBuf>,
+    tls_ca: Vec<PathBuf>,
     /// Iterate from these root servers instead of asking one server (repeatable).
     #[arg(long = "root")]
     roots: Vec<SocketAddr>,
@@ -86,9 +117,31 @@ struct Cli {
     /// Print the chain of trust walked.
     #[arg(long)]
     trace: bool,
-    /// Machine-readable output.
+    /// Print the RRSIGs that verified each Secure RRset.
+    #[arg(long)]
+    dnssec: bool,
+    /// Also print the responses as received, unvalidated (clearly marked).
+    #[arg(long)]
+    unvalidated: bool,
+    /// Machine-readable output (JSON), errors included.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Serialize)]
+struct JsonRRset {
+    status: &'static str,
+    records: Vec<String>,
+    rrsigs: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct JsonReferral {
+    zone: String,
+    ns: Vec<String>,
+    glue: Vec<String>,
+    ds: Vec<String>,
+    no_ds_proven: bool,
 }
 
 #[derive(Serialize)]
@@ -97,8 +150,11 @@ struct JsonOut {
     reason: Option<String>,
     ede: Option<u16>,
     rcode: u16,
-    answer: Vec<String>,
-    authority: Vec<String>,
+    rcode_name: String,
+    answer: Vec<JsonRRset>,
+    authority: Vec<JsonRRset>,
+    referral: Option<JsonReferral>,
+    dropped: Vec<String>,
     chain: Vec<String>,
     exchanges: usize,
     bytes_sent: usize,
@@ -106,6 +162,27 @@ struct JsonOut {
     milliseconds: f64,
     tls_group: Option<String>,
     tls_cipher: Option<String>,
+    unvalidated: Option<Vec<Vec<String>>>,
+    exit_code: u8,
+}
+
+#[derive(Serialize)]
+struct JsonError {
+    error: String,
+    exit_code: u8,
+}
+
+/// A failure before an answer: message and exit status.
+struct Failure {
+    message: String,
+    code: u8,
+}
+
+fn usage(message: impl Into<String>) -> Failure {
+    Failure {
+        message: message.into(),
+        code: EXIT_USAGE,
+    }
 }
 
 fn parse_args(
@@ -139,17 +216,182 @@ fn parse_args(
     Ok((server, name, rtype.unwrap_or(RrType::A)))
 }
 
+/// DS files in the pqdns-server key directories (`*.ds`, and `.ds` for the root zone).
 fn default_anchors() -> Vec<PathBuf> {
-    std::fs::read_dir("zones/keys")
-        .into_iter()
-        .flatten()
+    KEY_DIRS
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).into_iter().flatten())
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "ds"))
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "ds") || p.file_name().is_some_and(|n| n == ".ds")
+        })
         .collect()
 }
 
-fn run(cli: Cli) -> Result<ExitCode, String> {
+/// The self-signed certificates pqdns-server writes, where present.
+fn default_ca_files() -> Vec<PathBuf> {
+    KEY_DIRS
+        .iter()
+        .map(|d| Path::new(d).join("pqdns-server.crt"))
+        .filter(|p| p.exists())
+        .collect()
+}
+
+fn render(rs: &[Record]) -> Vec<String> {
+    rs.iter().map(ToString::to_string).collect()
+}
+
+fn json_rrsets(sets: &[AnswerRRset], dnssec: bool) -> Vec<JsonRRset> {
+    sets.iter()
+        .map(|s| JsonRRset {
+            status: s.status_name(),
+            records: render(&s.records()),
+            rrsigs: if dnssec {
+                render(&s.rrsig_records())
+            } else {
+                Vec::new()
+            },
+        })
+        .collect()
+}
+
+fn exit_code(answer: &Answer) -> u8 {
+    if answer.status().is_bogus() {
+        EXIT_BOGUS
+    } else if answer.referral().is_some()
+        || !matches!(answer.rcode(), rcode::NOERROR | rcode::NXDOMAIN)
+    {
+        EXIT_NO_ANSWER
+    } else {
+        EXIT_ANSWER
+    }
+}
+
+fn print_text(cli: &Cli, a: &Answer) {
+    outln!(";; {} {}: {}", a.qname(), a.qtype(), a.rcode_name());
+    for s in a.answers().iter().chain(a.authority()) {
+        for r in s.records() {
+            outln!("{r}");
+        }
+        if cli.dnssec {
+            for r in s.rrsig_records() {
+                outln!("{r}");
+            }
+        }
+        if !s.is_secure() {
+            outln!(";; ^ {} (not validated)", s.status_name());
+        }
+    }
+    if let Some(r) = a.referral() {
+        outln!(";; referral to {} (not followed):", r.zone);
+        for rec in r.ns.records() {
+            outln!("{rec}");
+        }
+        for rec in r.ds.iter().flat_map(|d| d.records()) {
+            outln!("{rec}");
+        }
+        for rec in r.glue.iter().flat_map(|g| g.records()) {
+            outln!("{rec}");
+        }
+    }
+    match a.status().reason() {
+        Some(r) => outln!(";; status: {} ({r})", a.status().name()),
+        None => outln!(";; status: {}", a.status().name()),
+    }
+    if !a.dropped().is_empty() {
+        let list: Vec<String> = a
+            .dropped()
+            .iter()
+            .map(|d| format!("{} {} ({:?})", d.owner, d.rtype, d.section))
+            .collect();
+        outln!(
+            ";; dropped {} RRset(s) not part of the validated answer: {}",
+            list.len(),
+            list.join(", ")
+        );
+    }
+    if cli.trace {
+        for step in a.chain() {
+            outln!(";; chain: {step}");
+        }
+    }
+    if cli.unvalidated {
+        for (i, m) in a.unvalidated_messages().iter().enumerate() {
+            outln!(";; UNVALIDATED response {}:", i + 1);
+            for r in m.answers.iter().chain(&m.authority).chain(&m.additional) {
+                outln!(";; {r}");
+            }
+        }
+    }
+    let (sent, received, ms) = totals(a);
+    if let Some(g) = a.exchanges().iter().find_map(|e| e.tls_group.clone()) {
+        let cipher = a.exchanges().iter().find_map(|e| e.tls_cipher.clone());
+        outln!(
+            ";; TLS: group {g}, cipher {}",
+            cipher.as_deref().unwrap_or("?")
+        );
+    }
+    outln!(
+        ";; {} exchange(s), {sent} bytes sent, {received} bytes received, {ms:.1} ms",
+        a.exchanges().len()
+    );
+}
+
+fn totals(a: &Answer) -> (usize, usize, f64) {
+    let sent = a.exchanges().iter().map(|e| e.bytes_sent).sum();
+    let received = a.exchanges().iter().map(|e| e.bytes_received).sum();
+    let ms = a
+        .exchanges()
+        .iter()
+        .map(|e| e.elapsed.as_secs_f64() * 1000.0)
+        .sum();
+    (sent, received, ms)
+}
+
+fn json_answer(cli: &Cli, a: &Answer) -> JsonOut {
+    let (sent, received, ms) = totals(a);
+    let reason = a.status().reason();
+    JsonOut {
+        status: a.status().name().into(),
+        reason: reason.map(|r| r.text.clone()),
+        ede: reason.map(|r| r.ede),
+        rcode: a.rcode(),
+        rcode_name: a.rcode_name(),
+        answer: json_rrsets(a.answers(), cli.dnssec),
+        authority: json_rrsets(a.authority(), cli.dnssec),
+        referral: a.referral().map(|r| JsonReferral {
+            zone: r.zone.to_string(),
+            ns: render(&r.ns.records()),
+            glue: r.glue.iter().flat_map(|g| render(&g.records())).collect(),
+            ds: r.ds.iter().flat_map(|d| render(&d.records())).collect(),
+            no_ds_proven: r.no_ds.is_some(),
+        }),
+        dropped: a
+            .dropped()
+            .iter()
+            .map(|d| format!("{} {} {:?}", d.owner, d.rtype, d.section))
+            .collect(),
+        chain: a.chain().to_vec(),
+        exchanges: a.exchanges().len(),
+        bytes_sent: sent,
+        bytes_received: received,
+        milliseconds: ms,
+        tls_group: a.exchanges().iter().find_map(|e| e.tls_group.clone()),
+        tls_cipher: a.exchanges().iter().find_map(|e| e.tls_cipher.clone()),
+        unvalidated: cli.unvalidated.then(|| {
+            a.unvalidated_messages()
+                .iter()
+                .map(|m| {
+                    render(&[m.answers.clone(), m.authority.clone(), m.additional.clone()].concat())
+                })
+                .collect()
+        }),
+        exit_code: exit_code(a),
+    }
+}
+
+fn run(cli: &Cli) -> Result<u8, Failure> {
     let transport = if cli.tcp {
         Transport::Tcp
     } else if cli.dot {
@@ -159,7 +401,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
     } else {
         Transport::Udp
     };
-    let (server, name, rtype) = parse_args(&cli, transport)?;
+    let (server, name, rtype) = parse_args(cli, transport).map_err(usage)?;
     let mut anchors = TrustAnchors::default();
     let files = if cli.trust_anchor.is_empty() {
         default_anchors()
@@ -167,7 +409,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         cli.trust_anchor.clone()
     };
     for f in &files {
-        anchors.extend(TrustAnchors::read(f).map_err(|e| e.to_string())?);
+        anchors.extend(TrustAnchors::read(f).map_err(|e| usage(e.to_string()))?);
     }
     let mode = if cli.roots.is_empty() {
         let addr = server
@@ -179,21 +421,20 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             port: cli.glue_port,
         }
     };
-    let local_cert = PathBuf::from("zones/keys/pqdns-server.crt");
-    let ca_file = cli
-        .tls_ca
-        .clone()
-        .or_else(|| local_cert.exists().then_some(local_cert));
     let tls = TlsOptions {
         pq_only: cli.pq_only,
         insecure: cli.insecure_tls,
-        ca_file,
+        ca_files: if cli.tls_ca.is_empty() {
+            default_ca_files()
+        } else {
+            cli.tls_ca.clone()
+        },
         server_name: None,
     };
-    let mut client =
-        Client::new(transport, Duration::from_secs(cli.timeout), tls).map_err(|e| e.to_string())?;
+    let mut client = Client::new(transport, Duration::from_secs(cli.timeout), tls)
+        .map_err(|e| usage(e.to_string()))?;
     client.set_fragmentation(FragConfig::new(cli.fragmentation));
-    let profile = Profile::named(&cli.profile).map_err(|e| e.to_string())?;
+    let profile = Profile::named(&cli.profile).map_err(|e| usage(e.to_string()))?;
     let config = Config {
         profile,
         pq_policy: if cli.require_pq {
@@ -202,87 +443,28 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             PqPolicy::AnyAlgorithm
         },
         now: cli.at,
+        verify_threads: 1,
         ..Config::new(mode, anchors)
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| e.to_string())?;
-    let mut resolver = Resolver::new(config, client);
+        .map_err(|e| usage(e.to_string()))?;
+    let resolver = Resolver::new(config, client);
     let answer = runtime
         .block_on(resolver.resolve(&name, rtype))
-        .map_err(|e| e.to_string())?;
-    let sent: usize = answer.exchanges.iter().map(|e| e.bytes_sent).sum();
-    let received: usize = answer.exchanges.iter().map(|e| e.bytes_received).sum();
-    let ms: f64 = answer
-        .exchanges
-        .iter()
-        .map(|e| e.elapsed.as_secs_f64() * 1000.0)
-        .sum();
-    let tls_group = answer.exchanges.iter().find_map(|e| e.tls_group.clone());
-    let tls_cipher = answer.exchanges.iter().find_map(|e| e.tls_cipher.clone());
-    let (status, reason, ede) = match &answer.status {
-        Status::Secure => ("Secure", None, None),
-        Status::Insecure(r) => ("Insecure", Some(r.text.clone()), Some(r.ede)),
-        Status::Bogus(r) => ("Bogus", Some(r.text.clone()), Some(r.ede)),
-        Status::Indeterminate(r) => ("Indeterminate", Some(r.text.clone()), Some(r.ede)),
-    };
-    let render = |rs: &[pqdns_core::Record]| rs.iter().map(ToString::to_string).collect::<Vec<_>>();
+        .map_err(|e| Failure {
+            message: e.to_string(),
+            code: EXIT_NO_ANSWER,
+        })?;
     if cli.json {
-        let out = JsonOut {
-            status: status.into(),
-            reason,
-            ede,
-            rcode: answer.message.rcode(),
-            answer: render(&answer.message.answers),
-            authority: render(&answer.message.authority),
-            chain: answer.chain.clone(),
-            exchanges: answer.exchanges.len(),
-            bytes_sent: sent,
-            bytes_received: received,
-            milliseconds: ms,
-            tls_group,
-            tls_cipher,
-        };
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
-        );
+        let json = serde_json::to_string_pretty(&json_answer(cli, &answer))
+            .map_err(|e| usage(format!("encoding the answer as JSON: {e}")))?;
+        outln!("{json}");
     } else {
-        outln!(";; {name} {rtype}: RCODE {}", answer.message.rcode());
-        for r in render(&answer.message.answers) {
-            outln!("{r}");
-        }
-        if answer.message.answers.is_empty() {
-            for r in render(&answer.message.authority) {
-                outln!("{r}");
-            }
-        }
-        match &reason {
-            Some(r) => outln!(";; status: {status} ({r}, EDE {})", ede.unwrap_or(0)),
-            None => outln!(";; status: {status}"),
-        }
-        if cli.trace {
-            for step in &answer.chain {
-                outln!(";; chain: {step}");
-            }
-        }
-        if let Some(g) = &tls_group {
-            outln!(
-                ";; TLS: group {g}, cipher {}",
-                tls_cipher.as_deref().unwrap_or("?")
-            );
-        }
-        outln!(
-            ";; {} exchange(s), {sent} bytes sent, {received} bytes received, {ms:.1} ms",
-            answer.exchanges.len()
-        );
+        print_text(cli, &answer);
     }
-    Ok(if matches!(answer.status, Status::Bogus(_)) {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(exit_code(&answer))
 }
 
 fn main() -> ExitCode {
@@ -293,11 +475,56 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
-    // A reader that closed the pipe is not a failure; a full disk under `> file` is.
-    let result = run(Cli::parse())
-        .and_then(|code| stdout::status().map(|()| code).map_err(|e| e.to_string()));
-    result.unwrap_or_else(|e| {
-        eprintln!("pqdns-resolve: {e}");
-        ExitCode::from(2)
-    })
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let json = std::env::args().any(|a| a == "--json");
+            if json && e.use_stderr() {
+                let j = JsonError {
+                    error: e.to_string().trim().to_string(),
+                    exit_code: EXIT_USAGE,
+                };
+                outln!("{}", serde_json::to_string(&j).unwrap_or_default());
+                return ExitCode::from(EXIT_USAGE);
+            }
+            e.exit()
+        }
+    };
+    let code = match run(&cli) {
+        Ok(code) => code,
+        Err(f) => {
+            if cli.json {
+                let j = JsonError {
+                    error: f.message,
+                    exit_code: f.code,
+                };
+                outln!("{}", serde_json::to_string(&j).unwrap_or_default());
+            } else {
+                eprintln!("pqdns-resolve: {}", f.message);
+            }
+            f.code
+        }
+    };
+    // A reader that closed the pipe (`| head`) is not a failure; a full disk under `> file` is.
+    match stdout::status() {
+        Ok(()) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("pqdns-resolve: {e}");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_are_documented_in_help() {
+        use clap::CommandFactory;
+        let help = Cli::command().render_long_help().to_string();
+        for line in ["0  an answer", "1  Bogus", "2  usage", "3  no answer"] {
+            assert!(help.contains(line), "{line:?} missing from --help:\n{help}");
+        }
+    }
 }

@@ -3,16 +3,21 @@
 //! (RFC 8484, POST over HTTP/2). TLS uses rustls with the aws-lc-rs provider, which offers
 //! X25519MLKEM768 first; `pq_only` removes every non-hybrid group so a classical handshake
 //! fails. TCP, DoT and DoH connections are reused across queries to the same server.
+//!
+//! Spoofing resistance (RFC 5452): every query gets a random ID from the OS CSPRNG (chosen by
+//! the caller, see `crate::random`), every UDP query its own socket bound to a random
+//! unprivileged source port and connected to the server, so the kernel drops datagrams from
+//! other addresses; an answer must echo the ID and the question.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use pqdns_core::frag::edns::Fragmentation;
-use pqdns_core::message::{Message, FLAG_TC};
+use pqdns_core::message::{Message, FLAG_QR, FLAG_TC};
 use pqdns_net::tls_client::{client_config, ClientOptions, Roots};
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -20,6 +25,7 @@ use tokio::net::{TcpStream, UdpSocket};
 use tokio_rustls::client::TlsStream;
 
 use crate::fragment::{FragConfig, Fragmenting};
+use crate::random;
 
 /// Largest DNS message accepted from a server, bytes (the TCP length field's maximum).
 pub const MAX_MESSAGE: usize = 65_535;
@@ -75,9 +81,10 @@ pub struct TlsOptions {
     pub pq_only: bool,
     /// Accept any certificate (self-signed test servers). Never the default.
     pub insecure: bool,
-    /// PEM file with CA certificates (or the server's self-signed certificate) to trust;
-    /// `None` means the system's certificate store.
-    pub ca_file: Option<std::path::PathBuf>,
+    /// PEM files with CA certificates (or a server's self-signed certificate) to trust; empty
+    /// means the system's certificate store (`/etc/ssl/certs` via rustls-native-certs), read
+    /// at the first TLS connection.
+    pub ca_files: Vec<std::path::PathBuf>,
     /// TLS server name to send and verify; default: the server's IP address.
     pub server_name: Option<String>,
 }
@@ -102,49 +109,82 @@ pub struct ExchangeInfo {
     pub new_connection: bool,
 }
 
+/// An open stream connection.
 enum Conn {
     Tcp(TcpStream),
     Tls(Box<TlsStream<TcpStream>>),
-    H2(
-        hyper::client::conn::http2::SendRequest<Full<Bytes>>,
-        String,
-        String,
-    ),
 }
 
-/// Sends queries and keeps connections for reuse. Not shared between tasks.
+/// A DoH connection: HTTP/2 multiplexes queries, so one is shared by every task.
+#[derive(Clone)]
+struct H2 {
+    send: hyper::client::conn::http2::SendRequest<Full<Bytes>>,
+    group: String,
+    cipher: String,
+}
+
+/// Idle TCP/DoT connections kept per server for reuse.
+pub const MAX_IDLE_PER_SERVER: usize = 4;
+
+/// Attempts at binding a random source port before letting the kernel choose.
+const PORT_ATTEMPTS: usize = 8;
+
+/// Sends queries and keeps connections for reuse. Shared between tasks through `&self`:
+/// each exchange takes an idle TCP/DoT connection to the server or opens a new one, and
+/// returns it afterwards (at most [`MAX_IDLE_PER_SERVER`] are kept); DoH queries share one
+/// HTTP/2 connection per server.
 pub struct Client {
     transport: Transport,
     timeout: Duration,
-    tls: Option<Arc<rustls::ClientConfig>>,
+    /// Built at the first TLS connection.
+    tls: OnceLock<Arc<rustls::ClientConfig>>,
     tls_options: TlsOptions,
-    conns: HashMap<SocketAddr, Conn>,
+    idle: Mutex<HashMap<SocketAddr, Vec<Conn>>>,
+    h2: Mutex<HashMap<SocketAddr, H2>>,
     fragmenting: Option<Fragmenting>,
 }
 
 impl Client {
-    /// A client for `transport` with a per-exchange timeout.
+    /// A client for `transport` with a per-exchange timeout. CA files are read now, so that
+    /// a bad path is reported at once; the system certificate store (no CA file) is read at
+    /// the first TLS connection only.
     ///
     /// # Errors
-    /// [`TransportError::TlsSetup`] if the TLS configuration cannot be built.
+    /// [`TransportError::TlsSetup`] if a CA file cannot be read or parsed.
     pub fn new(
         transport: Transport,
         timeout: Duration,
         tls_options: TlsOptions,
     ) -> Result<Client, TransportError> {
-        let tls = match transport {
-            Transport::Dot => Some(tls_config(&tls_options, b"dot")?),
-            Transport::Doh => Some(tls_config(&tls_options, b"h2")?),
-            _ => None,
-        };
-        Ok(Client {
+        let client = Client {
             transport,
             timeout,
-            tls,
+            tls: OnceLock::new(),
             tls_options,
-            conns: HashMap::new(),
+            idle: Mutex::new(HashMap::new()),
+            h2: Mutex::new(HashMap::new()),
             fragmenting: None,
-        })
+        };
+        if matches!(transport, Transport::Dot | Transport::Doh)
+            && (client.tls_options.insecure || !client.tls_options.ca_files.is_empty())
+        {
+            client.tls_client_config()?;
+        }
+        Ok(client)
+    }
+
+    /// The TLS configuration, built on first use.
+    fn tls_client_config(&self) -> Result<Arc<rustls::ClientConfig>, TransportError> {
+        if let Some(c) = self.tls.get() {
+            return Ok(c.clone());
+        }
+        let alpn: &[u8] = if self.transport == Transport::Doh {
+            b"h2"
+        } else {
+            b"dot"
+        };
+        let config = tls_config(&self.tls_options, alpn)?;
+        Ok(self.tls.get_or_init(|| config).clone())
     }
 
     /// Offers application-layer fragmentation (ARRF or QBF, `crate::fragment`) on UDP
@@ -170,10 +210,10 @@ impl Client {
     /// Sends `query` to `server` and returns the matching answer.
     ///
     /// # Errors
-    /// [`TransportError`] on I/O failure, timeout, or an answer whose ID or question does not
-    /// match the query.
+    /// [`TransportError`] on I/O failure, timeout, or an answer that is not a response (QR
+    /// clear) or whose ID or question does not match the query.
     pub async fn exchange(
-        &mut self,
+        &self,
         server: SocketAddr,
         query: &Message,
     ) -> Result<(Message, ExchangeInfo), TransportError> {
@@ -188,17 +228,17 @@ impl Client {
             self.exchange_inner(server, query, &wire, &mut info),
         )
         .await;
-        let answer = match result {
-            Ok(r) => r?,
-            Err(_) => {
-                // A connection that timed out may hold a half-read answer: drop it.
-                self.conns.remove(&server);
-                return Err(TransportError::Timeout(self.timeout));
-            }
-        };
+        // A connection that timed out may hold a half-read answer: it was taken out of the
+        // pool by the exchange and is dropped with it.
+        let answer = result.map_err(|_| TransportError::Timeout(self.timeout))??;
         info.elapsed = start.elapsed();
-        let message =
-            Message::parse(&answer).map_err(|e| TransportError::BadAnswer(e.to_string()))?;
+        let message = Message::parse(&answer)
+            .map_err(|e| TransportError::BadAnswer(format!("malformed response (FORMERR): {e}")))?;
+        if !message.has_flag(FLAG_QR) {
+            return Err(TransportError::BadAnswer(
+                "QR bit clear: not a response".into(),
+            ));
+        }
         if message.id != query.id || message.questions != query.questions {
             return Err(TransportError::BadAnswer(
                 "ID or question does not match the query".into(),
@@ -208,7 +248,7 @@ impl Client {
     }
 
     async fn exchange_inner(
-        &mut self,
+        &self,
         server: SocketAddr,
         query: &Message,
         wire: &[u8],
@@ -217,7 +257,7 @@ impl Client {
         match self.transport {
             Transport::Udp => {
                 info.transport = Some(Transport::Udp);
-                let answer = match &mut self.fragmenting {
+                let answer = match &self.fragmenting {
                     Some(f) => f.exchange(server, query, info).await?,
                     None => {
                         let a = udp_exchange(server, wire).await?;
@@ -245,6 +285,7 @@ impl Client {
         Ok(answer)
     }
 
+    /// Opens a TCP connection to `server`, with TLS for DoT and DoH.
     async fn connect(
         &self,
         server: SocketAddr,
@@ -253,49 +294,48 @@ impl Client {
         let tcp = TcpStream::connect(server).await?;
         tcp.set_nodelay(true)?;
         info.new_connection = true;
-        let Some(config) = &self.tls else {
+        if self.transport == Transport::Tcp || self.transport == Transport::Udp {
             return Ok(Conn::Tcp(tcp));
-        };
+        }
         let name = match &self.tls_options.server_name {
             Some(n) => ServerName::try_from(n.clone())
                 .map_err(|e| TransportError::TlsSetup(e.to_string()))?,
             None => ServerName::IpAddress(server.ip().into()),
         };
-        let tls = tokio_rustls::TlsConnector::from(config.clone())
+        let tls = tokio_rustls::TlsConnector::from(self.tls_client_config()?)
             .connect(name, tcp)
             .await?;
-        if self.transport == Transport::Dot {
-            return Ok(Conn::Tls(Box::new(tls)));
+        Ok(Conn::Tls(Box::new(tls)))
+    }
+
+    /// An idle connection to `server`, if one is pooled.
+    fn take_idle(&self, server: SocketAddr) -> Option<Conn> {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        idle.get_mut(&server).and_then(Vec::pop)
+    }
+
+    /// Returns a connection to the pool (dropped if the pool for `server` is full).
+    fn put_idle(&self, server: SocketAddr, conn: Conn) {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        let pool = idle.entry(server).or_default();
+        if pool.len() < MAX_IDLE_PER_SERVER {
+            pool.push(conn);
         }
-        let (_, session) = tls.get_ref();
-        let group = group_name(session);
-        let cipher = cipher_name(session);
-        let (send, conn) = hyper::client::conn::http2::handshake(
-            hyper_util::rt::TokioExecutor::new(),
-            hyper_util::rt::TokioIo::new(tls),
-        )
-        .await
-        .map_err(|e| TransportError::Http(e.to_string()))?;
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
-        Ok(Conn::H2(send, group, cipher))
     }
 
     async fn stream_exchange(
-        &mut self,
+        &self,
         server: SocketAddr,
         wire: &[u8],
         info: &mut ExchangeInfo,
     ) -> Result<Vec<u8>, TransportError> {
         // One retry on a fresh connection if a reused one was closed by the server.
         for attempt in 0..2 {
-            if !self.conns.contains_key(&server) {
-                let conn = self.connect(server, info).await?;
-                self.conns.insert(server, conn);
-            }
-            let conn = self.conns.get_mut(&server).expect("inserted above");
-            let result = match conn {
+            let (mut conn, reused) = match self.take_idle(server) {
+                Some(c) => (c, true),
+                None => (self.connect(server, info).await?, false),
+            };
+            let result = match &mut conn {
                 Conn::Tcp(s) => framed_exchange(s, wire).await,
                 Conn::Tls(s) => {
                     let session = s.get_ref().1;
@@ -303,38 +343,69 @@ impl Client {
                     info.tls_cipher = Some(cipher_name(session));
                     framed_exchange(s.as_mut(), wire).await
                 }
-                Conn::H2(..) => unreachable!("HTTP/2 connections are used by doh_exchange"),
             };
             match result {
-                Ok(a) => return Ok(a),
-                Err(e) if attempt == 0 && !info.new_connection => {
+                Ok(a) => {
+                    self.put_idle(server, conn);
+                    return Ok(a);
+                }
+                Err(e) if attempt == 0 && reused => {
                     tracing::debug!(%server, error = %e, "reused connection failed; reconnecting");
-                    self.conns.remove(&server);
                 }
-                Err(e) => {
-                    self.conns.remove(&server);
-                    return Err(e);
-                }
+                Err(e) => return Err(e),
             }
         }
         unreachable!("the loop returns on the second attempt")
     }
 
+    /// The shared HTTP/2 connection to `server`, opened if there is none or it is closed.
+    async fn h2(&self, server: SocketAddr, info: &mut ExchangeInfo) -> Result<H2, TransportError> {
+        let existing = {
+            let h2 = self.h2.lock().unwrap_or_else(|e| e.into_inner());
+            h2.get(&server).filter(|c| !c.send.is_closed()).cloned()
+        };
+        if let Some(c) = existing {
+            return Ok(c);
+        }
+        let Conn::Tls(tls) = self.connect(server, info).await? else {
+            unreachable!("DoH connections use TLS")
+        };
+        let (_, session) = tls.get_ref();
+        let (group, cipher) = (group_name(session), cipher_name(session));
+        let (send, conn) = hyper::client::conn::http2::handshake(
+            hyper_util::rt::TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(*tls),
+        )
+        .await
+        .map_err(|e| TransportError::Http(e.to_string()))?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let c = H2 {
+            send,
+            group,
+            cipher,
+        };
+        self.h2
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(server, c.clone());
+        Ok(c)
+    }
+
     async fn doh_exchange(
-        &mut self,
+        &self,
         server: SocketAddr,
         wire: &[u8],
         info: &mut ExchangeInfo,
     ) -> Result<Vec<u8>, TransportError> {
-        if !matches!(self.conns.get(&server), Some(Conn::H2(s, ..)) if s.is_ready()) {
-            let conn = self.connect(server, info).await?;
-            self.conns.insert(server, conn);
-        }
-        let Some(Conn::H2(send, group, cipher)) = self.conns.get_mut(&server) else {
-            unreachable!("inserted above")
-        };
-        info.tls_group = Some(group.clone());
-        info.tls_cipher = Some(cipher.clone());
+        let H2 {
+            mut send,
+            group,
+            cipher,
+        } = self.h2(server, info).await?;
+        info.tls_group = Some(group);
+        info.tls_cipher = Some(cipher);
         let authority = self
             .tls_options
             .server_name
@@ -378,16 +449,33 @@ fn cipher_name(session: &rustls::ClientConnection) -> String {
         .map_or("none".into(), |c| format!("{:?}", c.suite()))
 }
 
-/// A UDP socket connected to `server` (the kernel then drops datagrams from other addresses).
+/// A UDP socket on a random unprivileged source port (OS CSPRNG; up to [`PORT_ATTEMPTS`] ports
+/// are tried when one is in use, then the kernel chooses), connected to `server`: the kernel
+/// then drops datagrams from any other address (RFC 5452 §4.5, §9.2).
 pub(crate) async fn udp_socket(server: SocketAddr) -> Result<UdpSocket, TransportError> {
-    let local: SocketAddr = if server.is_ipv4() {
-        "0.0.0.0:0"
+    let ip: IpAddr = if server.is_ipv4() {
+        Ipv4Addr::UNSPECIFIED.into()
     } else {
-        "[::]:0"
+        Ipv6Addr::UNSPECIFIED.into()
+    };
+    let mut socket = None;
+    for _ in 0..PORT_ATTEMPTS {
+        match UdpSocket::bind((ip, random::source_port()?)).await {
+            Ok(s) => {
+                socket = Some(s);
+                break;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => continue,
+            Err(e) => return Err(e.into()),
+        }
     }
-    .parse()
-    .expect("valid literal");
-    let socket = UdpSocket::bind(local).await?;
+    let socket = match socket {
+        Some(s) => s,
+        None => {
+            tracing::debug!("{PORT_ATTEMPTS} random source ports in use; the kernel chooses");
+            UdpSocket::bind((ip, 0)).await?
+        }
+    };
     socket.connect(server).await?;
     Ok(socket)
 }
@@ -429,8 +517,8 @@ where
 
 /// Builds the rustls client configuration (pqdns-net's [`pqdns_net::tls_client`]): aws-lc-rs
 /// provider (X25519MLKEM768 offered first), or hybrid groups only with `pq_only`; TLS 1.3;
-/// ALPN `alpn`; certificates checked against `opts.ca_file`, else the system store, unless
-/// `opts.insecure`.
+/// ALPN `alpn`; certificates checked against the certificates of `opts.ca_files`, or the
+/// system store when there are none, unless `opts.insecure`.
 ///
 /// # Errors
 /// [`TransportError::TlsSetup`] for an unreadable CA file or one without certificates (naming
@@ -439,10 +527,12 @@ pub fn tls_config(
     opts: &TlsOptions,
     alpn: &[u8],
 ) -> Result<Arc<rustls::ClientConfig>, TransportError> {
-    let roots = match (&opts.ca_file, opts.insecure) {
-        (_, true) => Roots::DangerAcceptAnyCertificate,
-        (Some(path), false) => Roots::CaFile(path.clone()),
-        (None, false) => Roots::System,
+    let roots = if opts.insecure {
+        Roots::DangerAcceptAnyCertificate
+    } else if opts.ca_files.is_empty() {
+        Roots::System
+    } else {
+        Roots::CaFiles(opts.ca_files.clone())
     };
     let mut client = ClientOptions::new(roots).with_alpn(alpn);
     client.pq_only = opts.pq_only;
@@ -465,7 +555,7 @@ mod tests {
         )
         .unwrap();
         let opts = TlsOptions {
-            ca_file: Some(empty),
+            ca_files: vec![empty],
             ..TlsOptions::default()
         };
         let err = Client::new(Transport::Dot, Duration::from_secs(1), opts)

@@ -8,81 +8,28 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use pqdns_core::dnssec::validate::Status;
 use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::RrType;
 use pqdns_resolver::fragment::FragConfig;
-use pqdns_resolver::{Client, Config, Mode, Resolver, TlsOptions, Transport, TrustAnchors};
-use pqdns_server::settings::Settings;
-use pqdns_server::zones::{load_all, ZoneSource};
-use pqdns_server::{Server, ServerConfig, ServerHandle};
+use pqdns_resolver::{Client, Config, Mode, Resolver, TlsOptions, Transport};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
+
+mod common;
+use common::{serve as serve_zone, Served, ZoneSpec};
 
 const RECORDS: &str =
     "@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 192.0.2.1\nwww A 192.0.2.2\n";
 
-struct Served {
-    rt: tokio::runtime::Runtime,
-    handle: Option<ServerHandle>,
-    anchors: TrustAnchors,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        if let Some(h) = self.handle.take() {
-            self.rt.block_on(h.shutdown());
-        }
-    }
-}
-
 /// example. signed with ML-DSA-44 (NSEC3), served on one port for UDP and TCP.
 fn serve(mode: Fragmentation) -> (Served, SocketAddr) {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("zone.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "origin = \"example.\"\ndefault_ttl = 300\nrecords = '''\n{RECORDS}'''\n\
-             [signing]\nalgorithms = [\"ML-DSA-44\"]\nkeys = \"csk\"\ndenial = \"nsec3\"\nkey_directory = \"keys\"\n"
-        ),
-    )
-    .unwrap();
-    let sources = vec![ZoneSource::File(file)];
-    let (catalog, reports) = load_all(&sources, pqdns_core::time::now()).unwrap();
-    let mut anchors = TrustAnchors::default();
-    for ds in &reports[0].ds {
-        anchors.add_ds(ds.owner.clone(), ds.rdata.clone());
-    }
-    let port = std::net::UdpSocket::bind("127.0.0.1:0")
-        .and_then(|s| s.local_addr())
-        .unwrap()
-        .port();
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let mut settings = Settings::new(dir.path().join("cert"));
-    settings.udp = vec![addr];
-    settings.tcp = vec![addr];
-    settings.fragmentation.mode = mode;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let handle = rt
-        .block_on(Server::bind(
-            ServerConfig {
-                zones: sources,
-                settings,
-            },
-            catalog,
-        ))
-        .unwrap();
-    let served = Served {
-        rt,
-        handle: Some(handle),
-        anchors,
-        _dir: dir,
+    let zone = ZoneSpec {
+        origin: "example.",
+        records: RECORDS,
+        algorithms: &["ML-DSA-44"],
+        denial: "nsec3",
     };
+    let served = serve_zone(zone, false, |s| s.fragmentation.mode = mode);
+    let addr = served.addr;
     (served, addr)
 }
 
@@ -109,15 +56,15 @@ const QUESTIONS: [(&str, RrType); 3] = [
 ];
 
 /// Resolves every question; returns the transports the exchanges used.
-fn resolve_all(served: &Served, r: &mut Resolver) -> Vec<Option<Transport>> {
+fn resolve_all(served: &Served, r: &Resolver) -> Vec<Option<Transport>> {
     let mut used = Vec::new();
     for (name, qtype) in QUESTIONS {
         let answer = served
             .rt
             .block_on(r.resolve(&name.parse().unwrap(), qtype))
             .unwrap();
-        assert_eq!(answer.status, Status::Secure, "{name} {qtype:?}");
-        used.extend(answer.exchanges.iter().map(|e| e.transport));
+        assert!(answer.status().is_secure(), "{name} {qtype:?}");
+        used.extend(answer.exchanges().iter().map(|e| e.transport));
     }
     used
 }
@@ -126,8 +73,8 @@ fn resolve_all(served: &Served, r: &mut Resolver) -> Vec<Option<Transport>> {
 fn fragmented_answers_validate_and_stay_on_udp() {
     for mode in [Fragmentation::Arrf, Fragmentation::Qbf] {
         let (served, addr) = serve(mode);
-        let mut r = resolver(&served, addr, mode);
-        let used = resolve_all(&served, &mut r);
+        let r = resolver(&served, addr, mode);
+        let used = resolve_all(&served, &r);
         assert!(!used.is_empty());
         assert!(
             used.iter().all(|t| *t == Some(Transport::Udp)),
@@ -140,8 +87,8 @@ fn fragmented_answers_validate_and_stay_on_udp() {
             Fragmentation::Arrf
         };
         for client_mode in [Fragmentation::Off, other] {
-            let mut r = resolver(&served, addr, client_mode);
-            let used = resolve_all(&served, &mut r);
+            let r = resolver(&served, addr, client_mode);
+            let used = resolve_all(&served, &r);
             assert!(
                 used.contains(&Some(Transport::Tcp)),
                 "{mode} server, {client_mode} client: {used:?}"
@@ -248,16 +195,16 @@ fn lossy_reordering_duplicating_path_gives_validated_answers_or_tcp_fallback() {
         let (served, addr) = serve(mode);
         // Every fifth fragment lost: asked again, answers mostly stay on UDP.
         let (front, stats) = served.rt.block_on(proxy(addr, |k| k % 5 == 2));
-        let mut r = resolver(&served, front, mode);
-        let used = resolve_all(&served, &mut r);
+        let r = resolver(&served, front, mode);
+        let used = resolve_all(&served, &r);
         assert!(used.contains(&Some(Transport::Udp)), "{mode}: {used:?}");
         assert!(stats.dropped.load(Ordering::Relaxed) > 0);
         assert!(stats.duplicated.load(Ordering::Relaxed) > 0);
         assert!(stats.reordered.load(Ordering::Relaxed) > 0);
         // Every fragment lost: clean fallback to TCP.
         let (front, _) = served.rt.block_on(proxy(addr, |_| true));
-        let mut r = resolver(&served, front, mode);
-        let used = resolve_all(&served, &mut r);
+        let r = resolver(&served, front, mode);
+        let used = resolve_all(&served, &r);
         assert!(
             used.iter().all(|t| *t == Some(Transport::Tcp)),
             "{mode}: {used:?}"

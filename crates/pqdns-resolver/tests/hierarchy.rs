@@ -216,11 +216,11 @@ fn config(mode: Mode, anchors: TrustAnchors, policy: PqPolicy, now: Option<u64>)
     }
 }
 
-fn resolve(rt: &tokio::runtime::Runtime, resolver: &mut Resolver, name: &str, t: RrType) -> Status {
+fn resolve(rt: &tokio::runtime::Runtime, resolver: &Resolver, name: &str, t: RrType) -> Status {
     let answer = rt
         .block_on(resolver.resolve(&name.parse().unwrap(), t))
         .unwrap();
-    answer.status
+    answer.status().clone()
 }
 
 fn client(t: Transport) -> Client {
@@ -232,7 +232,7 @@ fn client(t: Transport) -> Client {
 }
 
 fn assert_secure(s: &Status, what: &str) {
-    assert_eq!(*s, Status::Secure, "{what}");
+    assert!(s.is_secure(), "{what}: {s:?}");
 }
 
 #[test]
@@ -253,7 +253,7 @@ fn forwarding_validates_every_leaf_over_every_transport() {
         handles: vec![handle],
     };
     for (transport, addr) in server {
-        let mut r = Resolver::new(
+        let r = Resolver::new(
             config(
                 Mode::Forward(addr),
                 anchors(&h),
@@ -266,27 +266,27 @@ fn forwarding_validates_every_leaf_over_every_transport() {
             let z = format!("{}.tld.", leaf.name);
             let ctx = |what: &str| format!("{transport:?} {z} {what}");
             assert_secure(
-                &resolve(&running.rt, &mut r, &format!("www.{z}"), RrType::A),
+                &resolve(&running.rt, &r, &format!("www.{z}"), RrType::A),
                 &ctx("positive"),
             );
             assert_secure(
-                &resolve(&running.rt, &mut r, &format!("nope.{z}"), RrType::A),
+                &resolve(&running.rt, &r, &format!("nope.{z}"), RrType::A),
                 &ctx("NXDOMAIN"),
             );
             assert_secure(
-                &resolve(&running.rt, &mut r, &format!("www.{z}"), RrType::TXT),
+                &resolve(&running.rt, &r, &format!("www.{z}"), RrType::TXT),
                 &ctx("NODATA"),
             );
             assert_secure(
-                &resolve(&running.rt, &mut r, &format!("x.wild.{z}"), RrType::TXT),
+                &resolve(&running.rt, &r, &format!("x.wild.{z}"), RrType::TXT),
                 &ctx("wildcard"),
             );
             assert_secure(
-                &resolve(&running.rt, &mut r, &format!("alias.{z}"), RrType::A),
+                &resolve(&running.rt, &r, &format!("alias.{z}"), RrType::A),
                 &ctx("CNAME"),
             );
         }
-        let insecure = resolve(&running.rt, &mut r, "www.unsigned.tld.", RrType::A);
+        let insecure = resolve(&running.rt, &r, "www.unsigned.tld.", RrType::A);
         assert!(
             matches!(insecure, Status::Insecure(_)),
             "{transport:?}: {insecure:?}"
@@ -311,27 +311,27 @@ fn iterative_resolution_walks_referrals_from_the_root() {
         roots: vec![at(ROOT_IP)],
         port,
     };
-    let mut r = Resolver::new(
+    let r = Resolver::new(
         config(mode, anchors(&h), PqPolicy::AnyAlgorithm, None),
         client(Transport::Udp),
     );
     assert_secure(
-        &resolve(&running.rt, &mut r, "www.falcon.tld.", RrType::A),
+        &resolve(&running.rt, &r, "www.falcon.tld.", RrType::A),
         "falcon",
     );
     assert_secure(
-        &resolve(&running.rt, &mut r, "nope.sphincs.tld.", RrType::A),
+        &resolve(&running.rt, &r, "nope.sphincs.tld.", RrType::A),
         "sphincs NXDOMAIN",
     );
     assert_secure(
-        &resolve(&running.rt, &mut r, "www.dual.tld.", RrType::A),
+        &resolve(&running.rt, &r, "www.dual.tld.", RrType::A),
         "dual",
     );
     assert_secure(
-        &resolve(&running.rt, &mut r, "nope.tld.", RrType::A),
+        &resolve(&running.rt, &r, "nope.tld.", RrType::A),
         "tld NXDOMAIN",
     );
-    let insecure = resolve(&running.rt, &mut r, "www.unsigned.tld.", RrType::A);
+    let insecure = resolve(&running.rt, &r, "www.unsigned.tld.", RrType::A);
     assert!(matches!(insecure, Status::Insecure(_)), "{insecure:?}");
 }
 
@@ -353,7 +353,7 @@ fn bogus_for_wrong_anchor_expired_signatures_and_classical_only_under_require_pq
     wrong[last] ^= 1;
     let mut bad_anchor = TrustAnchors::default();
     bad_anchor.add_ds(Name::root(), wrong);
-    let mut r = Resolver::new(
+    let r = Resolver::new(
         config(
             Mode::Forward(addr),
             bad_anchor,
@@ -362,7 +362,7 @@ fn bogus_for_wrong_anchor_expired_signatures_and_classical_only_under_require_pq
         ),
         client(Transport::Udp),
     );
-    let s = resolve(&running.rt, &mut r, "www.dual.tld.", RrType::A);
+    let s = resolve(&running.rt, &r, "www.dual.tld.", RrType::A);
     assert!(
         matches!(&s, Status::Bogus(reason) if reason.text.contains("matches its DS")),
         "{s:?}"
@@ -370,7 +370,7 @@ fn bogus_for_wrong_anchor_expired_signatures_and_classical_only_under_require_pq
 
     // Signatures are valid for 14 days: a month later they have expired.
     let later = pqdns_core::time::now() + 30 * 86_400;
-    let mut r = Resolver::new(
+    let r = Resolver::new(
         config(
             Mode::Forward(addr),
             anchors(&h),
@@ -379,23 +379,73 @@ fn bogus_for_wrong_anchor_expired_signatures_and_classical_only_under_require_pq
         ),
         client(Transport::Udp),
     );
-    let s = resolve(&running.rt, &mut r, "www.dual.tld.", RrType::A);
+    let s = resolve(&running.rt, &r, "www.dual.tld.", RrType::A);
     assert!(
         matches!(&s, Status::Bogus(reason) if reason.ede == 7),
         "{s:?}"
     );
 
-    // Under require-pq every cut that offers ML-DSA-44 (tld., dual.tld.) must validate with it;
-    // the server sends both signatures, so this stays Secure. (A classical-only answer from a
-    // zone offering PQ is Bogus: see the validator's unit tests.)
-    let mut r = Resolver::new(
+    // Under require-pq every link from the anchor down must be post-quantum. The root is
+    // ECDSA-only, so a chain from the root's DS has a classical first link: Bogus, naming it.
+    let r = Resolver::new(
         config(Mode::Forward(addr), anchors(&h), PqPolicy::RequirePq, None),
         client(Transport::Udp),
     );
-    assert_secure(
-        &resolve(&running.rt, &mut r, "www.dual.tld.", RrType::A),
-        "require-pq dual",
+    let s = resolve(&running.rt, &r, "www.dual.tld.", RrType::A);
+    assert!(
+        matches!(&s, Status::Bogus(reason) if reason.text.contains("require-pq")
+            && reason.text.contains("link to .'s DNSKEY") && reason.text.contains("classical")),
+        "{s:?}"
     );
+    // Anchored at tld. (ML-DSA-44), the chain tld. → dual.tld. is post-quantum at every link:
+    // the server sends both signatures and the ML-DSA ones verify.
+    let tld_ds = dual_or_tld_ds(&h.tld, "ML-DSA-44");
+    let r = Resolver::new(
+        config(Mode::Forward(addr), tld_ds, PqPolicy::RequirePq, None),
+        client(Transport::Udp),
+    );
+    assert_secure(
+        &resolve(&running.rt, &r, "www.dual.tld.", RrType::A),
+        "require-pq dual from a post-quantum anchor",
+    );
+    assert_secure(
+        &resolve(&running.rt, &r, "nope.dual.tld.", RrType::A),
+        "require-pq NXDOMAIN from a post-quantum anchor",
+    );
+    // Issue 11 item 18: the only anchor is the ECDSA DS of the dual ECDSA + ML-DSA zone, so
+    // its DNSKEY RRset is authenticated classically. Secure without require-pq; under it,
+    // Bogus, and the reason names the classical link.
+    let ecdsa = dual_or_tld_ds(&h.leaves[2], "ECDSAP256SHA256");
+    for (policy, secure) in [(PqPolicy::AnyAlgorithm, true), (PqPolicy::RequirePq, false)] {
+        let r = Resolver::new(
+            config(Mode::Forward(addr), ecdsa.clone(), policy, None),
+            client(Transport::Udp),
+        );
+        let s = resolve(&running.rt, &r, "www.dual.tld.", RrType::A);
+        assert_eq!(s.is_secure(), secure, "{policy:?}: {s:?}");
+        if !secure {
+            assert!(
+                matches!(&s, Status::Bogus(reason) if reason.text.contains("dual.tld.'s DNSKEY")
+                    && reason.text.contains("classical")
+                    && reason.text.contains("trust anchor")),
+                "{s:?}"
+            );
+        }
+    }
+}
+
+/// A trust anchor holding the DS of the key with algorithm `alg` of a zone description.
+fn dual_or_tld_ds(file: &Path, alg: &str) -> TrustAnchors {
+    let cfg = LoadedConfig::read(file).unwrap();
+    let (keys, _) = cfg.keys(false).unwrap();
+    let key = keys
+        .iter()
+        .find(|k| k.key.algorithm().name() == alg)
+        .unwrap_or_else(|| panic!("{} has no {alg} key", file.display()));
+    let ds = ds_record(&key.dnskey_record(), DigestType::Sha256).unwrap();
+    let mut a = TrustAnchors::default();
+    a.add_ds(ds.owner.clone(), ds.rdata.clone());
+    a
 }
 
 /// BIND's delv and pqdns-resolve agree on a classical (ECDSA) zone: both validate with the right
@@ -421,16 +471,16 @@ fn verdicts_agree_with_delv_on_a_classical_zone() {
     for (record, expect_secure) in [(ds, true), (wrong, false)] {
         let mut a = TrustAnchors::default();
         a.add_ds(record.owner.clone(), record.rdata.clone());
-        let mut r = Resolver::new(
+        let r = Resolver::new(
             config(Mode::Forward(addr), a, PqPolicy::AnyAlgorithm, None),
             client(Transport::Udp),
         );
         for (name, t) in [("www.dual.tld.", "A"), ("nope.dual.tld.", "A")] {
-            let ours = resolve(&running.rt, &mut r, name, RrType::from_mnemonic(t).unwrap());
+            let ours = resolve(&running.rt, &r, name, RrType::from_mnemonic(t).unwrap());
             let delv = delv(h.dir.path(), addr, &record, name, t);
             // "; fully validated" or "; negative response, fully validated".
             let delv_secure = delv.contains("fully validated");
-            assert_eq!(ours == Status::Secure, expect_secure, "{name}: {ours:?}");
+            assert_eq!(ours.is_secure(), expect_secure, "{name}: {ours:?}");
             assert_eq!(delv_secure, expect_secure, "{name}: delv said:\n{delv}");
         }
     }

@@ -1,16 +1,19 @@
 //! Checking authenticated denial of existence: NSEC proofs (RFC 4035 §5.4) and NSEC3 proofs
-//! (RFC 5155 §8) for NXDOMAIN, NODATA and delegations without DS. The records given must
-//! already be verified ([`super::validate::Validator::verify_rrset`]); this module checks that
-//! they prove what is claimed.
+//! (RFC 5155 §8) for NXDOMAIN, NODATA, wildcard expansions and delegations without DS.
+//!
+//! [`prove`] takes NSEC/NSEC3 RRsets that are already verified
+//! ([`super::validate::Validator::verify_rrset`]) and returns a [`VerifiedDenial`] if they
+//! prove the claim; [`check_nsec`] and [`check_nsec3`] are the checks themselves, on RDATA.
 
 use super::nsec3::{owner_hash, Nsec3Params, FLAG_OPT_OUT, HASH_SHA1, MAX_ITERATIONS};
-use super::validate::{ede, Reason};
+use super::validate::{ede, Reason, VerifiedRRset};
 use crate::name::Name;
 use crate::rdata::read_type_bitmap;
 use crate::rr::RrType;
 
 /// What a denial is supposed to prove.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Claim {
     /// The name does not exist (and no wildcard could have matched).
     NxDomain,
@@ -24,6 +27,83 @@ pub enum Claim {
         /// The wildcard's parent: the closest encloser.
         source: Name,
     },
+}
+
+/// An authenticated denial of existence: NSEC or NSEC3 RRsets of one zone, each verified with
+/// the zone's trusted keys, that prove a [`Claim`] about a name. Only [`prove`] makes one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifiedDenial {
+    zone: Name,
+    name: Name,
+    claim: Claim,
+    rrsets: Vec<VerifiedRRset>,
+}
+
+impl VerifiedDenial {
+    /// The zone whose NSEC/NSEC3 chain gives the proof.
+    pub fn zone(&self) -> &Name {
+        &self.zone
+    }
+    /// The name the claim is about.
+    pub fn name(&self) -> &Name {
+        &self.name
+    }
+    /// What is proven.
+    pub fn claim(&self) -> &Claim {
+        &self.claim
+    }
+    /// The verified NSEC or NSEC3 RRsets of the proof (to return with a DO=1 answer,
+    /// RFC 4035 §3.1.3).
+    pub fn rrsets(&self) -> &[VerifiedRRset] {
+        &self.rrsets
+    }
+}
+
+/// Checks that verified NSEC/NSEC3 RRsets prove `claim` for `name` in `zone`: only RRsets of
+/// those types whose signer is `zone` are used (NSEC3 if any are present, else NSEC), and
+/// they become the proof's records.
+///
+/// # Errors
+/// A Bogus [`Reason`] (EDE 12, NSEC missing) saying which part of the proof is missing; EDE
+/// 27 for NSEC3 iterations above the limit.
+pub fn prove(
+    zone: &Name,
+    name: &Name,
+    claim: Claim,
+    rrsets: &[VerifiedRRset],
+) -> Result<VerifiedDenial, Reason> {
+    let of_type = |t: RrType| -> Vec<VerifiedRRset> {
+        rrsets
+            .iter()
+            .filter(|r| r.rtype() == t && r.signer() == Some(zone))
+            .cloned()
+            .collect()
+    };
+    let flatten = |sets: &[VerifiedRRset]| -> Vec<(Name, Vec<u8>)> {
+        sets.iter()
+            .flat_map(|s| s.rdatas().iter().map(|r| (s.owner().clone(), r.clone())))
+            .collect()
+    };
+    let nsec3 = of_type(RrType::NSEC3);
+    let used = if !nsec3.is_empty() {
+        check_nsec3(zone, name, claim.clone(), &flatten(&nsec3))?;
+        nsec3
+    } else {
+        let nsec = of_type(RrType::NSEC);
+        if nsec.is_empty() {
+            return Err(bogus(format!(
+                "no verified NSEC or NSEC3 records of {zone} for {name}"
+            )));
+        }
+        check_nsec(zone, name, claim.clone(), &flatten(&nsec))?;
+        nsec
+    };
+    Ok(VerifiedDenial {
+        zone: zone.clone(),
+        name: name.clone(),
+        claim,
+        rrsets: used,
+    })
 }
 
 /// The child of `ancestor` on the way down to `name` (RFC 5155's "next closer name").

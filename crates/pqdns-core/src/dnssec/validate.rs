@@ -2,18 +2,28 @@
 //! with a work budget, validity windows at a given clock, key-tag collisions tolerated, and
 //! the outcome as [`Status`] with an RFC 8914 Extended DNS Error code.
 //!
-//! Proof is in the types: [`TrustedKeys`] and [`VerifiedRRset`] can only be made here, by
-//! checking signatures, so a caller cannot cache data as Secure without a verified signature.
+//! Proof is in the types. Data from the network arrives as [`UnverifiedRRset`] and stays that
+//! type until a signature over it verifies:
+//! - [`TrustedKeys`]: a zone's DNSKEY RRset authenticated from its DS RRset; only
+//!   [`Validator::trust_dnskeys`] makes one (operator-configured keys: [`danger`]).
+//! - [`VerifiedRRset`]: owns exactly what was verified (owner, type, class, RDATA, the RRSIGs
+//!   that verified) with its TTL capped per RFC 4035 §5.3.3; only [`Validator::verify_rrset`]
+//!   makes one (operator-configured DS anchors: [`danger`]).
+//! - [`super::denial::VerifiedDenial`]: an NSEC/NSEC3 proof built only from verified RRsets.
+//! - [`Status::Secure`] carries a [`Proof`], which only [`conclude`] makes, after checking that
+//!   the verified RRsets and denials answer the question (CNAME chain, wildcard and negative
+//!   proofs). So nothing reaches a caller as Secure without a verified signature over it.
 
 use std::fmt;
 
 use super::algorithm::{Algorithm, SecAlg};
+use super::denial::{Claim, VerifiedDenial};
 use super::dnskey::{ds_digest, key_tag, DigestType, DnskeyRef};
 use super::profile::Profile;
 use super::provider::Provider;
 use super::rrsig::{signed_data, signing_owner, Rrsig};
 use crate::name::Name;
-use crate::rr::{Class, RrType};
+use crate::rr::{Class, Record, RrType};
 use crate::time::serial_le;
 
 /// RFC 8914 Extended DNS Error codes used by the validator.
@@ -65,18 +75,58 @@ impl fmt::Display for Reason {
     }
 }
 
+/// Evidence that an answer validated: [`conclude`] checked that verified RRsets and denial
+/// proofs answer the question. It has no public constructor, so [`Status::Secure`] cannot be
+/// built anywhere else.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Proof {
+    _private: (),
+}
+
 /// Validation status (RFC 4035 §4.3). The default is Indeterminate, never Secure.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[must_use]
+#[non_exhaustive]
 pub enum Status {
-    /// A chain of verified signatures from a trust anchor.
-    Secure,
+    /// A chain of verified signatures from a trust anchor answers the question.
+    Secure(Proof),
     /// Provably unsigned (an authenticated insecure delegation, or only unsupported algorithms).
     Insecure(Reason),
     /// Signatures or proofs that should be there and valid are not.
     Bogus(Reason),
-    /// No trust anchor covers the answer, or work limits were hit.
+    /// No trust anchor covers the answer, or no answer could be validated (error RCODE,
+    /// referral).
     Indeterminate(Reason),
+}
+
+impl Status {
+    /// True for [`Status::Secure`].
+    pub fn is_secure(&self) -> bool {
+        matches!(self, Status::Secure(_))
+    }
+
+    /// True for [`Status::Bogus`].
+    pub fn is_bogus(&self) -> bool {
+        matches!(self, Status::Bogus(_))
+    }
+
+    /// The reason, for every status but Secure.
+    pub fn reason(&self) -> Option<&Reason> {
+        match self {
+            Status::Secure(_) => None,
+            Status::Insecure(r) | Status::Bogus(r) | Status::Indeterminate(r) => Some(r),
+        }
+    }
+
+    /// `Secure`, `Insecure`, `Bogus` or `Indeterminate` (RFC 4035 §4.3 names).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Status::Secure(_) => "Secure",
+            Status::Insecure(_) => "Insecure",
+            Status::Bogus(_) => "Bogus",
+            Status::Indeterminate(_) => "Indeterminate",
+        }
+    }
 }
 
 impl Default for Status {
@@ -87,11 +137,9 @@ impl Default for Status {
 
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Status::Secure => f.write_str("Secure"),
-            Status::Insecure(r) => write!(f, "Insecure: {r}"),
-            Status::Bogus(r) => write!(f, "Bogus: {r}"),
-            Status::Indeterminate(r) => write!(f, "Indeterminate: {r}"),
+        match self.reason() {
+            None => f.write_str(self.name()),
+            Some(r) => write!(f, "{}: {r}", self.name()),
         }
     }
 }
@@ -118,26 +166,134 @@ impl Default for Limits {
     }
 }
 
-/// The rule for answers that could have been validated with a post-quantum algorithm.
+/// The rule for which algorithms may authenticate an answer.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PqPolicy {
     /// RFC 6840 §5.11: any supported algorithm that validates is enough.
     #[default]
     AnyAlgorithm,
-    /// When the DS RRset offers a post-quantum algorithm we support, only signatures by that
-    /// (post-quantum) algorithm count: a classical-only validation is Bogus. This deliberately
-    /// departs from RFC 6840 §5.11 to stop downgrade to a classical key broken by a quantum
-    /// adversary.
+    /// Every link of the chain must be post-quantum: the DS RRset (or trust anchor) must match
+    /// a post-quantum DNSKEY whose signature authenticates the DNSKEY RRset, and every RRset
+    /// (DS, answers, denial proofs) must carry a verified post-quantum signature. A chain with
+    /// a classical link is Bogus, naming the link. This deliberately departs from RFC 6840
+    /// §5.11 to stop downgrade to a classical key broken by a quantum adversary.
     RequirePq,
 }
 
-/// A zone's DNSKEYs that chain to a trust anchor. Only [`Validator::trust_dnskeys`] makes one.
+/// An RRset as received in a message section, with the RRSIG records that claim to cover it.
+/// Nothing in it has been checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnverifiedRRset {
+    /// Owner name.
+    pub owner: Name,
+    /// Type.
+    pub rtype: RrType,
+    /// Class.
+    pub class: Class,
+    /// TTL in seconds: the lowest of the records' TTLs (RFC 2181 §5.2).
+    pub ttl: u32,
+    /// RDATA of each record, uncompressed wire format, duplicates removed.
+    pub rdatas: Vec<Vec<u8>>,
+    /// RDATA of the RRSIG records with this owner and class covering this type.
+    pub rrsigs: Vec<Vec<u8>>,
+    /// TTL of those RRSIG records in seconds (the lowest; 0 without RRSIGs).
+    pub rrsig_ttl: u32,
+}
+
+impl UnverifiedRRset {
+    /// Groups the records of one message section into RRsets by (owner, type, class), in
+    /// order of first appearance, attaching each RRSIG to the RRset of its owner, class and
+    /// type covered (RFC 4034 §3). RRSIGs covering a type absent from the section form an
+    /// RRset with no RDATA.
+    pub fn group(records: &[Record]) -> Vec<UnverifiedRRset> {
+        let mut sets: Vec<UnverifiedRRset> = Vec::new();
+        for r in records {
+            let rtype = r.covered_type().unwrap_or(r.rtype);
+            let i = match sets
+                .iter()
+                .position(|s| s.rtype == rtype && s.class == r.class && s.owner == r.owner)
+            {
+                Some(i) => i,
+                None => {
+                    sets.push(UnverifiedRRset {
+                        owner: r.owner.clone(),
+                        rtype,
+                        class: r.class,
+                        ttl: u32::MAX,
+                        rdatas: Vec::new(),
+                        rrsigs: Vec::new(),
+                        rrsig_ttl: u32::MAX,
+                    });
+                    sets.len() - 1
+                }
+            };
+            let set = &mut sets[i];
+            if r.rtype == RrType::RRSIG {
+                set.rrsig_ttl = set.rrsig_ttl.min(r.ttl);
+                set.rrsigs.push(r.rdata.clone());
+            } else {
+                set.ttl = set.ttl.min(r.ttl);
+                if !set.rdatas.contains(&r.rdata) {
+                    set.rdatas.push(r.rdata.clone());
+                }
+            }
+        }
+        for s in &mut sets {
+            if s.rdatas.is_empty() {
+                s.ttl = 0;
+            }
+            if s.rrsigs.is_empty() {
+                s.rrsig_ttl = 0;
+            }
+        }
+        sets
+    }
+
+    /// The signer names of the RRSIGs that parse, in order, without repeats.
+    pub fn signers(&self) -> Vec<Name> {
+        let mut out: Vec<Name> = Vec::new();
+        for s in self.rrsigs.iter().filter_map(|r| Rrsig::parse(r)) {
+            if !out.contains(&s.fields.signer) {
+                out.push(s.fields.signer);
+            }
+        }
+        out
+    }
+
+    /// The records of the RRset (without RRSIGs), with the RRset TTL.
+    pub fn records(&self) -> Vec<Record> {
+        rrset_records(&self.owner, self.rtype, self.class, self.ttl, &self.rdatas)
+    }
+}
+
+fn rrset_records(
+    owner: &Name,
+    rtype: RrType,
+    class: Class,
+    ttl: u32,
+    rdatas: &[Vec<u8>],
+) -> Vec<Record> {
+    rdatas
+        .iter()
+        .map(|rdata| Record {
+            owner: owner.clone(),
+            rtype,
+            class,
+            ttl,
+            rdata: rdata.clone(),
+        })
+        .collect()
+}
+
+/// A zone's DNSKEYs that chain to a trust anchor. Only [`Validator::trust_dnskeys`] (and, for
+/// keys the operator configures, [`danger::trust_anchor_dnskeys`]) makes one.
 #[derive(Clone, Debug)]
 pub struct TrustedKeys {
     zone: Name,
     keys: Vec<Vec<u8>>,
-    /// Algorithms that must have signed (per the DS set and policy).
-    required: Vec<SecAlg>,
+    ttl: u32,
+    dnskey_rrset: Option<VerifiedRRset>,
 }
 
 impl TrustedKeys {
@@ -149,16 +305,35 @@ impl TrustedKeys {
     pub fn keys(&self) -> &[Vec<u8>] {
         &self.keys
     }
+    /// How long the trust may be kept, seconds: the smaller of the DS and DNSKEY RRsets'
+    /// capped TTLs (RFC 4035 §5.3.3); `u32::MAX` for operator-configured keys.
+    pub fn ttl(&self) -> u32 {
+        self.ttl
+    }
+    /// The verified DNSKEY RRset (`None` for operator-configured keys).
+    pub fn dnskey_rrset(&self) -> Option<&VerifiedRRset> {
+        self.dnskey_rrset.as_ref()
+    }
 }
 
-/// An RRset whose signature verified with trusted keys. Only [`Validator::verify_rrset`]
-/// makes one.
-#[derive(Clone, Debug)]
+/// An RRset whose signature verified with trusted keys, owning exactly what was verified. Only
+/// [`Validator::verify_rrset`] (and, for DS records the operator configures,
+/// [`danger::trust_anchor_ds`]) makes one.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VerifiedRRset {
     owner: Name,
     rtype: RrType,
+    class: Class,
+    ttl: u32,
+    rdatas: Vec<Vec<u8>>,
+    rrsigs: Vec<Vec<u8>>,
     /// The owner name the signature was made for (a wildcard when expanded).
     signed_owner: Name,
+    /// The zone whose keys verified it; `None` for a trust anchor.
+    signer: Option<Name>,
+    /// Algorithm numbers of the RRSIGs that verified.
+    algorithms: Vec<SecAlg>,
+    post_quantum: bool,
 }
 
 impl VerifiedRRset {
@@ -170,6 +345,40 @@ impl VerifiedRRset {
     pub fn rtype(&self) -> RrType {
         self.rtype
     }
+    /// Class.
+    pub fn class(&self) -> Class {
+        self.class
+    }
+    /// TTL in seconds, capped per RFC 4035 §5.3.3: the smallest of the RRset's TTL, the RRSIG
+    /// records' TTL, each verified RRSIG's Original TTL, and the seconds left until its
+    /// Signature Expiration at the validator's clock.
+    pub fn ttl(&self) -> u32 {
+        self.ttl
+    }
+    /// The verified RDATA (uncompressed wire format).
+    pub fn rdatas(&self) -> &[Vec<u8>] {
+        &self.rdatas
+    }
+    /// RDATA of the RRSIGs that verified (empty for a trust anchor).
+    pub fn rrsigs(&self) -> &[Vec<u8>] {
+        &self.rrsigs
+    }
+    /// The zone whose keys verified it; `None` for operator-configured trust-anchor DS records.
+    pub fn signer(&self) -> Option<&Name> {
+        self.signer.as_ref()
+    }
+    /// Algorithm numbers of the RRSIGs that verified.
+    pub fn algorithms(&self) -> &[SecAlg] {
+        &self.algorithms
+    }
+    /// True if a post-quantum signature verified it.
+    pub fn is_post_quantum(&self) -> bool {
+        self.post_quantum
+    }
+    /// True for operator-configured trust-anchor DS records.
+    pub fn is_trust_anchor(&self) -> bool {
+        self.signer.is_none()
+    }
     /// True if the answer was synthesised from a wildcard (RFC 4035 §5.3.4).
     pub fn from_wildcard(&self) -> bool {
         self.signed_owner.is_wildcard() && !self.owner.is_wildcard()
@@ -178,30 +387,161 @@ impl VerifiedRRset {
     pub fn signed_owner(&self) -> &Name {
         &self.signed_owner
     }
+    /// The records of the RRset (without RRSIGs), with the capped TTL.
+    pub fn records(&self) -> Vec<Record> {
+        rrset_records(&self.owner, self.rtype, self.class, self.ttl, &self.rdatas)
+    }
+    /// The RRSIG records that verified, with the capped TTL.
+    pub fn rrsig_records(&self) -> Vec<Record> {
+        rrset_records(
+            &self.owner,
+            RrType::RRSIG,
+            self.class,
+            self.ttl,
+            &self.rrsigs,
+        )
+    }
+}
+
+/// Constructors that skip verification, for data the operator configures (trust anchors,
+/// RFC 4035 §4.4). Whatever goes in comes out trusted: never pass data from the network.
+pub mod danger {
+    use super::{Name, RrType, TrustedKeys, VerifiedRRset};
+    use crate::dnssec::dnskey::DnskeyRef;
+    use crate::rr::Class;
+
+    /// DS RDATA configured as a trust anchor for `zone`, as a [`VerifiedRRset`] without
+    /// RRSIGs (TTL `u32::MAX`), to pass to [`super::Validator::trust_dnskeys`].
+    pub fn trust_anchor_ds(zone: &Name, ds: Vec<Vec<u8>>) -> VerifiedRRset {
+        VerifiedRRset {
+            owner: zone.clone(),
+            rtype: RrType::DS,
+            class: Class::IN,
+            ttl: u32::MAX,
+            rdatas: ds,
+            rrsigs: Vec::new(),
+            signed_owner: zone.clone(),
+            signer: None,
+            algorithms: Vec::new(),
+            post_quantum: false,
+        }
+    }
+
+    /// DNSKEYs configured directly as trust anchors (RFC 4035 §4.4 allows DNSKEY as well as DS
+    /// anchors): no signature is checked, because the operator vouches for the keys. Keys
+    /// without the Zone Key flag are dropped (RFC 4034 §2.1.1).
+    pub fn trust_anchor_dnskeys(zone: &Name, dnskeys: &[Vec<u8>]) -> TrustedKeys {
+        TrustedKeys {
+            zone: zone.clone(),
+            keys: dnskeys
+                .iter()
+                .filter(|k| DnskeyRef::parse(k).is_some_and(|d| d.is_zone_key()))
+                .cloned()
+                .collect(),
+            ttl: u32::MAX,
+            dnskey_rrset: None,
+        }
+    }
+}
+
+/// Checks that verified RRsets and denial proofs answer (`qname`, `qtype`) and, if they do,
+/// returns the [`Proof`] that makes [`Status::Secure`]:
+/// - `answers` is the chain from `qname`: CNAME RRsets (RFC 1034 §3.6.2), each owned by the
+///   previous one's target, then the `qtype` RRset; an RRset off the chain is an error;
+/// - every RRset synthesised from a wildcard has a [`Claim::Expanded`] proof for its owner
+///   (RFC 4035 §5.3.4);
+/// - if the chain ends before a `qtype` RRset, a denial proves NXDOMAIN or NODATA for the last
+///   name (RFC 4035 §5.4, RFC 5155 §8).
+///
+/// # Errors
+/// A Bogus [`Reason`] naming what is missing or off the chain.
+pub fn conclude(
+    qname: &Name,
+    qtype: RrType,
+    answers: &[VerifiedRRset],
+    denials: &[VerifiedDenial],
+) -> Result<Proof, Reason> {
+    let bogus = |text: String| Reason::new(ede::DNSSEC_BOGUS, text);
+    let mut name = qname.clone();
+    for (i, rrset) in answers.iter().enumerate() {
+        if rrset.owner != name {
+            return Err(bogus(format!(
+                "{} {} is not on the answer chain from {qname} (expected {name})",
+                rrset.owner, rrset.rtype
+            )));
+        }
+        if rrset.from_wildcard() {
+            let source = rrset.signed_owner.parent();
+            let proven = denials.iter().any(|d| {
+                d.name() == &rrset.owner
+                    && matches!(d.claim(), Claim::Expanded { source: s } if Some(s) == source.as_ref())
+            });
+            if !proven {
+                return Err(Reason::new(
+                    ede::NSEC_MISSING,
+                    format!(
+                        "{} {} expands {} without a proof that {} does not exist",
+                        rrset.owner, rrset.rtype, rrset.signed_owner, rrset.owner
+                    ),
+                ));
+            }
+        }
+        if rrset.rtype == qtype {
+            if i + 1 != answers.len() {
+                return Err(bogus(format!("RRsets after the {qtype} RRset at {name}")));
+            }
+            return Ok(Proof { _private: () });
+        }
+        if rrset.rtype != RrType::CNAME || rrset.rdatas.len() != 1 {
+            return Err(bogus(format!(
+                "{} {} does not answer {qtype}",
+                rrset.owner, rrset.rtype
+            )));
+        }
+        name = Name::from_wire(&rrset.rdatas[0])
+            .map_err(|_| bogus(format!("malformed CNAME at {}", rrset.owner)))?;
+    }
+    let denied = denials.iter().any(|d| {
+        d.name() == &name
+            && match d.claim() {
+                Claim::NxDomain => true,
+                Claim::NoData(t) => *t == qtype,
+                _ => false,
+            }
+    });
+    if denied {
+        Ok(Proof { _private: () })
+    } else {
+        Err(Reason::new(
+            ede::NSEC_MISSING,
+            format!("no verified proof that {name} has no {qtype} RRset"),
+        ))
+    }
 }
 
 /// Checks signatures for one query, within [`Limits`].
-pub struct Validator<'a> {
-    profile: &'a Profile,
-    provider: &'a Provider,
+pub struct Validator {
+    profile: Profile,
+    provider: Provider,
     now: u32,
     limits: Limits,
     policy: PqPolicy,
     verifications: u32,
 }
 
-impl<'a> Validator<'a> {
-    /// A validator evaluating validity windows at `now` (UNIX seconds).
+impl Validator {
+    /// A validator evaluating validity windows at `now` (UNIX seconds). It keeps its own
+    /// copies of `profile` and `provider` (both small), so it can move to another thread.
     pub fn new(
-        profile: &'a Profile,
-        provider: &'a Provider,
+        profile: &Profile,
+        provider: &Provider,
         now: u64,
         limits: Limits,
         policy: PqPolicy,
-    ) -> Validator<'a> {
+    ) -> Validator {
         Validator {
-            profile,
-            provider,
+            profile: profile.clone(),
+            provider: provider.clone(),
             now: now as u32,
             limits,
             policy,
@@ -214,44 +554,61 @@ impl<'a> Validator<'a> {
         self.verifications
     }
 
+    /// The algorithm policy.
+    pub fn policy(&self) -> PqPolicy {
+        self.policy
+    }
+
     fn supported(&self, alg: SecAlg) -> Option<Algorithm> {
         self.profile
             .algorithm(alg)
             .filter(|a| self.provider.scheme(*a).is_ok())
     }
 
-    /// Trusts DNSKEYs configured directly as trust anchors (RFC 4035 §4.4 allows DNSKEY as well
-    /// as DS anchors): no signature is needed, because the operator vouches for the keys.
-    /// Keys without the Zone Key flag are dropped (RFC 4034 §2.1.1).
-    pub fn trust_anchor_dnskeys(&self, zone: &Name, dnskeys: &[Vec<u8>]) -> TrustedKeys {
-        TrustedKeys {
-            zone: zone.clone(),
-            keys: dnskeys
-                .iter()
-                .filter(|k| DnskeyRef::parse(k).is_some_and(|d| d.is_zone_key()))
-                .cloned()
-                .collect(),
-            required: Vec::new(),
+    fn is_pq(&self, alg: SecAlg) -> bool {
+        self.supported(alg).is_some_and(Algorithm::is_post_quantum)
+    }
+
+    fn alg_name(&self, alg: SecAlg) -> String {
+        match self.profile.algorithm(alg) {
+            Some(a) => format!("{} ({})", a.name(), alg.0),
+            None => format!("algorithm {}", alg.0),
         }
     }
 
-    /// Establishes trust in a zone's DNSKEY RRset from a trusted DS RRset (or trust-anchor DS
-    /// records): some DNSKEY must match a DS with a supported digest and algorithm, and a
-    /// signature by such a key must verify over the DNSKEY RRset (RFC 4035 §5.2).
+    /// Establishes trust in a zone's DNSKEY RRset from its trusted DS RRset (verified at the
+    /// parent, or a trust anchor from [`danger::trust_anchor_ds`]): some DNSKEY must match a
+    /// DS with a supported digest and algorithm, and a signature by such a key must verify
+    /// over the DNSKEY RRset (RFC 4035 §5.2). Under [`PqPolicy::RequirePq`] only post-quantum
+    /// DS records and keys count.
     ///
     /// Returns `Ok(None)` when no DS uses a supported algorithm and digest: the zone is then
     /// Insecure (RFC 4035 §5.2, RFC 6840 §5.2).
     ///
     /// # Errors
-    /// A Bogus [`Reason`] when supported DS records exist but nothing verifies.
+    /// A Bogus [`Reason`] when supported DS records exist but nothing verifies, naming the key
+    /// tags involved; under require-pq, when the DS RRset offers no post-quantum algorithm.
     pub fn trust_dnskeys(
         &mut self,
-        zone: &Name,
-        ds_set: &[Vec<u8>],
-        dnskeys: &[Vec<u8>],
-        rrsigs: &[Vec<u8>],
+        ds: &VerifiedRRset,
+        dnskeys: &UnverifiedRRset,
     ) -> Result<Option<TrustedKeys>, Reason> {
-        let usable_ds: Vec<(u16, SecAlg, DigestType, &[u8])> = ds_set
+        let zone = &dnskeys.owner;
+        if ds.rtype != RrType::DS || dnskeys.rtype != RrType::DNSKEY || ds.owner != *zone {
+            return Err(Reason::new(
+                ede::DNSSEC_BOGUS,
+                format!(
+                    "{} {} cannot authenticate {zone} {}",
+                    ds.owner, ds.rtype, dnskeys.rtype
+                ),
+            ));
+        }
+        let source = match &ds.signer {
+            None => "the trust anchor".to_string(),
+            Some(p) => format!("DS RRset signed by {p}"),
+        };
+        let usable_ds: Vec<(u16, SecAlg, DigestType, &[u8])> = ds
+            .rdatas
             .iter()
             .filter(|d| d.len() > 4)
             .filter_map(|d| {
@@ -264,36 +621,50 @@ impl<'a> Validator<'a> {
         if usable_ds.is_empty() {
             return Ok(None);
         }
-        let required: Vec<SecAlg> = match self.policy {
+        let usable_ds: Vec<_> = match self.policy {
             PqPolicy::RequirePq => {
-                let pq: Vec<SecAlg> = usable_ds
+                let pq: Vec<_> = usable_ds
                     .iter()
-                    .map(|d| d.1)
-                    .filter(|a| self.supported(*a).is_some_and(Algorithm::is_post_quantum))
+                    .copied()
+                    .filter(|d| self.is_pq(d.1))
                     .collect();
+                if pq.is_empty() {
+                    let classical: Vec<String> = usable_ds
+                        .iter()
+                        .map(|d| format!("key {} {}", d.0, self.alg_name(d.1)))
+                        .collect();
+                    return Err(Reason::new(
+                        ede::DNSSEC_BOGUS,
+                        format!(
+                            "require-pq: the link to {zone}'s DNSKEY RRset is classical: {source} \
+                             lists only {}",
+                            classical.join(", ")
+                        ),
+                    ));
+                }
                 pq
             }
-            PqPolicy::AnyAlgorithm => Vec::new(),
+            PqPolicy::AnyAlgorithm => usable_ds,
         };
-        if dnskeys.is_empty() {
+        if dnskeys.rdatas.is_empty() {
             return Err(Reason::new(
                 ede::DNSKEY_MISSING,
                 format!("no DNSKEY RRset for {zone}"),
             ));
         }
-        if dnskeys.len() > self.limits.max_dnskeys {
+        if dnskeys.rdatas.len() > self.limits.max_dnskeys {
             return Err(Reason::new(
                 ede::DNSSEC_BOGUS,
                 format!(
                     "{} DNSKEYs at {zone} exceed the limit of {}",
-                    dnskeys.len(),
+                    dnskeys.rdatas.len(),
                     self.limits.max_dnskeys
                 ),
             ));
         }
         // DNSKEYs that a DS vouches for.
-        let mut matched: Vec<&[u8]> = Vec::new();
-        for key in dnskeys {
+        let mut matched: Vec<&Vec<u8>> = Vec::new();
+        for key in &dnskeys.rdatas {
             let Some(k) = DnskeyRef::parse(key) else {
                 continue;
             };
@@ -311,47 +682,97 @@ impl<'a> Validator<'a> {
                 matched.push(key);
             }
         }
+        let tags = |tags: &mut dyn Iterator<Item = u16>| {
+            let mut v: Vec<String> = tags.map(|t| t.to_string()).collect();
+            v.dedup();
+            if v.is_empty() {
+                "none".to_string()
+            } else {
+                v.join(", ")
+            }
+        };
         if matched.is_empty() {
             return Err(Reason::new(
                 ede::DNSSEC_BOGUS,
-                format!("no DNSKEY at {zone} matches its DS records"),
+                format!(
+                    "no DNSKEY at {zone} matches its DS records ({source}: key tags {}; \
+                     DNSKEY RRset: key tags {})",
+                    tags(&mut usable_ds.iter().map(|d| d.0)),
+                    tags(&mut dnskeys.rdatas.iter().map(|k| key_tag(k)))
+                ),
+            ));
+        }
+        let matched_tags: Vec<u16> = matched.iter().map(|k| key_tag(k)).collect();
+        let signing_tags: Vec<u16> = dnskeys
+            .rrsigs
+            .iter()
+            .filter_map(|r| Rrsig::parse(r))
+            .filter(|s| s.fields.type_covered == RrType::DNSKEY && s.fields.signer == *zone)
+            .map(|s| s.fields.key_tag)
+            .collect();
+        if !signing_tags.iter().any(|t| matched_tags.contains(t)) {
+            return Err(Reason::new(
+                if signing_tags.is_empty() {
+                    ede::RRSIGS_MISSING
+                } else {
+                    ede::DNSSEC_BOGUS
+                },
+                format!(
+                    "{zone}'s DNSKEY RRset is not signed by a key its DS vouches for: {source} \
+                     matches key(s) {}, the RRSIGs over the DNSKEY RRset are by key(s) {}",
+                    tags(&mut matched_tags.iter().copied()),
+                    tags(&mut signing_tags.iter().copied())
+                ),
             ));
         }
         let vouched = TrustedKeys {
             zone: zone.clone(),
-            keys: matched.iter().map(|k| k.to_vec()).collect(),
-            required: required.clone(),
+            keys: matched.into_iter().cloned().collect(),
+            ttl: ds.ttl,
+            dnskey_rrset: None,
         };
-        self.verify_rrset(&vouched, zone, RrType::DNSKEY, dnskeys, rrsigs)?;
+        let verified = self.verify_rrset(&vouched, dnskeys)?;
         Ok(Some(TrustedKeys {
             zone: zone.clone(),
-            keys: dnskeys.to_vec(),
-            required,
+            keys: dnskeys.rdatas.clone(),
+            ttl: ds.ttl.min(verified.ttl),
+            dnskey_rrset: Some(verified),
         }))
     }
 
-    /// Verifies an RRset (RDATA list, uncompressed) with its RRSIGs against trusted keys
-    /// (RFC 4035 §5.3): signer must be the keys' zone, owner inside it, labels consistent,
-    /// validity window around `now`, and the signature must verify with a matching key.
+    /// Verifies an RRset and its RRSIGs against trusted keys (RFC 4035 §5.3): signer must be
+    /// the keys' zone, owner inside it, labels consistent, validity window around the clock,
+    /// and the signature must verify with a matching key. One verified RRSIG is enough; under
+    /// [`PqPolicy::RequirePq`] classical RRSIGs are not tried and a post-quantum one must
+    /// verify.
+    ///
+    /// The result owns the RDATA and the RRSIGs that verified, with the TTL capped per
+    /// RFC 4035 §5.3.3.
     ///
     /// # Errors
     /// A Bogus [`Reason`] naming the last problem found (missing RRSIGs, expired, not yet
-    /// valid, no matching key, bad signature, work limit).
+    /// valid, no matching key, bad signature, classical only under require-pq, work limit).
     pub fn verify_rrset(
         &mut self,
         keys: &TrustedKeys,
-        owner: &Name,
-        rtype: RrType,
-        rdatas: &[Vec<u8>],
-        rrsigs: &[Vec<u8>],
+        rrset: &UnverifiedRRset,
     ) -> Result<VerifiedRRset, Reason> {
+        let (owner, rtype) = (&rrset.owner, rrset.rtype);
         let mut last = Reason::new(
             ede::RRSIGS_MISSING,
-            format!("no RRSIG for {owner} {rtype} by {}", keys.zone),
+            format!("no RRSIG over {owner} {rtype} by {}", keys.zone),
         );
-        let mut verified_algs: Vec<SecAlg> = Vec::new();
-        let mut result = None;
-        for raw in rrsigs.iter().take(self.limits.max_rrsigs_per_rrset) {
+        if rrset.rdatas.is_empty() {
+            return Err(Reason::new(
+                ede::DNSSEC_BOGUS,
+                format!("RRSIGs over {owner} {rtype} but no {rtype} records"),
+            ));
+        }
+        let require_pq = self.policy == PqPolicy::RequirePq;
+        // Problems with an RRSIG by a trusted key (time window, bad signature) explain more
+        // than RRSIGs we could not even try; report those first.
+        let mut strong: Option<Reason> = None;
+        for raw in rrset.rrsigs.iter().take(self.limits.max_rrsigs_per_rrset) {
             let Some(sig) = Rrsig::parse(raw) else {
                 last = Reason::new(ede::DNSSEC_BOGUS, "malformed RRSIG");
                 continue;
@@ -372,33 +793,19 @@ impl<'a> Validator<'a> {
                 );
                 continue;
             };
-            if !serial_le(f.inception, self.now) {
-                last = Reason::new(
-                    ede::SIGNATURE_NOT_YET_VALID,
-                    format!(
-                        "RRSIG over {owner} {rtype} by key {} is not yet valid",
-                        f.key_tag
-                    ),
-                );
-                continue;
-            }
-            if !serial_le(self.now, f.expiration) {
-                last = Reason::new(
-                    ede::SIGNATURE_EXPIRED,
-                    format!(
-                        "RRSIG over {owner} {rtype} by key {} has expired",
-                        f.key_tag
-                    ),
-                );
-                continue;
-            }
-            let Some(signed_owner) = signing_owner(owner, f.labels) else {
+            if require_pq && !alg.is_post_quantum() {
                 last = Reason::new(
                     ede::DNSSEC_BOGUS,
-                    "RRSIG labels field exceeds the owner's labels",
+                    format!(
+                        "require-pq: the link to {owner} {rtype} is classical: no post-quantum \
+                         RRSIG by {} verified (key {} uses {})",
+                        keys.zone,
+                        f.key_tag,
+                        self.alg_name(f.algorithm)
+                    ),
                 );
                 continue;
-            };
+            }
             let candidates: Vec<&Vec<u8>> = keys
                 .keys
                 .iter()
@@ -412,17 +819,47 @@ impl<'a> Validator<'a> {
                 last = Reason::new(
                     ede::DNSKEY_MISSING,
                     format!(
-                        "no DNSKEY with tag {} algorithm {} at {}",
-                        f.key_tag, f.algorithm, keys.zone
+                        "RRSIG over {owner} {rtype} is by key {} ({}), which is not in {}'s \
+                         trusted DNSKEY RRset",
+                        f.key_tag,
+                        self.alg_name(f.algorithm),
+                        keys.zone
                     ),
                 );
+                continue;
+            }
+            let Some(signed_owner) = signing_owner(owner, f.labels) else {
+                strong = Some(Reason::new(
+                    ede::DNSSEC_BOGUS,
+                    format!("RRSIG over {owner} {rtype}: labels field exceeds the owner's labels"),
+                ));
+                continue;
+            };
+            if !serial_le(f.inception, self.now) {
+                strong = Some(Reason::new(
+                    ede::SIGNATURE_NOT_YET_VALID,
+                    format!(
+                        "RRSIG over {owner} {rtype} by key {} is not yet valid",
+                        f.key_tag
+                    ),
+                ));
+                continue;
+            }
+            if !serial_le(self.now, f.expiration) {
+                strong = Some(Reason::new(
+                    ede::SIGNATURE_EXPIRED,
+                    format!(
+                        "RRSIG over {owner} {rtype} by key {} has expired",
+                        f.key_tag
+                    ),
+                ));
                 continue;
             }
             let data = signed_data(
                 f,
                 &signed_owner,
-                Class::IN,
-                rdatas.iter().map(Vec::as_slice),
+                rrset.class,
+                rrset.rdatas.iter().map(Vec::as_slice),
             );
             let scheme = self
                 .provider
@@ -446,39 +883,41 @@ impl<'a> Validator<'a> {
                 }
             }
             if !ok {
-                last = Reason::new(
+                strong = Some(Reason::new(
                     ede::DNSSEC_BOGUS,
                     format!(
                         "RRSIG over {owner} {rtype} by key {} ({alg}) does not verify",
                         f.key_tag
                     ),
-                );
+                ));
                 continue;
             }
-            verified_algs.push(f.algorithm);
-            result = Some(VerifiedRRset {
+            let left = f.expiration.wrapping_sub(self.now);
+            let ttl = [rrset.ttl, rrset.rrsig_ttl, f.original_ttl, left]
+                .into_iter()
+                .min()
+                .unwrap_or(0);
+            return Ok(VerifiedRRset {
                 owner: owner.clone(),
                 rtype,
+                class: rrset.class,
+                ttl,
+                rdatas: rrset.rdatas.clone(),
+                rrsigs: vec![raw.clone()],
                 signed_owner,
+                signer: Some(keys.zone.clone()),
+                algorithms: vec![f.algorithm],
+                post_quantum: alg.is_post_quantum(),
             });
-            if keys.required.iter().all(|a| verified_algs.contains(a)) {
-                break;
-            }
         }
-        match result {
-            Some(v) if keys.required.iter().all(|a| verified_algs.contains(a)) => Ok(v),
-            Some(_) => Err(Reason::new(
-                ede::DNSSEC_BOGUS,
-                format!("{owner} {rtype} validates only with classical algorithms, but the chain offers post-quantum {:?} (require-pq)", keys.required.iter().map(|a| a.0).collect::<Vec<_>>()),
-            )),
-            None => Err(last),
-        }
+        Err(strong.unwrap_or(last))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dnssec::denial::prove;
     use crate::dnssec::dnskey::ds_record;
     use crate::dnssec::keyfile::{KeyRole, ZoneKey};
     use crate::dnssec::rrsig::{label_count, RrsigFields};
@@ -486,21 +925,46 @@ mod tests {
     struct Fixture {
         zone: Name,
         keys: Vec<ZoneKey>,
-        dnskeys: Vec<Vec<u8>>,
+        /// The DNSKEY RRset with RRSIGs by every key.
+        dnskeys: UnverifiedRRset,
         ds: Vec<Vec<u8>>,
-        /// RRSIGs over the DNSKEY RRset by every key.
-        key_sigs: Vec<Vec<u8>>,
+    }
+
+    fn name(s: &str) -> Name {
+        s.parse().unwrap()
+    }
+
+    fn rrset(
+        owner: &Name,
+        rtype: RrType,
+        rdatas: Vec<Vec<u8>>,
+        rrsigs: Vec<Vec<u8>>,
+    ) -> UnverifiedRRset {
+        UnverifiedRRset {
+            owner: owner.clone(),
+            rtype,
+            class: Class::IN,
+            ttl: 3600,
+            rdatas,
+            rrsigs,
+            rrsig_ttl: 3600,
+        }
     }
 
     fn fixture(algs: &[Algorithm]) -> Fixture {
-        let zone: Name = "example.".parse().unwrap();
+        fixture_with_roles(&algs.iter().map(|a| (*a, KeyRole::Csk)).collect::<Vec<_>>())
+    }
+
+    /// Keys with roles; KSKs and CSKs sign the DNSKEY RRset, DS records are made for every key.
+    fn fixture_with_roles(keys: &[(Algorithm, KeyRole)]) -> Fixture {
+        let zone = name("example.");
         let profile = Profile::default_profile();
         let provider = Provider::default_provider();
-        let keys: Vec<ZoneKey> = algs
+        let keys: Vec<ZoneKey> = keys
             .iter()
-            .map(|a| ZoneKey::generate(&zone, *a, KeyRole::Csk, &profile, &provider, 300).unwrap())
+            .map(|(a, role)| ZoneKey::generate(&zone, *a, *role, &profile, &provider, 300).unwrap())
             .collect();
-        let dnskeys: Vec<Vec<u8>> = keys.iter().map(ZoneKey::dnskey_rdata).collect();
+        let rdatas: Vec<Vec<u8>> = keys.iter().map(ZoneKey::dnskey_rdata).collect();
         let ds = keys
             .iter()
             .map(|k| {
@@ -511,14 +975,14 @@ mod tests {
             .collect();
         let key_sigs = keys
             .iter()
-            .map(|k| sign(k, &zone, RrType::DNSKEY, &dnskeys, WINDOW))
+            .filter(|k| k.is_sep())
+            .map(|k| sign(k, &zone, RrType::DNSKEY, &rdatas, WINDOW))
             .collect();
         Fixture {
+            dnskeys: rrset(&zone, RrType::DNSKEY, rdatas, key_sigs),
             zone,
             keys,
-            dnskeys,
             ds,
-            key_sigs,
         }
     }
 
@@ -546,16 +1010,16 @@ mod tests {
     const NOW: u64 = 1_750_000_000;
     const WINDOW: (u32, u32) = (1_749_000_000, 1_751_000_000);
 
-    /// A validator at NOW and the fixture's keys, trusted through its DS records.
-    fn trust_fixture<'a>(
-        p: &'a Profile,
-        pr: &'a Provider,
-        policy: PqPolicy,
-        f: &Fixture,
-    ) -> (Validator<'a>, TrustedKeys) {
-        let mut v = Validator::new(p, pr, NOW, Limits::default(), policy);
+    fn validator(policy: PqPolicy) -> Validator {
+        let (profile, provider) = (Profile::default_profile(), Provider::default_provider());
+        Validator::new(&profile, &provider, NOW, Limits::default(), policy)
+    }
+
+    /// A validator at NOW and the fixture's keys, trusted through its DS records as anchors.
+    fn trust_fixture(policy: PqPolicy, f: &Fixture) -> (Validator, TrustedKeys) {
+        let mut v = validator(policy);
         let keys = v
-            .trust_dnskeys(&f.zone, &f.ds, &f.dnskeys, &f.key_sigs)
+            .trust_dnskeys(&danger::trust_anchor_ds(&f.zone, f.ds.clone()), &f.dnskeys)
             .unwrap()
             .unwrap();
         (v, keys)
@@ -564,22 +1028,23 @@ mod tests {
     #[test]
     fn ds_dnskey_rrsig_chain_and_its_failures() {
         let f = fixture(&[Algorithm::EcdsaP256Sha256, Algorithm::MlDsa44]);
-        let (profile, provider) = (Profile::default_profile(), Provider::default_provider());
-        let (mut v, trusted) = trust_fixture(&profile, &provider, PqPolicy::AnyAlgorithm, &f);
+        let (mut v, trusted) = trust_fixture(PqPolicy::AnyAlgorithm, &f);
 
-        let www: Name = "www.example.".parse().unwrap();
+        let www = name("www.example.");
         let a = vec![vec![192, 0, 2, 1]];
         let sigs = vec![sign(&f.keys[0], &www, RrType::A, &a, WINDOW)];
-        assert!(v.verify_rrset(&trusted, &www, RrType::A, &a, &sigs).is_ok());
+        assert!(v
+            .verify_rrset(&trusted, &rrset(&www, RrType::A, a.clone(), sigs.clone()))
+            .is_ok());
 
         // Tampered RDATA.
         let bad = vec![vec![192, 0, 2, 2]];
         let err = v
-            .verify_rrset(&trusted, &www, RrType::A, &bad, &sigs)
+            .verify_rrset(&trusted, &rrset(&www, RrType::A, bad, sigs.clone()))
             .unwrap_err();
         assert_eq!(err.ede, ede::DNSSEC_BOGUS);
         let mut ede_of = |sigs: &[Vec<u8>]| {
-            v.verify_rrset(&trusted, &www, RrType::A, &a, sigs)
+            v.verify_rrset(&trusted, &rrset(&www, RrType::A, a.clone(), sigs.to_vec()))
                 .unwrap_err()
                 .ede
         };
@@ -592,7 +1057,15 @@ mod tests {
         assert_eq!(ede_of(&future), ede::SIGNATURE_NOT_YET_VALID);
         let mut wrong_tag = sigs[0].clone();
         wrong_tag[16] ^= 0xff;
-        assert_eq!(ede_of(&[wrong_tag]), ede::DNSKEY_MISSING);
+        assert_eq!(
+            ede_of(std::slice::from_ref(&wrong_tag)),
+            ede::DNSKEY_MISSING
+        );
+        // An expired RRSIG by a trusted key explains more than one by an unknown key.
+        assert_eq!(
+            ede_of(&[expired[0].clone(), wrong_tag]),
+            ede::SIGNATURE_EXPIRED
+        );
 
         // DS mismatch.
         let mut bad_ds = f.ds.clone();
@@ -601,30 +1074,112 @@ mod tests {
             d[last] ^= 1;
         }
         let err = v
-            .trust_dnskeys(&f.zone, &bad_ds, &f.dnskeys, &f.key_sigs)
+            .trust_dnskeys(&danger::trust_anchor_ds(&f.zone, bad_ds), &f.dnskeys)
             .unwrap_err();
         assert!(err.text.contains("matches its DS"), "{err}");
         // Missing DNSKEY.
+        let anchor = danger::trust_anchor_ds(&f.zone, f.ds.clone());
+        let no_keys = rrset(&f.zone, RrType::DNSKEY, vec![], f.dnskeys.rrsigs.clone());
         assert_eq!(
-            v.trust_dnskeys(&f.zone, &f.ds, &[], &f.key_sigs)
-                .unwrap_err()
-                .ede,
+            v.trust_dnskeys(&anchor, &no_keys).unwrap_err().ede,
             ede::DNSKEY_MISSING
         );
         // DS with an unknown algorithm only: insecure, not bogus.
         let mut unknown = f.ds[0].clone();
         unknown[2] = 200;
-        assert!(v
-            .trust_dnskeys(&f.zone, &[unknown], &f.dnskeys, &f.key_sigs)
-            .unwrap()
-            .is_none());
+        let unknown = danger::trust_anchor_ds(&f.zone, vec![unknown]);
+        assert!(v.trust_dnskeys(&unknown, &f.dnskeys).unwrap().is_none());
+        // A DS RRset for another zone cannot vouch for these keys.
+        let other = danger::trust_anchor_ds(&name("other."), f.ds.clone());
+        assert!(v.trust_dnskeys(&other, &f.dnskeys).is_err());
     }
 
     #[test]
-    fn require_pq_rejects_classical_only_answers() {
+    fn verified_rrsets_own_the_verified_data_and_cap_the_ttl() {
+        let f = fixture(&[Algorithm::EcdsaP256Sha256]);
+        let (mut v, trusted) = trust_fixture(PqPolicy::AnyAlgorithm, &f);
+        let www = name("www.example.");
+        let a = vec![vec![192, 0, 2, 1], vec![192, 0, 2, 2]];
+        let good = sign(&f.keys[0], &www, RrType::A, &a, WINDOW);
+        let mut broken = good.clone();
+        let last = broken.len() - 1;
+        broken[last] ^= 1;
+        // RRset TTL 3600, Original TTL 300: the Original TTL caps it.
+        let set = rrset(
+            &www,
+            RrType::A,
+            a.clone(),
+            vec![broken.clone(), good.clone()],
+        );
+        let verified = v.verify_rrset(&trusted, &set).unwrap();
+        assert_eq!(verified.ttl(), 300);
+        assert_eq!(verified.rdatas(), a.as_slice());
+        // Only the RRSIG that verified is kept.
+        assert_eq!(verified.rrsigs(), [good].as_slice());
+        assert_eq!(verified.signer(), Some(&f.zone));
+        assert_eq!(verified.records().len(), 2);
+        assert!(verified.records().iter().all(|r| r.ttl == 300));
+        // 100 seconds before expiration, the remaining validity caps it.
+        let soon = (WINDOW.0, NOW as u32 + 100);
+        let sig = sign(&f.keys[0], &www, RrType::A, &a, soon);
+        let verified = v
+            .verify_rrset(
+                &trusted,
+                &rrset(&www, RrType::A, a.clone(), vec![sig.clone()]),
+            )
+            .unwrap();
+        assert_eq!(verified.ttl(), 100);
+        // A low RRset TTL or RRSIG TTL caps it too.
+        let mut low = rrset(&www, RrType::A, a.clone(), vec![sig.clone()]);
+        low.ttl = 30;
+        assert_eq!(v.verify_rrset(&trusted, &low).unwrap().ttl(), 30);
+        low.ttl = 3600;
+        low.rrsig_ttl = 20;
+        assert_eq!(v.verify_rrset(&trusted, &low).unwrap().ttl(), 20);
+        // The trusted keys remember the DNSKEY RRset they were verified from.
+        assert_eq!(
+            trusted.dnskey_rrset().unwrap().rdatas(),
+            f.dnskeys.rdatas.as_slice()
+        );
+        assert_eq!(trusted.ttl(), 300);
+    }
+
+    #[test]
+    fn group_attaches_rrsigs_to_their_rrsets() {
+        let www = name("www.example.");
+        let rec = |owner: &Name, rtype: RrType, ttl: u32, rdata: Vec<u8>| Record {
+            owner: owner.clone(),
+            rtype,
+            class: Class::IN,
+            ttl,
+            rdata,
+        };
+        let mut sig = vec![0, 1, 13, 2];
+        sig.extend([0; 14]);
+        sig.extend_from_slice(name("example.").as_wire());
+        let records = vec![
+            rec(&www, RrType::A, 60, vec![192, 0, 2, 1]),
+            rec(&www, RrType::RRSIG, 50, sig.clone()),
+            rec(&www, RrType::A, 30, vec![192, 0, 2, 2]),
+            rec(&www, RrType::A, 60, vec![192, 0, 2, 2]),
+            rec(&name("WWW.example."), RrType::AAAA, 60, vec![0; 16]),
+        ];
+        let sets = UnverifiedRRset::group(&records);
+        assert_eq!(sets.len(), 2);
+        assert_eq!(sets[0].rtype, RrType::A);
+        assert_eq!(sets[0].rdatas.len(), 2, "duplicates removed");
+        assert_eq!(sets[0].ttl, 30, "lowest TTL (RFC 2181 §5.2)");
+        assert_eq!(sets[0].rrsigs, vec![sig]);
+        assert_eq!(sets[0].rrsig_ttl, 50);
+        assert_eq!(sets[0].signers(), vec![name("example.")]);
+        assert_eq!(sets[1].rtype, RrType::AAAA);
+        assert!(sets[1].rrsigs.is_empty());
+    }
+
+    #[test]
+    fn require_pq_rejects_classical_links() {
         let f = fixture(&[Algorithm::EcdsaP256Sha256, Algorithm::MlDsa44]);
-        let (profile, provider) = (Profile::default_profile(), Provider::default_provider());
-        let www: Name = "www.example.".parse().unwrap();
+        let www = name("www.example.");
         let a = vec![vec![192, 0, 2, 1]];
         let classical = vec![sign(&f.keys[0], &www, RrType::A, &a, WINDOW)];
         let both = vec![
@@ -632,33 +1187,193 @@ mod tests {
             sign(&f.keys[1], &www, RrType::A, &a, WINDOW),
         ];
 
-        let (mut v, trusted) = trust_fixture(&profile, &provider, PqPolicy::RequirePq, &f);
+        let (mut v, trusted) = trust_fixture(PqPolicy::RequirePq, &f);
         let err = v
-            .verify_rrset(&trusted, &www, RrType::A, &a, &classical)
+            .verify_rrset(
+                &trusted,
+                &rrset(&www, RrType::A, a.clone(), classical.clone()),
+            )
             .unwrap_err();
         assert!(err.text.contains("require-pq"), "{err}");
-        assert!(v.verify_rrset(&trusted, &www, RrType::A, &a, &both).is_ok());
+        let verified = v
+            .verify_rrset(&trusted, &rrset(&www, RrType::A, a.clone(), both))
+            .unwrap();
+        assert!(verified.is_post_quantum());
+        assert_eq!(verified.algorithms(), [SecAlg::MLDSA44].as_slice());
 
-        let (mut any, trusted) = trust_fixture(&profile, &provider, PqPolicy::AnyAlgorithm, &f);
+        let (mut any, trusted) = trust_fixture(PqPolicy::AnyAlgorithm, &f);
         assert!(any
-            .verify_rrset(&trusted, &www, RrType::A, &a, &classical)
+            .verify_rrset(&trusted, &rrset(&www, RrType::A, a, classical))
             .is_ok());
+
+        // Issue 11 item 18: the only anchor is the ECDSA DS of a dual-signed zone. The DNSKEY
+        // RRset is then authenticated classically, so require-pq refuses it and says so.
+        let ecdsa_only = danger::trust_anchor_ds(&f.zone, vec![f.ds[0].clone()]);
+        let mut v = validator(PqPolicy::RequirePq);
+        let err = v.trust_dnskeys(&ecdsa_only, &f.dnskeys).unwrap_err();
+        assert!(
+            err.text.contains("require-pq")
+                && err.text.contains("classical")
+                && err.text.contains("trust anchor")
+                && err.text.contains(&format!("key {}", f.keys[0].key_tag())),
+            "{err}"
+        );
+        let mut any = validator(PqPolicy::AnyAlgorithm);
+        assert!(any
+            .trust_dnskeys(&ecdsa_only, &f.dnskeys)
+            .unwrap()
+            .is_some());
+    }
+
+    #[test]
+    fn a_ds_for_a_key_that_did_not_sign_the_dnskey_rrset_is_named_precisely() {
+        // Issue 11 item 20: KSK + ZSK; the anchor is the ZSK's DS. The reason must name the
+        // ZSK as the DS-matched key and the KSK as the signer, not claim a key is missing.
+        let f = fixture_with_roles(&[
+            (Algorithm::EcdsaP256Sha256, KeyRole::Ksk),
+            (Algorithm::EcdsaP256Sha256, KeyRole::Zsk),
+        ]);
+        let (ksk, zsk) = (f.keys[0].key_tag(), f.keys[1].key_tag());
+        let mut v = validator(PqPolicy::AnyAlgorithm);
+        let anchor = danger::trust_anchor_ds(&f.zone, vec![f.ds[1].clone()]);
+        let err = v.trust_dnskeys(&anchor, &f.dnskeys).unwrap_err();
+        assert!(
+            err.text.contains(&format!("matches key(s) {zsk}"))
+                && err.text.contains(&format!("are by key(s) {ksk}"))
+                && !err.text.contains("no DNSKEY with tag"),
+            "{err}"
+        );
+        assert_eq!(v.verifications(), 0, "nothing to verify");
+        let anchor = danger::trust_anchor_ds(&f.zone, vec![f.ds[0].clone()]);
+        assert!(v.trust_dnskeys(&anchor, &f.dnskeys).unwrap().is_some());
     }
 
     #[test]
     fn thousands_of_rrsigs_stay_within_the_work_limit() {
         let f = fixture(&[Algorithm::MlDsa44]);
-        let (profile, provider) = (Profile::default_profile(), Provider::default_provider());
-        let (mut v, trusted) = trust_fixture(&profile, &provider, PqPolicy::AnyAlgorithm, &f);
-        let www: Name = "www.example.".parse().unwrap();
+        let (mut v, trusted) = trust_fixture(PqPolicy::AnyAlgorithm, &f);
+        let www = name("www.example.");
         let a = vec![vec![192, 0, 2, 1]];
         let mut bogus = sign(&f.keys[0], &www, RrType::A, &a, WINDOW);
         let last = bogus.len() - 1;
         bogus[last] ^= 1;
         let many = vec![bogus; 5000];
         assert!(v
-            .verify_rrset(&trusted, &www, RrType::A, &a, &many)
+            .verify_rrset(&trusted, &rrset(&www, RrType::A, a, many))
             .is_err());
         assert!(v.verifications() <= 1 + Limits::default().max_rrsigs_per_rrset as u32);
+    }
+
+    #[test]
+    fn conclude_needs_the_whole_chain_and_its_proofs() {
+        use crate::rdata::write_type_bitmap;
+        let f = fixture(&[Algorithm::Ed25519]);
+        let (mut v, trusted) = trust_fixture(PqPolicy::AnyAlgorithm, &f);
+        let mut verified = |owner: &Name, rtype: RrType, rdatas: Vec<Vec<u8>>| {
+            let sig = sign(&f.keys[0], owner, rtype, &rdatas, WINDOW);
+            v.verify_rrset(&trusted, &rrset(owner, rtype, rdatas, vec![sig]))
+                .unwrap()
+        };
+        let (alias, www) = (name("alias.example."), name("www.example."));
+        let cname = verified(&alias, RrType::CNAME, vec![www.as_wire().to_vec()]);
+        let a = verified(&www, RrType::A, vec![vec![192, 0, 2, 1]]);
+        let evil = verified(
+            &name("evil.example."),
+            RrType::A,
+            vec![vec![203, 0, 113, 66]],
+        );
+        assert!(conclude(&alias, RrType::A, &[cname.clone(), a.clone()], &[]).is_ok());
+        assert!(conclude(&www, RrType::A, std::slice::from_ref(&a), &[]).is_ok());
+        // A verified RRset off the chain, a chain in the wrong order, a chain that stops.
+        assert!(conclude(&alias, RrType::A, &[cname.clone(), evil.clone()], &[]).is_err());
+        assert!(conclude(&alias, RrType::A, &[a.clone(), cname.clone()], &[]).is_err());
+        assert!(conclude(&www, RrType::A, &[a.clone(), evil], &[]).is_err());
+        let err = conclude(&alias, RrType::A, std::slice::from_ref(&cname), &[]).unwrap_err();
+        assert_eq!(err.ede, ede::NSEC_MISSING);
+        assert!(conclude(&www, RrType::AAAA, &[], &[]).is_err());
+
+        // NODATA for www AAAA: an NSEC at www listing A only.
+        let mut nsec = name("zz.example.").as_wire().to_vec();
+        write_type_bitmap(&mut nsec, &[RrType::A, RrType::RRSIG, RrType::NSEC]);
+        let nsec = verified(&www, RrType::NSEC, vec![nsec]);
+        let nodata = prove(
+            &f.zone,
+            &www,
+            Claim::NoData(RrType::AAAA),
+            std::slice::from_ref(&nsec),
+        )
+        .unwrap();
+        assert_eq!(nodata.rrsets(), [nsec.clone()].as_slice());
+        assert!(conclude(&www, RrType::AAAA, &[], std::slice::from_ref(&nodata)).is_ok());
+        // After a CNAME the denial must be about the target, for the right type.
+        assert!(conclude(
+            &alias,
+            RrType::AAAA,
+            &[cname],
+            std::slice::from_ref(&nodata)
+        )
+        .is_ok());
+        assert!(conclude(&alias, RrType::AAAA, &[], std::slice::from_ref(&nodata)).is_err());
+        assert!(conclude(&www, RrType::MX, &[], &[nodata]).is_err());
+        // The NSEC does not prove NODATA for A, which it lists.
+        assert!(prove(
+            &f.zone,
+            &www,
+            Claim::NoData(RrType::A),
+            std::slice::from_ref(&nsec)
+        )
+        .is_err());
+        // NSECs signed by another zone's keys are not used.
+        assert!(prove(&name("other."), &www, Claim::NoData(RrType::AAAA), &[nsec]).is_err());
+    }
+
+    #[test]
+    fn wildcard_answers_need_an_expansion_proof() {
+        use crate::rdata::write_type_bitmap;
+        let f = fixture(&[Algorithm::Ed25519]);
+        let (mut v, trusted) = trust_fixture(PqPolicy::AnyAlgorithm, &f);
+        let (wild, x) = (name("*.w.example."), name("x.w.example."));
+        let txt = vec![b"\x04wild".to_vec()];
+        let sig = sign(&f.keys[0], &wild, RrType::TXT, &txt, WINDOW);
+        let expanded = v
+            .verify_rrset(&trusted, &rrset(&x, RrType::TXT, txt, vec![sig]))
+            .unwrap();
+        assert!(expanded.from_wildcard());
+        assert_eq!(expanded.signed_owner(), &wild);
+        let err = conclude(&x, RrType::TXT, std::slice::from_ref(&expanded), &[]).unwrap_err();
+        assert!(err.text.contains("without a proof"), "{err}");
+        // An NSEC from w.example. to z.w.example. covers x.w.example.
+        let mut next = name("z.w.example.").as_wire().to_vec();
+        write_type_bitmap(&mut next, &[RrType::TXT, RrType::RRSIG, RrType::NSEC]);
+        let owner = name("w.example.");
+        let sig = sign(
+            &f.keys[0],
+            &owner,
+            RrType::NSEC,
+            std::slice::from_ref(&next),
+            WINDOW,
+        );
+        let nsec = v
+            .verify_rrset(
+                &trusted,
+                &rrset(&owner, RrType::NSEC, vec![next], vec![sig]),
+            )
+            .unwrap();
+        let source = Claim::Expanded {
+            source: name("w.example."),
+        };
+        let proof = prove(&f.zone, &x, source, &[nsec]).unwrap();
+        assert!(conclude(&x, RrType::TXT, &[expanded], &[proof]).is_ok());
+    }
+
+    #[test]
+    fn statuses_name_themselves() {
+        let s = Status::default();
+        assert!(!s.is_secure() && !s.is_bogus());
+        assert_eq!(s.name(), "Indeterminate");
+        assert_eq!(s.reason().unwrap().text, "not validated");
+        let b = Status::Bogus(Reason::new(ede::DNSSEC_BOGUS, "x"));
+        assert!(b.is_bogus());
+        assert_eq!(b.to_string(), "Bogus: x (EDE 6)");
     }
 }

@@ -1,0 +1,222 @@
+//! Iterative resolution (RFC 1034 §5.3.3) with bailiwick rules (RFC 2181 §5.4.1 ranking:
+//! data from a server counts only inside the zone it serves).
+//!
+//! - A referral is followed only if the delegated zone is strictly below the zone of the
+//!   server asked and at or above QNAME; anything else (a referral to an unrelated zone, or
+//!   upwards) ends the lookup as lame.
+//! - Glue is used only for NS names inside the delegated zone. NS names outside it are
+//!   resolved separately, from the roots, within [`crate::resolve::WorkLimits`] (at most a few
+//!   per referral and per resolution, against NXNSAttack-style amplification), never from the
+//!   referring server's additional section.
+//! - Records outside the zone of the answering server are dropped from its responses (and
+//!   the drop is noted in the trace).
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::Instant;
+
+use pqdns_core::message::{rcode, Message, FLAG_AA};
+use pqdns_core::{Name, Record, RrType};
+
+use crate::resolve::{lock, BoxFuture, Ctx, Inner, ResolveError};
+use crate::ttl_map::TtlMap;
+
+/// Most delegations remembered.
+pub(crate) const MAX_DELEGATIONS: usize = 4096;
+
+/// Server addresses per delegated zone, learned from referrals, kept for the NS TTL.
+pub(crate) struct Delegations {
+    map: TtlMap<Name, Vec<SocketAddr>>,
+}
+
+impl Delegations {
+    pub(crate) fn new() -> Delegations {
+        Delegations {
+            map: TtlMap::new(MAX_DELEGATIONS),
+        }
+    }
+
+    /// The closest live delegation at or above `name`: (zone, servers).
+    fn closest(&self, name: &Name, now: Instant) -> Option<(Name, Vec<SocketAddr>)> {
+        let mut cur = Some(name.clone());
+        while let Some(n) = cur {
+            if let Some(servers) = self.map.get(&n, now) {
+                return Some((n, servers.clone()));
+            }
+            cur = n.parent();
+        }
+        None
+    }
+
+    fn insert(&mut self, zone: Name, servers: Vec<SocketAddr>, ttl: u32, now: Instant) {
+        self.map.insert(zone, servers, ttl, now);
+    }
+}
+
+/// Keeps only records at or below `zone` in every section; returns how many were dropped.
+fn keep_in_zone(m: &mut Message, zone: &Name) -> usize {
+    let mut dropped = 0;
+    for section in [&mut m.answers, &mut m.authority, &mut m.additional] {
+        let before = section.len();
+        section.retain(|r| r.owner.is_subdomain_of(zone));
+        dropped += before - section.len();
+    }
+    dropped
+}
+
+/// The address in an A or AAAA record.
+fn address(r: &Record, port: u16) -> Option<SocketAddr> {
+    let ip: IpAddr = match (r.rtype, r.rdata.len()) {
+        (RrType::A, 4) => Ipv4Addr::new(r.rdata[0], r.rdata[1], r.rdata[2], r.rdata[3]).into(),
+        (RrType::AAAA, 16) => {
+            let octets: [u8; 16] = r.rdata.as_slice().try_into().ok()?;
+            Ipv6Addr::from(octets).into()
+        }
+        _ => return None,
+    };
+    Some(SocketAddr::new(ip, port))
+}
+
+impl Inner {
+    /// Walks referrals from the closest known delegation (or the roots) to a server that
+    /// answers for (qname, qtype); returns its response with out-of-zone records removed.
+    pub(crate) fn iterate<'a>(
+        &'a self,
+        qname: &'a Name,
+        qtype: RrType,
+        roots: &'a [SocketAddr],
+        port: u16,
+        ctx: &'a mut Ctx,
+    ) -> BoxFuture<'a, Result<Message, ResolveError>> {
+        Box::pin(async move {
+            // DS lives at the parent side of a cut (RFC 4035 §3.1.4.1): start above the name.
+            let start = if qtype == RrType::DS {
+                qname.parent().unwrap_or_else(Name::root)
+            } else {
+                qname.clone()
+            };
+            let known = lock(&self.delegations).closest(&start, Instant::now());
+            let (mut zone, mut servers) = known.unwrap_or_else(|| (Name::root(), roots.to_vec()));
+            for _ in 0..self.config.work.max_referrals {
+                let mut m = self.ask(&servers, qname, qtype, ctx).await?;
+                let dropped = keep_in_zone(&mut m, &zone);
+                if dropped > 0 {
+                    ctx.chain.push(format!(
+                        "{dropped} record(s) outside {zone} dropped from its server's response \
+                         to {qname} {qtype}"
+                    ));
+                }
+                if m.has_flag(FLAG_AA) || !m.answers.is_empty() || m.rcode() != rcode::NOERROR {
+                    return Ok(m);
+                }
+                let Some(cut) = m
+                    .authority
+                    .iter()
+                    .find(|r| r.rtype == RrType::NS)
+                    .map(|r| r.owner.clone())
+                else {
+                    return Err(ResolveError::Lame(format!(
+                        "no answer and no referral from {zone}'s server for {qname} {qtype}"
+                    )));
+                };
+                if qtype == RrType::DS && cut == *qname {
+                    // The parent referred us to the child for DS: the parent's answer is the
+                    // referral itself.
+                    return Ok(m);
+                }
+                if cut == zone || !cut.is_subdomain_of(&zone) || !qname.is_subdomain_of(&cut) {
+                    return Err(ResolveError::Lame(format!(
+                        "{zone}'s server referred {qname} to {cut}, which is not between \
+                         {zone} and {qname} (out of bailiwick)"
+                    )));
+                }
+                let ns_records: Vec<&Record> = m
+                    .authority
+                    .iter()
+                    .filter(|r| r.rtype == RrType::NS && r.owner == cut)
+                    .collect();
+                let ttl = ns_records.iter().map(|r| r.ttl).min().unwrap_or(0);
+                let ns_names: Vec<Name> = ns_records
+                    .iter()
+                    .filter_map(|r| Name::from_wire(&r.rdata).ok())
+                    .collect();
+                // Glue only for NS names inside the delegated zone.
+                let mut addrs: Vec<SocketAddr> = m
+                    .additional
+                    .iter()
+                    .filter(|r| r.owner.is_subdomain_of(&cut) && ns_names.contains(&r.owner))
+                    .filter_map(|r| address(r, port))
+                    .collect();
+                if addrs.is_empty() {
+                    addrs = self.glueless(&ns_names, &cut, port, ctx).await;
+                }
+                if addrs.is_empty() {
+                    return Err(ResolveError::Lame(format!(
+                        "referral to {cut}: no glue for NS names inside it, and no NS name \
+                         outside it resolved"
+                    )));
+                }
+                ctx.chain.push(format!(
+                    "referral from {zone} to {cut}: {} server(s)",
+                    addrs.len()
+                ));
+                lock(&self.delegations).insert(cut.clone(), addrs.clone(), ttl, Instant::now());
+                zone = cut;
+                servers = addrs;
+            }
+            Err(ResolveError::Lame(format!(
+                "more than {} referrals for {qname}",
+                self.config.work.max_referrals
+            )))
+        })
+    }
+
+    /// Addresses of NS names outside `cut` (the referral gave no usable glue), each looked up
+    /// like any name, within the per-referral and per-resolution budgets; stops at the first
+    /// name that has addresses.
+    async fn glueless(
+        &self,
+        ns_names: &[Name],
+        cut: &Name,
+        port: u16,
+        ctx: &mut Ctx,
+    ) -> Vec<SocketAddr> {
+        let outside = ns_names.iter().filter(|n| !n.is_subdomain_of(cut));
+        for ns in outside.take(self.config.work.max_glueless_per_referral) {
+            if ctx.glueless_left == 0 {
+                ctx.chain.push(format!(
+                    "budget of {} NS names without glue used up (at {cut})",
+                    self.config.work.max_glueless
+                ));
+                break;
+            }
+            if ctx.resolving.contains(ns) {
+                continue;
+            }
+            ctx.glueless_left -= 1;
+            ctx.resolving.push(ns.clone());
+            let mut addrs = Vec::new();
+            for t in [RrType::A, RrType::AAAA] {
+                if let Ok(m) = self.lookup(ns, t, ctx).await {
+                    addrs.extend(
+                        m.answers
+                            .iter()
+                            .filter(|r| r.owner == *ns)
+                            .filter_map(|r| address(r, port)),
+                    );
+                }
+                if !addrs.is_empty() {
+                    break;
+                }
+            }
+            ctx.resolving.pop();
+            ctx.chain.push(format!(
+                "NS {ns} of {cut} (no glue): {} address(es)",
+                addrs.len()
+            ));
+            if !addrs.is_empty() {
+                return addrs;
+            }
+        }
+        Vec::new()
+    }
+}

@@ -1,0 +1,420 @@
+//! Trust in zones (RFC 4035 §5.1–§5.2) and in RRsets (§5.3).
+//!
+//! The chain is driven by the signer names of the RRSIGs: to trust zone Z, get Z's DS from its
+//! parent (signed by the parent, trusted the same way, recursively up to an anchor) or the
+//! anchor itself, then Z's DNSKEY RRset, which a DS-matched key must sign. A missing DS must
+//! be proven by the parent's NSEC/NSEC3 records (an unsigned delegation: Insecure).
+//!
+//! Trust never comes from above the closest trust anchor of the name being checked: an RRSIG
+//! naming a signer above the anchor, or an SOA above it found for unsigned data, cannot turn
+//! data below the anchor Insecure.
+//!
+//! Secure and Insecure zones are remembered across resolutions for their TTL (bounded, see
+//! [`MEMO_CAPACITY`]); concurrent resolutions needing the same zone share one computation.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use pqdns_core::dnssec::denial::{prove, Claim, VerifiedDenial};
+use pqdns_core::dnssec::validate::{
+    danger, ede, Reason, TrustedKeys, UnverifiedRRset, VerifiedRRset,
+};
+use pqdns_core::{Name, RrType};
+
+use crate::flight::Flights;
+use crate::resolve::{lock, BoxFuture, Ctx, Inner};
+use crate::ttl_map::TtlMap;
+
+/// Most zone cuts walked when establishing trust.
+const MAX_DEPTH: usize = 16;
+
+/// Most zones whose trust is remembered across resolutions.
+pub(crate) const MEMO_CAPACITY: usize = 4096;
+
+/// Trust established for a zone.
+#[derive(Clone, Debug)]
+pub(crate) enum ZoneTrust {
+    Secure(Arc<TrustedKeys>),
+    Insecure(Reason),
+    Bogus(Reason),
+}
+
+/// Trust remembered across resolutions, and the computations in flight.
+pub(crate) struct TrustMemo {
+    entries: Mutex<TtlMap<Name, ZoneTrust>>,
+    flights: Flights<Name, ZoneTrust>,
+}
+
+impl TrustMemo {
+    pub(crate) fn new() -> TrustMemo {
+        TrustMemo {
+            entries: Mutex::new(TtlMap::new(MEMO_CAPACITY)),
+            flights: Flights::new(),
+        }
+    }
+
+    fn get(&self, zone: &Name, now: Instant) -> Option<ZoneTrust> {
+        lock(&self.entries).get(zone, now).cloned()
+    }
+
+    /// Remembers Secure and Insecure results for `ttl` seconds (capped at one day); Bogus ones
+    /// are not kept, so a transient failure does not stick.
+    fn put(&self, zone: &Name, trust: &ZoneTrust, ttl: u32, now: Instant) {
+        if !matches!(trust, ZoneTrust::Bogus(_)) {
+            lock(&self.entries).insert(zone.clone(), trust.clone(), ttl, now);
+        }
+    }
+}
+
+/// The outcome of checking one RRset.
+pub(crate) enum Checked {
+    Secure(VerifiedRRset, Arc<TrustedKeys>),
+    Insecure(Reason),
+    Indeterminate(Reason),
+    Bogus(Reason),
+}
+
+/// The outcome of checking data that has no RRSIGs.
+pub(crate) enum Unsigned {
+    Insecure(Reason),
+    Indeterminate(Reason),
+    Bogus(Reason),
+}
+
+/// The outcome of looking for a proof that a delegation has no DS.
+pub(crate) enum NoDs {
+    /// The parent's verified NSEC/NSEC3 records prove it: an unsigned delegation.
+    Proven(VerifiedDenial),
+    /// The parent zone is itself insecure.
+    Insecure(Reason),
+    Bogus(Reason),
+}
+
+fn bogus(ede: u16, text: String) -> Reason {
+    Reason::new(ede, text)
+}
+
+impl Inner {
+    /// Verifies `sets` with `keys` on a blocking thread.
+    pub(crate) async fn verify_all(
+        &self,
+        keys: &Arc<TrustedKeys>,
+        sets: Vec<UnverifiedRRset>,
+        ctx: &mut Ctx,
+    ) -> Result<Vec<VerifiedRRset>, Reason> {
+        if sets.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys = keys.clone();
+        self.verify(ctx, move |v| {
+            sets.iter().map(|s| v.verify_rrset(&keys, s)).collect()
+        })
+        .await
+    }
+
+    /// Checks one RRset of a response: verified with its signer's trusted keys, or shown to be
+    /// in an unsigned zone, or neither (Bogus).
+    pub(crate) async fn check_rrset(&self, rrset: &UnverifiedRRset, ctx: &mut Ctx) -> Checked {
+        let owner = &rrset.owner;
+        let Some(anchor) = self.config.anchors.closest(owner).cloned() else {
+            return Checked::Indeterminate(Reason::new(
+                ede::OTHER,
+                format!("no trust anchor covers {owner}"),
+            ));
+        };
+        // The closest (longest) signer first: it is the zone that holds the RRset.
+        let mut signers: Vec<Name> = rrset
+            .signers()
+            .into_iter()
+            .filter(|s| owner.is_subdomain_of(s))
+            .collect();
+        signers.sort_by_key(|s| std::cmp::Reverse(s.label_count()));
+        let Some(signer) = signers.into_iter().next() else {
+            return match self.unsigned(owner, ctx).await {
+                Unsigned::Insecure(r) => Checked::Insecure(r),
+                Unsigned::Indeterminate(r) => Checked::Indeterminate(r),
+                Unsigned::Bogus(r) => Checked::Bogus(r),
+            };
+        };
+        if !signer.is_subdomain_of(&anchor) {
+            return Checked::Bogus(bogus(
+                ede::DNSSEC_BOGUS,
+                format!(
+                    "RRSIG over {owner} {} names signer {signer}, above the trust anchor {anchor}",
+                    rrset.rtype
+                ),
+            ));
+        }
+        match self.zone_trust(&signer, ctx, 0).await {
+            ZoneTrust::Secure(keys) => match self.verify_all(&keys, vec![rrset.clone()], ctx).await
+            {
+                Ok(mut v) => {
+                    let v = v.remove(0);
+                    ctx.chain.push(format!(
+                        "{owner} {} verified with {signer}'s DNSKEY (algorithm {}, TTL {})",
+                        rrset.rtype,
+                        v.algorithms()
+                            .iter()
+                            .map(|a| a.0.to_string())
+                            .collect::<Vec<_>>()
+                            .join(","),
+                        v.ttl()
+                    ));
+                    Checked::Secure(v, keys)
+                }
+                Err(r) => Checked::Bogus(r),
+            },
+            ZoneTrust::Insecure(r) => Checked::Insecure(r),
+            ZoneTrust::Bogus(r) => Checked::Bogus(r),
+        }
+    }
+
+    /// Data without RRSIGs at `owner`: Insecure if its zone is provably unsigned, else Bogus.
+    /// The zone is found through SOA queries but never above the closest trust anchor.
+    pub(crate) async fn unsigned(&self, owner: &Name, ctx: &mut Ctx) -> Unsigned {
+        let Some(anchor) = self.config.anchors.closest(owner).cloned() else {
+            return Unsigned::Indeterminate(Reason::new(
+                ede::OTHER,
+                format!("no trust anchor covers {owner}"),
+            ));
+        };
+        let zone = match self.find_zone(owner, &anchor, ctx).await {
+            Some(z) => z,
+            None => anchor,
+        };
+        match self.zone_trust(&zone, ctx, 0).await {
+            ZoneTrust::Insecure(r) => Unsigned::Insecure(r),
+            ZoneTrust::Bogus(r) => Unsigned::Bogus(r),
+            ZoneTrust::Secure(_) => Unsigned::Bogus(bogus(
+                ede::RRSIGS_MISSING,
+                format!("{owner} is in signed zone {zone} but has no RRSIG"),
+            )),
+        }
+    }
+
+    /// The closest name at or above `owner`, strictly below `anchor`, that has an SOA.
+    async fn find_zone(&self, owner: &Name, anchor: &Name, ctx: &mut Ctx) -> Option<Name> {
+        let mut cur = Some(owner.clone());
+        while let Some(n) = cur {
+            if n == *anchor || !n.is_subdomain_of(anchor) {
+                return None;
+            }
+            let m = self.lookup(&n, RrType::SOA, ctx).await.ok()?;
+            if m.answers
+                .iter()
+                .any(|r| r.rtype == RrType::SOA && r.owner == n)
+            {
+                return Some(n);
+            }
+            cur = n.parent();
+        }
+        None
+    }
+
+    /// Establishes (and memoises) trust in `zone`'s DNSKEYs.
+    pub(crate) fn zone_trust<'a>(
+        &'a self,
+        zone: &'a Name,
+        ctx: &'a mut Ctx,
+        depth: usize,
+    ) -> BoxFuture<'a, ZoneTrust> {
+        Box::pin(async move {
+            if let Some(t) = ctx.trust.get(zone) {
+                return t.clone();
+            }
+            if depth > MAX_DEPTH {
+                return ZoneTrust::Bogus(bogus(
+                    ede::DNSSEC_BOGUS,
+                    format!("chain of trust deeper than {MAX_DEPTH} zones at {zone}"),
+                ));
+            }
+            let trust = match self.trust.get(zone, Instant::now()) {
+                Some(t) => {
+                    ctx.chain.push(format!(
+                        "{zone}: trust established by an earlier resolution"
+                    ));
+                    t
+                }
+                None => {
+                    self.trust
+                        .flights
+                        .run(zone, || async {
+                            let (t, ttl) = self.zone_trust_uncached(zone, ctx, depth).await;
+                            self.trust.put(zone, &t, ttl, Instant::now());
+                            t
+                        })
+                        .await
+                }
+            };
+            ctx.trust.insert(zone.clone(), trust.clone());
+            trust
+        })
+    }
+
+    /// Trust in `zone` and how long it may be remembered, seconds.
+    async fn zone_trust_uncached(
+        &self,
+        zone: &Name,
+        ctx: &mut Ctx,
+        depth: usize,
+    ) -> (ZoneTrust, u32) {
+        let fail = |text: String| (ZoneTrust::Bogus(bogus(ede::DNSSEC_BOGUS, text)), 0);
+        let ds = if let Some(anchor) = self.config.anchors.ds_for(zone) {
+            ctx.chain.push(format!(
+                "{zone} DS: {} record(s) from the trust anchor",
+                anchor.len()
+            ));
+            danger::trust_anchor_ds(zone, anchor.to_vec())
+        } else {
+            let Some(anchor) = self.config.anchors.closest(zone).cloned() else {
+                return fail(format!("no trust anchor at or above {zone}"));
+            };
+            let m = match self.lookup(zone, RrType::DS, ctx).await {
+                Ok(m) => m,
+                Err(e) => return fail(format!("DS query for {zone} failed: {e}")),
+            };
+            let answers = UnverifiedRRset::group(&m.answers);
+            match answers
+                .into_iter()
+                .find(|s| s.owner == *zone && s.rtype == RrType::DS && !s.rdatas.is_empty())
+            {
+                Some(ds_set) => {
+                    let parent = ds_set.signers().into_iter().find(|p| {
+                        zone.is_subdomain_of(p) && p != zone && p.is_subdomain_of(&anchor)
+                    });
+                    let Some(parent) = parent else {
+                        return (
+                            ZoneTrust::Bogus(bogus(
+                                ede::RRSIGS_MISSING,
+                                format!(
+                                    "DS for {zone} is not signed by a parent zone at or below \
+                                     the trust anchor {anchor}"
+                                ),
+                            )),
+                            0,
+                        );
+                    };
+                    let parent_keys = match self.zone_trust(&parent, ctx, depth + 1).await {
+                        ZoneTrust::Secure(k) => k,
+                        other => return (other, 0),
+                    };
+                    match self.verify_all(&parent_keys, vec![ds_set], ctx).await {
+                        Ok(mut v) => {
+                            let v = v.remove(0);
+                            ctx.chain.push(format!(
+                                "{zone} DS: {} record(s) verified with {parent}'s DNSKEY",
+                                v.rdatas().len()
+                            ));
+                            v
+                        }
+                        Err(r) => return (ZoneTrust::Bogus(r), 0),
+                    }
+                }
+                None => {
+                    let authority = UnverifiedRRset::group(&m.authority);
+                    return match self.prove_no_ds(zone, &authority, ctx, depth).await {
+                        NoDs::Proven(denial) => {
+                            ctx.chain.push(format!(
+                                "{zone}: no DS, proven by {}'s denial records (unsigned delegation)",
+                                denial.zone()
+                            ));
+                            let ttl = denial.rrsets().iter().map(VerifiedRRset::ttl).min();
+                            (
+                                ZoneTrust::Insecure(Reason::new(
+                                    ede::OTHER,
+                                    format!("{zone} is an unsigned delegation"),
+                                )),
+                                ttl.unwrap_or(0),
+                            )
+                        }
+                        NoDs::Insecure(r) => (ZoneTrust::Insecure(r), 0),
+                        NoDs::Bogus(r) => (ZoneTrust::Bogus(r), 0),
+                    };
+                }
+            }
+        };
+        let m = match self.lookup(zone, RrType::DNSKEY, ctx).await {
+            Ok(m) => m,
+            Err(e) => return fail(format!("DNSKEY query for {zone} failed: {e}")),
+        };
+        let dnskeys = UnverifiedRRset::group(&m.answers)
+            .into_iter()
+            .find(|s| s.owner == *zone && s.rtype == RrType::DNSKEY)
+            .unwrap_or_else(|| UnverifiedRRset {
+                owner: zone.clone(),
+                rtype: RrType::DNSKEY,
+                class: pqdns_core::Class::IN,
+                ttl: 0,
+                rdatas: Vec::new(),
+                rrsigs: Vec::new(),
+                rrsig_ttl: 0,
+            });
+        let count = dnskeys.rdatas.len();
+        let ds_ttl = ds.ttl();
+        match self
+            .verify(ctx, move |v| v.trust_dnskeys(&ds, &dnskeys))
+            .await
+        {
+            Ok(Some(trusted)) => {
+                ctx.chain.push(format!(
+                    "{zone} DNSKEY: {count} key(s), signed by a key matching its DS"
+                ));
+                let ttl = trusted.ttl();
+                (ZoneTrust::Secure(Arc::new(trusted)), ttl)
+            }
+            Ok(None) => (
+                ZoneTrust::Insecure(Reason::new(
+                    ede::UNSUPPORTED_DNSKEY_ALGORITHM,
+                    format!("no DS for {zone} uses a supported algorithm and digest"),
+                )),
+                ds_ttl,
+            ),
+            Err(r) => (ZoneTrust::Bogus(r), 0),
+        }
+    }
+
+    /// Looks in `authority` (a response about `zone`: its DS query, or a referral to it) for
+    /// the parent's proof that `zone` has no DS.
+    pub(crate) async fn prove_no_ds(
+        &self,
+        zone: &Name,
+        authority: &[UnverifiedRRset],
+        ctx: &mut Ctx,
+        depth: usize,
+    ) -> NoDs {
+        let anchor = self.config.anchors.closest(zone).cloned();
+        let denial_sets: Vec<&UnverifiedRRset> = authority
+            .iter()
+            .filter(|s| s.rtype == RrType::NSEC || s.rtype == RrType::NSEC3)
+            .collect();
+        let parent = denial_sets.iter().flat_map(|s| s.signers()).find(|p| {
+            zone.is_subdomain_of(p)
+                && p != zone
+                && anchor.as_ref().is_some_and(|a| p.is_subdomain_of(a))
+        });
+        let Some(parent) = parent else {
+            return NoDs::Bogus(bogus(
+                ede::NSEC_MISSING,
+                format!("no DS for {zone} and no signed proof of its absence"),
+            ));
+        };
+        let keys = match self.zone_trust(&parent, ctx, depth + 1).await {
+            ZoneTrust::Secure(k) => k,
+            ZoneTrust::Insecure(r) => return NoDs::Insecure(r),
+            ZoneTrust::Bogus(r) => return NoDs::Bogus(r),
+        };
+        let sets: Vec<UnverifiedRRset> = denial_sets
+            .into_iter()
+            .filter(|s| s.signers().contains(&parent))
+            .cloned()
+            .collect();
+        let verified = match self.verify_all(&keys, sets, ctx).await {
+            Ok(v) => v,
+            Err(r) => return NoDs::Bogus(r),
+        };
+        match prove(&parent, zone, Claim::NoDs, &verified) {
+            Ok(d) => NoDs::Proven(d),
+            Err(r) => NoDs::Bogus(r),
+        }
+    }
+}

@@ -1,0 +1,509 @@
+//! From responses to an [`Answer`]: follow the answer chain from QNAME (RFC 1034 §3.6.2),
+//! check every RRset on it (`trust`), prove negative and wildcard answers with verified
+//! NSEC/NSEC3 records (RFC 4035 §5.4, RFC 5155 §8), report referrals, and keep nothing else.
+//!
+//! A CNAME whose target the response does not cover is looked up separately (bounded by
+//! [`crate::resolve::WorkLimits::max_cnames`]). The overall status is the weakest link —
+//! Bogus, then Indeterminate, then Insecure — and Secure only through
+//! [`pqdns_core::dnssec::validate::conclude`], which checks that the verified RRsets and
+//! proofs answer the question.
+
+use std::sync::Arc;
+
+use pqdns_core::dnssec::denial::{prove, Claim, VerifiedDenial};
+use pqdns_core::dnssec::validate::{
+    conclude, ede, Reason, Status, TrustedKeys, UnverifiedRRset, VerifiedRRset,
+};
+use pqdns_core::message::{rcode, Message, FLAG_AA};
+use pqdns_core::{Name, RrType};
+
+use crate::answer::{rcode_name, Answer, AnswerRRset, Dropped, Referral, Section};
+use crate::resolve::{Ctx, Inner, ResolveError};
+use crate::trust::{Checked, NoDs, Unsigned};
+
+/// The RRsets of one response and which of them the answer uses.
+struct Sections {
+    sets: [Vec<UnverifiedRRset>; 3],
+    used: [Vec<bool>; 3],
+}
+
+const SECTIONS: [Section; 3] = [Section::Answer, Section::Authority, Section::Additional];
+
+fn index(s: Section) -> usize {
+    match s {
+        Section::Answer => 0,
+        Section::Authority => 1,
+        Section::Additional => 2,
+    }
+}
+
+impl Sections {
+    fn new(m: &Message) -> Sections {
+        let sets = [
+            UnverifiedRRset::group(&m.answers),
+            UnverifiedRRset::group(&m.authority),
+            UnverifiedRRset::group(&m.additional),
+        ];
+        let used = [
+            vec![false; sets[0].len()],
+            vec![false; sets[1].len()],
+            vec![false; sets[2].len()],
+        ];
+        Sections { sets, used }
+    }
+
+    /// The first unused RRset with RDATA in `section` matching `pred`.
+    fn find(&self, section: Section, pred: impl Fn(&UnverifiedRRset) -> bool) -> Option<usize> {
+        let i = index(section);
+        self.sets[i]
+            .iter()
+            .enumerate()
+            .position(|(j, s)| !self.used[i][j] && !s.rdatas.is_empty() && pred(s))
+    }
+
+    /// Marks RRset `j` of `section` as used and returns it.
+    fn take(&mut self, section: Section, j: usize) -> UnverifiedRRset {
+        let i = index(section);
+        self.used[i][j] = true;
+        self.sets[i][j].clone()
+    }
+
+    /// Marks and returns every unused RRset of `section` matching `pred`.
+    fn take_all(
+        &mut self,
+        section: Section,
+        pred: impl Fn(&UnverifiedRRset) -> bool,
+    ) -> Vec<UnverifiedRRset> {
+        let mut out = Vec::new();
+        while let Some(j) = self.find(section, &pred) {
+            out.push(self.take(section, j));
+        }
+        out
+    }
+
+    /// What the answer did not use.
+    fn dropped(&self) -> Vec<Dropped> {
+        let mut out = Vec::new();
+        for section in SECTIONS {
+            let i = index(section);
+            for (set, used) in self.sets[i].iter().zip(&self.used[i]) {
+                if !used {
+                    out.push(Dropped {
+                        section,
+                        owner: set.owner.clone(),
+                        rtype: set.rtype,
+                    });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Why the walk stopped early.
+enum Halt {
+    Bogus(Reason),
+    Error(ResolveError),
+}
+
+impl From<Reason> for Halt {
+    fn from(r: Reason) -> Halt {
+        Halt::Bogus(r)
+    }
+}
+
+/// What to do after one response.
+enum Step {
+    Done,
+    /// Look up the current name (a CNAME target the response did not cover).
+    Chase,
+}
+
+/// The answer being built.
+struct Walk {
+    qname: Name,
+    qtype: RrType,
+    rcode: u16,
+    name: Name,
+    cnames: usize,
+    secure: Vec<VerifiedRRset>,
+    answers: Vec<AnswerRRset>,
+    authority: Vec<AnswerRRset>,
+    denials: Vec<VerifiedDenial>,
+    referral: Option<Referral>,
+    dropped: Vec<Dropped>,
+    bogus: Option<Reason>,
+    insecure: Option<Reason>,
+    indeterminate: Option<Reason>,
+    messages: Vec<Message>,
+}
+
+impl Walk {
+    fn insecure(&mut self, r: Reason) {
+        self.insecure.get_or_insert(r);
+    }
+
+    fn indeterminate(&mut self, r: Reason) {
+        self.indeterminate.get_or_insert(r);
+    }
+
+    /// Adds a verified denial and its RRsets to the authority data.
+    fn denial(&mut self, d: VerifiedDenial) {
+        for set in d.rrsets() {
+            let secure = AnswerRRset::Secure(set.clone());
+            if !self.authority.contains(&secure) {
+                self.authority.push(secure);
+            }
+        }
+        self.denials.push(d);
+    }
+
+    fn finish(mut self, ctx: Ctx) -> Answer {
+        let status = if let Some(r) = self.bogus.take() {
+            Status::Bogus(r)
+        } else if let Some(r) = self.indeterminate.take() {
+            Status::Indeterminate(r)
+        } else if let Some(r) = self.insecure.take() {
+            Status::Insecure(r)
+        } else {
+            match conclude(&self.qname, self.qtype, &self.secure, &self.denials) {
+                Ok(proof) => Status::Secure(proof),
+                Err(r) => Status::Bogus(r),
+            }
+        };
+        if status.is_bogus() {
+            self.answers.clear();
+            self.authority.clear();
+            self.denials.clear();
+            self.referral = None;
+        }
+        Answer {
+            qname: self.qname,
+            qtype: self.qtype,
+            rcode: self.rcode,
+            status,
+            answers: self.answers,
+            authority: self.authority,
+            denials: self.denials,
+            referral: self.referral,
+            dropped: self.dropped,
+            chain: ctx.chain,
+            exchanges: ctx.exchanges,
+            unvalidated: self.messages,
+        }
+    }
+}
+
+impl Inner {
+    /// Resolves and validates (qname, qtype) into an [`Answer`].
+    pub(crate) async fn answer(&self, qname: Name, qtype: RrType) -> Result<Answer, ResolveError> {
+        let mut ctx = self.new_ctx();
+        let mut msg = self.lookup(&qname, qtype, &mut ctx).await?;
+        let mut w = Walk {
+            qname: qname.clone(),
+            qtype,
+            rcode: msg.rcode(),
+            name: qname,
+            cnames: 0,
+            secure: Vec::new(),
+            answers: Vec::new(),
+            authority: Vec::new(),
+            denials: Vec::new(),
+            referral: None,
+            dropped: Vec::new(),
+            bogus: None,
+            insecure: None,
+            indeterminate: None,
+            messages: Vec::new(),
+        };
+        loop {
+            let mut sections = Sections::new(&msg);
+            let step = self.walk(&msg, &mut sections, &mut w, &mut ctx).await;
+            w.dropped.extend(sections.dropped());
+            w.messages.push(msg);
+            match step {
+                Ok(Step::Done) => break,
+                Ok(Step::Chase) => {
+                    let name = w.name.clone();
+                    msg = self.lookup(&name, qtype, &mut ctx).await?;
+                }
+                Err(Halt::Bogus(r)) => {
+                    w.bogus = Some(r);
+                    break;
+                }
+                Err(Halt::Error(e)) => return Err(e),
+            }
+        }
+        Ok(w.finish(ctx))
+    }
+
+    /// Uses one response: the chain from the current name, then a negative answer, a
+    /// referral, or a CNAME target to chase.
+    async fn walk(
+        &self,
+        msg: &Message,
+        s: &mut Sections,
+        w: &mut Walk,
+        ctx: &mut Ctx,
+    ) -> Result<Step, Halt> {
+        let code = msg.rcode();
+        w.rcode = code;
+        if code != rcode::NOERROR && code != rcode::NXDOMAIN {
+            w.indeterminate(Reason::new(
+                ede::OTHER,
+                format!("the server answered {}", rcode_name(code)),
+            ));
+            return Ok(Step::Done);
+        }
+        let qtype = w.qtype;
+        let mut advanced = false;
+        loop {
+            let name = w.name.clone();
+            let found = s
+                .find(Section::Answer, |r| r.owner == name && r.rtype == qtype)
+                .or_else(|| {
+                    (qtype != RrType::CNAME)
+                        .then(|| {
+                            s.find(Section::Answer, |r| {
+                                r.owner == name && r.rtype == RrType::CNAME
+                            })
+                        })
+                        .flatten()
+                });
+            let Some(j) = found else { break };
+            let set = s.take(Section::Answer, j);
+            match self.check_rrset(&set, ctx).await {
+                Checked::Secure(v, keys) => {
+                    if v.from_wildcard() {
+                        let source = v.signed_owner().parent().unwrap_or_else(Name::root);
+                        let claim = Claim::Expanded { source };
+                        let d = self.prove_with(&keys, s, &name, claim, ctx).await?;
+                        ctx.chain.push(format!("{name}: wildcard expansion proven"));
+                        w.denial(d);
+                    }
+                    w.secure.push(v.clone());
+                    w.answers.push(AnswerRRset::Secure(v));
+                }
+                Checked::Insecure(r) => {
+                    w.insecure(r);
+                    w.answers.push(AnswerRRset::Insecure(set.clone()));
+                }
+                Checked::Indeterminate(r) => {
+                    w.indeterminate(r);
+                    w.answers.push(AnswerRRset::Indeterminate(set.clone()));
+                }
+                Checked::Bogus(r) => return Err(Halt::Bogus(r)),
+            }
+            if set.rtype == qtype {
+                if code == rcode::NXDOMAIN {
+                    return Err(Halt::Bogus(Reason::new(
+                        ede::DNSSEC_BOGUS,
+                        format!("NXDOMAIN with a {qtype} RRset for {name}"),
+                    )));
+                }
+                return Ok(Step::Done);
+            }
+            w.cnames += 1;
+            if w.cnames > self.config.work.max_cnames {
+                return Err(Halt::Error(ResolveError::WorkLimit(format!(
+                    "more than {} CNAMEs from {}",
+                    self.config.work.max_cnames, w.qname
+                ))));
+            }
+            w.name = Name::from_wire(&set.rdatas[0]).map_err(|_| {
+                Halt::Bogus(Reason::new(
+                    ede::DNSSEC_BOGUS,
+                    format!("malformed CNAME at {name}"),
+                ))
+            })?;
+            advanced = true;
+        }
+        let name = w.name.clone();
+        let soa = s.find(Section::Authority, |r| r.rtype == RrType::SOA);
+        if code == rcode::NXDOMAIN || soa.is_some() {
+            return self.negative(soa, s, w, ctx).await;
+        }
+        if !msg.has_flag(FLAG_AA) {
+            let cut = s.find(Section::Authority, |r| {
+                r.rtype == RrType::NS && name.is_subdomain_of(&r.owner)
+            });
+            if let Some(j) = cut {
+                return self.referral(j, s, w, ctx).await;
+            }
+        }
+        if advanced {
+            return Ok(Step::Chase);
+        }
+        self.negative(None, s, w, ctx).await
+    }
+
+    /// NXDOMAIN or NODATA for the current name: the SOA and the denial proof.
+    async fn negative(
+        &self,
+        soa: Option<usize>,
+        s: &mut Sections,
+        w: &mut Walk,
+        ctx: &mut Ctx,
+    ) -> Result<Step, Halt> {
+        let name = w.name.clone();
+        let claim = if w.rcode == rcode::NXDOMAIN {
+            Claim::NxDomain
+        } else {
+            Claim::NoData(w.qtype)
+        };
+        let Some(j) = soa else {
+            // Without an SOA there is no proof: acceptable only in an unsigned zone.
+            match self.unsigned(&name, ctx).await {
+                Unsigned::Insecure(r) => w.insecure(r),
+                Unsigned::Indeterminate(r) => w.indeterminate(r),
+                Unsigned::Bogus(r) => {
+                    return Err(Halt::Bogus(Reason::new(
+                        ede::NSEC_MISSING,
+                        format!("negative answer for {name} without SOA: {}", r.text),
+                    )))
+                }
+            }
+            return Ok(Step::Done);
+        };
+        let soa = s.take(Section::Authority, j);
+        match self.check_rrset(&soa, ctx).await {
+            Checked::Secure(v, keys) => {
+                if keys.zone() != v.owner() || !name.is_subdomain_of(v.owner()) {
+                    return Err(Halt::Bogus(Reason::new(
+                        ede::DNSSEC_BOGUS,
+                        format!("SOA {} is not the apex of a zone holding {name}", v.owner()),
+                    )));
+                }
+                let d = self.prove_with(&keys, s, &name, claim.clone(), ctx).await?;
+                ctx.chain.push(format!(
+                    "{name}: {claim:?} proven by {}'s denial records",
+                    keys.zone()
+                ));
+                w.authority.push(AnswerRRset::Secure(v));
+                w.denial(d);
+            }
+            Checked::Insecure(r) => {
+                w.insecure(r);
+                w.authority.push(AnswerRRset::Insecure(soa));
+            }
+            Checked::Indeterminate(r) => {
+                w.indeterminate(r);
+                w.authority.push(AnswerRRset::Indeterminate(soa));
+            }
+            Checked::Bogus(r) => return Err(Halt::Bogus(r)),
+        }
+        Ok(Step::Done)
+    }
+
+    /// Verifies the NSEC/NSEC3 RRsets of the authority section signed by `keys`' zone and
+    /// checks that they prove `claim` for `name`.
+    async fn prove_with(
+        &self,
+        keys: &Arc<TrustedKeys>,
+        s: &mut Sections,
+        name: &Name,
+        claim: Claim,
+        ctx: &mut Ctx,
+    ) -> Result<VerifiedDenial, Halt> {
+        let zone = keys.zone().clone();
+        let sets = s.take_all(Section::Authority, |r| {
+            (r.rtype == RrType::NSEC || r.rtype == RrType::NSEC3) && r.signers().contains(&zone)
+        });
+        let verified = self.verify_all(keys, sets, ctx).await?;
+        Ok(prove(&zone, name, claim, &verified)?)
+    }
+
+    /// A referral (forwarding mode): the server is not authoritative for the current name.
+    /// Its DS is verified, or its absence proven, so the answer can say whether the data
+    /// below would be signed; the referral is reported, not followed.
+    async fn referral(
+        &self,
+        j: usize,
+        s: &mut Sections,
+        w: &mut Walk,
+        ctx: &mut Ctx,
+    ) -> Result<Step, Halt> {
+        let name = w.name.clone();
+        let ns = s.take(Section::Authority, j);
+        let cut = ns.owner.clone();
+        let targets: Vec<Name> = ns
+            .rdatas
+            .iter()
+            .filter_map(|r| Name::from_wire(r).ok())
+            .collect();
+        let glue = s.take_all(Section::Additional, |r| {
+            matches!(r.rtype, RrType::A | RrType::AAAA)
+                && r.owner.is_subdomain_of(&cut)
+                && targets.contains(&r.owner)
+        });
+        let ds = s.find(Section::Authority, |r| {
+            r.owner == cut && r.rtype == RrType::DS
+        });
+        let mut referral = Referral {
+            zone: cut.clone(),
+            ns,
+            ds: None,
+            no_ds: None,
+            glue,
+        };
+        let not_authoritative = |what: String| {
+            Reason::new(
+                ede::OTHER,
+                format!(
+                    "referral to {cut}{what}: the server asked is not authoritative for {name}; \
+                     ask {cut}'s name servers, or resolve iteratively (--root)"
+                ),
+            )
+        };
+        match self.config.anchors.closest(&cut) {
+            None => w.indeterminate(Reason::new(
+                ede::OTHER,
+                format!("no trust anchor covers {name} (referral to {cut})"),
+            )),
+            Some(anchor) if *anchor == cut => {
+                w.indeterminate(not_authoritative(" (a trust anchor)".into()));
+            }
+            Some(_) => match ds {
+                Some(j) => {
+                    let ds = s.take(Section::Authority, j);
+                    match self.check_rrset(&ds, ctx).await {
+                        Checked::Secure(v, keys) => {
+                            w.indeterminate(not_authoritative(format!(
+                                ", a signed delegation (DS verified with {}'s DNSKEY)",
+                                keys.zone()
+                            )));
+                            referral.ds = Some(v);
+                        }
+                        Checked::Insecure(r) => w.insecure(r),
+                        Checked::Indeterminate(r) => w.indeterminate(r),
+                        Checked::Bogus(r) => return Err(Halt::Bogus(r)),
+                    }
+                }
+                None => {
+                    let proof = s.take_all(Section::Authority, |r| {
+                        r.rtype == RrType::NSEC || r.rtype == RrType::NSEC3
+                    });
+                    match self.prove_no_ds(&cut, &proof, ctx, 0).await {
+                        NoDs::Proven(d) => {
+                            w.insecure(Reason::new(
+                                ede::OTHER,
+                                format!(
+                                    "{name} is at or below {cut}, an unsigned delegation (no DS, proven \
+                                     by {}'s denial records); the server asked referred the \
+                                     query there",
+                                    d.zone()
+                                ),
+                            ));
+                            referral.no_ds = Some(d);
+                        }
+                        NoDs::Insecure(r) => w.insecure(r),
+                        NoDs::Bogus(r) => return Err(Halt::Bogus(r)),
+                    }
+                }
+            },
+        }
+        ctx.chain.push(format!("{name}: referral to {cut}"));
+        w.referral = Some(referral);
+        Ok(Step::Done)
+    }
+}

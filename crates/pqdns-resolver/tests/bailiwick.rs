@@ -1,0 +1,240 @@
+//! Iterative resolution against hostile and careless servers on loopback (each on its own
+//! 127.0.0.x address, one shared port): referrals to unrelated zones are not followed,
+//! out-of-bailiwick glue is ignored (the NS name is resolved separately instead), NS names
+//! without glue are resolved within a budget (NXNSAttack), and records outside the zone of the
+//! answering server are dropped from its responses (RFC 2181 §5.4.1).
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pqdns_core::message::{rcode, Message, FLAG_AA, FLAG_QR};
+use pqdns_core::{Name, Record, RrType};
+use pqdns_resolver::{Config, Mode, ResolveError, Resolver, TrustAnchors};
+use tokio::net::UdpSocket;
+
+mod common;
+use common::name;
+
+const ROOT: &str = "127.0.0.21";
+const EVIL: &str = "127.0.0.22";
+const GOOD: &str = "127.0.0.23";
+
+fn rec(owner: &str, rtype: RrType, rdata: Vec<u8>) -> Record {
+    common::record(owner, rtype, 300, rdata)
+}
+
+fn a(owner: &str, ip: &str) -> Record {
+    let ip: std::net::Ipv4Addr = ip.parse().unwrap();
+    rec(owner, RrType::A, ip.octets().to_vec())
+}
+
+fn ns(owner: &str, target: &str) -> Record {
+    rec(owner, RrType::NS, name(target).as_wire().to_vec())
+}
+
+/// A response to `q` with RCODE `code`, AA as given, no EDNS.
+fn reply(q: &Message, aa: bool, code: u16) -> Message {
+    let mut m = q.clone();
+    m.flags = FLAG_QR | if aa { FLAG_AA } else { 0 } | code;
+    m.edns = None;
+    m
+}
+
+type Behaviour = Arc<dyn Fn(&Message) -> Message + Send + Sync>;
+
+/// The questions a server was asked.
+type Log = Arc<Mutex<Vec<(Name, RrType)>>>;
+
+/// Starts a UDP server at `ip:port` answering with `behave`; returns its question log.
+async fn server(ip: &str, port: u16, behave: Behaviour) -> std::io::Result<Log> {
+    let socket = UdpSocket::bind((ip, port)).await?;
+    let log: Log = Arc::default();
+    let seen = log.clone();
+    common::spawn_udp(socket, move |wire, _| {
+        let q = Message::parse(wire).ok()?;
+        seen.lock()
+            .unwrap()
+            .push((q.questions[0].qname.clone(), q.questions[0].qtype));
+        Some(behave(&q).to_wire())
+    });
+    Ok(log)
+}
+
+/// Root, evil and good servers on one port; returns their logs and the port.
+async fn servers(root: Behaviour, evil: Behaviour, good: Behaviour) -> (Log, Log, Log, u16) {
+    for _ in 0..20 {
+        let port = std::net::UdpSocket::bind((ROOT, 0))
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let (Ok(r), Ok(e), Ok(g)) = (
+            server(ROOT, port, root.clone()).await,
+            server(EVIL, port, evil.clone()).await,
+            server(GOOD, port, good.clone()).await,
+        ) else {
+            continue;
+        };
+        return (r, e, g, port);
+    }
+    panic!("no port free on {ROOT}, {EVIL} and {GOOD}");
+}
+
+/// The example. server: `www.example. A 192.0.2.80`, plus records outside its zone that it
+/// has no business sending.
+fn good() -> Behaviour {
+    Arc::new(|q| {
+        let mut m = reply(q, true, rcode::NOERROR);
+        if q.questions[0].qname == name("www.example.") && q.questions[0].qtype == RrType::A {
+            m.answers.push(a("www.example.", "192.0.2.80"));
+            m.answers.push(a("login.bank.", "203.0.113.66"));
+            m.additional.push(a("www.other.", "203.0.113.66"));
+        }
+        m
+    })
+}
+
+/// Answers everything with 203.0.113.66: it must never be asked.
+fn evil() -> Behaviour {
+    Arc::new(|q| {
+        let mut m = reply(q, true, rcode::NOERROR);
+        let qname = q.questions[0].qname.to_string();
+        m.answers.push(a(&qname, "203.0.113.66"));
+        m
+    })
+}
+
+/// A root that answers names under `nowhere.` with NXDOMAIN, `ns.other.` with the good
+/// server's address, and refers example. with `referral`.
+fn root(referral: fn(&mut Message)) -> Behaviour {
+    Arc::new(move |q| {
+        let qname = &q.questions[0].qname;
+        if qname.is_subdomain_of(&name("nowhere.")) {
+            return reply(q, true, rcode::NXDOMAIN);
+        }
+        if *qname == name("ns.other.") {
+            let mut m = reply(q, true, rcode::NOERROR);
+            if q.questions[0].qtype == RrType::A {
+                m.answers.push(a("ns.other.", GOOD));
+            }
+            return m;
+        }
+        let mut m = reply(q, false, rcode::NOERROR);
+        referral(&mut m);
+        m
+    })
+}
+
+fn resolver(port: u16) -> Resolver {
+    let mode = Mode::Iterative {
+        roots: vec![SocketAddr::new(ROOT.parse().unwrap(), port)],
+        port,
+    };
+    Resolver::new(
+        Config::new(mode, TrustAnchors::default()),
+        common::udp_client(Duration::from_secs(2)),
+    )
+}
+
+/// Resolves www.example. A iteratively with `referral` at the root.
+fn run(
+    referral: fn(&mut Message),
+) -> (Result<pqdns_resolver::Answer, ResolveError>, Log, Log, Log) {
+    let rt = common::runtime();
+    rt.block_on(async {
+        let (r, e, g, port) = servers(root(referral), evil(), good()).await;
+        let answer = resolver(port)
+            .resolve(&name("www.example."), RrType::A)
+            .await;
+        (answer, r, e, g)
+    })
+}
+
+fn addresses(a: &pqdns_resolver::Answer) -> Vec<Vec<u8>> {
+    a.answers()
+        .iter()
+        .flat_map(|s| s.records())
+        .map(|r| r.rdata)
+        .collect()
+}
+
+#[test]
+fn a_referral_to_an_unrelated_zone_is_not_followed() {
+    let (answer, _, evil, good) = run(|m| {
+        m.authority.push(ns("evil.", "ns.evil."));
+        m.additional.push(a("ns.evil.", EVIL));
+    });
+    let err = answer.unwrap_err();
+    assert!(
+        matches!(&err, ResolveError::Lame(t) if t.contains("out of bailiwick")),
+        "{err}"
+    );
+    assert!(evil.lock().unwrap().is_empty() && good.lock().unwrap().is_empty());
+}
+
+#[test]
+fn out_of_bailiwick_glue_is_ignored_and_the_ns_name_resolved() {
+    // example. is served by ns.other.; the root "helpfully" adds glue for ns.other. pointing
+    // at the evil server. The glue is outside example., so the resolver must look up
+    // ns.other. itself (the root answers it: the good server).
+    let (answer, root, evil, good) = run(|m| {
+        m.authority.push(ns("example.", "ns.other."));
+        m.additional.push(a("ns.other.", EVIL));
+    });
+    let answer = answer.unwrap();
+    assert_eq!(addresses(&answer), vec![vec![192, 0, 2, 80]]);
+    assert!(evil.lock().unwrap().is_empty(), "the evil glue was used");
+    assert_eq!(good.lock().unwrap().len(), 1);
+    assert!(root
+        .lock()
+        .unwrap()
+        .contains(&(name("ns.other."), RrType::A)));
+    // The good server's records outside example. were dropped on arrival.
+    let m = &answer.unvalidated_messages()[0];
+    assert_eq!(m.answers.len(), 1);
+    assert!(m.additional.is_empty());
+    assert!(answer
+        .chain()
+        .iter()
+        .any(|l| l.contains("2 record(s) outside example.")));
+}
+
+#[test]
+fn in_bailiwick_glue_is_used_directly() {
+    let (answer, root, evil, good) = run(|m| {
+        m.authority.push(ns("example.", "ns.example."));
+        m.additional.push(a("ns.example.", GOOD));
+        // Glue for a name that is not one of the NS names: ignored.
+        m.additional.push(a("mail.example.", EVIL));
+    });
+    assert_eq!(addresses(&answer.unwrap()), vec![vec![192, 0, 2, 80]]);
+    assert!(evil.lock().unwrap().is_empty());
+    assert_eq!(good.lock().unwrap().len(), 1);
+    assert_eq!(root.lock().unwrap().len(), 1, "no extra lookups");
+}
+
+#[test]
+fn ns_names_without_glue_are_resolved_within_a_budget() {
+    // Ten NS names without glue, none of which exists (NXNSAttack): at most three are looked
+    // up, each for A and then AAAA.
+    let (answer, root, evil, good) = run(|m| {
+        for i in 0..10 {
+            m.authority
+                .push(ns("example.", &format!("ns{i}.victim.nowhere.")));
+        }
+    });
+    let err = answer.unwrap_err();
+    assert!(matches!(&err, ResolveError::Lame(_)), "{err}");
+    let lookups = root
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(n, _)| n.is_subdomain_of(&name("nowhere.")))
+        .count();
+    assert!(
+        (1..=6).contains(&lookups),
+        "{lookups} lookups for NS names without glue"
+    );
+    assert!(evil.lock().unwrap().is_empty() && good.lock().unwrap().is_empty());
+}

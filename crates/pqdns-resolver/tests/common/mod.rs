@@ -1,0 +1,177 @@
+//! Shared by the resolver's integration tests: an in-process pqdns-server serving one zone
+//! signed with fresh keys, on 127.0.0.1 (UDP and TCP on one port, optionally DoT and DoH),
+//! and the trust anchor for it.
+
+#![allow(dead_code)] // each test crate uses a different part
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use pqdns_core::{Class, Name, Record, RrType};
+use pqdns_resolver::{Client, TlsOptions, Transport, TrustAnchors};
+use pqdns_server::settings::Settings;
+use pqdns_server::zones::{load_all, ZoneSource};
+use pqdns_server::{Server, ServerConfig, ServerHandle};
+
+/// A zone to serve: master-file records relative to `origin`, signed with `algorithms` (none:
+/// unsigned) and `denial` (`nsec` or `nsec3`).
+pub struct ZoneSpec<'a> {
+    pub origin: &'a str,
+    pub records: &'a str,
+    pub algorithms: &'a [&'a str],
+    pub denial: &'a str,
+}
+
+/// A running server; shut down when dropped.
+pub struct Served {
+    pub rt: tokio::runtime::Runtime,
+    handle: Option<ServerHandle>,
+    /// The DS records of the zone's keys.
+    pub anchors: TrustAnchors,
+    /// UDP and TCP address.
+    pub addr: SocketAddr,
+    /// DoT and DoH addresses, if asked for.
+    pub dot: Option<SocketAddr>,
+    pub doh: Option<SocketAddr>,
+    /// Holds the zone description, keys, DS file (`<origin>ds`) and TLS certificate.
+    pub dir: tempfile::TempDir,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(h) = self.handle.take() {
+            self.rt.block_on(h.shutdown());
+        }
+    }
+}
+
+/// A multi-threaded runtime with two workers.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Serves `zone` on 127.0.0.1; `configure` may change the settings (fragmentation, …).
+/// With `tls`, DoT and DoH listen too, with a self-signed certificate in `dir/keys`.
+pub fn serve(zone: ZoneSpec<'_>, tls: bool, configure: impl FnOnce(&mut Settings)) -> Served {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("zone.toml");
+    let signing = if zone.algorithms.is_empty() {
+        String::new()
+    } else {
+        let algs: Vec<String> = zone.algorithms.iter().map(|a| format!("{a:?}")).collect();
+        format!(
+            "[signing]\nalgorithms = [{}]\nkeys = \"csk\"\ndenial = \"{}\"\nkey_directory = \"keys\"\n",
+            algs.join(", "),
+            zone.denial
+        )
+    };
+    std::fs::write(
+        &file,
+        format!(
+            "origin = \"{}\"\ndefault_ttl = 300\nrecords = '''\n{}'''\n{signing}",
+            zone.origin, zone.records
+        ),
+    )
+    .unwrap();
+    serve_toml(dir, file, tls, configure)
+}
+
+/// Serves the zone description `file` (keys in its key directory), in `dir`, like
+/// pqdns-server: the DS records are written to `dir/keys/<zone>ds` and a generated
+/// certificate to `dir/keys/pqdns-server.crt`.
+pub fn serve_toml(
+    dir: tempfile::TempDir,
+    file: std::path::PathBuf,
+    tls: bool,
+    configure: impl FnOnce(&mut Settings),
+) -> Served {
+    let sources = vec![ZoneSource::File(file)];
+    let (catalog, reports) = load_all(&sources, pqdns_core::time::now()).unwrap();
+    let mut anchors = TrustAnchors::default();
+    let mut ds_text = String::new();
+    for ds in &reports[0].ds {
+        anchors.add_ds(ds.owner.clone(), ds.rdata.clone());
+        ds_text.push_str(&format!("{ds}\n"));
+    }
+    if let Some(ds) = reports[0].ds.first() {
+        let keys = dir.path().join("keys");
+        std::fs::create_dir_all(&keys).unwrap();
+        std::fs::write(keys.join(format!("{}ds", ds.owner)), ds_text).unwrap();
+    }
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .unwrap()
+        .port();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let mut settings = Settings::new(dir.path().join("keys"));
+    settings.udp = vec![addr];
+    settings.tcp = vec![addr];
+    if tls {
+        settings.dot = vec![SocketAddr::from(([127, 0, 0, 1], 0))];
+        settings.doh = vec![SocketAddr::from(([127, 0, 0, 1], 0))];
+    }
+    configure(&mut settings);
+    let rt = runtime();
+    let handle = rt
+        .block_on(Server::bind(
+            ServerConfig {
+                zones: sources,
+                settings,
+            },
+            catalog,
+        ))
+        .unwrap();
+    Served {
+        dot: handle.addrs.dot.first().copied(),
+        doh: handle.addrs.doh.first().copied(),
+        rt,
+        handle: Some(handle),
+        anchors,
+        addr,
+        dir,
+    }
+}
+
+/// A name from presentation format.
+pub fn name(s: &str) -> Name {
+    s.parse().unwrap()
+}
+
+/// An IN record.
+pub fn record(owner: &str, rtype: RrType, ttl: u32, rdata: Vec<u8>) -> Record {
+    Record {
+        owner: name(owner),
+        rtype,
+        class: Class::IN,
+        ttl,
+        rdata,
+    }
+}
+
+/// Answers datagrams on `socket` with `reply(datagram, sender)` (or stays silent), for at
+/// most 1000 datagrams; the task ends with the test's runtime.
+pub fn spawn_udp<F>(socket: tokio::net::UdpSocket, mut reply: F)
+where
+    F: FnMut(&[u8], SocketAddr) -> Option<Vec<u8>> + Send + 'static,
+{
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65_535];
+        for _ in 0..1000 {
+            let Ok((n, peer)) = socket.recv_from(&mut buf).await else {
+                return;
+            };
+            if let Some(answer) = reply(&buf[..n], peer) {
+                let _ = socket.send_to(&answer, peer).await;
+            }
+        }
+    });
+}
+
+/// A UDP client without fragmentation (TC → TCP).
+pub fn udp_client(timeout: Duration) -> Client {
+    Client::new(Transport::Udp, timeout, TlsOptions::default()).unwrap()
+}
