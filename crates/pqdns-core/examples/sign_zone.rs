@@ -45,7 +45,11 @@ fn main() -> ExitCode {
 fn run() -> Result<(), Box<dyn std::error::Error>> {
     let origin = Name::parse("example.com.", None)?;
     let mut zone = Zone::new(origin.clone());
-    ZoneFileReader::new(Some(origin.clone()), None).read_str_into(ZONE, "example.com", &mut zone)?;
+    ZoneFileReader::new(Some(origin.clone()), None).read_str_into(
+        ZONE,
+        "example.com",
+        &mut zone,
+    )?;
     zone.check_apex()?;
 
     let profile = Profile::default_profile();
@@ -71,7 +75,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         &zone,
         &profile,
         &provider,
-        &VerifyOptions { now, signatures_only: false },
+        &VerifyOptions {
+            now,
+            signatures_only: false,
+        },
     );
     if let Some(failure) = report.failures.first() {
         return Err(format!("the signed zone does not verify: {failure}").into());
