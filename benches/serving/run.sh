@@ -9,6 +9,8 @@
 #   CLIENTS=4 OUTSTANDING=500   dnsperf -c / -q              HS_CONC=8   tlsload handshake workers
 #   KEEP=1        keep the work directory (zones, configs, logs) for inspection
 #   PQ_PORT PQ_DOT NSD_PORT NSD_DOT   ports (defaults below), for two runs side by side
+#   PQDNS_BIN=DIR directory with pqdns-server, pqdns-zone, pqdns-bench (default target/release)
+#   ZONES="classical pqc"   which signed zones to serve
 #
 # Needs: target/release/{pqdns-server,pqdns-zone,pqdns-bench}, nsd 4.6, dnsperf 2.10,
 # openssl, dig, python3 with matplotlib; Go >= 1.25 for the hybrid handshake client
@@ -20,7 +22,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BIN=$ROOT/target/release
+BIN=${PQDNS_BIN:-$ROOT/target/release}   # another build's binaries, for A/B runs
 OUT=$ROOT/docs/bench
 CSV=${CSV:-$OUT/serving.csv}
 DURATION=${DURATION:-10}
@@ -327,7 +329,7 @@ hs_dnsperf_run() { # server rep
 
 # ---------------------------------------------------------------- the runs
 SECONDS=0
-for zone in classical pqc; do
+for zone in ${ZONES:-classical pqc}; do
     log "== $zone zone (${ALG[$zone]}, NSEC3)"
     start_pqdns "$zone"
     start_nsd "$zone"

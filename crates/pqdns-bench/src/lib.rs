@@ -12,6 +12,7 @@ pub mod genzone;
 pub mod load;
 pub mod matrix;
 pub mod matrix_report;
+pub mod mtl_report;
 pub mod proc_stat;
 pub mod query_source;
 pub mod replay;

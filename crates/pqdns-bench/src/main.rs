@@ -11,7 +11,8 @@ use pqdns_bench::load::{self, ConnectionMode, Limit, LoadConfig, LoadTransport};
 use pqdns_bench::query_source::{self, EdnsOptions};
 use pqdns_bench::tls_client::{self, TlsClientOptions};
 use pqdns_bench::{
-    fragmentation_report, genzone, matrix, resolver_report, server_process, signing_report,
+    fragmentation_report, genzone, matrix, mtl_report, resolver_report, server_process,
+    signing_report,
 };
 use pqdns_core::atomic_file::{write_atomic, FileMode};
 use pqdns_core::dnssec::Algorithm;
@@ -125,6 +126,29 @@ enum Cmd {
         max_single_thread: f64,
         /// Output prefix: writes PREFIX.csv and PREFIX.json.
         #[arg(long, default_value = "docs/bench/signing")]
+        output: PathBuf,
+    },
+    /// MTL-mode report: condensed and full signature sizes and verification cost (cached
+    /// ladder or not) per series size, from the core API; signing time, signed size and answer
+    /// bytes of the delegation zone per algorithm (SLH-DSA-MTL beside SPHINCS+, ML-DSA,
+    /// Falcon, ECDSA). Writes PREFIX.csv (zones), PREFIX-series.csv, PREFIX.json after every
+    /// step and PREFIX-size/-signatures.svg/.png at the end. The full run takes minutes
+    /// (SPHINCS+-128s zone signing); `--quick` takes seconds.
+    Mtl {
+        /// A run of seconds (20 delegations, ECDSA / ML-DSA-44 / MTL-SHA2, series up to 1000
+        /// leaves): for checking the tool, not for numbers.
+        #[arg(long)]
+        quick: bool,
+        /// Delegations in the generated zone (default: 1500, or 20 with --quick).
+        #[arg(long)]
+        delegations: Option<usize>,
+        /// Zone algorithms (names as in `pqdns-zone algorithms`; default: ECDSAP256SHA256,
+        /// ML-DSA-44, Falcon-512, SLH-DSA-MTL-SHA2-128s, SLH-DSA-MTL-SHAKE-128s,
+        /// SPHINCS+-SHA2-128s).
+        #[arg(long, value_delimiter = ',')]
+        algorithms: Vec<String>,
+        /// Output prefix.
+        #[arg(long, default_value = "docs/bench/mtl")]
         output: PathBuf,
     },
     /// Resolver report: validated resolution time and bytes per algorithm and transport, with a
@@ -581,9 +605,14 @@ fn run_replay(a: ReplayArgs) -> ExitCode {
     write_report(&a.output, &csv, &report)
 }
 
-fn write_report<T: serde::Serialize>(output: &std::path::Path, csv: &str, rows: &T) -> ExitCode {
+/// Writes `OUTPUT.csv` and `OUTPUT.json` (atomically).
+fn write_files<T: serde::Serialize>(
+    output: &std::path::Path,
+    csv: &str,
+    rows: &T,
+) -> std::io::Result<()> {
     let json = serde_json::to_string_pretty(rows).unwrap_or_default();
-    let written = write_atomic(
+    write_atomic(
         &output.with_extension("csv"),
         csv.as_bytes(),
         FileMode::Public,
@@ -594,8 +623,11 @@ fn write_report<T: serde::Serialize>(output: &std::path::Path, csv: &str, rows: 
             json.as_bytes(),
             FileMode::Public,
         )
-    });
-    if let Err(e) = written {
+    })
+}
+
+fn write_report<T: serde::Serialize>(output: &std::path::Path, csv: &str, rows: &T) -> ExitCode {
+    if let Err(e) = write_files(output, csv, rows) {
         eprintln!("pqdns-bench: {}: {e}", output.display());
         return ExitCode::from(2);
     }
@@ -688,6 +720,61 @@ fn run(command: Cmd) -> ExitCode {
             }
             let rows = signing_report::run(&algs, delegations, max_single_thread);
             return write_report(&output, &signing_report::to_csv(&rows), &rows);
+        }
+        Cmd::Mtl {
+            quick,
+            delegations,
+            algorithms,
+            output,
+        } => {
+            let mut opts = if quick {
+                mtl_report::Options::quick()
+            } else {
+                mtl_report::Options::full()
+            };
+            if let Some(d) = delegations {
+                opts.delegations = d;
+            }
+            if !algorithms.is_empty() {
+                opts.algorithms.clear();
+                for name in &algorithms {
+                    match Algorithm::from_name(name) {
+                        Some(a) => opts.algorithms.push(a),
+                        None => {
+                            eprintln!("pqdns-bench: unknown algorithm {name:?}");
+                            return ExitCode::from(2);
+                        }
+                    }
+                }
+            }
+            // After every step: files only (a long run leaves its results behind as it goes).
+            let save = |report: &mtl_report::Report| {
+                let series = output.with_file_name(format!(
+                    "{}-series.csv",
+                    output.file_name().unwrap_or_default().to_string_lossy()
+                ));
+                write_atomic(
+                    &series,
+                    mtl_report::series_csv(report).as_bytes(),
+                    FileMode::Public,
+                )
+                .and_then(|()| write_files(&output, &mtl_report::to_csv(report), report))
+            };
+            let report = mtl_report::run(&opts, &|r| {
+                if let Err(e) = save(r) {
+                    eprintln!("pqdns-bench: {}: {e}", output.display());
+                }
+            });
+            if let Err(e) = save(&report) {
+                eprintln!("pqdns-bench: {}: {e}", output.display());
+                return ExitCode::from(2);
+            }
+            if let Err(e) = mtl_report::chart(&output, &report) {
+                eprintln!("pqdns-bench: chart not drawn: {e}");
+            }
+            outln!("{}", mtl_report::series_csv(&report).trim_end_matches('\n'));
+            outln!("{}", mtl_report::to_csv(&report).trim_end_matches('\n'));
+            return ExitCode::SUCCESS;
         }
         Cmd::Resolver {
             algorithms,

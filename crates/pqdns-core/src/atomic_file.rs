@@ -155,6 +155,29 @@ pub fn write_atomic_via<E: From<io::Error>>(
     Ok(())
 }
 
+/// Logs a warning (file and mode, never content) if a private key file is readable or writable
+/// by every user on the machine: for secrets this program reads but did not write with
+/// [`FileMode::Private`] (DNSSEC `.private` files, TLS keys copied in by hand). No-op off Unix
+/// and when the file's metadata cannot be read (the read itself reports that).
+pub fn warn_if_world_readable(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(meta) = std::fs::metadata(path) {
+            let mode = meta.permissions().mode() & 0o7777;
+            if mode & 0o007 != 0 {
+                tracing::warn!(
+                    file = %path.display(),
+                    mode = %format!("{mode:04o}"),
+                    "private key file is accessible to every user; run chmod 600"
+                );
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,7 @@
 //! away: `pqdns-zone verify big.zone | head -1`, or a server whose log pipe was closed, must
 //! not panic (`println!` does, on EPIPE).
 //!
-//! [`line()`] writes one line; after the first failed write, output stops for the rest of the
+//! [`line()`](fn@line) writes one line; after the first failed write, output stops for the rest of the
 //! process and every call returns the same [`StdoutGone`]. A closed pipe is the reader's
 //! choice and is not an error for a tool's exit status; any other failure (a full disk under
 //! `> file`) is, and [`status`] reports it at exit.
@@ -77,7 +77,7 @@ pub fn status() -> Result<(), StdoutGone> {
     }
 }
 
-/// `println!` that never panics: writes a line with [`line()`], ignoring the result (check
+/// `println!` that never panics: writes a line with [`line()`](fn@line), ignoring the result (check
 /// [`status`] before exiting).
 #[macro_export]
 macro_rules! outln {

@@ -75,7 +75,11 @@ pub(crate) async fn serve<S: Service>(
     shutdown: watch::Receiver<bool>,
 ) {
     let floods = Arc::new(AtomicU64::new(0));
-    let summary = tokio::spawn(summarize_floods(Arc::clone(&floods), shutdown.clone()));
+    let summary = tokio::spawn(summarize_floods(
+        Arc::clone(&floods),
+        ABUSE_LOG_INTERVAL,
+        shutdown.clone(),
+    ));
     let rx = shutdown.clone();
     let refused = refused_reporter(&service, Transport::Doh);
     accept_loop(
@@ -143,11 +147,14 @@ pub(crate) async fn serve<S: Service>(
     summary.abort();
 }
 
-/// Logs how many connections were closed for stream reset floods, at most once per
-/// [`ABUSE_LOG_INTERVAL`] and only when there were some, until `shutdown` changes.
-async fn summarize_floods(floods: Arc<AtomicU64>, mut shutdown: watch::Receiver<bool>) {
-    let mut tick =
-        tokio::time::interval_at(Instant::now() + ABUSE_LOG_INTERVAL, ABUSE_LOG_INTERVAL);
+/// Logs how many connections were closed for stream reset floods, at most once per `interval`
+/// and only when there were some, until `shutdown` changes.
+async fn summarize_floods(
+    floods: Arc<AtomicU64>,
+    interval: Duration,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut tick = tokio::time::interval_at(Instant::now() + interval, interval);
     loop {
         tokio::select! {
             _ = shutdown.changed() => return,
@@ -157,7 +164,7 @@ async fn summarize_floods(floods: Arc<AtomicU64>, mut shutdown: watch::Receiver<
         if n > 0 {
             warn!(
                 connections = n,
-                seconds = ABUSE_LOG_INTERVAL.as_secs(),
+                seconds = interval.as_secs_f64(),
                 "DoH: closed HTTP/2 connections that reset too many streams (rapid reset)"
             );
         }
@@ -394,4 +401,82 @@ async fn answer<S: Service>(
         }
     }
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// Log lines written through `tracing`, captured for inspection.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Captured {
+        fn summaries(&self) -> Vec<String> {
+            let text = String::from_utf8(self.0.lock().unwrap().clone()).unwrap();
+            text.lines()
+                .filter(|l| l.contains("WARN") && l.contains("rapid reset"))
+                .map(String::from)
+                .collect()
+        }
+    }
+
+    /// Issue 11 item 13: however many reset floods there are, one WARN line per interval
+    /// gives their number, and quiet intervals log nothing.
+    #[test]
+    fn reset_floods_are_summarized_once_per_interval() {
+        let log = Captured::default();
+        let writer = log.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        let interval = Duration::from_millis(100);
+        let seen = log.clone();
+        let wait_for = move |n: usize| {
+            let seen = seen.clone();
+            async move {
+                for _ in 0..100 {
+                    if seen.summaries().len() >= n {
+                        return;
+                    }
+                    tokio::time::sleep(interval / 2).await;
+                }
+            }
+        };
+        tracing::subscriber::with_default(subscriber, || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let floods = Arc::new(AtomicU64::new(0));
+                let (tx, rx) = watch::channel(false);
+                let task = tokio::spawn(summarize_floods(Arc::clone(&floods), interval, rx));
+                floods.fetch_add(500, Ordering::Relaxed);
+                wait_for(1).await;
+                tokio::time::sleep(interval * 3).await; // quiet intervals
+                floods.fetch_add(3, Ordering::Relaxed);
+                wait_for(2).await;
+                tx.send(true).unwrap();
+                task.await.unwrap();
+            });
+        });
+        let lines = log.summaries();
+        assert_eq!(lines.len(), 2, "{lines:#?}");
+        assert!(lines[0].contains("connections=500"), "{}", lines[0]);
+        assert!(lines[1].contains("connections=3"), "{}", lines[1]);
+    }
 }

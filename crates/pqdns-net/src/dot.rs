@@ -1,54 +1,19 @@
-//! DNS over TLS (RFC 7858): the TCP stream loop inside TLS, ALPN "dot" (RFC 7858 §3.2 via the
-//! IANA registry), the handshake bounded by the idle timeout. The negotiated key exchange group
-//! is logged at debug level and reported as [`Event::Handshake`]. Zone transfers over TLS (XoT,
-//! RFC 9103) are served like over TCP; the ALPN is "dot" (RFC 9103 §7.1 registers it for XoT
-//! too).
+//! DNS over TLS (RFC 7858): the TCP stream loop ([`crate::tcp`]) inside TLS, ALPN "dot"
+//! (RFC 7858 §3.2 via the IANA registry), after a handshake bounded by the idle timeout (DoH
+//! uses the same handshake). The negotiated key exchange group is logged at debug level and
+//! reported as [`Event::Handshake`]. Zone transfers over TLS (XoT, RFC 9103) are served like
+//! over TCP; the ALPN is "dot" (RFC 9103 §7.1 registers it for XoT too).
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::net::TcpStream;
 use tokio::time::timeout;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 use tracing::debug;
 
-use crate::limit::ConnLimiter;
 use crate::service::{Event, Service, Transport};
-use crate::tcp::{accept_loop, refused_reporter, serve_stream, StreamLimits};
-
-/// Serves DoT on `listener` with `acceptor`.
-pub(crate) async fn serve<S: Service>(
-    listener: TcpListener,
-    acceptor: TlsAcceptor,
-    service: Arc<S>,
-    limiter: Arc<ConnLimiter>,
-    limits: StreamLimits,
-    shutdown: watch::Receiver<bool>,
-) {
-    let rx = shutdown.clone();
-    let refused = refused_reporter(&service, Transport::Dot);
-    accept_loop(
-        listener,
-        limiter,
-        shutdown,
-        refused,
-        move |stream, peer, permit| {
-            let (service, acceptor, rx) = (Arc::clone(&service), acceptor.clone(), rx.clone());
-            async move {
-                let Some(tls) =
-                    handshake(&acceptor, stream, peer, Transport::Dot, &*service, limits).await
-                else {
-                    return;
-                };
-                serve_stream(tls, peer, Transport::Dot, &service, limits, rx).await;
-                drop(permit);
-            }
-        },
-    )
-    .await;
-}
+use crate::tcp::StreamLimits;
 
 /// Runs the TLS handshake on `stream`, bounded by the idle timeout; logs the negotiated TLS
 /// version, key exchange group and resumption at debug level and reports the handshake (or its

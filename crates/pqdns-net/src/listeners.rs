@@ -22,7 +22,7 @@ use crate::tls::{
     self, CertificateInfo, ServerCertificate, TlsError, TlsSettings, ALPN_DOT, ALPN_H2, ALPN_HTTP1,
 };
 use crate::udp::Deferral;
-use crate::{doh, dot, tcp, udp};
+use crate::{doh, tcp, udp};
 
 /// How long [`Listeners::shutdown`] waits for the listeners to stop before aborting them.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -248,9 +248,9 @@ impl Listeners {
             let service = Arc::clone(&service);
             let rx = rx.clone();
             let task = match (kind, &acceptors) {
-                ("DoT", Some((dot_acceptor, _))) => tokio::spawn(dot::serve(
+                ("DoT", Some((dot_acceptor, _))) => tokio::spawn(tcp::serve(
                     listener,
-                    dot_acceptor.clone(),
+                    Some(dot_acceptor.clone()),
                     service,
                     limiter,
                     limits,
@@ -265,7 +265,7 @@ impl Listeners {
                     Arc::clone(&doh_path),
                     rx,
                 )),
-                _ => tokio::spawn(tcp::serve(listener, service, limiter, limits, rx)),
+                _ => tokio::spawn(tcp::serve(listener, None, service, limiter, limits, rx)),
             };
             tasks.push(task);
         }

@@ -269,7 +269,8 @@ pub trait Service: Send + Sync + 'static {
     ) -> Reply<Self::Transfer>;
 
     /// Answers a request [`Service::respond`] deferred: writes the response at `out[base..]`
-    /// and returns the buffer with what was written. The listener gives up on it after
+    /// (`out` holds the `base` bytes the listener owns) and returns the buffer with what was
+    /// written. The listener gives up on it after
     /// [`crate::ListenConfig::deferred_timeout`] and sends nothing then. The default sends
     /// nothing, for services that never defer.
     fn respond_later(

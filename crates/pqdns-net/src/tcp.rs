@@ -22,8 +22,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::{timeout, Instant};
+use tokio_rustls::TlsAcceptor;
 use tracing::{debug, warn};
 
+use crate::dot::handshake;
 use crate::limit::{ConnLimiter, ConnPermit};
 use crate::service::{
     Event, Reply, Request, ResponseInfo, Service, Transfer, TransferEnd, Transport,
@@ -202,7 +204,7 @@ pub(crate) async fn serve_stream<S, IO>(
                     written = true;
                 }
                 Reply::Defer => {
-                    let task = Arc::clone(service).respond_later(request.to_owned(), Vec::new(), 2);
+                    let task = Arc::clone(service).respond_later(request.to_owned(), vec![0, 0], 2);
                     spawn_deferred(&mut pending, task, limits.deferred, &request);
                 }
                 Reply::Transfer(xfr) => {
@@ -328,26 +330,41 @@ async fn send_transfer<T: Transfer, W: AsyncWrite + Unpin>(
     }
 }
 
-/// Serves plain TCP on `listener`.
+/// Serves TCP on `listener`, or DoT when `tls` is given (each connection's handshake first,
+/// see [`crate::dot`]).
 pub(crate) async fn serve<S: Service>(
     listener: TcpListener,
+    tls: Option<TlsAcceptor>,
     service: Arc<S>,
     limiter: Arc<ConnLimiter>,
     limits: StreamLimits,
     shutdown: watch::Receiver<bool>,
 ) {
+    let transport = if tls.is_some() {
+        Transport::Dot
+    } else {
+        Transport::Tcp
+    };
     let rx = shutdown.clone();
-    let refused = refused_reporter(&service, Transport::Tcp);
+    let refused = refused_reporter(&service, transport);
     accept_loop(
         listener,
         limiter,
         shutdown,
         refused,
         move |stream, peer, permit| {
-            let service = Arc::clone(&service);
-            let rx = rx.clone();
+            let (service, tls, rx) = (Arc::clone(&service), tls.clone(), rx.clone());
             async move {
-                serve_stream(stream, peer, Transport::Tcp, &service, limits, rx).await;
+                match tls {
+                    None => serve_stream(stream, peer, transport, &service, limits, rx).await,
+                    Some(acceptor) => {
+                        let handshake =
+                            handshake(&acceptor, stream, peer, transport, &*service, limits);
+                        if let Some(tls) = handshake.await {
+                            serve_stream(tls, peer, transport, &service, limits, rx).await;
+                        }
+                    }
+                }
                 drop(permit);
             }
         },

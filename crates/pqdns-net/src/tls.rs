@@ -13,13 +13,15 @@
 //!
 //! The certificate in use can be replaced while serving ([`ServerCertificate::reload`], on
 //! SIGHUP): new handshakes get the new certificate; if the files cannot be read or do not fit
-//! together, the old certificate stays. Private keys are never logged.
+//! together, the old certificate stays. Private keys are never logged; files are written
+//! atomically ([`pqdns_core::atomic_file`]), and a configured key file that every user may
+//! read is warned about (file and mode) each time it is read.
 
-use std::io::Write as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 
+use pqdns_core::atomic_file::{warn_if_world_readable, write_atomic, FileMode};
 use rustls::crypto::aws_lc_rs::{self, kx_group};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
@@ -202,7 +204,9 @@ pub fn read_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, Tl
     Ok(chain)
 }
 
+/// The private key in `path`, with a warning in the log if every user may read the file.
 fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
+    warn_if_world_readable(path);
     let pem = std::fs::read(path).map_err(io_err(path))?;
     rustls_pemfile::private_key(&mut pem.as_slice())
         .map_err(io_err(path))?
@@ -393,29 +397,60 @@ fn load_files(
     names: &[SubjectName],
     provider: &CryptoProvider,
 ) -> Result<(Arc<CertifiedKey>, CertificateInfo), TlsError> {
-    let (cert_path, key_path, self_signed) = match &settings.cert_and_key {
-        Some((c, k)) => (c.clone(), k.clone(), false),
-        None => {
-            let dir = &settings.generated_cert_dir;
-            let (c, k) = (dir.join(GENERATED_CERT_FILE), dir.join(GENERATED_KEY_FILE));
-            let reason = if !c.exists() || !k.exists() {
-                Some("none yet".to_string())
-            } else {
-                let chain = read_certificates(&c)?;
+    let Some((cert, key)) = &settings.cert_and_key else {
+        return load_generated(&settings.generated_cert_dir, names, provider);
+    };
+    load_pair(cert, key, false, provider)
+}
+
+/// The self-signed certificate and key in `dir`, generated first if they are missing, do not
+/// cover `names`, or are unusable (e.g. a key that belongs to another certificate).
+fn load_generated(
+    dir: &Path,
+    names: &[SubjectName],
+    provider: &CryptoProvider,
+) -> Result<(Arc<CertifiedKey>, CertificateInfo), TlsError> {
+    let (cert, key) = (dir.join(GENERATED_CERT_FILE), dir.join(GENERATED_KEY_FILE));
+    let stale = if !cert.exists() || !key.exists() {
+        Some("none yet".to_string())
+    } else {
+        match read_certificates(&cert) {
+            Ok(chain) => {
                 uncovered(&chain[0], names).map(|n| format!("the stored one does not cover {n:?}"))
-            };
-            if let Some(reason) = reason {
-                generate(&c, &k, names)?;
-                info!(file = %c.display(), %reason, "generated a self-signed TLS certificate");
             }
-            (c, k, true)
+            Err(e) => Some(format!("the stored one is unusable: {e}")),
         }
     };
-    let chain = read_certificates(&cert_path)?;
-    let key = read_key(&key_path)?;
+    let regenerate = |reason: &str| {
+        generate(&cert, &key, names)?;
+        info!(file = %cert.display(), reason, "generated a self-signed TLS certificate");
+        Ok::<_, TlsError>(())
+    };
+    if let Some(reason) = &stale {
+        regenerate(reason)?;
+    }
+    match load_pair(&cert, &key, true, provider) {
+        Err(e) if stale.is_none() => {
+            regenerate(&format!("the stored one is unusable: {e}"))?;
+            load_pair(&cert, &key, true, provider)
+        }
+        loaded => loaded,
+    }
+}
+
+/// The certificate chain in `cert_path` with the private key in `key_path`, checked to belong
+/// together.
+fn load_pair(
+    cert_path: &Path,
+    key_path: &Path,
+    self_signed: bool,
+    provider: &CryptoProvider,
+) -> Result<(Arc<CertifiedKey>, CertificateInfo), TlsError> {
+    let chain = read_certificates(cert_path)?;
+    let key = read_key(key_path)?;
     let info = CertificateInfo {
         fingerprint: fingerprint(&chain[0]),
-        cert_path: cert_path.clone(),
+        cert_path: cert_path.to_path_buf(),
         self_signed,
     };
     let context = format!("{} with {}", cert_path.display(), key_path.display());
@@ -438,45 +473,9 @@ fn generate(cert_path: &Path, key_path: &Path, names: &[SubjectName]) -> Result<
     if let Some(dir) = key_path.parent() {
         std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     }
-    write_atomically(key_path, key.serialize_pem().as_bytes(), true)?;
-    write_atomically(cert_path, cert.pem().as_bytes(), false)
-}
-
-/// Writes `data` to a temporary file next to `path` (mode 0600 if `private`) and renames it
-/// over `path`, so a crash leaves the old file or the new one, never half of one.
-fn write_atomically(path: &Path, data: &[u8], private: bool) -> Result<(), TlsError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    let result = (|| {
-        let mut file = create_file(&tmp, private)?;
-        file.write_all(data)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result.map_err(io_err(path))
-}
-
-#[cfg(unix)]
-fn create_file(path: &Path, private: bool) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(if private { 0o600 } else { 0o644 })
-        .open(path)
-}
-
-#[cfg(not(unix))]
-fn create_file(path: &Path, _private: bool) -> std::io::Result<std::fs::File> {
-    std::fs::File::create(path)
+    write_atomic(key_path, key.serialize_pem().as_bytes(), FileMode::Private)
+        .map_err(io_err(key_path))?;
+    write_atomic(cert_path, cert.pem().as_bytes(), FileMode::Public).map_err(io_err(cert_path))
 }
 
 /// A rustls server configuration presenting `certificate` under `policy`, offering `alpn`
@@ -598,11 +597,77 @@ mod tests {
             "a covering one is kept"
         );
 
+        // A generated key that no longer fits the certificate (e.g. a crash between the two
+        // writes) is replaced rather than refused.
+        let keys = dir.path().join("keys");
+        let other = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        std::fs::write(keys.join(GENERATED_KEY_FILE), other.serialize_pem()).unwrap();
+        let fourth = ServerCertificate::load(&s, &listen[..1]).unwrap().info();
+        assert_ne!(third.fingerprint, fourth.fingerprint);
+
         s.names = vec!["not a name".into()];
         let err = ServerCertificate::load(&s, &listen)
             .unwrap_err()
             .to_string();
         assert!(err.contains("not a name"), "{err}");
+    }
+
+    /// A configured key file every user may read is named in a warning (with its mode, never
+    /// its content) when it is loaded; a 0600 one is not.
+    #[cfg(unix)]
+    #[test]
+    fn a_key_file_every_user_may_read_is_warned_about() {
+        use std::os::unix::fs::PermissionsExt as _;
+        use std::sync::Mutex;
+
+        #[derive(Clone, Default)]
+        struct Log(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Log {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+
+        let dir = tempfile::tempdir().unwrap();
+        let (cert_path, key_path) = (dir.path().join("c.pem"), dir.path().join("k.pem"));
+        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let params = rcgen::CertificateParams::new(vec!["localhost".into()]).unwrap();
+        std::fs::write(&cert_path, params.self_signed(&key).unwrap().pem()).unwrap();
+        let pem = key.serialize_pem();
+        std::fs::write(&key_path, &pem).unwrap();
+        let s = TlsSettings {
+            cert_and_key: Some((cert_path, key_path.clone())),
+            ..settings(dir.path())
+        };
+        let load_logged = |mode: u32| {
+            std::fs::set_permissions(&key_path, std::fs::Permissions::from_mode(mode)).unwrap();
+            let log = Log::default();
+            let writer = log.clone();
+            let subscriber = tracing_subscriber::fmt()
+                .with_writer(move || writer.clone())
+                .with_ansi(false)
+                .finish();
+            tracing::subscriber::with_default(subscriber, || {
+                ServerCertificate::load(&s, &[]).unwrap();
+            });
+            let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+            text
+        };
+        let quiet = load_logged(0o600);
+        assert!(!quiet.contains("every user"), "{quiet}");
+        let warned = load_logged(0o644);
+        assert!(
+            warned.contains("every user")
+                && warned.contains(&key_path.display().to_string())
+                && warned.contains("mode=0644"),
+            "{warned}"
+        );
+        let secret = pem.lines().nth(1).unwrap();
+        assert!(!warned.contains(secret), "the key itself is never logged");
     }
 
     /// Issue 11 item 21: a reload serves new files, and keeps the old certificate when the

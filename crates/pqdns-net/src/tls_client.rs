@@ -2,7 +2,7 @@
 //! generator): rustls with the aws-lc-rs provider, TLS 1.3 only (hybrid key exchange needs
 //! it), X25519MLKEM768 offered first, or only hybrid groups ([`ClientOptions::pq_only`]), or one
 //! chosen named group (RFC 8446 §4.2.7); ALPN; session resumption (RFC 8446 §2.2) with an
-//! in-memory cache or none; and the certificates to trust ([`Roots`]): a PEM file (CA
+//! in-memory cache or none; and the certificates to trust ([`Roots`]): PEM files (CA
 //! certificates or a server's self-signed certificate), the system store, or, for test
 //! servers only, [`Roots::DangerAcceptAnyCertificate`].
 
@@ -18,9 +18,9 @@ use crate::tls::{is_hybrid, read_certificates, TlsError};
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Roots {
-    /// The certificates of a PEM file: CA certificates, or a server's self-signed certificate.
+    /// The certificates of PEM files: CA certificates, or servers' self-signed certificates.
     /// A file without any is an error naming it.
-    CaFile(PathBuf),
+    CaFiles(Vec<PathBuf>),
     /// The operating system's certificate store (loaded when the configuration is built:
     /// tens of milliseconds).
     System,
@@ -73,10 +73,10 @@ impl ClientOptions {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClientTlsError {
-    /// The CA file could not be read or holds no certificate (the error names the file).
+    /// A CA file could not be read or holds no certificate (the error names the file).
     #[error("TLS CA file {0}")]
     CaFile(TlsError),
-    /// A certificate of the CA file or the system store was rejected.
+    /// A certificate of a CA file or the system store was rejected.
     #[error("TLS trust anchor: {0}")]
     BadRoot(rustls::Error),
     /// The system certificate store could not be read, or is empty.
@@ -120,14 +120,20 @@ pub fn parse_group(name: &str) -> Result<NamedGroup, String> {
 fn root_store(roots: &Roots) -> Result<rustls::RootCertStore, ClientTlsError> {
     let mut store = rustls::RootCertStore::empty();
     match roots {
-        Roots::CaFile(path) => {
-            for cert in read_certificates(path).map_err(ClientTlsError::CaFile)? {
-                store.add(cert).map_err(ClientTlsError::BadRoot)?;
+        Roots::CaFiles(paths) => {
+            for path in paths {
+                for cert in read_certificates(path).map_err(ClientTlsError::CaFile)? {
+                    store.add(cert).map_err(ClientTlsError::BadRoot)?;
+                }
             }
         }
         Roots::System => {
             let found = rustls_native_certs::load_native_certs();
-            let (added, _ignored) = store.add_parsable_certificates(found.certs);
+            for e in &found.errors {
+                tracing::warn!(error = %e, "system certificate store");
+            }
+            let (added, ignored) = store.add_parsable_certificates(found.certs);
+            tracing::debug!(added, ignored, "system certificate store loaded");
             if added == 0 {
                 let why = found
                     .errors
@@ -288,14 +294,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let empty = dir.path().join("empty-ca.pem");
         std::fs::write(&empty, "# nothing here\n").unwrap();
-        let err = client_config(&ClientOptions::new(Roots::CaFile(empty))).unwrap_err();
+        let err = client_config(&ClientOptions::new(Roots::CaFiles(vec![empty]))).unwrap_err();
         let text = err.to_string();
         assert!(
             text.contains("empty-ca.pem") && text.contains("no CERTIFICATE"),
             "{text}"
         );
         let missing = dir.path().join("missing.pem");
-        let err = client_config(&ClientOptions::new(Roots::CaFile(missing))).unwrap_err();
+        let err = client_config(&ClientOptions::new(Roots::CaFiles(vec![missing]))).unwrap_err();
         assert!(err.to_string().contains("missing.pem"), "{err}");
 
         let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
@@ -305,7 +311,7 @@ mod tests {
             .unwrap();
         let good = dir.path().join("ca.pem");
         std::fs::write(&good, cert.pem()).unwrap();
-        let opts = ClientOptions::new(Roots::CaFile(good)).with_alpn(b"dot");
+        let opts = ClientOptions::new(Roots::CaFiles(vec![good])).with_alpn(b"dot");
         let config = client_config(&opts).unwrap();
         assert_eq!(config.alpn_protocols, [b"dot".to_vec()]);
     }

@@ -19,6 +19,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::message::Message;
 use pqdns_core::wire::{FLAG_QR, FLAG_TC};
+use pqdns_net::tls_client::{client_config, ClientOptions, Roots};
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UdpSocket};
@@ -515,129 +516,56 @@ where
     }
 }
 
-/// Builds the rustls client configuration: aws-lc-rs provider (X25519MLKEM768 offered first),
-/// or hybrid groups only with `pq_only`; ALPN `alpn`; certificate verification per `opts`
-/// (the CA files, or the system store when there are none).
+/// Builds the rustls client configuration (pqdns-net's [`pqdns_net::tls_client`]): aws-lc-rs
+/// provider (X25519MLKEM768 offered first), or hybrid groups only with `pq_only`; TLS 1.3;
+/// ALPN `alpn`; certificates checked against the certificates of `opts.ca_files`, or the
+/// system store when there are none, unless `opts.insecure`.
 ///
 /// # Errors
-/// [`TransportError::TlsSetup`] for unreadable CA files, an empty system store, or an empty
-/// group list.
+/// [`TransportError::TlsSetup`] for an unreadable CA file or one without certificates (naming
+/// the file), an unusable system store, or an empty group list.
 pub fn tls_config(
     opts: &TlsOptions,
     alpn: &[u8],
 ) -> Result<Arc<rustls::ClientConfig>, TransportError> {
-    let mut provider = rustls::crypto::aws_lc_rs::default_provider();
-    if opts.pq_only {
-        provider.kx_groups.retain(|g| is_hybrid(g.name()));
-        if provider.kx_groups.is_empty() {
-            return Err(TransportError::TlsSetup(
-                "no hybrid key-exchange group available".into(),
-            ));
-        }
-    }
-    let builder = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(|e| TransportError::TlsSetup(e.to_string()))?;
-    let mut config = if opts.insecure {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(insecure::AcceptAnyCert::new()))
-            .with_no_client_auth()
+    let roots = if opts.insecure {
+        Roots::DangerAcceptAnyCertificate
+    } else if opts.ca_files.is_empty() {
+        Roots::System
     } else {
-        let mut roots = rustls::RootCertStore::empty();
-        for path in &opts.ca_files {
-            let pem = std::fs::read(path)
-                .map_err(|e| TransportError::TlsSetup(format!("{}: {e}", path.display())))?;
-            for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
-                let cert =
-                    cert.map_err(|e| TransportError::TlsSetup(format!("{}: {e}", path.display())))?;
-                roots
-                    .add(cert)
-                    .map_err(|e| TransportError::TlsSetup(format!("{}: {e}", path.display())))?;
-            }
-        }
-        if opts.ca_files.is_empty() {
-            let native = rustls_native_certs::load_native_certs();
-            for e in &native.errors {
-                tracing::warn!(error = %e, "system certificate store");
-            }
-            let (added, ignored) = roots.add_parsable_certificates(native.certs);
-            tracing::debug!(added, ignored, "system certificate store loaded");
-            if roots.is_empty() {
-                return Err(TransportError::TlsSetup(
-                    "no CA file given and the system certificate store is empty".into(),
-                ));
-            }
-        }
-        builder.with_root_certificates(roots).with_no_client_auth()
+        Roots::CaFiles(opts.ca_files.clone())
     };
-    config.alpn_protocols = vec![alpn.to_vec()];
-    config.resumption = rustls::client::Resumption::in_memory_sessions(64);
-    Ok(Arc::new(config))
+    let mut client = ClientOptions::new(roots).with_alpn(alpn);
+    client.pq_only = opts.pq_only;
+    client_config(&client).map_err(|e| TransportError::TlsSetup(e.to_string()))
 }
 
-/// True for the hybrid post-quantum named groups rustls offers.
-pub fn is_hybrid(group: rustls::NamedGroup) -> bool {
-    matches!(
-        group,
-        rustls::NamedGroup::X25519MLKEM768
-            | rustls::NamedGroup::secp256r1MLKEM768
-            | rustls::NamedGroup::MLKEM768
-    )
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Certificate verification switched off, for `--insecure-tls` against self-signed servers
-/// (also used by pqdns-bench's load generator).
-pub mod insecure {
-    use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-    use rustls::{DigitallySignedStruct, SignatureScheme};
-
-    /// Accepts any certificate chain but still checks the handshake signature against the
-    /// certificate's key (aws-lc-rs algorithms).
-    #[derive(Debug)]
-    pub struct AcceptAnyCert(rustls::crypto::WebPkiSupportedAlgorithms);
-
-    impl AcceptAnyCert {
-        /// The verifier with every signature algorithm of the aws-lc-rs provider.
-        #[allow(clippy::new_without_default)]
-        pub fn new() -> AcceptAnyCert {
-            AcceptAnyCert(
-                rustls::crypto::aws_lc_rs::default_provider().signature_verification_algorithms,
-            )
-        }
-    }
-
-    impl ServerCertVerifier for AcceptAnyCert {
-        fn verify_server_cert(
-            &self,
-            _end_entity: &CertificateDer<'_>,
-            _intermediates: &[CertificateDer<'_>],
-            _server_name: &ServerName<'_>,
-            _ocsp: &[u8],
-            _now: UnixTime,
-        ) -> Result<ServerCertVerified, rustls::Error> {
-            Ok(ServerCertVerified::assertion())
-        }
-        fn verify_tls12_signature(
-            &self,
-            message: &[u8],
-            cert: &CertificateDer<'_>,
-            dss: &DigitallySignedStruct,
-        ) -> Result<HandshakeSignatureValid, rustls::Error> {
-            rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
-        }
-        fn verify_tls13_signature(
-            &self,
-            message: &[u8],
-            cert: &CertificateDer<'_>,
-            dss: &DigitallySignedStruct,
-        ) -> Result<HandshakeSignatureValid, rustls::Error> {
-            // The handshake signature is still checked: only the certificate chain is not.
-            rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
-        }
-        fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-            self.0.supported_schemes()
-        }
+    /// Issue 11 item 12: `--tls-ca` with a file holding no certificate is an error naming the
+    /// file, not an empty trust store that fails every handshake later with UnknownIssuer.
+    #[test]
+    fn ca_file_without_certificates_is_refused_with_its_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("no-certs.pem");
+        std::fs::write(
+            &empty,
+            "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+        )
+        .unwrap();
+        let opts = TlsOptions {
+            ca_files: vec![empty],
+            ..TlsOptions::default()
+        };
+        let err = Client::new(Transport::Dot, Duration::from_secs(1), opts)
+            .err()
+            .expect("refused");
+        let text = err.to_string();
+        assert!(
+            text.contains("no-certs.pem") && text.contains("CERTIFICATE"),
+            "{text}"
+        );
     }
 }

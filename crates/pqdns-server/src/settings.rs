@@ -390,8 +390,10 @@ mod tests {
 
     #[test]
     fn tables_merge_first_wins_and_reject_unknown_keys() {
-        let a: toml::Table =
-            toml::from_str("udp = [\"127.0.0.1:1053\"]\n[tls]\npolicy = \"pq-only\"\n").unwrap();
+        let a: toml::Table = toml::from_str(
+            "udp = [\"127.0.0.1:1053\"]\n[tls]\npolicy = \"pq-only\"\nnames = [\"dns.example\"]\n",
+        )
+        .unwrap();
         let b: toml::Table =
             toml::from_str("udp = [\"127.0.0.1:2053\"]\ntcp = []\nudp_payload = 1400\n").unwrap();
         let tables = vec![
@@ -410,6 +412,8 @@ mod tests {
         assert_eq!(s.dot, vec![DEFAULT_DOT_ADDR.parse::<SocketAddr>().unwrap()]);
         assert_eq!(s.udp_payload, 1400);
         assert_eq!(s.tls.policy, KxPolicy::PqOnly);
+        assert_eq!(s.tls.names, ["dns.example"]);
+        assert_eq!(s.listen_config().tls.names, ["dns.example"]);
 
         assert!(s.axfr_allow.is_empty() && s.notify.is_empty() && s.metrics.is_none());
 

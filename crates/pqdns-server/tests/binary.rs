@@ -6,14 +6,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Child, Command};
 use std::time::Duration;
 
-use common::{dig, require, RECORDS};
+use common::{dig, require, spawn_server, RECORDS};
 
 const BIN: &str = env!("CARGO_BIN_EXE_pqdns-server");
 
@@ -86,19 +84,7 @@ fn starts_reloads_on_sighup_and_stops_on_sigterm() {
     let zone = dir.path().join("zone.toml");
     std::fs::write(&zone, zone_toml(RECORDS)).unwrap();
     let log_path = dir.path().join("server.log");
-    let mut child = Command::new(BIN)
-        .args(["--zone", zone.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log_path).unwrap())
-        .spawn()
-        .unwrap();
-    let (tx, rx) = mpsc::channel();
-    let stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
+    let (mut child, rx) = spawn_server(&["--zone", zone.to_str().unwrap()], dir.path(), &log_path);
     let mut printed = Vec::new();
     let mut tcp: Option<SocketAddr> = None;
     while tcp.is_none() {

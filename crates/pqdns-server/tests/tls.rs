@@ -128,3 +128,142 @@ fn doh_status_codes_and_cache_control() {
     assert_eq!(ask("doh-big", &www()).0["status"], "413");
     assert_eq!(ask("doh-badbase64", &www()).0["status"], "400");
 }
+
+/// The Go client over `mode` to `addr`, verifying the server's certificate against the PEM
+/// file `ca` for `name` (empty: the address): (success, key=value map, output).
+fn go_verified(
+    addr: &str,
+    mode: &str,
+    ca: &str,
+    name: &str,
+) -> (bool, std::collections::HashMap<String, String>, String) {
+    let query = www();
+    go(&[
+        "-addr",
+        addr,
+        "-mode",
+        mode,
+        "-ca",
+        ca,
+        "-servername",
+        name,
+        "-name",
+        &query,
+    ])
+}
+
+/// Issue 11 item 8: the generated certificate names the DoT/DoH listen addresses and the
+/// configured names, so a verifying client (Go crypto/tls with the certificate as its root)
+/// accepts it for them, and still refuses other names.
+#[test]
+fn self_signed_certificate_covers_listen_addresses_and_configured_names() {
+    let server = TestServer::start_with(&["ECDSAP256SHA256"], |s| {
+        s.dot = vec!["127.0.0.2:0".parse().unwrap()];
+        s.doh = vec!["127.0.0.3:0".parse().unwrap()];
+        s.tls.names = vec!["dns.pqdns.test".into()];
+    });
+    let ca = server.cert_path().display().to_string();
+    let (dot, doh) = (server.dot().to_string(), server.doh().to_string());
+    for (addr, mode, name) in [
+        (&dot, "dot", ""),
+        (&doh, "doh-post", ""),
+        (&dot, "dot", "dns.pqdns.test"),
+        (&dot, "dot", "localhost"),
+    ] {
+        let (ok, kv, text) = go_verified(addr, mode, &ca, name);
+        assert!(ok, "{mode} at {addr} verified as {name:?}: {text}");
+        assert_eq!(kv["answers"], "1", "{text}");
+    }
+    let (ok, _, text) = go_verified(&dot, "dot", &ca, "other.example");
+    assert!(!ok && text.contains("certificate"), "{text}");
+}
+
+/// Issue 11 item 9: HEAD is answered like GET without content, over HTTP/2 and HTTP/1.1
+/// (curl with nghttp2 treats content on a HEAD response as a protocol error), errors included.
+#[test]
+fn head_is_answered_like_get_without_content() {
+    use base64::Engine as _;
+    let curl = common::require("curl", "curl");
+    let server = TestServer::start(&["ECDSAP256SHA256"], KxPolicy::HybridPreferred);
+    let name: pqdns_core::Name = www().parse().unwrap();
+    let mut query = vec![0, 42, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+    query.extend_from_slice(name.as_wire());
+    query.extend([0, 1, 0, 1]);
+    let dns = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&query);
+    let base = format!("https://{}", server.doh());
+    let curl_run = |args: &[&str]| {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        common::run(&curl, &args)
+    };
+    for proto in ["--http2", "--http1.1"] {
+        let url = format!("{base}/dns-query?dns={dns}");
+        let format = "%{http_code} %{size_download}";
+        let (ok, get) = curl_run(&["-sS", "-k", proto, "-o", "/dev/null", "-w", format, &url]);
+        assert!(ok, "{proto} GET: {get}");
+        let (status, size) = get.trim().split_once(' ').unwrap();
+        assert_eq!(status, "200", "{proto} GET: {get}");
+        let (ok, head) = curl_run(&["-sS", "-k", proto, "--head", &url]);
+        assert!(ok, "{proto} HEAD must not be a protocol error: {head}");
+        let head = head.to_ascii_lowercase();
+        assert!(head.starts_with("http/") && head.contains(" 200"), "{head}");
+        assert!(
+            head.contains("content-type: application/dns-message"),
+            "{head}"
+        );
+        assert!(
+            head.contains(&format!("content-length: {size}")),
+            "GET had {size} bytes: {head}"
+        );
+        for (path, code) in [("/nope", "404"), ("/dns-query", "400")] {
+            let (ok, head) = curl_run(&["-sS", "-k", proto, "--head", &format!("{base}{path}")]);
+            assert!(ok && head.contains(code), "{proto} HEAD {path}: {head}");
+        }
+    }
+}
+
+/// Issue 11 item 21: a reload (SIGHUP in the binary) serves a new certificate and key from the
+/// configured files, and keeps the old ones, with an error naming the file, when the new files
+/// are unusable. The Go client verifies against one certificate at a time.
+#[test]
+fn reload_replaces_the_tls_certificate_and_keeps_it_on_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    let make = |copy: &std::path::Path| {
+        let k = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let c = rcgen::CertificateParams::new(vec!["localhost".into()])
+            .unwrap()
+            .self_signed(&k)
+            .unwrap();
+        std::fs::write(&cert, c.pem()).unwrap();
+        std::fs::write(&key, k.serialize_pem()).unwrap();
+        std::fs::write(copy, c.pem()).unwrap();
+    };
+    let (first, second) = (dir.path().join("first.pem"), dir.path().join("second.pem"));
+    make(&first);
+    let server = TestServer::start_with(&["ECDSAP256SHA256"], |s| {
+        s.tls.cert_and_key = Some((cert.clone(), key.clone()));
+    });
+    let dot = server.dot().to_string();
+    let verifies = |ca: &std::path::Path| {
+        let ca = ca.display().to_string();
+        let (ok, _, text) = go_verified(&dot, "dot", &ca, "localhost");
+        (ok, text)
+    };
+    assert!(verifies(&first).0, "{}", verifies(&first).1);
+    assert!(!verifies(&second).0);
+
+    make(&second);
+    server.block_on(server.handle().reload()).unwrap();
+    assert!(
+        verifies(&second).0,
+        "new certificate after reload: {}",
+        verifies(&second).1
+    );
+    assert!(!verifies(&first).0, "old certificate gone");
+
+    std::fs::write(&cert, "not a certificate\n").unwrap();
+    server.block_on(server.handle().reload()).unwrap();
+    let err = server.handle().reload_tls().unwrap_err().to_string();
+    assert!(err.contains("tls.crt"), "{err}");
+    assert!(verifies(&second).0, "kept after a failed reload");
+}

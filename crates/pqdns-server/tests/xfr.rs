@@ -20,7 +20,7 @@ use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{dig, go, require, TestServer, ORIGIN};
+use common::{dig, go, http_get, require, TestServer, ORIGIN};
 use pqdns_core::message::{Message, Question};
 use pqdns_core::wire::rdata::Soa;
 use pqdns_core::wire::{Edns, Rcode, EDNS_DO, FLAG_AA, FLAG_QR};
@@ -405,19 +405,6 @@ fn notify_at_start_and_after_reload_is_retried_until_acknowledged() {
         listener.recv_from(&mut buf).is_err(),
         "no retry after the ack"
     );
-}
-
-fn http_get(addr: SocketAddr, path: &str) -> String {
-    let mut s = TcpStream::connect_timeout(&addr, IO_LIMIT).unwrap();
-    s.set_read_timeout(Some(IO_LIMIT)).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    text
 }
 
 #[test]

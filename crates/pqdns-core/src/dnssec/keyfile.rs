@@ -386,7 +386,7 @@ fn read_private(
     number: SecAlg,
     public_key: &[u8],
 ) -> Result<PrivateFields, KeyFileError> {
-    warn_if_world_readable(path);
+    crate::atomic_file::warn_if_world_readable(path);
     let text =
         Zeroizing::new(
             std::fs::read_to_string(path).map_err(|source| KeyFileError::Io {
@@ -455,27 +455,6 @@ fn read_private(
         return Err(parse_err(0, "no key material (truncated file?)".into()));
     }
     Ok(fields)
-}
-
-/// Logs a warning (file and mode, never content) if a private key file is readable or writable
-/// by every user on the machine.
-fn warn_if_world_readable(path: &Path) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        if let Ok(meta) = std::fs::metadata(path) {
-            let mode = meta.permissions().mode() & 0o7777;
-            if mode & 0o007 != 0 {
-                tracing::warn!(
-                    file = %path.display(),
-                    mode = %format!("{mode:04o}"),
-                    "private key file is accessible to every user; run chmod 600"
-                );
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = path;
 }
 
 /// The key files for `zone` in `dir`: paths of `K<zone>+*.key` files, sorted.

@@ -8,10 +8,12 @@
 )]
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
+use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, OnceLock};
+use std::time::Duration;
 
 use pqdns_core::Record;
 use pqdns_server::settings::{KxPolicy, Settings};
@@ -349,4 +351,40 @@ pub fn go(args: &[&str]) -> (bool, HashMap<String, String>, String) {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     (ok, map, text)
+}
+
+/// GET `path` from the HTTP/1.1 server at `addr` (`Connection: close`): the whole response,
+/// status line and headers included. Connecting and each read are bounded by 10 s.
+pub fn http_get(addr: SocketAddr, path: &str) -> String {
+    let limit = Duration::from_secs(10);
+    let mut s = TcpStream::connect_timeout(&addr, limit).unwrap();
+    s.set_read_timeout(Some(limit)).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text
+}
+
+/// Starts the `pqdns-server` binary with `args` in `dir`, its log (stderr) going to `log`;
+/// the child and the lines it prints on stdout (DS records, `listening …`), as they come.
+pub fn spawn_server(args: &[&str], dir: &Path, log: &Path) -> (Child, mpsc::Receiver<String>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pqdns-server"))
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    (child, rx)
 }

@@ -3,12 +3,16 @@
 //
 // It connects over DoT (RFC 7858) or DoH (RFC 8484), sends one query and prints key=value
 // lines: the negotiated group (tls.ConnectionState.CurveID), the TLS version, and the DNS or
-// HTTP result. With -classical it offers only X25519. Exit status 1 on any failure.
+// HTTP result. With -classical it offers only X25519. Without -ca it accepts any certificate;
+// with -ca FILE it verifies the server's certificate against FILE for -servername (default:
+// the host of -addr, an IP address checked against the certificate's IP names). Exit status 1
+// on any failure.
 package main
 
 import (
 	"bytes"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/binary"
 	"flag"
@@ -54,9 +58,31 @@ func main() {
 	name := flag.String("name", "www.pqdns.test.", "query name")
 	path := flag.String("path", "/dns-query", "DoH path")
 	classical := flag.Bool("classical", false, "offer only X25519")
+	caFile := flag.String("ca", "", "verify the server certificate against this PEM file")
+	serverName := flag.String("servername", "", "name to verify with -ca (default: the host of -addr)")
 	flag.Parse()
 
 	conf := &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}
+	if *caFile != "" {
+		pem, err := os.ReadFile(*caFile)
+		if err != nil {
+			fail("%v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			fail("%s: no certificate", *caFile)
+		}
+		host, _, err := net.SplitHostPort(*addr)
+		if err != nil {
+			fail("%v", err)
+		}
+		if *serverName != "" {
+			host = *serverName
+		}
+		conf.InsecureSkipVerify = false
+		conf.RootCAs = pool
+		conf.ServerName = host
+	}
 	if *classical {
 		conf.CurvePreferences = []tls.CurveID{tls.X25519}
 	}

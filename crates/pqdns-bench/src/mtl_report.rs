@@ -1,0 +1,478 @@
+//! The MTL-mode report (`pqdns-bench mtl`), in two parts.
+//!
+//! - Series (core API, [`mtl::MtlSigner`]): per MTL algorithm and series size (leaves = signed
+//!   RRsets), the bytes of condensed and full signatures, and the cost of verifying one RRset's
+//!   signature with the ladder cached (a condensed signature: hashes only) and without it (a
+//!   full signature: the ladder's SPHINCS+-128s signature plus the path).
+//! - Zones: per algorithm, the time to sign the TLD-like delegation zone of Verisign's MTL-mode
+//!   figures on all cores, the signed zone's size, and the bytes on the wire of two typical
+//!   DNSSEC answers from it — an A answer for an apex host and a referral (NS, DS and its
+//!   RRSIG, glue) — so SLH-DSA-MTL can be read beside SPHINCS+, ML-DSA, Falcon and ECDSA, and
+//!   beside Verisign's published table.
+//!
+//! [`Options::quick`] runs in seconds (CI runs it as a unit test); [`Options::full`] is the
+//! hand-run of `docs/bench/mtl.md` (SPHINCS+-128s zone signing takes minutes).
+
+use std::time::Instant;
+
+use pqdns_core::dnssec::keyfile::{KeyRole, ZoneKey};
+use pqdns_core::dnssec::sign::{sign_zone, Denial, SigningPolicy};
+use pqdns_core::dnssec::{mtl, Algorithm, Profile, Provider};
+use pqdns_core::message::{Message, Question};
+use pqdns_core::wire::{Edns, Rcode, FLAG_AA, FLAG_QR};
+use pqdns_core::zonefile::{write_records, ZoneFileReader};
+use pqdns_core::{time, Class, Name, Record, RrType, Zone};
+use serde::Serialize;
+
+use crate::genzone::delegations_zone;
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Delegations in the generated zone.
+    pub delegations: usize,
+    /// Algorithms whose zones are signed.
+    pub algorithms: Vec<Algorithm>,
+    /// MTL algorithms whose series are measured.
+    pub mtl_algorithms: Vec<Algorithm>,
+    /// Series sizes (leaves) measured.
+    pub leaf_counts: Vec<u32>,
+    /// Condensed-signature verifications timed per series (the mean is reported).
+    pub condensed_verifications: u32,
+    /// Full-signature verifications timed per series (the mean is reported).
+    pub full_verifications: u32,
+}
+
+impl Options {
+    /// The hand-run of `docs/bench/mtl.md`: the 1500-delegation zone for ECDSA, ML-DSA-44,
+    /// Falcon-512, both MTL algorithms and SPHINCS+-SHA2-128s (minutes), series of 10 to
+    /// 1 000 000 leaves.
+    pub fn full() -> Options {
+        Options {
+            delegations: 1500,
+            algorithms: vec![
+                Algorithm::EcdsaP256Sha256,
+                Algorithm::MlDsa44,
+                Algorithm::Falcon512,
+                Algorithm::MtlSlhDsaSha2_128s,
+                Algorithm::MtlSlhDsaShake128s,
+                Algorithm::SphincsSha2_128s,
+            ],
+            mtl_algorithms: vec![Algorithm::MtlSlhDsaSha2_128s, Algorithm::MtlSlhDsaShake128s],
+            leaf_counts: vec![10, 100, 1_000, 3_000, 10_000, 100_000, 1_000_000],
+            condensed_verifications: 2_000,
+            full_verifications: 20,
+        }
+    }
+
+    /// Seconds: a 20-delegation zone for ECDSA, ML-DSA-44 and SLH-DSA-MTL-SHA2-128s, series of
+    /// 10 to 1000 leaves, few timed verifications (numbers for shape, not for reading).
+    pub fn quick() -> Options {
+        Options {
+            delegations: 20,
+            algorithms: vec![
+                Algorithm::EcdsaP256Sha256,
+                Algorithm::MlDsa44,
+                Algorithm::MtlSlhDsaSha2_128s,
+            ],
+            mtl_algorithms: vec![Algorithm::MtlSlhDsaSha2_128s],
+            leaf_counts: vec![10, 100, 1_000],
+            condensed_verifications: 50,
+            full_verifications: 2,
+        }
+    }
+}
+
+/// The whole report (the JSON file).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Report {
+    /// Delegations in the signed zone.
+    pub delegations: usize,
+    /// Threads used for zone signing.
+    pub threads: usize,
+    /// MTL series measurements.
+    pub series: Vec<SeriesRow>,
+    /// Signed-zone measurements.
+    pub zones: Vec<Row>,
+}
+
+/// One MTL series: signature sizes and verification cost.
+#[derive(Clone, Debug, Serialize)]
+pub struct SeriesRow {
+    /// Algorithm name.
+    pub algorithm: String,
+    /// Leaves (signed RRsets) in the series.
+    pub leaves: u32,
+    /// Rungs of the ladder (one per set bit of `leaves`).
+    pub rungs: usize,
+    /// Shortest condensed signature field over the leaves, bytes (RRSIG signature field).
+    pub condensed_min_bytes: usize,
+    /// Longest condensed signature field over the leaves, bytes.
+    pub condensed_max_bytes: usize,
+    /// Full signature field of the leaf with the longest path, bytes (condensed part, signed
+    /// ladder, 4-byte length, SPHINCS+-128s signature).
+    pub full_bytes: usize,
+    /// Time to append all leaves (hashing), seconds.
+    pub append_seconds: f64,
+    /// Time to sign the ladder once (SPHINCS+-128s), seconds.
+    pub ladder_sign_seconds: f64,
+    /// Mean time to verify one condensed signature against a cached, verified ladder,
+    /// microseconds.
+    pub verify_condensed_us: f64,
+    /// Mean time to verify one full signature (no ladder cached), microseconds.
+    pub verify_full_us: f64,
+}
+
+/// One signed zone.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// Algorithm name.
+    pub algorithm: String,
+    /// RRSIGs in the signed zone.
+    pub signatures: usize,
+    /// RRSIGs carrying a full MTL signature (0 for other algorithms).
+    pub full_signatures: usize,
+    /// Zone signing time on all threads, seconds (key generation excluded).
+    pub seconds: f64,
+    /// Signed zone size as a master file, bytes.
+    pub signed_zone_bytes: usize,
+    /// Bytes on the wire of the response to `ns1.<origin> A` with DO (answer A + RRSIG, EDNS
+    /// OPT), uncompressed-RDATA DNS message as `Message::to_wire` writes it.
+    pub a_answer_bytes: usize,
+    /// Bytes on the wire of the referral for a name below delegation `d7` (2 NS, DS + RRSIG,
+    /// 2 glue A, OPT).
+    pub referral_bytes: usize,
+}
+
+/// Records of the RRset (`owner`, `rtype`) and the RRSIGs covering it.
+fn rrset(zone: &Zone, owner: &Name, rtype: RrType) -> Vec<Record> {
+    zone.records()
+        .into_iter()
+        .filter(|r| r.owner == *owner && (r.rtype == rtype || r.covered_type() == Some(rtype)))
+        .collect()
+}
+
+fn response(
+    qname: &Name,
+    answers: Vec<Record>,
+    authority: Vec<Record>,
+    additional: Vec<Record>,
+) -> Message {
+    let mut m = Message::query(
+        0x1234,
+        Question {
+            qname: qname.clone(),
+            qtype: RrType::A,
+            qclass: Class::IN,
+        },
+        false,
+        Some(Edns::dnssec_ok(1232)),
+    );
+    m.flags = FLAG_QR | Rcode::NOERROR.low() | if answers.is_empty() { 0 } else { FLAG_AA };
+    m.answers = answers;
+    m.authority = authority;
+    m.additional = additional;
+    m
+}
+
+/// Wire sizes of the two typical answers from a signed delegation zone at `origin`.
+fn answer_sizes(zone: &Zone, origin: &Name) -> (usize, usize) {
+    let host = Name::parse("ns1", Some(origin)).expect("valid");
+    let a = response(&host, rrset(zone, &host, RrType::A), vec![], vec![]);
+    let cut = Name::parse("d7", Some(origin)).expect("valid");
+    let below = Name::parse("www.d7", Some(origin)).expect("valid");
+    let authority = [RrType::NS, RrType::DS]
+        .into_iter()
+        .flat_map(|t| rrset(zone, &cut, t))
+        .collect();
+    let glue = ["ns1.d7", "ns2.d7"]
+        .iter()
+        .flat_map(|g| {
+            rrset(
+                zone,
+                &Name::parse(g, Some(origin)).expect("valid"),
+                RrType::A,
+            )
+        })
+        .collect();
+    let referral = response(&below, vec![], authority, glue);
+    (a.to_wire().len(), referral.to_wire().len())
+}
+
+/// Measures one MTL series of `leaves` leaves (150-byte messages, about an A RRset's signed
+/// data) under a fresh key of `alg`.
+///
+/// # Panics
+/// If the core MTL code fails on valid input (a bug, reported loudly in a benchmark).
+pub fn series(alg: Algorithm, leaves: u32, opts: &Options) -> SeriesRow {
+    let provider = Provider::default_provider();
+    let key = provider
+        .scheme(alg)
+        .and_then(|s| s.generate())
+        .expect("MTL key generation works");
+    let mut signer = mtl::MtlSigner::new(&*key).expect("an MTL key");
+    let message = |i: u32| [&i.to_be_bytes()[..], &[0x5a; 146]].concat();
+    let start = Instant::now();
+    for i in 0..leaves {
+        signer.append(&message(i)).expect("append works");
+    }
+    let append_seconds = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    signer.sign_ladder().expect("ladder signing works");
+    let ladder_sign_seconds = start.elapsed().as_secs_f64();
+    // Condensed sizes depend only on the rung a leaf climbs to: a stride of samples plus the
+    // last leaf (the lowest rung) covers every rung height that matters here.
+    let stride = (leaves / 1000).max(1);
+    let sizes: Vec<(usize, u32)> = (0..leaves)
+        .step_by(stride as usize)
+        .chain([leaves - 1])
+        .map(|leaf| (signer.signature(leaf, false).expect("leaf").len(), leaf))
+        .collect();
+    let (condensed_min_bytes, _) = *sizes.iter().min().expect("leaves > 0");
+    let (condensed_max_bytes, longest) = *sizes.iter().max().expect("leaves > 0");
+    let full = signer.signature(longest, true).expect("ladder signed");
+    let condensed = signer.signature(longest, false).expect("leaf");
+    let msg = message(longest);
+    let pk = key.public_key();
+    let start = Instant::now();
+    let mut verified = None;
+    for _ in 0..opts.full_verifications.max(1) {
+        verified = Some(mtl::verify_full(alg, pk, &msg, &full).expect("full signature verifies"));
+    }
+    let verify_full_us =
+        start.elapsed().as_secs_f64() * 1e6 / f64::from(opts.full_verifications.max(1));
+    let mut ladders = mtl::LadderCache::new(4);
+    ladders.insert(verified.expect("verified once"));
+    let start = Instant::now();
+    for _ in 0..opts.condensed_verifications.max(1) {
+        let fetched = mtl::verify_signature(alg, pk, &msg, &condensed, &ladders)
+            .expect("condensed signature verifies against the cached ladder");
+        assert!(fetched.is_none(), "a condensed signature carries no ladder");
+    }
+    let verify_condensed_us =
+        start.elapsed().as_secs_f64() * 1e6 / f64::from(opts.condensed_verifications.max(1));
+    SeriesRow {
+        algorithm: alg.name().into(),
+        leaves,
+        rungs: signer.ladder().rungs.len(),
+        condensed_min_bytes,
+        condensed_max_bytes,
+        full_bytes: full.len(),
+        append_seconds,
+        ladder_sign_seconds,
+        verify_condensed_us,
+        verify_full_us,
+    }
+}
+
+/// Runs the report: the MTL series first (seconds), then signs the zone of
+/// `opts.delegations` delegations with one CSK per algorithm (NSEC, 14-day validity) on all
+/// cores; `progress` sees the report after each step, so a long run (SPHINCS+-128s takes
+/// minutes) leaves its results behind as it goes.
+pub fn run(opts: &Options, progress: &dyn Fn(&Report)) -> Report {
+    let mut report = Report {
+        delegations: opts.delegations,
+        threads: rayon::current_num_threads(),
+        ..Report::default()
+    };
+    for &alg in &opts.mtl_algorithms {
+        for &leaves in &opts.leaf_counts {
+            let row = series(alg, leaves, opts);
+            eprintln!("{row:?}");
+            report.series.push(row);
+        }
+        progress(&report);
+    }
+    let origin: Name = "tld.".parse().expect("valid");
+    let text = delegations_zone("tld.", opts.delegations, 0);
+    let records = ZoneFileReader::new(None, None)
+        .read_str(&text, "generated")
+        .expect("generated zone parses");
+    let zone = Zone::from_records(origin.clone(), records).expect("generated zone is valid");
+    let profile = Profile::default_profile();
+    let provider = Provider::default_provider();
+    let now = time::now();
+    let policy = SigningPolicy {
+        inception: now - 3600,
+        expiration: now + 14 * 86_400,
+        denial: Denial::Nsec,
+    };
+    for &alg in &opts.algorithms {
+        let key = ZoneKey::generate(&origin, alg, KeyRole::Csk, &profile, &provider, 3600)
+            .expect("key generation works");
+        let mut signed = zone.clone();
+        let start = Instant::now();
+        let stats = sign_zone(&mut signed, std::slice::from_ref(&key), &policy, &|_, _| {})
+            .expect("signing works");
+        let seconds = start.elapsed().as_secs_f64();
+        let all = signed.records();
+        let full_signatures = if alg.is_mtl() {
+            all.iter()
+                .filter(|r| r.rtype == RrType::RRSIG && r.rdata.len() > 4_000)
+                .count()
+        } else {
+            0
+        };
+        let mut out = String::new();
+        write_records(&mut out, &all).expect("string write");
+        let (a_answer_bytes, referral_bytes) = answer_sizes(&signed, &origin);
+        let row = Row {
+            algorithm: alg.name().into(),
+            signatures: stats.signatures,
+            full_signatures,
+            seconds,
+            signed_zone_bytes: out.len(),
+            a_answer_bytes,
+            referral_bytes,
+        };
+        eprintln!("{row:?}");
+        report.zones.push(row);
+        progress(&report);
+    }
+    report
+}
+
+/// Verisign's published figures for the same zone shape (IETF 122 slides, 4-core Xeon, ldns
+/// with KSK + ZSK): (pqdns algorithm name, seconds to sign, signed zone MB). Their
+/// "SLH-DSA-SHA2-128" is liboqs' SPHINCS+-SHA2-128s-simple.
+pub const VERISIGN: &[(&str, f64, f64)] = &[
+    ("ECDSAP256SHA256", 0.4, 2.06),
+    ("ML-DSA-44", 0.7, 11.13),
+    ("Falcon-512", 1.5, 4.36),
+    ("SPHINCS+-SHA2-128s-simple", 534.5, 32.15),
+    ("SPHINCS+-SHAKE-128s-simple", 1058.4, 32.22),
+    ("SLH-DSA-MTL-SHA2-128s", 0.8, 2.96),
+    ("SLH-DSA-MTL-SHAKE-128s", 1.2, 3.04),
+];
+
+/// Draws `STEM-size.{svg,png}` (signed zone size per algorithm, pqdns beside Verisign) and
+/// `STEM-signatures.{svg,png}` (condensed and full signature bytes over series size).
+///
+/// # Errors
+/// Drawing or file errors.
+pub fn chart(stem: &std::path::Path, report: &Report) -> Result<(), Box<dyn std::error::Error>> {
+    let name = stem
+        .file_name()
+        .map_or("mtl".into(), |n| n.to_string_lossy());
+    let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for r in &report.series {
+        for (kind, bytes) in [
+            ("condensed (max)", r.condensed_max_bytes),
+            ("full", r.full_bytes),
+        ] {
+            let label = format!("{} {kind}", r.algorithm);
+            let point = (f64::from(r.leaves), bytes as f64);
+            match lines.iter_mut().find(|(l, _)| *l == label) {
+                Some((_, points)) => points.push(point),
+                None => lines.push((label, vec![point])),
+            }
+        }
+    }
+    if !lines.is_empty() {
+        crate::charts::lines(
+            &stem.with_file_name(format!("{name}-signatures")),
+            "MTL signature field size by series size",
+            "leaves (signed RRsets) in the series",
+            "bytes",
+            &lines,
+        )?;
+    }
+    let mut items = Vec::new();
+    for r in &report.zones {
+        items.push((
+            format!("pqdns {}", r.algorithm),
+            r.signed_zone_bytes as f64 / 1e6,
+        ));
+        if let Some((_, _, mb)) = VERISIGN.iter().find(|(a, _, _)| *a == r.algorithm) {
+            items.push((format!("Verisign {}", r.algorithm), *mb));
+        }
+    }
+    crate::charts::bars(
+        &stem.with_file_name(format!("{name}-size")),
+        &format!("Signed {}-delegation zone", report.delegations),
+        "MB",
+        &items,
+    )
+}
+
+/// The zone rows as CSV (`PREFIX.csv`).
+pub fn to_csv(report: &Report) -> String {
+    let mut out = String::from(
+        "algorithm,signatures,full_signatures,seconds,threads,signed_zone_bytes,a_answer_bytes,referral_bytes\n",
+    );
+    for r in &report.zones {
+        out.push_str(&format!(
+            "{},{},{},{:.3},{},{},{},{}\n",
+            r.algorithm,
+            r.signatures,
+            r.full_signatures,
+            r.seconds,
+            report.threads,
+            r.signed_zone_bytes,
+            r.a_answer_bytes,
+            r.referral_bytes
+        ));
+    }
+    out
+}
+
+/// The series rows as CSV (`PREFIX-series.csv`).
+pub fn series_csv(report: &Report) -> String {
+    let mut out = String::from(
+        "algorithm,leaves,rungs,condensed_min_bytes,condensed_max_bytes,full_bytes,append_seconds,ladder_sign_seconds,verify_condensed_us,verify_full_us\n",
+    );
+    for r in &report.series {
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{:.4},{:.4},{:.2},{:.1}\n",
+            r.algorithm,
+            r.leaves,
+            r.rungs,
+            r.condensed_min_bytes,
+            r.condensed_max_bytes,
+            r.full_bytes,
+            r.append_seconds,
+            r.ladder_sign_seconds,
+            r.verify_condensed_us,
+            r.verify_full_us
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The quick run (what CI runs): MTL signs the zone with exactly two full signatures (SOA
+    /// and DNSKEY of the one CSK series) and as many signatures as ML-DSA-44; its condensed
+    /// answers are far smaller than ML-DSA-44's and its zone smaller; condensed signatures
+    /// grow by 16 bytes per tree level (41 + 16·height), full ones add the signed ladder and
+    /// the 7856-byte SPHINCS+-128s signature; every measured signature verified.
+    #[test]
+    fn quick_run_shapes() {
+        let report = run(&Options::quick(), &|_| {});
+        let by = |name: &str| report.zones.iter().find(|r| r.algorithm == name).unwrap();
+        let (ml, mtl) = (by("ML-DSA-44"), by("SLH-DSA-MTL-SHA2-128s"));
+        assert_eq!(mtl.full_signatures, 2);
+        assert_eq!(mtl.signatures, ml.signatures);
+        assert!(mtl.a_answer_bytes + 2000 < ml.a_answer_bytes, "{report:?}");
+        assert!(mtl.referral_bytes > mtl.a_answer_bytes, "{report:?}");
+        assert!(mtl.signed_zone_bytes < ml.signed_zone_bytes, "{report:?}");
+        assert_eq!(report.series.len(), 3);
+        for r in &report.series {
+            // 1000 = 512 + 256 + 128 + 64 + 32 + 8: six rungs, the highest of height 9.
+            let height = 31 - r.leaves.leading_zeros() as usize;
+            assert_eq!(r.rungs, r.leaves.count_ones() as usize, "{r:?}");
+            assert_eq!(r.condensed_max_bytes, 41 + 16 * height, "{r:?}");
+            assert!(r.condensed_min_bytes <= r.condensed_max_bytes, "{r:?}");
+            // Ladder: flags 2, series ID 8, count 2, 24 per rung; then a u32 length.
+            assert_eq!(
+                r.full_bytes,
+                r.condensed_max_bytes + 12 + 24 * r.rungs + 4 + 7856,
+                "{r:?}"
+            );
+        }
+        assert!(to_csv(&report).lines().count() == 4);
+        assert!(series_csv(&report).lines().count() == 4);
+    }
+}
