@@ -13,7 +13,8 @@ use pqdns_core::dnssec::Profile;
 use pqdns_core::frag::arrf::{self, Key, Limits, Progress, Reassembler, DEFAULT_RRFRAG_TYPE};
 use pqdns_core::frag::edns::DEFAULT_CODE;
 use pqdns_core::frag::qbf;
-use pqdns_core::message::{Edns, Message, Question, FLAG_AA, FLAG_QR};
+use pqdns_core::message::{Message, Question};
+use pqdns_core::wire::{Edns, FLAG_AA, FLAG_QR};
 use pqdns_core::{Class, Name, Record, RrType};
 
 const BUDGET: usize = 1232;

@@ -15,7 +15,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use pqdns_core::frag::edns::Fragmentation;
-use pqdns_core::message::{Edns, Message, Question, FLAG_CD, FLAG_TC};
+use pqdns_core::message::{Message, Question};
+use pqdns_core::wire::{Edns, FLAG_CD, FLAG_TC};
 use pqdns_core::{Class, RrType};
 use pqdns_resolver::fragment::FragConfig;
 use pqdns_resolver::{Client, TlsOptions, Transport};

@@ -18,7 +18,8 @@ use std::time::Instant;
 use pqdns_core::dnssec::keyfile::{KeyRole, ZoneKey};
 use pqdns_core::dnssec::sign::{sign_zone, Denial, SigningPolicy};
 use pqdns_core::dnssec::{mtl, Algorithm, Profile, Provider};
-use pqdns_core::message::{rcode, Edns, Message, Question, FLAG_AA, FLAG_QR};
+use pqdns_core::message::{Message, Question};
+use pqdns_core::wire::{Edns, Rcode, FLAG_AA, FLAG_QR};
 use pqdns_core::zonefile::{write_records, ZoneFileReader};
 use pqdns_core::{time, Class, Name, Record, RrType, Zone};
 use serde::Serialize;
@@ -167,7 +168,7 @@ fn response(
         false,
         Some(Edns::dnssec_ok(1232)),
     );
-    m.flags = FLAG_QR | rcode::NOERROR | if answers.is_empty() { 0 } else { FLAG_AA };
+    m.flags = FLAG_QR | Rcode::NOERROR.low() | if answers.is_empty() { 0 } else { FLAG_AA };
     m.answers = answers;
     m.authority = authority;
     m.additional = additional;

@@ -2,7 +2,8 @@
 //! `#` comments, as dnsperf(1) `-d` reads) or generated, and encoded as DNS wire-format
 //! queries (RFC 1035 §4.1) with an optional EDNS(0) OPT record and DO bit (RFC 6891, RFC 3225).
 
-use pqdns_core::message::{Edns, Message, Question, EDNS_DO};
+use pqdns_core::message::{Message, Question};
+use pqdns_core::wire::{Edns, EDNS_DO};
 use pqdns_core::{Class, Name, RrType};
 
 /// One query: QNAME and QTYPE (QCLASS IN).

@@ -15,8 +15,10 @@ pub mod message;
 pub mod name;
 pub mod rdata;
 pub mod rr;
+pub mod serial;
 pub mod stdout;
 pub mod time;
+pub mod wire;
 pub mod zone;
 pub mod zonefile;
 

@@ -70,28 +70,15 @@ impl Name {
     /// # Errors
     /// [`NameError::BadWire`] on truncation or a compression pointer, and length errors.
     pub fn read_uncompressed(data: &[u8]) -> Result<(Name, usize), NameError> {
-        let mut pos = 0;
-        loop {
-            let len = *data.get(pos).ok_or(NameError::BadWire)? as usize;
-            if len > MAX_LABEL_LEN {
-                return Err(NameError::BadWire);
-            }
-            pos += 1 + len;
-            if pos > MAX_NAME_LEN {
-                return Err(NameError::NameTooLong);
-            }
-            if pos > data.len() {
-                return Err(NameError::BadWire);
-            }
-            if len == 0 {
-                return Ok((
-                    Name {
-                        wire: data[..pos].into(),
-                    },
-                    pos,
-                ));
-            }
-        }
+        let used = uncompressed_len(data)?;
+        Ok((Name::from_checked_wire(&data[..used]), used))
+    }
+
+    /// A name from wire bytes already checked by [`uncompressed_len`] (or a decoder that keeps
+    /// the same rules).
+    pub(crate) fn from_checked_wire(wire: &[u8]) -> Name {
+        debug_assert_eq!(uncompressed_len(wire), Ok(wire.len()));
+        Name { wire: wire.into() }
     }
 
     /// Parses presentation format (RFC 1035 §5.1): `www.example.com.`, escapes `\.` and `\DDD`,
@@ -250,6 +237,98 @@ impl Name {
             let len = self.wire[start] as usize;
             &self.wire[start + 1..start + 1 + len]
         })
+    }
+}
+
+/// Length of the uncompressed name at the start of `data`, in bytes, checked: labels of at
+/// most 63 bytes, at most 255 bytes in all, ending in the root label inside `data`.
+///
+/// # Errors
+/// [`NameError::BadWire`] on truncation or a label type other than a length (e.g. a
+/// compression pointer), [`NameError::NameTooLong`] past 255 bytes.
+pub(crate) fn uncompressed_len(data: &[u8]) -> Result<usize, NameError> {
+    let mut pos = 0;
+    loop {
+        let len = *data.get(pos).ok_or(NameError::BadWire)? as usize;
+        if len > MAX_LABEL_LEN {
+            return Err(NameError::BadWire);
+        }
+        pos += 1 + len;
+        if pos > MAX_NAME_LEN {
+            return Err(NameError::NameTooLong);
+        }
+        if pos > data.len() {
+            return Err(NameError::BadWire);
+        }
+        if len == 0 {
+            return Ok(pos);
+        }
+    }
+}
+
+/// A domain name borrowed in uncompressed wire format, checked when made (labels of at most
+/// 63 bytes, at most 255 bytes, ending in the root label); the typed RDATA views
+/// (`crate::wire::rdata`) hand out embedded names this way without allocating.
+#[derive(Clone, Copy)]
+pub struct NameRef<'a> {
+    wire: &'a [u8],
+}
+
+impl<'a> NameRef<'a> {
+    /// Reads the uncompressed name at the start of `data`; returns it and its length in bytes.
+    ///
+    /// # Errors
+    /// As [`Name::read_uncompressed`].
+    pub fn read(data: &'a [u8]) -> Result<(NameRef<'a>, usize), NameError> {
+        let used = uncompressed_len(data)?;
+        Ok((
+            NameRef {
+                wire: &data[..used],
+            },
+            used,
+        ))
+    }
+
+    /// The name in uncompressed wire format, case preserved.
+    pub fn as_wire(&self) -> &'a [u8] {
+        self.wire
+    }
+
+    /// Length of the wire format, in bytes.
+    pub fn wire_len(&self) -> usize {
+        self.wire.len()
+    }
+
+    /// The owned [`Name`].
+    pub fn to_name(&self) -> Name {
+        Name::from_checked_wire(self.wire)
+    }
+}
+
+impl PartialEq for NameRef<'_> {
+    /// Equal ignoring ASCII case, as [`Name`] compares.
+    fn eq(&self, other: &NameRef<'_>) -> bool {
+        self.wire.eq_ignore_ascii_case(other.wire)
+    }
+}
+impl Eq for NameRef<'_> {}
+
+impl PartialEq<Name> for NameRef<'_> {
+    fn eq(&self, other: &Name) -> bool {
+        self.wire.eq_ignore_ascii_case(&other.wire)
+    }
+}
+
+impl fmt::Display for NameRef<'_> {
+    /// Presentation format, as [`Name`]'s.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.to_name(), f)
+    }
+}
+
+impl fmt::Debug for NameRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "NameRef({self})")
     }
 }
 

@@ -1,8 +1,13 @@
 //! RDATA layouts: presentation ↔ wire conversion and canonical form (RFC 4034 §6.2).
 //!
-//! Each known type is described once as a list of [`Field`]s; parsing, printing and
+//! Each known type is described once as a list of fields; parsing, printing and
 //! canonicalisation all walk that list, so a type is added in one place. Types without a layout
 //! use the RFC 3597 generic syntax `\# <length> <hex>`, which is also accepted for every type.
+//!
+//! The same table says how each domain name inside RDATA travels (a `NameRule`): whether it may
+//! be compressed on output, whether a compressed form is accepted on input, and whether
+//! canonical form lowercases it. The wire layer (`crate::wire`) reads and writes RDATA names
+//! with it, so compression, decompression and canonical form cannot disagree.
 
 use std::fmt;
 
@@ -15,7 +20,7 @@ use crate::time;
 
 /// One field of an RDATA layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Field {
+pub(crate) enum Field {
     U8,
     U16,
     U32,
@@ -23,11 +28,8 @@ enum Field {
     Type,
     /// A 32-bit UNIX time printed as YYYYMMDDHHMMSS (RFC 4034 §3.2).
     Time,
-    /// A domain name; `lower` marks the names RFC 4034 §6.2 (as amended by RFC 6840 §5.1)
-    /// lowercases in canonical form.
-    DName {
-        lower: bool,
-    },
+    /// A domain name, treated as its [`NameRule`] says.
+    DName(NameRule),
     Ipv4,
     Ipv6,
     CharString,
@@ -51,20 +53,60 @@ enum Field {
 
 use Field::*;
 
-const LOWER: Field = DName { lower: true };
-const KEEP: Field = DName { lower: false };
+/// How one domain name inside RDATA is treated on the wire and in canonical form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct NameRule {
+    /// May be compressed on output. RFC 3597 §4: only the types of RFC 1035 (here NS, CNAME,
+    /// SOA, PTR, MX).
+    pub compress: bool,
+    /// A compressed form is accepted on input: the RFC 1035 types, and the types RFC 3597 §4
+    /// says receivers SHOULD decompress (SRV, NAPTR) plus DNAME, which some servers compress
+    /// although RFC 6672 §2.5 forbids it.
+    pub decompress: bool,
+    /// Lowercased in canonical form (RFC 4034 §6.2, as amended by RFC 6840 §5.1: not NSEC's
+    /// next name).
+    pub lower: bool,
+}
 
-fn layout(rtype: RrType) -> Option<&'static [Field]> {
+/// A name of an RFC 1035 type: compressed on output and input, lowercased when canonical.
+const RFC1035: Field = DName(NameRule {
+    compress: true,
+    decompress: true,
+    lower: true,
+});
+/// A name some servers compress although they should not: accepted compressed, never written
+/// compressed, lowercased when canonical (SRV, NAPTR, DNAME).
+const LENIENT: Field = DName(NameRule {
+    compress: false,
+    decompress: true,
+    lower: true,
+});
+/// A name never compressed, lowercased when canonical (RRSIG's signer, RFC 4034 §3.1.7).
+const LOWER: Field = DName(NameRule {
+    compress: false,
+    decompress: false,
+    lower: true,
+});
+/// A name never compressed and kept as is (NSEC's next name, RFC 4034 §4.1.1, RFC 6840 §5.1).
+const KEEP: Field = DName(NameRule {
+    compress: false,
+    decompress: false,
+    lower: false,
+});
+
+/// The layout of `rtype`'s RDATA: the one table of which types carry names and how.
+pub(crate) fn layout(rtype: RrType) -> Option<&'static [Field]> {
     Some(match rtype {
         RrType::A => &[Ipv4],
         RrType::AAAA => &[Ipv6],
-        RrType::NS | RrType::CNAME | RrType::PTR | RrType::DNAME => &[LOWER],
-        RrType::SOA => &[LOWER, LOWER, U32, U32, U32, U32, U32],
-        RrType::MX => &[U16, LOWER],
+        RrType::NS | RrType::CNAME | RrType::PTR => &[RFC1035],
+        RrType::DNAME => &[LENIENT],
+        RrType::SOA => &[RFC1035, RFC1035, U32, U32, U32, U32, U32],
+        RrType::MX => &[U16, RFC1035],
         RrType::TXT | RrType::SPF => &[CharStrings],
         RrType::HINFO => &[CharString, CharString],
-        RrType::SRV => &[U16, U16, U16, LOWER],
-        RrType::NAPTR => &[U16, U16, CharString, CharString, CharString, LOWER],
+        RrType::SRV => &[U16, U16, U16, LENIENT],
+        RrType::NAPTR => &[U16, U16, CharString, CharString, CharString, LENIENT],
         RrType::DS | RrType::CDS => &[U16, U8, U8, Hex],
         RrType::SSHFP => &[U8, U8, Hex],
         RrType::RRSIG => &[Type, U8, U8, U32, Time, Time, U16, LOWER, Base64],
@@ -110,7 +152,7 @@ fn expected(field: Field) -> &'static str {
         U32 => "a 32-bit number",
         Type => "an RR type",
         Time => "a time (YYYYMMDDHHMMSS or seconds)",
-        DName { .. } => "a domain name",
+        DName(_) => "a domain name",
         Ipv4 => "an IPv4 address",
         Ipv6 => "an IPv6 address",
         CharString | CharStrings => "a character-string",
@@ -176,7 +218,7 @@ pub fn parse_presentation(
                     .to_be_bytes(),
             ),
             Time => out.extend(parse_time(text).ok_or_else(|| bad(tok))?.to_be_bytes()),
-            DName { .. } => {
+            DName(_) => {
                 let name = Name::parse(text, origin).map_err(|_| bad(tok))?;
                 out.extend_from_slice(name.as_wire());
             }
@@ -367,24 +409,74 @@ pub fn write_type_bitmap(out: &mut Vec<u8>, types: &[RrType]) {
 }
 
 /// Reads an RFC 4034 §4.1.2 type bitmap; `None` if malformed.
-pub fn read_type_bitmap(mut data: &[u8]) -> Option<Vec<RrType>> {
-    let mut types = Vec::new();
-    while !data.is_empty() {
-        let window = u16::from(*data.first()?);
-        let len = usize::from(*data.get(1)?);
-        if len == 0 || len > 32 || data.len() < 2 + len {
-            return None;
-        }
-        for (byte_idx, byte) in data[2..2 + len].iter().enumerate() {
-            for bit in 0..8 {
-                if byte & (0x80 >> bit) != 0 {
-                    types.push(RrType(window << 8 | (byte_idx * 8 + bit) as u16));
-                }
+pub fn read_type_bitmap(data: &[u8]) -> Option<Vec<RrType>> {
+    Some(TypeBitmap::parse(data)?.iter().collect())
+}
+
+/// A type bitmap (RFC 4034 §4.1.2, RFC 5155 §3.2.1) borrowed from RDATA, checked when made:
+/// windows in increasing order, each 1 to 32 bytes long.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TypeBitmap<'a> {
+    data: &'a [u8],
+}
+
+impl<'a> TypeBitmap<'a> {
+    /// Checks `data` (the whole bitmap, to the end of the RDATA); `None` if a window is empty,
+    /// longer than 32 bytes, cut off, or not in increasing order. An empty bitmap is valid
+    /// (an empty non-terminal's NSEC3, RFC 5155 §3.2.1).
+    pub fn parse(data: &'a [u8]) -> Option<TypeBitmap<'a>> {
+        let mut rest = data;
+        let mut last: Option<u8> = None;
+        while let [window, len, tail @ ..] = rest {
+            let len = usize::from(*len);
+            if len == 0 || len > 32 || tail.len() < len || last.is_some_and(|l| l >= *window) {
+                return None;
             }
+            last = Some(*window);
+            rest = &tail[len..];
         }
-        data = &data[2 + len..];
+        rest.is_empty().then_some(TypeBitmap { data })
     }
-    Some(types)
+
+    /// The types listed, in increasing order.
+    pub fn iter(&self) -> impl Iterator<Item = RrType> + 'a {
+        let mut rest = self.data;
+        std::iter::from_fn(move || {
+            let [window, len, tail @ ..] = rest else {
+                return None;
+            };
+            let (bits, next) = tail.split_at(usize::from(*len));
+            rest = next;
+            let window = u16::from(*window) << 8;
+            Some(bits.iter().enumerate().flat_map(move |(i, byte)| {
+                (0..8u16)
+                    .filter(move |bit| byte & (0x80 >> bit) != 0)
+                    .map(move |bit| RrType(window | (i as u16 * 8 + bit)))
+            }))
+        })
+        .flatten()
+    }
+
+    /// True if `rtype` is listed.
+    pub fn contains(&self, rtype: RrType) -> bool {
+        let [window, low] = rtype.0.to_be_bytes();
+        let mut rest = self.data;
+        while let [w, len, tail @ ..] = rest {
+            let (bits, next) = tail.split_at(usize::from(*len));
+            if *w == window {
+                return bits
+                    .get(usize::from(low / 8))
+                    .is_some_and(|b| b & (0x80 >> (low % 8)) != 0);
+            }
+            rest = next;
+        }
+        false
+    }
+
+    /// The bitmap bytes.
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.data
+    }
 }
 
 /// Parses an RRSIG time field: YYYYMMDDHHMMSS (UTC) or a decimal number of seconds.
@@ -396,64 +488,58 @@ pub fn parse_time(text: &str) -> Option<u32> {
     }
 }
 
+impl Field {
+    /// The rule of a name field; `None` for other fields.
+    pub(crate) fn name_rule(self) -> Option<NameRule> {
+        match self {
+            DName(rule) => Some(rule),
+            _ => None,
+        }
+    }
+}
+
+/// Length in bytes of `field` at the start of `data` (uncompressed RDATA from this field to the
+/// end of the RDATA), or `None` if it is malformed or runs past the end. Fields that take the
+/// rest of the RDATA take all of `data`. Allocates nothing.
+pub(crate) fn field_len(field: Field, data: &[u8]) -> Option<usize> {
+    let counted = |d: &[u8]| Some(1 + usize::from(*d.first()?));
+    let n = match field {
+        U8 => 1,
+        U16 | Type => 2,
+        U32 | Time | Ipv4 => 4,
+        Ipv6 => 16,
+        DName(_) => crate::name::uncompressed_len(data).ok()?,
+        CharString | Salt | Base32 | CaaTag => counted(data)?,
+        CharStrings => {
+            if data.is_empty() {
+                return None;
+            }
+            let mut at = 0;
+            while at < data.len() {
+                at += counted(&data[at..])?;
+            }
+            at
+        }
+        Base64 | Hex | CaaValue => data.len(),
+        TypeBitmap => {
+            TypeBitmap::parse(data)?;
+            data.len()
+        }
+    };
+    (n <= data.len()).then_some(n)
+}
+
 /// A field's position inside wire-format RDATA, found by walking the layout.
 struct Walk<'a> {
     data: &'a [u8],
     pos: usize,
 }
 
-impl<'a> Walk<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let s = self.data.get(self.pos..self.pos + n)?;
-        self.pos += n;
-        Some(s)
-    }
-    fn rest(&mut self) -> &'a [u8] {
-        let s = &self.data[self.pos..];
-        self.pos = self.data.len();
-        s
-    }
+impl Walk<'_> {
     /// Returns the byte range of the field and advances past it.
     fn field(&mut self, field: Field) -> Option<std::ops::Range<usize>> {
         let start = self.pos;
-        match field {
-            U8 => {
-                self.take(1)?;
-            }
-            U16 | Type => {
-                self.take(2)?;
-            }
-            U32 | Time | Ipv4 => {
-                self.take(4)?;
-            }
-            Ipv6 => {
-                self.take(16)?;
-            }
-            DName { .. } => {
-                let (_, used) =
-                    crate::name::Name::read_uncompressed(&self.data[self.pos..]).ok()?;
-                self.pos += used;
-            }
-            CharString | Salt | Base32 | CaaTag => {
-                let len = usize::from(*self.take(1)?.first()?);
-                self.take(len)?;
-            }
-            CharStrings => {
-                if self.pos == self.data.len() {
-                    return None;
-                }
-                while self.pos < self.data.len() {
-                    let len = usize::from(*self.take(1)?.first()?);
-                    self.take(len)?;
-                }
-            }
-            Base64 | Hex | CaaValue => {
-                self.rest();
-            }
-            TypeBitmap => {
-                read_type_bitmap(self.rest())?;
-            }
-        }
+        self.pos += field_len(field, &self.data[start..])?;
         Some(start..self.pos)
     }
 }
@@ -471,7 +557,7 @@ pub fn canonicalize_rdata(rtype: RrType, rdata: &mut [u8]) {
         let Some(range) = walk.field(field) else {
             return;
         };
-        if field == LOWER {
+        if field.name_rule().is_some_and(|r| r.lower) {
             ranges.push(range);
         }
     }
@@ -526,7 +612,7 @@ pub fn write_presentation(f: &mut impl fmt::Write, rtype: RrType, rdata: &[u8]) 
             Time => f.write_str(&time::to_yyyymmddhhmmss(u64::from(u32::from_be_bytes([
                 v[0], v[1], v[2], v[3],
             ]))))?,
-            DName { .. } => match crate::name::Name::from_wire(v) {
+            DName(_) => match crate::name::Name::from_wire(v) {
                 Ok(n) => write!(f, "{n}")?,
                 Err(_) => return Err(fmt::Error),
             },
@@ -585,6 +671,19 @@ pub fn to_presentation(rtype: RrType, rdata: &[u8]) -> String {
     s
 }
 
+/// Wire RDATA from presentation text split at white space (tests only).
+#[cfg(test)]
+pub(crate) fn wire_from_text(rtype: RrType, text: &str, origin: Option<&Name>) -> Vec<u8> {
+    let tokens: Vec<Token> = text
+        .split_whitespace()
+        .map(|t| Token {
+            text: t.to_string(),
+            quoted: false,
+        })
+        .collect();
+    parse_presentation(rtype, &tokens, origin).expect("test RDATA parses")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -600,8 +699,7 @@ mod tests {
 
     fn round_trip(rtype: RrType, text: &str) -> String {
         let origin: Name = "example.com.".parse().unwrap();
-        let wire = parse_presentation(rtype, &toks(text), Some(&origin)).unwrap();
-        to_presentation(rtype, &wire)
+        to_presentation(rtype, &wire_from_text(rtype, text, Some(&origin)))
     }
 
     #[test]

@@ -74,7 +74,7 @@ pub fn now() -> u64 {
 /// True if 32-bit RRSIG time `a` is at or before `b`, using RFC 1982 serial arithmetic as
 /// RFC 4034 §3.1.5 requires (so times keep working across the 2106 wrap).
 pub fn serial_le(a: u32, b: u32) -> bool {
-    a == b || (b.wrapping_sub(a) as i32) > 0
+    crate::serial::Serial(a) <= crate::serial::Serial(b)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use crate::name::Name;
 use crate::rr::{Class, Record, RrType};
+use crate::wire::rdata::Soa;
 
 /// One RRset: the records of one (owner, type), and the RRSIGs covering it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -25,6 +26,11 @@ pub struct RRset {
 
 /// All RRsets at one owner name, by type. RRSIG is never a key: signatures sit in their RRset.
 pub type Node = BTreeMap<RrType, RRset>;
+
+/// True if `node` has an RRset of `rtype` with data.
+fn owns(node: &Node, rtype: RrType) -> bool {
+    node.get(&rtype).is_some_and(|s| !s.rdatas.is_empty())
+}
 
 /// Where a name stands in the zone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -313,12 +319,19 @@ impl Zone {
         self.rrset(&self.origin, RrType::SOA).map_or(0, |s| s.ttl)
     }
 
-    /// The SOA MINIMUM field (last 4 bytes), in seconds.
+    /// The SOA RDATA through its typed view; `None` if the apex has no well-formed SOA.
+    pub fn soa_fields(&self) -> Option<Soa<'_>> {
+        Soa::parse(self.soa())
+    }
+
+    /// The SOA MINIMUM field, in seconds (0 without a well-formed SOA).
     pub fn soa_minimum(&self) -> u32 {
-        let soa = self.soa();
-        soa.len().checked_sub(4).map_or(0, |i| {
-            u32::from_be_bytes([soa[i], soa[i + 1], soa[i + 2], soa[i + 3]])
-        })
+        self.soa_fields().map_or(0, |s| s.minimum)
+    }
+
+    /// The SOA SERIAL field (0 without a well-formed SOA).
+    pub fn soa_serial(&self) -> u32 {
+        self.soa_fields().map_or(0, |s| s.serial)
     }
 
     /// TTL for negative answers and NSEC/NSEC3 records: min(SOA TTL, SOA MINIMUM)
@@ -340,22 +353,45 @@ impl Zone {
         if *name == self.origin {
             return Authority::Apex;
         }
-        // Walk up from the parent to the apex; any NS (or DNAME) cut above makes this glue.
-        let mut cur = name.parent();
-        while let Some(n) = cur {
-            if n == self.origin {
-                break;
-            }
-            if self.rrset(&n, RrType::NS).is_some() || self.rrset(&n, RrType::DNAME).is_some() {
-                return Authority::Glue;
-            }
-            cur = n.parent();
-        }
-        if self.rrset(name, RrType::NS).is_some() {
+        // Any NS (or DNAME) cut strictly above makes this glue or occluded data.
+        let cut = |node: &Node| owns(node, RrType::NS) || owns(node, RrType::DNAME);
+        if self.topmost_below_apex(name, false, cut).is_some() {
+            Authority::Glue
+        } else if self.rrset(name, RrType::NS).is_some() {
             Authority::Delegation
         } else {
             Authority::Authoritative
         }
+    }
+
+    /// The zone cut that makes a query for `name` a referral (RFC 1034 §4.3.2 step 3b): among
+    /// `name` and its ancestors below the apex, the delegation point (owner of an NS RRset)
+    /// closest to the apex, with its node.
+    pub fn delegation(&self, name: &Name) -> Option<(&Name, &Node)> {
+        self.topmost_below_apex(name, true, |node| owns(node, RrType::NS))
+    }
+
+    /// Among the names strictly between the apex and `name` (and `name` itself if
+    /// `inclusive`), the one closest to the apex whose node satisfies `pred`.
+    fn topmost_below_apex(
+        &self,
+        name: &Name,
+        inclusive: bool,
+        pred: impl Fn(&Node) -> bool,
+    ) -> Option<(&Name, &Node)> {
+        let mut found = None;
+        let mut cur = if inclusive {
+            Some(name.clone())
+        } else {
+            name.parent()
+        };
+        while let Some(n) = cur.filter(|n| *n != self.origin && n.is_subdomain_of(&self.origin)) {
+            if let Some(hit) = self.nodes.get_key_value(&n).filter(|(_, node)| pred(node)) {
+                found = Some(hit);
+            }
+            cur = n.parent();
+        }
+        found
     }
 
     /// Names with no RRsets that lie between the apex and a name that has some: empty
@@ -476,6 +512,23 @@ mod tests {
             vec![n("c.example."), n("b.c.example.")]
         );
         assert_eq!(z.negative_ttl(), 5);
+        assert_eq!((z.soa_serial(), z.soa_minimum()), (1, 5));
+    }
+
+    #[test]
+    fn delegation_is_the_topmost_cut() {
+        let z = zone(
+            "@ SOA ns hm 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\nsub NS ns.sub\n\
+             deep.sub NS ns.deep.sub\nwww A 192.0.2.4\n",
+        );
+        let n = |s: &str| -> Name { s.parse().unwrap() };
+        let cut = |s: &str| z.delegation(&n(s)).map(|(c, _)| c.clone());
+        assert_eq!(cut("sub.example."), Some(n("sub.example.")));
+        assert_eq!(cut("x.deep.sub.example."), Some(n("sub.example.")));
+        assert_eq!(cut("deep.sub.example."), Some(n("sub.example.")));
+        assert_eq!(cut("www.example."), None);
+        assert_eq!(cut("example."), None, "the apex NS is no cut");
+        assert_eq!(z.authority(&n("deep.sub.example.")), Authority::Glue);
     }
 
     #[test]

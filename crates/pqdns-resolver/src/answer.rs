@@ -10,7 +10,8 @@
 
 use pqdns_core::dnssec::denial::VerifiedDenial;
 use pqdns_core::dnssec::validate::{Status, UnverifiedRRset, VerifiedRRset};
-use pqdns_core::message::{rcode, Message};
+use pqdns_core::message::Message;
+use pqdns_core::wire::Rcode;
 use pqdns_core::{Name, Record, RrType};
 
 use crate::transport::ExchangeInfo;
@@ -120,7 +121,7 @@ pub struct Dropped {
 pub struct Answer {
     pub(crate) qname: Name,
     pub(crate) qtype: RrType,
-    pub(crate) rcode: u16,
+    pub(crate) rcode: Rcode,
     pub(crate) status: Status,
     pub(crate) answers: Vec<AnswerRRset>,
     pub(crate) authority: Vec<AnswerRRset>,
@@ -145,7 +146,7 @@ impl Answer {
 
     /// RCODE of the last response used (RFC 1035 §4.1.1, RFC 6891 §6.1.3): NOERROR (0),
     /// NXDOMAIN (3), or the error a server returned.
-    pub fn rcode(&self) -> u16 {
+    pub fn rcode(&self) -> Rcode {
         self.rcode
     }
 
@@ -208,16 +209,7 @@ impl Answer {
     }
 }
 
-/// The mnemonic of an RCODE.
-pub(crate) fn rcode_name(code: u16) -> String {
-    match code {
-        rcode::NOERROR => "NOERROR".into(),
-        rcode::FORMERR => "FORMERR".into(),
-        rcode::SERVFAIL => "SERVFAIL".into(),
-        rcode::NXDOMAIN => "NXDOMAIN".into(),
-        rcode::NOTIMP => "NOTIMP".into(),
-        rcode::REFUSED => "REFUSED".into(),
-        rcode::BADVERS => "BADVERS".into(),
-        n => format!("RCODE{n}"),
-    }
+/// The mnemonic of an RCODE (`RCODE<n>` for one without a name).
+pub(crate) fn rcode_name(code: Rcode) -> String {
+    code.to_string()
 }

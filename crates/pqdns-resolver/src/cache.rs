@@ -7,6 +7,7 @@
 use std::time::Instant;
 
 use pqdns_core::message::Message;
+use pqdns_core::wire::rdata::Soa;
 use pqdns_core::{Name, RrType};
 
 use crate::ttl_map::TtlMap;
@@ -61,14 +62,7 @@ fn answer_ttl(m: &Message) -> u32 {
             .iter()
             .find(|r| r.rtype == RrType::SOA)
             .map_or(0, |soa| {
-                let min = soa.rdata.len().checked_sub(4).map_or(0, |i| {
-                    u32::from_be_bytes([
-                        soa.rdata[i],
-                        soa.rdata[i + 1],
-                        soa.rdata[i + 2],
-                        soa.rdata[i + 3],
-                    ])
-                });
+                let min = Soa::parse(&soa.rdata).map_or(0, |s| s.minimum);
                 soa.ttl.min(min)
             });
     }

@@ -24,7 +24,8 @@ use pqdns_core::dnssec::Profile;
 use pqdns_core::frag::arrf::{self, ArrfError, Key, Limits, Progress, Reassembler};
 use pqdns_core::frag::edns::{FragOption, Fragmentation, DEFAULT_CODE};
 use pqdns_core::frag::qbf;
-use pqdns_core::message::{Message, FLAG_TC};
+use pqdns_core::message::Message;
+use pqdns_core::wire::FLAG_TC;
 use pqdns_core::RrType;
 use tokio::net::UdpSocket;
 
@@ -53,7 +54,7 @@ pub struct FragConfig {
 }
 
 impl FragConfig {
-    /// `mode` with option 65108, RRFRAG type 108, default ARRF limits, 1 s rounds and the
+    /// `mode` with option 65108, RRFRAG type 65388, default ARRF limits, 1 s rounds and the
     /// `default` profile.
     pub fn new(mode: Fragmentation) -> FragConfig {
         FragConfig {

@@ -14,7 +14,8 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Instant;
 
-use pqdns_core::message::{rcode, Message, FLAG_AA};
+use pqdns_core::message::Message;
+use pqdns_core::wire::{Rcode, FLAG_AA};
 use pqdns_core::{Name, Record, RrType};
 
 use crate::resolve::{lock, BoxFuture, Ctx, Inner, ResolveError};
@@ -105,7 +106,7 @@ impl Inner {
                          to {qname} {qtype}"
                     ));
                 }
-                if m.has_flag(FLAG_AA) || !m.answers.is_empty() || m.rcode() != rcode::NOERROR {
+                if m.has_flag(FLAG_AA) || !m.answers.is_empty() || m.rcode() != Rcode::NOERROR {
                     return Ok(m);
                 }
                 let Some(cut) = m

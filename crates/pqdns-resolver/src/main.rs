@@ -15,7 +15,7 @@ use clap::Parser;
 use pqdns_core::dnssec::validate::PqPolicy;
 use pqdns_core::dnssec::Profile;
 use pqdns_core::frag::edns::Fragmentation;
-use pqdns_core::message::rcode;
+use pqdns_core::wire::Rcode;
 use pqdns_core::{outln, stdout, Name, Record, RrType};
 use pqdns_resolver::fragment::FragConfig;
 use pqdns_resolver::{
@@ -260,7 +260,7 @@ fn exit_code(answer: &Answer) -> u8 {
     if answer.status().is_bogus() {
         EXIT_BOGUS
     } else if answer.referral().is_some()
-        || !matches!(answer.rcode(), rcode::NOERROR | rcode::NXDOMAIN)
+        || !matches!(answer.rcode(), Rcode::NOERROR | Rcode::NXDOMAIN)
     {
         EXIT_NO_ANSWER
     } else {
@@ -355,8 +355,8 @@ fn json_answer(cli: &Cli, a: &Answer) -> JsonOut {
     JsonOut {
         status: a.status().name().into(),
         reason: reason.map(|r| r.text.clone()),
-        ede: reason.map(|r| r.ede),
-        rcode: a.rcode(),
+        ede: reason.map(|r| r.ede.0),
+        rcode: a.rcode().0,
         rcode_name: a.rcode_name(),
         answer: json_rrsets(a.answers(), cli.dnssec),
         authority: json_rrsets(a.authority(), cli.dnssec),

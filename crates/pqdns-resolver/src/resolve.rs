@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 
 use pqdns_core::dnssec::validate::{Limits, PqPolicy, Reason, Validator};
 use pqdns_core::dnssec::{Profile, Provider};
-use pqdns_core::message::{Edns, Message, Question, EDNS_DO, FLAG_CD};
+use pqdns_core::message::{Message, Question};
+use pqdns_core::wire::{Edns, EDNS_DO, FLAG_CD};
 use pqdns_core::{Class, Name, RrType};
 use tokio::sync::Semaphore;
 

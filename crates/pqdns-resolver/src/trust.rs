@@ -16,9 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use pqdns_core::dnssec::denial::{prove, Claim, VerifiedDenial};
-use pqdns_core::dnssec::validate::{
-    danger, ede, Reason, TrustedKeys, UnverifiedRRset, VerifiedRRset,
-};
+use pqdns_core::dnssec::validate::{danger, Reason, TrustedKeys, UnverifiedRRset, VerifiedRRset};
+use pqdns_core::wire::Ede;
 use pqdns_core::{Name, RrType};
 
 use crate::flight::Flights;
@@ -90,7 +89,7 @@ pub(crate) enum NoDs {
     Bogus(Reason),
 }
 
-fn bogus(ede: u16, text: String) -> Reason {
+fn bogus(ede: Ede, text: String) -> Reason {
     Reason::new(ede, text)
 }
 
@@ -118,7 +117,7 @@ impl Inner {
         let owner = &rrset.owner;
         let Some(anchor) = self.config.anchors.closest(owner).cloned() else {
             return Checked::Indeterminate(Reason::new(
-                ede::OTHER,
+                Ede::OTHER,
                 format!("no trust anchor covers {owner}"),
             ));
         };
@@ -138,7 +137,7 @@ impl Inner {
         };
         if !signer.is_subdomain_of(&anchor) {
             return Checked::Bogus(bogus(
-                ede::DNSSEC_BOGUS,
+                Ede::DNSSEC_BOGUS,
                 format!(
                     "RRSIG over {owner} {} names signer {signer}, above the trust anchor {anchor}",
                     rrset.rtype
@@ -174,7 +173,7 @@ impl Inner {
     pub(crate) async fn unsigned(&self, owner: &Name, ctx: &mut Ctx) -> Unsigned {
         let Some(anchor) = self.config.anchors.closest(owner).cloned() else {
             return Unsigned::Indeterminate(Reason::new(
-                ede::OTHER,
+                Ede::OTHER,
                 format!("no trust anchor covers {owner}"),
             ));
         };
@@ -186,7 +185,7 @@ impl Inner {
             ZoneTrust::Insecure(r) => Unsigned::Insecure(r),
             ZoneTrust::Bogus(r) => Unsigned::Bogus(r),
             ZoneTrust::Secure(_) => Unsigned::Bogus(bogus(
-                ede::RRSIGS_MISSING,
+                Ede::RRSIGS_MISSING,
                 format!("{owner} is in signed zone {zone} but has no RRSIG"),
             )),
         }
@@ -224,7 +223,7 @@ impl Inner {
             }
             if depth > MAX_DEPTH {
                 return ZoneTrust::Bogus(bogus(
-                    ede::DNSSEC_BOGUS,
+                    Ede::DNSSEC_BOGUS,
                     format!("chain of trust deeper than {MAX_DEPTH} zones at {zone}"),
                 ));
             }
@@ -258,7 +257,7 @@ impl Inner {
         ctx: &mut Ctx,
         depth: usize,
     ) -> (ZoneTrust, u32) {
-        let fail = |text: String| (ZoneTrust::Bogus(bogus(ede::DNSSEC_BOGUS, text)), 0);
+        let fail = |text: String| (ZoneTrust::Bogus(bogus(Ede::DNSSEC_BOGUS, text)), 0);
         let ds = if let Some(anchor) = self.config.anchors.ds_for(zone) {
             ctx.chain.push(format!(
                 "{zone} DS: {} record(s) from the trust anchor",
@@ -285,7 +284,7 @@ impl Inner {
                     let Some(parent) = parent else {
                         return (
                             ZoneTrust::Bogus(bogus(
-                                ede::RRSIGS_MISSING,
+                                Ede::RRSIGS_MISSING,
                                 format!(
                                     "DS for {zone} is not signed by a parent zone at or below \
                                      the trust anchor {anchor}"
@@ -321,7 +320,7 @@ impl Inner {
                             let ttl = denial.rrsets().iter().map(VerifiedRRset::ttl).min();
                             (
                                 ZoneTrust::Insecure(Reason::new(
-                                    ede::OTHER,
+                                    Ede::OTHER,
                                     format!("{zone} is an unsigned delegation"),
                                 )),
                                 ttl.unwrap_or(0),
@@ -364,7 +363,7 @@ impl Inner {
             }
             Ok(None) => (
                 ZoneTrust::Insecure(Reason::new(
-                    ede::UNSUPPORTED_DNSKEY_ALGORITHM,
+                    Ede::UNSUPPORTED_DNSKEY_ALGORITHM,
                     format!("no DS for {zone} uses a supported algorithm and digest"),
                 )),
                 ds_ttl,
@@ -394,7 +393,7 @@ impl Inner {
         });
         let Some(parent) = parent else {
             return NoDs::Bogus(bogus(
-                ede::NSEC_MISSING,
+                Ede::NSEC_MISSING,
                 format!("no DS for {zone} and no signed proof of its absence"),
             ));
         };

@@ -12,9 +12,10 @@ use std::sync::Arc;
 
 use pqdns_core::dnssec::denial::{prove, Claim, VerifiedDenial};
 use pqdns_core::dnssec::validate::{
-    conclude, ede, Reason, Status, TrustedKeys, UnverifiedRRset, VerifiedRRset,
+    conclude, Reason, Status, TrustedKeys, UnverifiedRRset, VerifiedRRset,
 };
-use pqdns_core::message::{rcode, Message, FLAG_AA};
+use pqdns_core::message::Message;
+use pqdns_core::wire::{Ede, Rcode, FLAG_AA};
 use pqdns_core::{Name, RrType};
 
 use crate::answer::{rcode_name, Answer, AnswerRRset, Dropped, Referral, Section};
@@ -123,7 +124,7 @@ enum Step {
 struct Walk {
     qname: Name,
     qtype: RrType,
-    rcode: u16,
+    rcode: Rcode,
     name: Name,
     cnames: usize,
     secure: Vec<VerifiedRRset>,
@@ -248,9 +249,9 @@ impl Inner {
     ) -> Result<Step, Halt> {
         let code = msg.rcode();
         w.rcode = code;
-        if code != rcode::NOERROR && code != rcode::NXDOMAIN {
+        if code != Rcode::NOERROR && code != Rcode::NXDOMAIN {
             w.indeterminate(Reason::new(
-                ede::OTHER,
+                Ede::OTHER,
                 format!("the server answered {}", rcode_name(code)),
             ));
             return Ok(Step::Done);
@@ -295,9 +296,9 @@ impl Inner {
                 Checked::Bogus(r) => return Err(Halt::Bogus(r)),
             }
             if set.rtype == qtype {
-                if code == rcode::NXDOMAIN {
+                if code == Rcode::NXDOMAIN {
                     return Err(Halt::Bogus(Reason::new(
-                        ede::DNSSEC_BOGUS,
+                        Ede::DNSSEC_BOGUS,
                         format!("NXDOMAIN with a {qtype} RRset for {name}"),
                     )));
                 }
@@ -312,7 +313,7 @@ impl Inner {
             }
             w.name = Name::from_wire(&set.rdatas[0]).map_err(|_| {
                 Halt::Bogus(Reason::new(
-                    ede::DNSSEC_BOGUS,
+                    Ede::DNSSEC_BOGUS,
                     format!("malformed CNAME at {name}"),
                 ))
             })?;
@@ -320,7 +321,7 @@ impl Inner {
         }
         let name = w.name.clone();
         let soa = s.find(Section::Authority, |r| r.rtype == RrType::SOA);
-        if code == rcode::NXDOMAIN || soa.is_some() {
+        if code == Rcode::NXDOMAIN || soa.is_some() {
             return self.negative(soa, s, w, ctx).await;
         }
         if !msg.has_flag(FLAG_AA) {
@@ -346,7 +347,7 @@ impl Inner {
         ctx: &mut Ctx,
     ) -> Result<Step, Halt> {
         let name = w.name.clone();
-        let claim = if w.rcode == rcode::NXDOMAIN {
+        let claim = if w.rcode == Rcode::NXDOMAIN {
             Claim::NxDomain
         } else {
             Claim::NoData(w.qtype)
@@ -358,7 +359,7 @@ impl Inner {
                 Unsigned::Indeterminate(r) => w.indeterminate(r),
                 Unsigned::Bogus(r) => {
                     return Err(Halt::Bogus(Reason::new(
-                        ede::NSEC_MISSING,
+                        Ede::NSEC_MISSING,
                         format!("negative answer for {name} without SOA: {}", r.text),
                     )))
                 }
@@ -370,7 +371,7 @@ impl Inner {
             Checked::Secure(v, keys) => {
                 if keys.zone() != v.owner() || !name.is_subdomain_of(v.owner()) {
                     return Err(Halt::Bogus(Reason::new(
-                        ede::DNSSEC_BOGUS,
+                        Ede::DNSSEC_BOGUS,
                         format!("SOA {} is not the apex of a zone holding {name}", v.owner()),
                     )));
                 }
@@ -448,7 +449,7 @@ impl Inner {
         };
         let not_authoritative = |what: String| {
             Reason::new(
-                ede::OTHER,
+                Ede::OTHER,
                 format!(
                     "referral to {cut}{what}: the server asked is not authoritative for {name}; \
                      ask {cut}'s name servers, or resolve iteratively (--root)"
@@ -457,7 +458,7 @@ impl Inner {
         };
         match self.config.anchors.closest(&cut) {
             None => w.indeterminate(Reason::new(
-                ede::OTHER,
+                Ede::OTHER,
                 format!("no trust anchor covers {name} (referral to {cut})"),
             )),
             Some(anchor) if *anchor == cut => {
@@ -486,7 +487,7 @@ impl Inner {
                     match self.prove_no_ds(&cut, &proof, ctx, 0).await {
                         NoDs::Proven(d) => {
                             w.insecure(Reason::new(
-                                ede::OTHER,
+                                Ede::OTHER,
                                 format!(
                                     "{name} is at or below {cut}, an unsigned delegation (no DS, proven \
                                      by {}'s denial records); the server asked referred the \

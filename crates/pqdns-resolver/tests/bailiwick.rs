@@ -8,7 +8,8 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pqdns_core::message::{rcode, Message, FLAG_AA, FLAG_QR};
+use pqdns_core::message::Message;
+use pqdns_core::wire::{Rcode, FLAG_AA, FLAG_QR};
 use pqdns_core::{Name, Record, RrType};
 use pqdns_resolver::{Config, Mode, ResolveError, Resolver, TrustAnchors};
 use tokio::net::UdpSocket;
@@ -34,9 +35,9 @@ fn ns(owner: &str, target: &str) -> Record {
 }
 
 /// A response to `q` with RCODE `code`, AA as given, no EDNS.
-fn reply(q: &Message, aa: bool, code: u16) -> Message {
+fn reply(q: &Message, aa: bool, code: Rcode) -> Message {
     let mut m = q.clone();
-    m.flags = FLAG_QR | if aa { FLAG_AA } else { 0 } | code;
+    m.flags = FLAG_QR | if aa { FLAG_AA } else { 0 } | code.low();
     m.edns = None;
     m
 }
@@ -85,7 +86,7 @@ async fn servers(root: Behaviour, evil: Behaviour, good: Behaviour) -> (Log, Log
 /// has no business sending.
 fn good() -> Behaviour {
     Arc::new(|q| {
-        let mut m = reply(q, true, rcode::NOERROR);
+        let mut m = reply(q, true, Rcode::NOERROR);
         if q.questions[0].qname == name("www.example.") && q.questions[0].qtype == RrType::A {
             m.answers.push(a("www.example.", "192.0.2.80"));
             m.answers.push(a("login.bank.", "203.0.113.66"));
@@ -98,7 +99,7 @@ fn good() -> Behaviour {
 /// Answers everything with 203.0.113.66: it must never be asked.
 fn evil() -> Behaviour {
     Arc::new(|q| {
-        let mut m = reply(q, true, rcode::NOERROR);
+        let mut m = reply(q, true, Rcode::NOERROR);
         let qname = q.questions[0].qname.to_string();
         m.answers.push(a(&qname, "203.0.113.66"));
         m
@@ -111,16 +112,16 @@ fn root(referral: fn(&mut Message)) -> Behaviour {
     Arc::new(move |q| {
         let qname = &q.questions[0].qname;
         if qname.is_subdomain_of(&name("nowhere.")) {
-            return reply(q, true, rcode::NXDOMAIN);
+            return reply(q, true, Rcode::NXDOMAIN);
         }
         if *qname == name("ns.other.") {
-            let mut m = reply(q, true, rcode::NOERROR);
+            let mut m = reply(q, true, Rcode::NOERROR);
             if q.questions[0].qtype == RrType::A {
                 m.answers.push(a("ns.other.", GOOD));
             }
             return m;
         }
-        let mut m = reply(q, false, rcode::NOERROR);
+        let mut m = reply(q, false, Rcode::NOERROR);
         referral(&mut m);
         m
     })

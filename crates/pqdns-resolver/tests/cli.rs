@@ -8,7 +8,8 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use pqdns_core::message::{rcode, Message, FLAG_AA, FLAG_QR};
+use pqdns_core::message::Message;
+use pqdns_core::wire::{Rcode, FLAG_AA, FLAG_QR};
 use pqdns_core::RrType;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, UdpSocket};
@@ -126,7 +127,7 @@ async fn responder(udp: fn(&Message) -> Vec<u8>) -> SocketAddr {
                     return;
                 }
                 let Ok(q) = Message::parse(&q) else { return };
-                let a = answer(&q, rcode::NOERROR).to_wire();
+                let a = answer(&q, Rcode::NOERROR).to_wire();
                 let _ = s.write_all(&(a.len() as u16).to_be_bytes()).await;
                 let _ = s.write_all(&a).await;
             });
@@ -135,11 +136,11 @@ async fn responder(udp: fn(&Message) -> Vec<u8>) -> SocketAddr {
     addr
 }
 
-fn answer(q: &Message, code: u16) -> Message {
+fn answer(q: &Message, code: Rcode) -> Message {
     let mut m = q.clone();
-    m.flags = FLAG_QR | FLAG_AA | code;
+    m.flags = FLAG_QR | FLAG_AA | code.low();
     m.edns = None;
-    if code == rcode::NOERROR {
+    if code == Rcode::NOERROR {
         let owner = q.questions[0].qname.to_string();
         m.answers
             .push(common::record(&owner, RrType::A, 60, vec![192, 0, 2, 1]));
@@ -148,13 +149,13 @@ fn answer(q: &Message, code: u16) -> Message {
 }
 
 fn servfail(q: &Message) -> Vec<u8> {
-    answer(q, rcode::SERVFAIL).to_wire()
+    answer(q, Rcode::SERVFAIL).to_wire()
 }
 
 /// A NOERROR answer whose ANSWER section also holds an OPT record (RFC 6891 §6.1.1 allows
 /// OPT only in ADDITIONAL).
 fn opt_in_answer(q: &Message) -> Vec<u8> {
-    let mut wire = answer(q, rcode::NOERROR).to_wire();
+    let mut wire = answer(q, Rcode::NOERROR).to_wire();
     // One more ANSWER record: root, OPT, payload 1232, no flags, no options.
     wire[7] += 1;
     let at = wire.len();

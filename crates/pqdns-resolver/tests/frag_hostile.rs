@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use pqdns_core::frag::arrf::{Limits, RrFrag, DEFAULT_RRFRAG_TYPE};
 use pqdns_core::frag::edns::{FragOption, Fragmentation, ARRF, DEFAULT_CODE};
-use pqdns_core::message::{Edns, Message, Question, FLAG_AA, FLAG_QR};
+use pqdns_core::message::{Message, Question};
+use pqdns_core::wire::{Edns, FLAG_AA, FLAG_QR};
 use pqdns_core::{Class, Name, Record, RrType};
 use pqdns_resolver::fragment::FragConfig;
 use pqdns_resolver::{Client, TlsOptions, Transport};

@@ -381,7 +381,7 @@ fn bogus_for_wrong_anchor_expired_signatures_and_classical_only_under_require_pq
     );
     let s = resolve(&running.rt, &r, "www.dual.tld.", RrType::A);
     assert!(
-        matches!(&s, Status::Bogus(reason) if reason.ede == 7),
+        matches!(&s, Status::Bogus(reason) if reason.ede == pqdns_core::wire::Ede::SIGNATURE_EXPIRED),
         "{s:?}"
     );
 

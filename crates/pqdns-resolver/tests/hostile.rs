@@ -7,7 +7,8 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use pqdns_core::dnssec::validate::Status;
-use pqdns_core::message::{Message, FLAG_AA, FLAG_QR};
+use pqdns_core::message::Message;
+use pqdns_core::wire::{FLAG_AA, FLAG_QR};
 use pqdns_core::{Class, Name, Record, RrType};
 use pqdns_resolver::transport::TransportError;
 use pqdns_resolver::{Client, Config, Mode, Resolver, TlsOptions, Transport, TrustAnchors};

@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pqdns_core::dnssec::validate::Status;
-use pqdns_core::message::{rcode, Message, FLAG_AA, FLAG_QR};
+use pqdns_core::message::Message;
+use pqdns_core::wire::{Ede, Rcode, FLAG_AA, FLAG_QR};
 use pqdns_core::{Record, RrType};
 use pqdns_resolver::{AnswerRRset, Config, Mode, Resolver, Section, TrustAnchors};
 use tokio::net::UdpSocket;
@@ -213,7 +214,7 @@ fn tampering_with_the_signed_rrset_is_bogus_and_returns_nothing() {
         // A forged NXDOMAIN: the signed answer dropped, an unsigned SOA kept.
         if m.questions[0].qname == name("www.example.") && m.questions[0].qtype == RrType::A {
             m.answers.clear();
-            m.flags = (m.flags & !0xf) | rcode::NXDOMAIN;
+            m.flags = (m.flags & !0xf) | Rcode::NXDOMAIN.low();
             m.authority = vec![rec("example.", RrType::SOA, {
                 let mut soa = name("ns.example.").as_wire().to_vec();
                 soa.extend_from_slice(name("h.example.").as_wire());
@@ -223,9 +224,9 @@ fn tampering_with_the_signed_rrset_is_bogus_and_returns_nothing() {
         }
     });
     for (what, mutate, ede) in [
-        ("joined", joined, 6),
-        ("replaced", replaced, 10),
-        ("denied", denied, 10),
+        ("joined", joined, Ede::DNSSEC_BOGUS),
+        ("replaced", replaced, Ede::RRSIGS_MISSING),
+        ("denied", denied, Ede::RRSIGS_MISSING),
     ] {
         let a = resolve_through(&served, mutate, "www.example.", RrType::A);
         assert!(
@@ -272,8 +273,8 @@ fn a_thousand_concurrent_resolutions_share_one_resolver() {
             a.status()
         );
         rcodes[i % 4] += usize::from(match i % 4 {
-            1 => a.rcode() == rcode::NXDOMAIN,
-            3 => a.rcode() == rcode::NOERROR && a.answers().is_empty(),
+            1 => a.rcode() == Rcode::NXDOMAIN,
+            3 => a.rcode() == Rcode::NOERROR && a.answers().is_empty(),
             _ => !a.answers().is_empty(),
         });
     }

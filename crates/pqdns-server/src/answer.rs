@@ -20,15 +20,17 @@
 //! does not fit is dropped whole and TC is set, except for optional additional data (RFC 2181 §9).
 //! Glue for a referral is not optional (RFC 9471 §3).
 
-use pqdns_core::name::MAX_NAME_LEN;
+use pqdns_core::wire::rdata::target_of;
+use pqdns_core::wire::{
+    Full, MessageWriter, Rcode, Section, EDNS_DO, FLAG_AA, FLAG_TC, MIN_UDP_PAYLOAD,
+};
 use pqdns_core::zone::{Node, RRset};
 use pqdns_core::{Class, Name, RrType};
 
 use crate::answer_cache::Key;
 use crate::catalog::{Catalog, ServedZone};
 use crate::denial::{prove, Denial};
-use crate::query::{self, ParseError, Query, FLAG_AA, FLAG_TC};
-use crate::response::{Full, OptOut, Rcode, ResponseWriter, Section, MIN_UDP_PAYLOAD};
+use crate::query::{self, ParseError, Query};
 
 /// Longest CNAME chain followed inside a zone (the chain's records all go in the answer).
 pub const MAX_CNAME_HOPS: usize = 8;
@@ -77,40 +79,28 @@ pub fn respond(
     out: &mut Vec<u8>,
     base: usize,
 ) -> Outcome {
-    let mut qname = [0u8; MAX_NAME_LEN];
-    let view = match query::parse_view(packet, &mut qname) {
-        Ok(v) => v,
+    let q = match query::parse(packet) {
+        Ok(q) => q,
         Err(m) => return malformed(m, out, base),
     };
     let udp_payload = udp_payload.max(MIN_UDP_PAYLOAD);
     let limit = match transport {
         Transport::Stream => MAX_STREAM_MESSAGE,
-        Transport::Udp => view
-            .edns
-            .map_or(MIN_UDP_PAYLOAD, |e| {
-                e.udp_payload.clamp(MIN_UDP_PAYLOAD, udp_payload)
-            })
-            .into(),
+        Transport::Udp => q.udp_payload().min(udp_payload).into(),
     };
-    let key = Key::new(&view, limit);
+    let key = Key::new(&q, limit);
     if let Some(key) = &key {
-        if let Some(outcome) = catalog.answers.replay(key, &view, out, base) {
+        if let Some(outcome) = catalog.answers.replay(key, &q, out, base) {
             return outcome;
         }
     }
-    let q = match view.to_query() {
-        Ok(q) => q,
-        Err(error) => {
-            let header = Some(view.header);
-            return malformed(query::Malformed { error, header }, out, base);
-        }
-    };
-    let opt = q.edns.map(|e| OptOut {
-        udp_payload,
-        dnssec_ok: e.dnssec_ok,
-    });
-    let question = Some((&q.qname, q.qtype, q.qclass.0));
-    let mut w = ResponseWriter::new(out, base, limit, q.header, question, opt);
+    let mut w = MessageWriter::response(out, base, limit, q.header);
+    // The question (at most 259 bytes) and an OPT always fit in 512 bytes.
+    let _fits = w.question(q.qname.as_wire(), q.qtype, q.qclass);
+    if q.edns.is_some() {
+        let flags = if q.dnssec_ok() { EDNS_DO } else { 0 };
+        let _fits = w.set_opt(udp_payload, 0, flags);
+    }
     let mut cache_ttl = None;
     let rcode = answer_query(catalog, &q, &mut w, &mut cache_ttl);
     let truncated = w.truncated();
@@ -142,7 +132,7 @@ fn malformed(m: query::Malformed, out: &mut Vec<u8>, base: usize) -> Outcome {
         if matches!(m.error, ParseError::Opcode(_)) {
             outcome.rcode = Rcode::NOTIMP;
         }
-        let w = ResponseWriter::new(out, base, MAX_STREAM_MESSAGE, header, None, None);
+        let w = MessageWriter::response(out, base, MAX_STREAM_MESSAGE, header);
         outcome.len = w.finish(outcome.rcode);
     }
     outcome
@@ -150,13 +140,13 @@ fn malformed(m: query::Malformed, out: &mut Vec<u8>, base: usize) -> Outcome {
 
 fn answer_query(
     catalog: &Catalog,
-    q: &Query,
-    w: &mut ResponseWriter<'_>,
+    q: &Query<'_>,
+    w: &mut MessageWriter<'_, '_>,
     cache_ttl: &mut Option<u32>,
 ) -> Rcode {
     // RFC 6891 §6.1.3: "If a responder does not implement the VERSION level of the request,
     // then it MUST respond with RCODE=BADVERS."
-    if q.edns.is_some_and(|e| e.version > 0) {
+    if q.edns.is_some_and(|e| e.version() > 0) {
         return Rcode::BADVERS;
     }
     if q.qtype == RrType::OPT {
@@ -165,7 +155,8 @@ fn answer_query(
     if q.qclass != Class::IN || matches!(q.qtype, RrType::AXFR | RrType(251)) {
         return Rcode::REFUSED;
     }
-    let Some(zone) = catalog.find(&q.qname, q.qtype) else {
+    let qname = q.qname.to_name();
+    let Some(zone) = catalog.find(&qname, q.qtype) else {
         return Rcode::REFUSED;
     };
     let mut lookup = Lookup {
@@ -175,7 +166,7 @@ fn answer_query(
         additional: Vec::new(),
         min_ttl: [None; 2],
     };
-    let rcode = lookup.run(w, &q.qname, q.qtype);
+    let rcode = lookup.run(w, &qname, q.qtype);
     *cache_ttl = lookup.min_ttl[0].or(lookup.min_ttl[1]);
     rcode
 }
@@ -219,7 +210,7 @@ struct Lookup<'z> {
 }
 
 impl<'z> Lookup<'z> {
-    fn run(&mut self, w: &mut ResponseWriter<'_>, qname: &Name, qtype: RrType) -> Rcode {
+    fn run(&mut self, w: &mut MessageWriter<'_, '_>, qname: &Name, qtype: RrType) -> Rcode {
         let mut rcode = Rcode::NOERROR;
         let mut name = qname.clone();
         w.set_flag(FLAG_AA);
@@ -227,7 +218,7 @@ impl<'z> Lookup<'z> {
             match self.classify(&name, qtype) {
                 Match::Referral { cut, node } => {
                     if hop == 0 {
-                        w.clear_aa();
+                        w.clear_flag(FLAG_AA);
                     }
                     self.referral(cut, node);
                     break;
@@ -300,21 +291,11 @@ impl<'z> Lookup<'z> {
     /// Finds where `name` stands in the zone.
     fn classify(&self, name: &Name, qtype: RrType) -> Match<'z> {
         let zone = &self.zone.zone;
-        // The name and its ancestors strictly below the apex, the name first.
-        let mut ancestors = Vec::with_capacity(8);
-        let mut cur = Some(name.clone());
-        while let Some(n) = cur.filter(|n| *n != zone.origin && n.is_subdomain_of(&zone.origin)) {
-            cur = n.parent();
-            ancestors.push(n);
-        }
         // RFC 1034 §4.3.2 step 3b: a cut on the way down means a referral; the DS RRset at a
         // cut is the parent's own data (RFC 4035 §3.1.4.1).
-        for (i, a) in ancestors.iter().enumerate().rev() {
-            if let Some((cut, node)) = zone.nodes.get_key_value(a) {
-                let is_cut = node.get(&RrType::NS).is_some_and(|s| !s.rdatas.is_empty());
-                if is_cut && !(i == 0 && qtype == RrType::DS) {
-                    return Match::Referral { cut, node };
-                }
+        if let Some((cut, node)) = zone.delegation(name) {
+            if !(cut == name && qtype == RrType::DS) {
+                return Match::Referral { cut, node };
             }
         }
         if let Some((owner, node)) = zone.nodes.get_key_value(name) {
@@ -327,11 +308,19 @@ impl<'z> Lookup<'z> {
         if self.is_empty_non_terminal(name) {
             return Match::EmptyNonTerminal;
         }
-        let closest_encloser = ancestors
-            .iter()
-            .skip(1)
-            .find(|a| zone.nodes.contains_key(*a) || self.is_empty_non_terminal(a))
-            .cloned()
+        // The closest encloser: the nearest ancestor that exists, the apex at the latest.
+        let mut closest_encloser = name.parent();
+        while let Some(a) = closest_encloser
+            .as_ref()
+            .filter(|a| **a != zone.origin && a.is_subdomain_of(&zone.origin))
+        {
+            if zone.nodes.contains_key(a) || self.is_empty_non_terminal(a) {
+                break;
+            }
+            closest_encloser = a.parent();
+        }
+        let closest_encloser = closest_encloser
+            .filter(|a| a.is_subdomain_of(&zone.origin))
             .unwrap_or_else(|| zone.origin.clone());
         // RFC 4592 §3.3.1: the source of synthesis is the wildcard child of the closest encloser.
         let wildcard = closest_encloser.prepend_label(b"*").ok();
@@ -360,7 +349,7 @@ impl<'z> Lookup<'z> {
     /// Writes an answer RRset (owner `name`, which differs from the zone's for wildcards).
     fn answer(
         &mut self,
-        w: &mut ResponseWriter<'_>,
+        w: &mut MessageWriter<'_, '_>,
         name: &Name,
         rtype: RrType,
         set: &RRset,
@@ -429,21 +418,15 @@ impl<'z> Lookup<'z> {
 
     /// Addresses of in-zone NS, MX and SRV targets for the additional section.
     fn additional_for(&mut self, rtype: RrType, set: &'z RRset, required: bool) {
-        let skip = match rtype {
-            RrType::NS => 0,
-            RrType::MX => 2,
-            RrType::SRV => 6,
-            _ => return,
-        };
+        if !matches!(rtype, RrType::NS | RrType::MX | RrType::SRV) {
+            return;
+        }
         let zone = &self.zone.zone;
         for rdata in set.rdatas.iter().take(MAX_ADDITIONAL_TARGETS) {
-            let Some((target, _)) = rdata
-                .get(skip..)
-                .and_then(|t| Name::read_uncompressed(t).ok())
-            else {
+            let Some(target) = target_of(rtype, rdata) else {
                 continue;
             };
-            let Some((owner, node)) = zone.nodes.get_key_value(&target) else {
+            let Some((owner, node)) = zone.nodes.get_key_value(&target.to_name()) else {
                 continue;
             };
             for rtype in [RrType::A, RrType::AAAA] {
@@ -464,7 +447,7 @@ impl<'z> Lookup<'z> {
     }
 
     /// Writes the authority and additional sections; a required unit that does not fit sets TC.
-    fn write_tail(&mut self, w: &mut ResponseWriter<'_>) {
+    fn write_tail(&mut self, w: &mut MessageWriter<'_, '_>) {
         let authority = std::mem::take(&mut self.authority);
         let additional = std::mem::take(&mut self.additional);
         let sections = [
@@ -499,7 +482,7 @@ impl<'z> Lookup<'z> {
 
 /// Writes an RRset and (with DO) its RRSIGs as one unit.
 fn write_rrset(
-    w: &mut ResponseWriter<'_>,
+    w: &mut MessageWriter<'_, '_>,
     section: Section,
     owner: &Name,
     rtype: RrType,
@@ -510,17 +493,19 @@ fn write_rrset(
     let mark = w.mark();
     let owner = owner.as_wire();
     for rdata in &set.rdatas {
-        w.record(section, owner, rtype, ttl.unwrap_or(set.ttl), rdata);
+        w.record(
+            section,
+            owner,
+            rtype,
+            Class::IN,
+            ttl.unwrap_or(set.ttl),
+            rdata,
+        );
     }
     if dnssec {
+        let sig_ttl = ttl.unwrap_or(set.rrsig_ttl);
         for sig in &set.rrsigs {
-            w.record(
-                section,
-                owner,
-                RrType::RRSIG,
-                ttl.unwrap_or(set.rrsig_ttl),
-                sig,
-            );
+            w.record(section, owner, RrType::RRSIG, Class::IN, sig_ttl, sig);
         }
     }
     w.commit(mark)

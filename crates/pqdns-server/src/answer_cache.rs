@@ -21,9 +21,10 @@ use std::sync::{PoisonError, RwLock};
 
 use pqdns_core::name::MAX_NAME_LEN;
 
+use pqdns_core::wire::{Rcode, FLAG_CD, FLAG_RD, HEADER_LEN};
+
 use crate::answer::Outcome;
-use crate::query::{QueryView, FLAG_CD, FLAG_RD};
-use crate::response::Rcode;
+use crate::query::Query;
 
 /// Default memory budget of one catalog's prepared answers, in bytes.
 pub const DEFAULT_ANSWER_CACHE_BYTES: usize = 32 << 20;
@@ -41,15 +42,16 @@ pub struct Key {
 impl Key {
     /// The key of `query` answered within `limit` bytes, or `None` if its answer must not be
     /// replayed (an EDNS version above 0 gets BADVERS, which the key does not distinguish).
-    pub fn new(query: &QueryView<'_>, limit: usize) -> Option<Key> {
+    pub fn new(query: &Query<'_>, limit: usize) -> Option<Key> {
         let edns = match query.edns {
             None => 0,
-            Some(e) if e.version > 0 => return None,
-            Some(e) => 1 + u8::from(e.dnssec_ok),
+            Some(e) if e.version() > 0 => return None,
+            Some(e) => 1 + u8::from(e.dnssec_ok()),
         };
         let mut bytes = [0u8; MAX_KEY_LEN];
-        let n = query.qname.len();
-        for (k, b) in bytes.iter_mut().zip(query.qname) {
+        let qname = query.qname.as_wire();
+        let n = qname.len();
+        for (k, b) in bytes.iter_mut().zip(qname) {
             *k = b.to_ascii_lowercase();
         }
         bytes[n..n + 2].copy_from_slice(&query.qtype.0.to_be_bytes());
@@ -107,7 +109,7 @@ impl AnswerCache {
     pub fn replay(
         &self,
         key: &Key,
-        query: &QueryView<'_>,
+        query: &Query<'_>,
         out: &mut Vec<u8>,
         base: usize,
     ) -> Option<Outcome> {
@@ -120,7 +122,8 @@ impl AnswerCache {
         let flags =
             u16::from_be_bytes([msg[2], msg[3]]) | (query.header.flags & (FLAG_RD | FLAG_CD));
         msg[2..4].copy_from_slice(&flags.to_be_bytes());
-        msg[12..12 + query.qname.len()].copy_from_slice(query.qname);
+        let qname = query.qname.as_wire();
+        msg[HEADER_LEN..HEADER_LEN + qname.len()].copy_from_slice(qname);
         Some(Outcome {
             len: p.response.len(),
             rcode: p.rcode,
@@ -135,7 +138,7 @@ impl AnswerCache {
     /// `outcome`. The stored copy has ID 0 and RD/CD clear.
     pub fn store(&self, key: &Key, response: &[u8], outcome: &Outcome) {
         let cost = key.len + response.len() + ENTRY_OVERHEAD;
-        if cost > self.max_bytes || response.len() < 12 {
+        if cost > self.max_bytes || response.len() < HEADER_LEN {
             return;
         }
         let mut stored: Box<[u8]> = response.into();
@@ -176,7 +179,7 @@ mod tests {
     use super::*;
     use crate::answer::{respond, Transport};
     use crate::catalog::Catalog;
-    use crate::query::{parse_view, tests::build};
+    use crate::query::{parse, tests::build};
 
     const ZONE: &str = "\
 @      SOA  ns1 hostmaster 1 7200 3600 1209600 300
@@ -251,9 +254,8 @@ big    TXT  \"612345678901234567890123456789012345678901234567890123456789012345
         for (want, packet, transport) in &expected {
             // Prime with the lower-case question, ID 0x1234 and no RD/CD, then replay.
             let mut primer = packet.clone();
-            let mut qname = [0u8; MAX_NAME_LEN];
-            let view = parse_view(packet, &mut qname).unwrap();
-            let len = view.qname.len();
+            let view = parse(packet).unwrap();
+            let len = view.qname.as_wire().len();
             primer[..4].copy_from_slice(&[0x12, 0x34, 0, 0]);
             primer[12..12 + len].make_ascii_lowercase();
             let first = answer(&cached, &primer, *transport);
@@ -263,7 +265,7 @@ big    TXT  \"612345678901234567890123456789012345678901234567890123456789012345
                 Transport::Stream => 65535,
                 Transport::Udp => view
                     .edns
-                    .map_or(512, |e| e.udp_payload.clamp(512, 1232))
+                    .map_or(512, |e| e.udp_payload().clamp(512, 1232))
                     .into(),
             };
             let key = Key::new(&view, limit).unwrap();
@@ -331,8 +333,7 @@ big    TXT  \"612345678901234567890123456789012345678901234567890123456789012345
         let mut q = build("www.example.", RrType::A, Some((1232, true)));
         let version_at = q.len() - 5;
         q[version_at] = 1;
-        let mut qname = [0u8; MAX_NAME_LEN];
-        let view = parse_view(&q, &mut qname).unwrap();
+        let view = parse(&q).unwrap();
         assert!(Key::new(&view, 1232).is_none());
         let cat = catalog(1 << 20);
         let r = answer(&cat, &q, Transport::Udp);

@@ -5,11 +5,12 @@
 use pqdns_core::dnssec::nsec3::Nsec3Params;
 use pqdns_core::dnssec::sign::Denial as SignDenial;
 use pqdns_core::dnssec::Algorithm;
-use pqdns_core::rdata::read_type_bitmap;
+use pqdns_core::wire::rdata::Nsec3;
+use pqdns_core::wire::MessageView;
 use pqdns_core::{Name, RrType};
 
 use super::*;
-use crate::query::{read_name, tests::build, HEADER_LEN};
+use crate::query::tests::build;
 
 const ZONE: &str = "\
 $ORIGIN example.
@@ -69,7 +70,7 @@ struct Rr {
 struct Msg {
     id: u16,
     flags: u16,
-    rcode: u16,
+    rcode: Rcode,
     sections: [Vec<Rr>; 3],
     opt: Option<(u16, bool)>,
 }
@@ -98,66 +99,29 @@ impl Msg {
     }
 }
 
-/// Decodes a response independently of the writer (names via the query parser's reader).
+/// Decodes a response with the message reader (independent of the writer).
 fn decode(p: &[u8]) -> Msg {
-    let u16_at = |i: usize| u16::from_be_bytes([p[i], p[i + 1]]);
-    let counts = [u16_at(4), u16_at(6), u16_at(8), u16_at(10)];
-    let mut pos = HEADER_LEN;
-    for _ in 0..counts[0] {
-        pos = read_name(p, pos).unwrap().1 + 4;
-    }
-    let mut sections: [Vec<Rr>; 3] = Default::default();
-    let mut opt = None;
-    let mut ext_rcode = 0;
-    for (i, section) in sections.iter_mut().enumerate() {
-        for _ in 0..counts[i + 1] {
-            let (owner, after) = read_name(p, pos).unwrap();
-            let rtype = RrType(u16_at(after));
-            let ttl = u32::from_be_bytes([p[after + 4], p[after + 5], p[after + 6], p[after + 7]]);
-            let rdlen = usize::from(u16_at(after + 8));
-            let start = after + 10;
-            pos = start + rdlen;
-            if rtype == RrType::OPT {
-                ext_rcode = p[after + 4];
-                opt = Some((u16_at(after + 2), p[after + 6] & 0x80 != 0));
-                continue;
-            }
-            let rdata = decompress_rdata(p, rtype, start, pos);
-            section.push(Rr {
-                owner,
-                rtype,
-                ttl,
-                rdata,
-            });
-        }
-    }
-    assert_eq!(pos, p.len(), "no bytes after the last record");
-    let flags = u16_at(2);
+    let view = MessageView::parse(p).expect("the response parses");
+    let sections = [Section::Answer, Section::Authority, Section::Additional].map(|s| {
+        view.records(s)
+            .map(|r| {
+                let r = r.to_record();
+                Rr {
+                    owner: r.owner,
+                    rtype: r.rtype,
+                    ttl: r.ttl,
+                    rdata: r.rdata,
+                }
+            })
+            .collect()
+    });
     Msg {
-        id: u16_at(0),
-        flags,
-        rcode: u16::from(ext_rcode) << 4 | (flags & 0xf),
+        id: view.header().id,
+        flags: view.header().flags,
+        rcode: view.rcode(),
         sections,
-        opt,
+        opt: view.opt().map(|o| (o.udp_payload(), o.dnssec_ok())),
     }
-}
-
-fn decompress_rdata(p: &[u8], rtype: RrType, start: usize, end: usize) -> Vec<u8> {
-    let (fixed, names) = match rtype {
-        RrType::NS | RrType::CNAME | RrType::PTR => (0, 1),
-        RrType::MX => (2, 1),
-        RrType::SOA => (0, 2),
-        _ => return p[start..end].to_vec(),
-    };
-    let mut out = p[start..start + fixed].to_vec();
-    let mut pos = start + fixed;
-    for _ in 0..names {
-        let (name, after) = read_name(p, pos).unwrap();
-        out.extend_from_slice(name.as_wire());
-        pos = after;
-    }
-    out.extend_from_slice(&p[pos..end]);
-    out
 }
 
 fn ask_with(
@@ -179,7 +143,7 @@ fn ask_with(
     assert_eq!(outcome.len, out.len());
     let msg = decode(&out);
     assert_eq!(msg.id, 0x1234);
-    assert_eq!(msg.rcode, outcome.rcode.0);
+    assert_eq!(msg.rcode, outcome.rcode);
     msg
 }
 
@@ -204,8 +168,7 @@ fn nsec3_covers(msg: &Msg, name: &str) -> bool {
         .filter(|r| r.rtype == RrType::NSEC3)
         .any(|r| {
             let own = pqdns_core::dnssec::nsec3::owner_hash(&r.owner).unwrap();
-            let (_, _, rest) = Nsec3Params::parse(&r.rdata).unwrap();
-            let next = rest[1..1 + usize::from(rest[0])].to_vec();
+            let next = Nsec3::parse(&r.rdata).unwrap().next_hashed.to_vec();
             if own < next {
                 own < target && target < next
             } else {
@@ -219,8 +182,7 @@ fn nsec3_bitmap(msg: &Msg, owner: &Name) -> Vec<RrType> {
         .iter()
         .find(|r| r.rtype == RrType::NSEC3 && r.owner == *owner)
         .unwrap_or_else(|| panic!("no NSEC3 at {owner}"));
-    let (_, _, rest) = Nsec3Params::parse(&r.rdata).unwrap();
-    read_type_bitmap(&rest[1 + usize::from(rest[0])..]).unwrap()
+    Nsec3::parse(&r.rdata).unwrap().types.iter().collect()
 }
 
 #[test]
@@ -228,7 +190,7 @@ fn positive_answer_with_and_without_dnssec() {
     let cat = nsec3_catalog();
     let m = ask(&cat, "WWW.example.", RrType::A, true);
     assert!(m.aa());
-    assert_eq!(m.rcode, 0);
+    assert_eq!(m.rcode, Rcode::NOERROR);
     assert_eq!(m.types(0), [RrType::A, RrType::RRSIG]);
     assert_eq!(m.sections[0][0].owner.to_string(), "WWW.example.");
     assert_eq!(m.sections[0][0].rdata, [192, 0, 2, 4]);
@@ -257,7 +219,7 @@ fn mx_answer_carries_target_addresses() {
 fn nxdomain_with_nsec3_closest_encloser_proof() {
     let cat = nsec3_catalog();
     let m = ask(&cat, "nope.b.ent.example.", RrType::A, true);
-    assert_eq!(m.rcode, 3);
+    assert_eq!(m.rcode, Rcode::NXDOMAIN);
     assert!(m.aa());
     assert!(m.sections[0].is_empty());
     let soa = m.sections[1]
@@ -287,13 +249,13 @@ fn nxdomain_with_nsec3_closest_encloser_proof() {
 fn nodata_and_empty_non_terminal() {
     let cat = nsec3_catalog();
     let m = ask(&cat, "www.example.", RrType::AAAA, true);
-    assert_eq!(m.rcode, 0);
+    assert_eq!(m.rcode, Rcode::NOERROR);
     assert!(m.sections[0].is_empty());
     let bitmap = nsec3_bitmap(&m, &hashed("www.example."));
     assert!(bitmap.contains(&RrType::A) && !bitmap.contains(&RrType::AAAA));
 
     let m = ask(&cat, "ent.example.", RrType::A, true);
-    assert_eq!(m.rcode, 0, "an empty non-terminal exists");
+    assert_eq!(m.rcode, Rcode::NOERROR, "an empty non-terminal exists");
     assert!(nsec3_bitmap(&m, &hashed("ent.example.")).is_empty());
 }
 
@@ -302,7 +264,7 @@ fn wildcard_expansion_and_proof() {
     let cat = nsec3_catalog();
     let m = ask(&cat, "x.y.wild.example.", RrType::TXT, true);
     assert!(m.aa());
-    assert_eq!(m.rcode, 0);
+    assert_eq!(m.rcode, Rcode::NOERROR);
     assert_eq!(m.types(0), [RrType::TXT, RrType::RRSIG]);
     assert!(m.sections[0]
         .iter()
@@ -315,7 +277,7 @@ fn wildcard_expansion_and_proof() {
     );
 
     let m = ask(&cat, "x.wild.example.", RrType::A, true);
-    assert_eq!(m.rcode, 0);
+    assert_eq!(m.rcode, Rcode::NOERROR);
     assert!(m.sections[0].is_empty());
     assert!(m.has(1, &hashed("wild.example.").to_string(), RrType::NSEC3));
     assert!(m.has(1, &hashed("*.wild.example.").to_string(), RrType::NSEC3));
@@ -332,10 +294,14 @@ fn cname_chains() {
     assert_eq!(m.types(0), [RrType::CNAME]);
     let m = ask(&cat, "out.example.", RrType::A, false);
     assert_eq!(m.types(0), [RrType::CNAME]);
-    assert_eq!(m.rcode, 0);
+    assert_eq!(m.rcode, Rcode::NOERROR);
     let m = ask(&cat, "dangling.example.", RrType::A, true);
     assert_eq!(m.types(0), [RrType::CNAME, RrType::RRSIG]);
-    assert_eq!(m.rcode, 3, "RFC 6604: the rcode is that of the last name");
+    assert_eq!(
+        m.rcode,
+        Rcode::NXDOMAIN,
+        "RFC 6604: the rcode is that of the last name"
+    );
     let m = ask(&cat, "loop1.example.", RrType::A, false);
     assert_eq!(
         m.sections[0].len(),
@@ -349,7 +315,7 @@ fn referrals_with_glue_and_ds_or_proof() {
     let cat = nsec3_catalog();
     let m = ask(&cat, "www.sub.example.", RrType::A, true);
     assert!(!m.aa());
-    assert_eq!(m.rcode, 0);
+    assert_eq!(m.rcode, Rcode::NOERROR);
     assert!(m.sections[0].is_empty());
     assert!(m.has(1, "sub.example.", RrType::NS));
     assert!(m.has(1, "sub.example.", RrType::DS));
@@ -381,7 +347,7 @@ fn referrals_with_glue_and_ds_or_proof() {
 fn nsec_proofs() {
     let cat = signed(SignDenial::Nsec);
     let m = ask(&cat, "nope.example.", RrType::A, true);
-    assert_eq!(m.rcode, 3);
+    assert_eq!(m.rcode, Rcode::NXDOMAIN);
     // "mail" < "nope" < "ns1": mail.example. covers the name; example. covers *.example.
     assert!(m.has(1, "mail.example.", RrType::NSEC));
     assert!(m.has(1, "example.", RrType::NSEC));
@@ -404,18 +370,21 @@ fn nsec_proofs() {
 fn refused_notimp_formerr_badvers() {
     let cat = nsec3_catalog();
     let m = ask(&cat, "www.example.org.", RrType::A, false);
-    assert_eq!(m.rcode, 5);
+    assert_eq!(m.rcode, Rcode::REFUSED);
     assert!(!m.aa());
     let mut packet = build("www.example.", RrType::A, Some((1232, false)));
     packet[2] = 2 << 3; // STATUS opcode
     let mut out = Vec::new();
     let outcome = respond(&cat, &packet, Transport::Udp, 1232, &mut out, 0);
     assert_eq!(outcome.rcode, Rcode::NOTIMP);
-    assert_eq!(decode(&out).rcode, 4);
+    assert_eq!(decode(&out).rcode, Rcode::NOTIMP);
     let mut packet = build("www.example.", RrType::A, Some((1232, false)));
     packet[5] = 0;
     let outcome = respond(&cat, &packet, Transport::Udp, 1232, &mut out, 0);
-    assert_eq!((outcome.rcode, decode(&out).rcode), (Rcode::FORMERR, 1));
+    assert_eq!(
+        (outcome.rcode, decode(&out).rcode),
+        (Rcode::FORMERR, Rcode::FORMERR)
+    );
     let outcome = respond(&cat, &packet[..5], Transport::Udp, 1232, &mut out, 0);
     assert_eq!(outcome.len, 0, "no header, no answer");
     let mut packet = build("www.example.", RrType::A, Some((1232, false)));
@@ -423,7 +392,7 @@ fn refused_notimp_formerr_badvers() {
     packet[version_at] = 1;
     let outcome = respond(&cat, &packet, Transport::Udp, 1232, &mut out, 0);
     let m = decode(&out);
-    assert_eq!((outcome.rcode, m.rcode), (Rcode::BADVERS, 16));
+    assert_eq!((outcome.rcode, m.rcode), (Rcode::BADVERS, Rcode::BADVERS));
     assert!(m.opt.is_some() && m.sections[0].is_empty());
 }
 

@@ -29,14 +29,15 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
-use pqdns_core::message::Message;
+use pqdns_core::serial::Serial;
+use pqdns_core::wire::rdata::Soa;
+use pqdns_core::wire::{Header, MessageWriter, Rcode, Section, EDNS_DO, FLAG_AA, FLAG_CD};
 use pqdns_core::zone::Node;
 use pqdns_core::{Class, Name, RrType, Zone};
 
 use crate::answer::MAX_STREAM_MESSAGE;
 use crate::catalog::Catalog;
-use crate::query::{self, Header, FLAG_AA, FLAG_CD};
-use crate::response::{OptOut, Rcode, ResponseWriter, Section};
+use crate::query;
 
 /// QTYPE IXFR (RFC 1995 §3).
 pub const IXFR: RrType = RrType(251);
@@ -106,10 +107,12 @@ pub struct Transfer {
     catalog: Arc<Catalog>,
     /// The zone transferred (the QNAME), when we serve it.
     origin: Name,
+    /// The query's header, CD cleared.
     header: Header,
     qtype: RrType,
-    qclass: u16,
-    opt: Option<OptOut>,
+    qclass: Class,
+    /// EDNS flags (DO) of the OPT record for the first message, when the query had one.
+    opt: Option<u16>,
     state: State,
     messages: usize,
     records: usize,
@@ -121,26 +124,33 @@ impl Transfer {
     /// (the ordinary answer path gives those FORMERR or BADVERS).
     pub fn start(catalog: Arc<Catalog>, packet: &[u8]) -> Option<Transfer> {
         let q = query::parse(packet).ok()?;
-        if !matches!(q.qtype, RrType::AXFR | IXFR) || q.edns.is_some_and(|e| e.version > 0) {
+        if !matches!(q.qtype, RrType::AXFR | IXFR) || q.edns.is_some_and(|e| e.version() > 0) {
             return None;
         }
-        let msg = Message::parse(packet).ok()?;
+        let qname = q.qname.to_name();
         let served = catalog
-            .find(&q.qname, RrType::SOA)
+            .find(&qname, RrType::SOA)
             .map(|z| &z.zone)
-            .filter(|z| z.origin == q.qname && q.qclass == Class::IN);
-        let state = if msg.additional.iter().any(|r| r.rtype == TSIG) {
+            .filter(|z| z.origin == qname && q.qclass == Class::IN);
+        let state = if q
+            .message
+            .records(Section::Additional)
+            .any(|r| r.rtype() == TSIG)
+        {
             State::Error(Rcode::REFUSED)
         } else if let Some(zone) = served {
-            let client_serial = msg
-                .authority
-                .iter()
-                .find(|r| r.rtype == RrType::SOA)
-                .and_then(|r| soa_serial(&r.rdata));
-            match (q.qtype, client_serial, soa_serial(zone.soa())) {
+            let client_serial = q
+                .message
+                .records(Section::Authority)
+                .find(|r| r.rtype() == RrType::SOA)
+                .and_then(|r| Soa::parse(&r.rdata()).map(|s| s.serial));
+            match (q.qtype, client_serial, zone.soa_fields()) {
                 // RFC 1995 §2: "If an IXFR query with the same or newer version number than
                 // that of the server is received, it is replied to with a single SOA record".
-                (IXFR, Some(theirs), Some(ours)) if !serial_lt(theirs, ours) => State::SoaOnly,
+                // Serials 2^31 apart compare neither way (RFC 1982 §3.2): the whole zone then.
+                (IXFR, Some(theirs), Some(ours)) if Serial(theirs) >= Serial(ours.serial) => {
+                    State::SoaOnly
+                }
                 _ => State::Records(Pos::LeadingSoa),
             }
         } else {
@@ -150,7 +160,7 @@ impl Transfer {
         };
         Some(Transfer {
             catalog,
-            origin: q.qname.clone(),
+            origin: qname,
             // RFC 5936 §2.2.1 note d: Z, AD and CD are "mbz": "The server MUST set this bit
             // to 0" (AD is never copied; CD is cleared here).
             header: Header {
@@ -158,11 +168,8 @@ impl Transfer {
                 flags: q.header.flags & !FLAG_CD,
             },
             qtype: q.qtype,
-            qclass: q.qclass.0,
-            opt: q.edns.map(|e| OptOut {
-                udp_payload: crate::answer::DEFAULT_UDP_PAYLOAD,
-                dnssec_ok: e.dnssec_ok,
-            }),
+            qclass: q.qclass,
+            opt: q.edns.map(|e| if e.dnssec_ok() { EDNS_DO } else { 0 }),
             state,
             messages: 0,
             records: 0,
@@ -202,18 +209,14 @@ impl Transfer {
     /// (at most 65535), or `None` once the transfer is complete.
     pub fn next_message(&mut self, out: &mut Vec<u8>, base: usize) -> Option<usize> {
         let state = std::mem::replace(&mut self.state, State::Done);
-        let question = (&self.origin, self.qtype, self.qclass);
+        let mut w = MessageWriter::response(out, base, MAX_STREAM_MESSAGE, self.header);
+        // The question always fits in an empty 65535-byte message.
+        let _fits = w.question(self.origin.as_wire(), self.qtype, self.qclass);
         // RFC 5936 §2.2.5: with an OPT in the query the server "SHOULD include one OPT RR in
         // the first response message"; later messages go without.
-        let opt = if self.messages == 0 { self.opt } else { None };
-        let mut w = ResponseWriter::new(
-            out,
-            base,
-            MAX_STREAM_MESSAGE,
-            self.header,
-            Some(question),
-            opt,
-        );
+        if let Some(flags) = self.opt.filter(|_| self.messages == 0) {
+            let _fits = w.set_opt(crate::answer::DEFAULT_UDP_PAYLOAD, 0, flags);
+        }
         let catalog = Arc::clone(&self.catalog);
         let zone = catalog.find(&self.origin, RrType::SOA).map(|z| &z.zone);
         let len = match (state, zone) {
@@ -224,14 +227,7 @@ impl Transfer {
             (State::SoaOnly, Some(zone)) => {
                 w.set_flag(FLAG_AA);
                 let m = w.mark();
-                let apex = zone.origin.as_wire();
-                w.record(
-                    Section::Answer,
-                    apex,
-                    RrType::SOA,
-                    zone.soa_ttl(),
-                    zone.soa(),
-                );
+                write_apex_soa(&mut w, zone);
                 if w.commit(m).is_err() {
                     w.finish(Rcode::SERVFAIL)
                 } else {
@@ -249,6 +245,7 @@ impl Transfer {
                         Section::Answer,
                         rec.owner.as_wire(),
                         rec.rtype,
+                        Class::IN,
                         rec.ttl,
                         rec.rdata,
                     );
@@ -278,15 +275,17 @@ impl Transfer {
     }
 }
 
-/// The SERIAL field of SOA RDATA (the first of the five 32-bit fields ending it).
-pub(crate) fn soa_serial(rdata: &[u8]) -> Option<u32> {
-    let at = rdata.len().checked_sub(20)?;
-    Some(u32::from_be_bytes(rdata[at..at + 4].try_into().ok()?))
-}
-
-/// `a < b` in RFC 1982 serial number arithmetic (32-bit).
-fn serial_lt(a: u32, b: u32) -> bool {
-    a != b && b.wrapping_sub(a) < 0x8000_0000
+/// Appends `zone`'s SOA record (owner the apex) to the answer section.
+pub(crate) fn write_apex_soa(w: &mut MessageWriter<'_, '_>, zone: &Zone) {
+    let apex = zone.origin.as_wire();
+    w.record(
+        Section::Answer,
+        apex,
+        RrType::SOA,
+        Class::IN,
+        zone.soa_ttl(),
+        zone.soa(),
+    );
 }
 
 /// The records of `node` at `owner` from (`key`, `index`) on, RRSIGs after each RRset's data;
@@ -427,7 +426,8 @@ mod tests {
     use pqdns_core::dnssec::nsec3::Nsec3Params;
     use pqdns_core::dnssec::sign::Denial;
     use pqdns_core::dnssec::Algorithm;
-    use pqdns_core::message::{rcode, Edns, Question, FLAG_AA, FLAG_CD, FLAG_QR};
+    use pqdns_core::message::{Message, Question};
+    use pqdns_core::wire::{Edns, FLAG_QR};
     use pqdns_core::Record;
 
     use super::*;
@@ -542,7 +542,7 @@ mod tests {
             assert!(m.has_flag(FLAG_QR) && m.has_flag(FLAG_AA), "message {i}");
             assert!(!m.has_flag(FLAG_CD), "CD must be zero (RFC 5936 §2.2.1)");
             assert_eq!((m.flags >> 11) & 0xf, 0, "opcode QUERY");
-            assert_eq!(m.rcode(), rcode::NOERROR);
+            assert_eq!(m.rcode(), Rcode::NOERROR);
             assert_eq!(m.questions.len(), 1, "message {i} carries the question");
             assert_eq!(m.questions[0].qname, origin());
             assert_eq!(m.questions[0].qtype, RrType::AXFR);
@@ -592,7 +592,7 @@ mod tests {
         assert_eq!(messages.len(), 1);
         let answers = &messages[0].1.answers;
         assert_eq!(answers.len(), 1);
-        assert_eq!(soa_serial(&answers[0].rdata), Some(SERIAL));
+        assert_eq!(Soa::parse(&answers[0].rdata).unwrap().serial, SERIAL);
         assert_eq!(messages[0].1.questions[0].qtype, IXFR);
 
         // A serial ahead of ours (RFC 1982: wraps around) also gets the single SOA.
@@ -627,11 +627,13 @@ mod tests {
         let below: Name = "host1.xfr.test.".parse().unwrap();
         assert_eq!(
             rcode_of(&request(&below, RrType::AXFR, false)),
-            9,
-            "NOTAUTH"
+            Rcode::NOTAUTH
         );
         let other: Name = "example.org.".parse().unwrap();
-        assert_eq!(rcode_of(&request(&other, RrType::AXFR, false)), 9);
+        assert_eq!(
+            rcode_of(&request(&other, RrType::AXFR, false)),
+            Rcode::NOTAUTH
+        );
         let mut signed = request(&origin(), RrType::AXFR, false);
         signed.additional.push(Record {
             owner: "key.".parse().unwrap(),
@@ -640,7 +642,7 @@ mod tests {
             ttl: 0,
             rdata: vec![0; 16],
         });
-        assert_eq!(rcode_of(&signed), rcode::REFUSED);
+        assert_eq!(rcode_of(&signed), Rcode::REFUSED);
         let a = request(&origin(), RrType::A, false).to_wire();
         assert!(Transfer::start(Arc::clone(&catalog), &a).is_none());
         assert!(Transfer::start(Arc::clone(&catalog), &a[..5]).is_none());
@@ -661,15 +663,7 @@ mod tests {
         let messages = run(&catalog, &request(&origin(), RrType::AXFR, false));
         assert_eq!(messages.len(), 2);
         assert_eq!(messages[0].1.answers.len(), 1, "the SOA");
-        assert_eq!(messages[1].1.rcode(), rcode::SERVFAIL);
+        assert_eq!(messages[1].1.rcode(), Rcode::SERVFAIL);
         assert_eq!(messages[1].1.questions.len(), 1);
-    }
-
-    #[test]
-    fn serial_arithmetic() {
-        assert!(serial_lt(1, 2));
-        assert!(!serial_lt(2, 2));
-        assert!(serial_lt(u32::MAX, 3), "wraps");
-        assert!(!serial_lt(3, u32::MAX));
     }
 }

@@ -8,8 +8,7 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use data_encoding::BASE32HEX_NOPAD;
-use pqdns_core::dnssec::nsec3::Nsec3Params;
+use pqdns_core::dnssec::nsec3::{next_closer, Nsec3Params};
 use pqdns_core::zone::RRset;
 use pqdns_core::{Name, RrType};
 
@@ -139,16 +138,6 @@ pub fn prove<'z>(zone: &'z ServedZone, denial: Denial<'_>) -> Proof<'z> {
     proof
 }
 
-/// The ancestor of `qname` one label longer than its closest encloser `ce` (RFC 5155 §1.3).
-fn next_closer(qname: &Name, ce: &Name) -> Option<Name> {
-    let want = ce.label_count() + 1;
-    let mut cur = qname.clone();
-    while cur.label_count() > want {
-        cur = cur.parent()?;
-    }
-    (cur.label_count() == want).then_some(cur)
-}
-
 /// The NSEC owned by `name`, or by the closest name before it in canonical order.
 fn nsec_at_or_before<'z>(zone: &'z ServedZone, name: &Name) -> Option<ProofRecord<'z>> {
     zone.zone
@@ -165,14 +154,6 @@ fn nsec_at_or_before<'z>(zone: &'z ServedZone, name: &Name) -> Option<ProofRecor
         })
 }
 
-/// The NSEC3 owner name of `name`: base32hex of the hash under the zone apex (RFC 5155 §3).
-fn hashed_owner(zone: &ServedZone, params: &Nsec3Params, name: &Name) -> Option<Name> {
-    let label = BASE32HEX_NOPAD
-        .encode(&params.hash(name))
-        .to_ascii_lowercase();
-    zone.zone.origin.prepend_label(label.as_bytes()).ok()
-}
-
 fn nsec3_record<'z>((owner, set): (&'z Name, &'z RRset)) -> ProofRecord<'z> {
     ProofRecord {
         owner,
@@ -187,7 +168,7 @@ fn nsec3_matching<'z>(
     params: &Nsec3Params,
     name: &Name,
 ) -> Option<ProofRecord<'z>> {
-    let hashed = hashed_owner(zone, params, name)?;
+    let hashed = params.hashed_owner(name, &zone.zone.origin)?;
     zone.zone.nsec3.get_key_value(&hashed).map(nsec3_record)
 }
 
@@ -197,29 +178,10 @@ fn nsec3_covering<'z>(
     params: &Nsec3Params,
     name: &Name,
 ) -> Option<ProofRecord<'z>> {
-    let hashed = hashed_owner(zone, params, name)?;
+    let hashed = params.hashed_owner(name, &zone.zone.origin)?;
     let map: &BTreeMap<Name, RRset> = &zone.zone.nsec3;
     map.range::<Name, _>((Bound::Unbounded, Bound::Excluded(&hashed)))
         .next_back()
         .or_else(|| map.iter().next_back())
         .map(nsec3_record)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn next_closer_name() {
-        let n = |s: &str| -> Name { s.parse().unwrap() };
-        assert_eq!(
-            next_closer(&n("a.b.c.example."), &n("example.")),
-            Some(n("c.example."))
-        );
-        assert_eq!(
-            next_closer(&n("c.example."), &n("example.")),
-            Some(n("c.example."))
-        );
-        assert_eq!(next_closer(&n("example."), &n("example.")), None);
-    }
 }

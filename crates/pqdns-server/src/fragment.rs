@@ -29,13 +29,13 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use pqdns_core::dnssec::Profile;
 use pqdns_core::frag::edns::{FragOption, Fragmentation, DEFAULT_CODE};
 use pqdns_core::frag::{arrf, qbf};
-use pqdns_core::message::{rcode, Message, Question, EDNS_DO, FLAG_CD, FLAG_QR, FLAG_RD};
+use pqdns_core::message::{Message, Question};
+use pqdns_core::wire::{Rcode, EDNS_DO, FLAG_CD, FLAG_QR, FLAG_RD, FLAG_TC, MIN_UDP_PAYLOAD};
 use pqdns_core::{Class, RrType};
 use tracing::debug;
 
 use crate::answer::{respond, Outcome, Transport};
 use crate::catalog::Catalog;
-use crate::response::{Rcode, MIN_UDP_PAYLOAD};
 
 /// Fragmentation settings (the `fragmentation`, `fragmentation_option` and `rrfrag_type`
 /// keys of `[server]`).
@@ -50,7 +50,7 @@ pub struct FragSettings {
 }
 
 impl Default for FragSettings {
-    /// ARRF, option 65108, RRFRAG type 108.
+    /// ARRF, option 65108, RRFRAG type 65388 ([`arrf::DEFAULT_RRFRAG_TYPE`]).
     fn default() -> FragSettings {
         FragSettings {
             mode: Fragmentation::Arrf,
@@ -189,8 +189,8 @@ fn write(m: &Message, wire: &[u8], out: &mut Vec<u8>) -> Outcome {
     out.extend_from_slice(wire);
     Outcome {
         len: wire.len(),
-        rcode: Rcode(m.rcode()),
-        truncated: m.has_flag(pqdns_core::message::FLAG_TC),
+        rcode: m.rcode(),
+        truncated: m.has_flag(FLAG_TC),
         qtype: m.questions.first().map(|q| q.qtype),
         error: None,
         cache_ttl: None,
@@ -201,7 +201,7 @@ fn write(m: &Message, wire: &[u8], out: &mut Vec<u8>) -> Outcome {
 fn formerr(request: &Message, out: &mut Vec<u8>) -> Outcome {
     let m = Message {
         id: request.id,
-        flags: FLAG_QR | (request.flags & 0x7900) | rcode::FORMERR,
+        flags: request.header().response().flags | Rcode::FORMERR.low(),
         questions: request.questions.clone(),
         answers: Vec::new(),
         authority: Vec::new(),

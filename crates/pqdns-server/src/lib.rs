@@ -25,7 +25,6 @@ pub mod harness;
 pub mod metrics;
 pub mod notify;
 pub mod query;
-pub mod response;
 pub mod server;
 pub mod service;
 pub mod settings;

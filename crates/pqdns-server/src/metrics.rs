@@ -38,9 +38,9 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing::debug;
 
+use pqdns_core::wire::Rcode;
 use pqdns_net::{accept_loop, ConnLimiter, Transport};
 
-use crate::response::Rcode;
 use crate::service::Authoritative;
 
 /// The metrics path.
@@ -252,7 +252,7 @@ impl Metrics {
                     if n == 0 {
                         continue;
                     }
-                    let rcode = RCODES.get(r).map_or("OTHER", |k| k.name());
+                    let rcode = RCODES.get(r).and_then(|k| k.mnemonic()).unwrap_or("OTHER");
                     let _ = writeln!(
                         out,
                         "pqdns_queries_total{{transport=\"{name}\",qtype=\"{qtype}\",rcode=\"{rcode}\"}} {n}"

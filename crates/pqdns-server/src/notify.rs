@@ -20,18 +20,14 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use pqdns_core::{Name, RrType, Zone};
+use pqdns_core::wire::{Header, MessageWriter, Opcode, Rcode, FLAG_AA, FLAG_QR};
+use pqdns_core::{Class, Name, RrType, Zone};
 use tokio::net::UdpSocket;
 use tokio::time::{timeout_at, Instant};
 use tracing::{info, warn};
 
-use crate::axfr::soa_serial;
+use crate::axfr::write_apex_soa;
 use crate::catalog::Catalog;
-use crate::query::{FLAG_AA, FLAG_QR, HEADER_LEN};
-use crate::response::Rcode;
-
-/// The NOTIFY opcode (RFC 1996 §3.1).
-pub const OPCODE_NOTIFY: u8 = 4;
 /// Sends of one NOTIFY before giving up on a target.
 pub const NOTIFY_ATTEMPTS: u32 = 3;
 /// Wait for a response to each send.
@@ -44,34 +40,23 @@ const MAX_RESPONSE: usize = 4096;
 /// and the apex SOA record in the answer section, names uncompressed.
 pub fn build(zone: &Zone, id: u16) -> Vec<u8> {
     let apex = zone.origin.as_wire();
-    let soa = zone.soa();
-    let flags = (u16::from(OPCODE_NOTIFY) << 11) | FLAG_AA;
-    let mut msg = Vec::with_capacity(HEADER_LEN + 2 * apex.len() + 14 + soa.len());
-    msg.extend(id.to_be_bytes());
-    msg.extend(flags.to_be_bytes());
-    msg.extend([0, 1, 0, 1, 0, 0, 0, 0]);
-    msg.extend_from_slice(apex);
-    msg.extend(RrType::SOA.0.to_be_bytes());
-    msg.extend(1u16.to_be_bytes());
-    msg.extend_from_slice(apex);
-    msg.extend(RrType::SOA.0.to_be_bytes());
-    msg.extend(1u16.to_be_bytes());
-    msg.extend(zone.soa_ttl().to_be_bytes());
-    msg.extend((soa.len() as u16).to_be_bytes());
-    msg.extend_from_slice(soa);
+    let header = Header { id, flags: FLAG_AA }.with_opcode(Opcode::NOTIFY);
+    let mut msg = Vec::with_capacity(512);
+    let mut w = MessageWriter::new(&mut msg, 0, usize::MAX, header).without_compression();
+    // No budget: nothing is ever full.
+    let _unlimited = w.question(apex, RrType::SOA, Class::IN);
+    write_apex_soa(&mut w, zone);
+    w.finish(Rcode::NOERROR);
     msg
 }
 
 /// The RCODE of `response` if it answers the NOTIFY with ID `id`, else `None`.
 pub fn acknowledges(response: &[u8], id: u16) -> Option<Rcode> {
-    let header = response.get(..4)?;
-    let flags = u16::from_be_bytes([header[2], header[3]]);
+    let header = Header::parse(response)?;
     // RFC 1996 §3.3: "NOTIFY is similar to QUERY in that it has a request message with the
     // header QR flag "clear" and a response message with QR "set"."
-    let matches = u16::from_be_bytes([header[0], header[1]]) == id
-        && flags & FLAG_QR != 0
-        && ((flags >> 11) & 0xf) as u8 == OPCODE_NOTIFY;
-    matches.then_some(Rcode(flags & 0xf))
+    let matches = header.id == id && header.has(FLAG_QR) && header.opcode() == Opcode::NOTIFY;
+    matches.then_some(header.rcode(0))
 }
 
 /// How a NOTIFY exchange ended.
@@ -149,13 +134,13 @@ pub fn spawn_all(catalog: Arc<Catalog>, targets: &[SocketAddr]) {
                 else {
                     return;
                 };
-                let serial = soa_serial(zone.soa()).unwrap_or(0);
+                let serial = zone.soa_serial();
                 match notify(zone, target).await {
                     Ok(Outcome::Answered { rcode, attempts }) if rcode == Rcode::NOERROR => {
                         info!(zone = %origin, %target, serial, attempts, "NOTIFY acknowledged")
                     }
                     Ok(Outcome::Answered { rcode, attempts }) => warn!(
-                        zone = %origin, %target, serial, attempts, rcode = rcode.name(),
+                        zone = %origin, %target, serial, attempts, %rcode,
                         "NOTIFY answered with an error"
                     ),
                     Ok(Outcome::NoResponse) => warn!(

@@ -214,7 +214,7 @@ impl Transfer for ZoneTransfer {
         let (peer, zone) = (self.client, self.xfr.zone());
         match end {
             TransferEnd::Complete => info!(
-                %peer, %zone, qtype = %self.xfr.qtype(), rcode = self.xfr.rcode().name(),
+                %peer, %zone, qtype = %self.xfr.qtype(), rcode = %self.xfr.rcode(),
                 messages = self.xfr.messages(), records = self.xfr.records(), "zone transfer"
             ),
             TransferEnd::Shutdown => warn!(%peer, %zone, "zone transfer cut short by shutdown"),

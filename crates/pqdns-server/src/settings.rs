@@ -24,7 +24,7 @@
 //!                             # payload are fragmented (crate::fragment) for clients that send
 //!                             # the fragmentation EDNS option; all others get TC=1
 //! fragmentation_option = 65108  # EDNS option code of that signal (65001..=65534)
-//! rrfrag_type = 108           # RR type number of ARRF's RRFRAG (108 as in the experiments)
+//! rrfrag_type = 65388         # RR type of ARRF's RRFRAG (private use; the experiments: 108)
 //! [server.tls]
 //! policy = "hybrid-preferred" # or "pq-only": only hybrid ML-KEM key exchange groups
 //! certificate = "cert.pem"    # PEM chain and key, relative to the TOML file; if absent a

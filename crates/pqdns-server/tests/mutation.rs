@@ -8,7 +8,8 @@
 use pqdns_core::dnssec::nsec3::Nsec3Params;
 use pqdns_core::dnssec::sign::Denial;
 use pqdns_core::dnssec::Algorithm;
-use pqdns_core::message::{Edns, Message, Question, EDNS_DO};
+use pqdns_core::message::{Message, Question};
+use pqdns_core::wire::{Edns, EDNS_DO};
 use pqdns_core::{Class, RrType};
 use pqdns_server::answer::{respond, Transport};
 use pqdns_server::catalog::Catalog;

@@ -5,11 +5,12 @@
 //! ([`super::validate::Validator::verify_rrset`]) and returns a [`VerifiedDenial`] if they
 //! prove the claim; [`check_nsec`] and [`check_nsec3`] are the checks themselves, on RDATA.
 
-use super::nsec3::{owner_hash, Nsec3Params, FLAG_OPT_OUT, HASH_SHA1, MAX_ITERATIONS};
-use super::validate::{ede, Reason, VerifiedRRset};
+use super::nsec3::{next_closer, owner_hash, Nsec3Params, FLAG_OPT_OUT, HASH_SHA1, MAX_ITERATIONS};
+use super::validate::{Reason, VerifiedRRset};
 use crate::name::Name;
 use crate::rdata::read_type_bitmap;
 use crate::rr::RrType;
+use crate::wire::Ede;
 
 /// What a denial is supposed to prove.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -106,20 +107,8 @@ pub fn prove(
     })
 }
 
-/// The child of `ancestor` on the way down to `name` (RFC 5155's "next closer name").
-fn next_closer(name: &Name, ancestor: &Name) -> Option<Name> {
-    let mut cur = name.clone();
-    loop {
-        let parent = cur.parent()?;
-        if parent == *ancestor {
-            return Some(cur);
-        }
-        cur = parent;
-    }
-}
-
 fn bogus(text: String) -> Reason {
-    Reason::new(ede::NSEC_MISSING, text)
+    Reason::new(Ede::NSEC_MISSING, text)
 }
 
 /// An NSEC record: owner, next owner name, types.
@@ -268,7 +257,7 @@ pub fn check_nsec3(
         }
         if p.iterations > MAX_ITERATIONS {
             return Err(Reason::new(
-                27,
+                Ede::UNSUPPORTED_NSEC3_ITERATIONS,
                 format!("NSEC3 iterations {} exceed {MAX_ITERATIONS}", p.iterations),
             ));
         }

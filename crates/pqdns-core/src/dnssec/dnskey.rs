@@ -14,40 +14,8 @@ pub const FLAG_SEP: u16 = 0x0001;
 /// DNSKEY protocol field; always 3 (RFC 4034 §2.1.2).
 pub const PROTOCOL: u8 = 3;
 
-/// A parsed view of DNSKEY RDATA.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DnskeyRef<'a> {
-    /// Flags (RFC 4034 §2.1.1).
-    pub flags: u16,
-    /// Protocol, 3.
-    pub protocol: u8,
-    /// Algorithm number.
-    pub algorithm: SecAlg,
-    /// Public-key field, raw bytes.
-    pub public_key: &'a [u8],
-}
-
-impl<'a> DnskeyRef<'a> {
-    /// Parses DNSKEY RDATA; `None` if shorter than the 4-byte fixed part.
-    pub fn parse(rdata: &'a [u8]) -> Option<DnskeyRef<'a>> {
-        (rdata.len() >= 4).then(|| DnskeyRef {
-            flags: u16::from_be_bytes([rdata[0], rdata[1]]),
-            protocol: rdata[2],
-            algorithm: SecAlg(rdata[3]),
-            public_key: &rdata[4..],
-        })
-    }
-
-    /// True if the SEP flag is set (a KSK by convention).
-    pub fn is_sep(&self) -> bool {
-        self.flags & FLAG_SEP != 0
-    }
-
-    /// True if the Zone Key flag is set; only such keys may verify zone data (RFC 4034 §2.1.1).
-    pub fn is_zone_key(&self) -> bool {
-        self.flags & FLAG_ZONE != 0
-    }
-}
+/// The typed view of DNSKEY RDATA, under the name this module has always used.
+pub use crate::wire::rdata::Dnskey as DnskeyRef;
 
 /// Builds DNSKEY RDATA.
 pub fn dnskey_rdata(flags: u16, algorithm: SecAlg, public_key: &[u8]) -> Vec<u8> {

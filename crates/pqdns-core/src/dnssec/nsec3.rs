@@ -7,6 +7,7 @@ use data_encoding::BASE32HEX_NOPAD;
 use crate::name::Name;
 use crate::rdata::write_type_bitmap;
 use crate::rr::RrType;
+use crate::wire::rdata::Nsec3Param;
 
 /// NSEC3 hash algorithm 1, SHA-1 (RFC 5155 §11).
 pub const HASH_SHA1: u8 = 1;
@@ -38,23 +39,21 @@ impl Nsec3Params {
         out
     }
 
-    /// Parses the first fields shared by NSEC3 and NSEC3PARAM RDATA; returns the parameters,
-    /// the hash algorithm and the bytes after the salt.
+    /// Parses the first fields shared by NSEC3 and NSEC3PARAM RDATA
+    /// ([`crate::wire::rdata::Nsec3Param`]); returns the parameters, the hash algorithm and the
+    /// bytes after the salt.
     pub fn parse(rdata: &[u8]) -> Option<(Nsec3Params, u8, &[u8])> {
-        let (&alg, rest) = rdata.split_first()?;
-        let (&flags, rest) = rest.split_first()?;
-        let iterations = u16::from_be_bytes([*rest.first()?, *rest.get(1)?]);
-        let salt_len = usize::from(*rest.get(2)?);
-        let salt = rest.get(3..3 + salt_len)?.to_vec();
-        Some((
-            Nsec3Params {
-                iterations,
-                salt,
-                opt_out: flags & FLAG_OPT_OUT != 0,
-            },
-            alg,
-            &rest[3 + salt_len..],
-        ))
+        let (p, rest) = Nsec3Param::read_prefix(rdata)?;
+        Some((Nsec3Params::from_view(&p), p.hash_algorithm, rest))
+    }
+
+    /// The parameters of NSEC3 or NSEC3PARAM RDATA read through its view.
+    pub fn from_view(p: &Nsec3Param<'_>) -> Nsec3Params {
+        Nsec3Params {
+            iterations: p.iterations,
+            salt: p.salt.to_vec(),
+            opt_out: p.flags & FLAG_OPT_OUT != 0,
+        }
     }
 
     /// The hashed owner name of `name`: IH(salt, name, iterations) (RFC 5155 §5).
@@ -68,14 +67,10 @@ impl Nsec3Params {
         h
     }
 
-    /// The NSEC3 owner name for `name` in `zone`: base32hex(hash) as the first label.
-    pub fn hashed_owner(&self, name: &Name, zone: &Name) -> Name {
-        let label = BASE32HEX_NOPAD
-            .encode(&self.hash(name))
-            .to_ascii_lowercase();
-        zone.prepend_label(label.as_bytes()).expect(
-            "a 32-character label under a valid zone name fits unless the zone is >222 bytes",
-        )
+    /// The NSEC3 owner name for `name` in `zone` (RFC 5155 §3): the hash, base32hex, as the
+    /// first label under the apex; `None` if the zone name is too long to take the label.
+    pub fn hashed_owner(&self, name: &Name, zone: &Name) -> Option<Name> {
+        hashed_owner_name(&self.hash(name), zone)
     }
 
     /// NSEC3 RDATA (RFC 5155 §3.2).
@@ -99,6 +94,27 @@ fn sha1(parts: &[&[u8]]) -> [u8; 20] {
     let mut out = [0u8; 20];
     out.copy_from_slice(ctx.finish().as_ref());
     out
+}
+
+/// The NSEC3 owner name for a hash in `zone`: base32hex (lower case, no padding) of `hash` as
+/// the first label (RFC 5155 §3); `None` if the zone name is too long to take the label.
+pub fn hashed_owner_name(hash: &[u8], zone: &Name) -> Option<Name> {
+    let label = BASE32HEX_NOPAD.encode(hash).to_ascii_lowercase();
+    zone.prepend_label(label.as_bytes()).ok()
+}
+
+/// The next closer name (RFC 5155 §1.3): the ancestor of `name` (or `name` itself) one label
+/// longer than `closest_encloser`; `None` unless `name` is strictly below `closest_encloser`.
+pub fn next_closer(name: &Name, closest_encloser: &Name) -> Option<Name> {
+    if name == closest_encloser || !name.is_subdomain_of(closest_encloser) {
+        return None;
+    }
+    let want = closest_encloser.label_count() + 1;
+    let mut cur = name.clone();
+    while cur.label_count() > want {
+        cur = cur.parent()?;
+    }
+    Some(cur)
 }
 
 /// Decodes the hash from an NSEC3 owner name's first label (base32hex).
@@ -127,8 +143,34 @@ mod tests {
             ("*.w.example.", "r53bq7cc2uvmubfu5ocmm6pers9tk9en"),
         ];
         for (name, hash) in cases {
-            let owner = params.hashed_owner(&name.parse().unwrap(), &zone);
+            let owner = params.hashed_owner(&name.parse().unwrap(), &zone).unwrap();
             assert_eq!(owner.to_string(), format!("{hash}.example."), "{name}");
         }
+    }
+
+    #[test]
+    fn next_closer_names() {
+        let n = |s: &str| -> Name { s.parse().unwrap() };
+        let ce = n("example.");
+        assert_eq!(
+            next_closer(&n("a.b.c.example."), &ce),
+            Some(n("c.example."))
+        );
+        assert_eq!(next_closer(&n("c.EXAMPLE."), &ce), Some(n("c.example.")));
+        assert_eq!(next_closer(&n("example."), &ce), None);
+        assert_eq!(next_closer(&n("a.example.org."), &ce), None);
+    }
+
+    #[test]
+    fn hashed_owner_needs_room_for_the_label() {
+        // 32 base32hex characters + length byte: a zone name above 222 bytes cannot take it.
+        let long: Name = format!(
+            "{}.",
+            vec!["a".repeat(63); 3].join(".") + "." + &"b".repeat(30)
+        )
+        .parse()
+        .unwrap();
+        assert!(long.wire_len() > 222);
+        assert_eq!(Nsec3Params::default().hashed_owner(&long, &long), None);
     }
 }

@@ -59,26 +59,22 @@ impl RrsigFields {
 }
 
 impl<'a> Rrsig<'a> {
-    /// Parses RRSIG RDATA; `None` if truncated or the signer name is malformed.
+    /// Parses RRSIG RDATA ([`crate::wire::rdata::Rrsig`]); `None` if truncated or the signer
+    /// name is malformed.
     pub fn parse(rdata: &'a [u8]) -> Option<Rrsig<'a>> {
-        if rdata.len() < 19 {
-            return None;
-        }
-        let u32_at =
-            |i: usize| u32::from_be_bytes([rdata[i], rdata[i + 1], rdata[i + 2], rdata[i + 3]]);
-        let (signer, used) = Name::read_uncompressed(&rdata[18..]).ok()?;
+        let view = crate::wire::rdata::Rrsig::parse(rdata)?;
         Some(Rrsig {
             fields: RrsigFields {
-                type_covered: RrType(u16::from_be_bytes([rdata[0], rdata[1]])),
-                algorithm: SecAlg(rdata[2]),
-                labels: rdata[3],
-                original_ttl: u32_at(4),
-                expiration: u32_at(8),
-                inception: u32_at(12),
-                key_tag: u16::from_be_bytes([rdata[16], rdata[17]]),
-                signer,
+                type_covered: view.type_covered,
+                algorithm: view.algorithm,
+                labels: view.labels,
+                original_ttl: view.original_ttl,
+                expiration: view.expiration,
+                inception: view.inception,
+                key_tag: view.key_tag,
+                signer: view.signer.to_name(),
             },
-            signature: &rdata[18 + used..],
+            signature: view.signature,
         })
     }
 }

@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use super::algorithm::SecAlg;
 use super::keyfile::ZoneKey;
-use super::nsec3::{Nsec3Params, MAX_ITERATIONS};
+use super::nsec3::{hashed_owner_name, Nsec3Params, MAX_ITERATIONS};
 use super::provider::CryptoError;
 use super::rrsig::{label_count, signed_data, RrsigFields};
 use crate::name::Name;
@@ -406,17 +406,10 @@ fn build_nsec3(zone: &mut Zone, params: &Nsec3Params) -> Result<usize, SignError
         return Err(SignError::Nsec3Collision(zone.origin.clone()));
     }
     let ttl = zone.negative_ttl();
-    let label = |h: &[u8; 20]| {
-        data_encoding::BASE32HEX_NOPAD
-            .encode(h)
-            .to_ascii_lowercase()
-    };
     for (i, (hash, types)) in entries.iter().enumerate() {
         let next = &entries[(i + 1) % entries.len()].0;
-        let owner = zone
-            .origin
-            .prepend_label(label(hash).as_bytes())
-            .map_err(|_| SignError::Nsec3Collision(zone.origin.clone()))?;
+        let owner = hashed_owner_name(hash, &zone.origin)
+            .ok_or_else(|| SignError::Nsec3Collision(zone.origin.clone()))?;
         zone.nsec3.insert(
             owner,
             RRset {

@@ -25,43 +25,20 @@ use super::rrsig::{signed_data, signing_owner, Rrsig};
 use crate::name::Name;
 use crate::rr::{Class, Record, RrType};
 use crate::time::serial_le;
-
-/// RFC 8914 Extended DNS Error codes used by the validator.
-pub mod ede {
-    /// Other.
-    pub const OTHER: u16 = 0;
-    /// Unsupported DNSKEY algorithm.
-    pub const UNSUPPORTED_DNSKEY_ALGORITHM: u16 = 1;
-    /// Unsupported DS digest type.
-    pub const UNSUPPORTED_DS_DIGEST: u16 = 2;
-    /// DNSSEC bogus.
-    pub const DNSSEC_BOGUS: u16 = 6;
-    /// Signature expired.
-    pub const SIGNATURE_EXPIRED: u16 = 7;
-    /// Signature not yet valid.
-    pub const SIGNATURE_NOT_YET_VALID: u16 = 8;
-    /// DNSKEY missing.
-    pub const DNSKEY_MISSING: u16 = 9;
-    /// RRSIGs missing.
-    pub const RRSIGS_MISSING: u16 = 10;
-    /// No zone key bit set.
-    pub const NO_ZONE_KEY_BIT: u16 = 11;
-    /// NSEC missing.
-    pub const NSEC_MISSING: u16 = 12;
-}
+use crate::wire::Ede;
 
 /// Why validation did not reach Secure.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reason {
     /// RFC 8914 Extended DNS Error code.
-    pub ede: u16,
+    pub ede: Ede,
     /// Human-readable explanation.
     pub text: String,
 }
 
 impl Reason {
     /// A reason with an EDE code.
-    pub fn new(ede: u16, text: impl Into<String>) -> Reason {
+    pub fn new(ede: Ede, text: impl Into<String>) -> Reason {
         Reason {
             ede,
             text: text.into(),
@@ -71,7 +48,7 @@ impl Reason {
 
 impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} (EDE {})", self.text, self.ede)
+        write!(f, "{} (EDE {})", self.text, self.ede.0)
     }
 }
 
@@ -131,7 +108,7 @@ impl Status {
 
 impl Default for Status {
     fn default() -> Status {
-        Status::Indeterminate(Reason::new(ede::OTHER, "not validated"))
+        Status::Indeterminate(Reason::new(Ede::OTHER, "not validated"))
     }
 }
 
@@ -461,7 +438,7 @@ pub fn conclude(
     answers: &[VerifiedRRset],
     denials: &[VerifiedDenial],
 ) -> Result<Proof, Reason> {
-    let bogus = |text: String| Reason::new(ede::DNSSEC_BOGUS, text);
+    let bogus = |text: String| Reason::new(Ede::DNSSEC_BOGUS, text);
     let mut name = qname.clone();
     for (i, rrset) in answers.iter().enumerate() {
         if rrset.owner != name {
@@ -478,7 +455,7 @@ pub fn conclude(
             });
             if !proven {
                 return Err(Reason::new(
-                    ede::NSEC_MISSING,
+                    Ede::NSEC_MISSING,
                     format!(
                         "{} {} expands {} without a proof that {} does not exist",
                         rrset.owner, rrset.rtype, rrset.signed_owner, rrset.owner
@@ -513,7 +490,7 @@ pub fn conclude(
         Ok(Proof { _private: () })
     } else {
         Err(Reason::new(
-            ede::NSEC_MISSING,
+            Ede::NSEC_MISSING,
             format!("no verified proof that {name} has no {qtype} RRset"),
         ))
     }
@@ -596,7 +573,7 @@ impl Validator {
         let zone = &dnskeys.owner;
         if ds.rtype != RrType::DS || dnskeys.rtype != RrType::DNSKEY || ds.owner != *zone {
             return Err(Reason::new(
-                ede::DNSSEC_BOGUS,
+                Ede::DNSSEC_BOGUS,
                 format!(
                     "{} {} cannot authenticate {zone} {}",
                     ds.owner, ds.rtype, dnskeys.rtype
@@ -634,7 +611,7 @@ impl Validator {
                         .map(|d| format!("key {} {}", d.0, self.alg_name(d.1)))
                         .collect();
                     return Err(Reason::new(
-                        ede::DNSSEC_BOGUS,
+                        Ede::DNSSEC_BOGUS,
                         format!(
                             "require-pq: the link to {zone}'s DNSKEY RRset is classical: {source} \
                              lists only {}",
@@ -648,13 +625,13 @@ impl Validator {
         };
         if dnskeys.rdatas.is_empty() {
             return Err(Reason::new(
-                ede::DNSKEY_MISSING,
+                Ede::DNSKEY_MISSING,
                 format!("no DNSKEY RRset for {zone}"),
             ));
         }
         if dnskeys.rdatas.len() > self.limits.max_dnskeys {
             return Err(Reason::new(
-                ede::DNSSEC_BOGUS,
+                Ede::DNSSEC_BOGUS,
                 format!(
                     "{} DNSKEYs at {zone} exceed the limit of {}",
                     dnskeys.rdatas.len(),
@@ -675,7 +652,7 @@ impl Validator {
             if hit {
                 if !k.is_zone_key() {
                     return Err(Reason::new(
-                        ede::NO_ZONE_KEY_BIT,
+                        Ede::NO_ZONE_KEY_BIT,
                         format!("DNSKEY {tag} at {zone} matches a DS but lacks the Zone Key flag"),
                     ));
                 }
@@ -693,7 +670,7 @@ impl Validator {
         };
         if matched.is_empty() {
             return Err(Reason::new(
-                ede::DNSSEC_BOGUS,
+                Ede::DNSSEC_BOGUS,
                 format!(
                     "no DNSKEY at {zone} matches its DS records ({source}: key tags {}; \
                      DNSKEY RRset: key tags {})",
@@ -713,9 +690,9 @@ impl Validator {
         if !signing_tags.iter().any(|t| matched_tags.contains(t)) {
             return Err(Reason::new(
                 if signing_tags.is_empty() {
-                    ede::RRSIGS_MISSING
+                    Ede::RRSIGS_MISSING
                 } else {
-                    ede::DNSSEC_BOGUS
+                    Ede::DNSSEC_BOGUS
                 },
                 format!(
                     "{zone}'s DNSKEY RRset is not signed by a key its DS vouches for: {source} \
@@ -759,12 +736,12 @@ impl Validator {
     ) -> Result<VerifiedRRset, Reason> {
         let (owner, rtype) = (&rrset.owner, rrset.rtype);
         let mut last = Reason::new(
-            ede::RRSIGS_MISSING,
+            Ede::RRSIGS_MISSING,
             format!("no RRSIG over {owner} {rtype} by {}", keys.zone),
         );
         if rrset.rdatas.is_empty() {
             return Err(Reason::new(
-                ede::DNSSEC_BOGUS,
+                Ede::DNSSEC_BOGUS,
                 format!("RRSIGs over {owner} {rtype} but no {rtype} records"),
             ));
         }
@@ -774,7 +751,7 @@ impl Validator {
         let mut strong: Option<Reason> = None;
         for raw in rrset.rrsigs.iter().take(self.limits.max_rrsigs_per_rrset) {
             let Some(sig) = Rrsig::parse(raw) else {
-                last = Reason::new(ede::DNSSEC_BOGUS, "malformed RRSIG");
+                last = Reason::new(Ede::DNSSEC_BOGUS, "malformed RRSIG");
                 continue;
             };
             let f = &sig.fields;
@@ -784,7 +761,7 @@ impl Validator {
             }
             let Some(alg) = self.supported(f.algorithm) else {
                 last = Reason::new(
-                    ede::UNSUPPORTED_DNSKEY_ALGORITHM,
+                    Ede::UNSUPPORTED_DNSKEY_ALGORITHM,
                     format!(
                         "RRSIG algorithm {} not supported under profile {:?}",
                         f.algorithm,
@@ -795,7 +772,7 @@ impl Validator {
             };
             if require_pq && !alg.is_post_quantum() {
                 last = Reason::new(
-                    ede::DNSSEC_BOGUS,
+                    Ede::DNSSEC_BOGUS,
                     format!(
                         "require-pq: the link to {owner} {rtype} is classical: no post-quantum \
                          RRSIG by {} verified (key {} uses {})",
@@ -817,7 +794,7 @@ impl Validator {
                 .collect();
             if candidates.is_empty() {
                 last = Reason::new(
-                    ede::DNSKEY_MISSING,
+                    Ede::DNSKEY_MISSING,
                     format!(
                         "RRSIG over {owner} {rtype} is by key {} ({}), which is not in {}'s \
                          trusted DNSKEY RRset",
@@ -830,14 +807,14 @@ impl Validator {
             }
             let Some(signed_owner) = signing_owner(owner, f.labels) else {
                 strong = Some(Reason::new(
-                    ede::DNSSEC_BOGUS,
+                    Ede::DNSSEC_BOGUS,
                     format!("RRSIG over {owner} {rtype}: labels field exceeds the owner's labels"),
                 ));
                 continue;
             };
             if !serial_le(f.inception, self.now) {
                 strong = Some(Reason::new(
-                    ede::SIGNATURE_NOT_YET_VALID,
+                    Ede::SIGNATURE_NOT_YET_VALID,
                     format!(
                         "RRSIG over {owner} {rtype} by key {} is not yet valid",
                         f.key_tag
@@ -847,7 +824,7 @@ impl Validator {
             }
             if !serial_le(self.now, f.expiration) {
                 strong = Some(Reason::new(
-                    ede::SIGNATURE_EXPIRED,
+                    Ede::SIGNATURE_EXPIRED,
                     format!(
                         "RRSIG over {owner} {rtype} by key {} has expired",
                         f.key_tag
@@ -864,12 +841,12 @@ impl Validator {
             let scheme = self
                 .provider
                 .scheme(alg)
-                .map_err(|e| Reason::new(ede::UNSUPPORTED_DNSKEY_ALGORITHM, e.to_string()))?;
+                .map_err(|e| Reason::new(Ede::UNSUPPORTED_DNSKEY_ALGORITHM, e.to_string()))?;
             let mut ok = false;
             for key in candidates {
                 if self.verifications >= self.limits.max_verifications {
                     return Err(Reason::new(
-                        ede::DNSSEC_BOGUS,
+                        Ede::DNSSEC_BOGUS,
                         format!(
                             "work limit of {} signature verifications reached",
                             self.limits.max_verifications
@@ -884,7 +861,7 @@ impl Validator {
             }
             if !ok {
                 strong = Some(Reason::new(
-                    ede::DNSSEC_BOGUS,
+                    Ede::DNSSEC_BOGUS,
                     format!(
                         "RRSIG over {owner} {rtype} by key {} ({alg}) does not verify",
                         f.key_tag
@@ -1042,7 +1019,7 @@ mod tests {
         let err = v
             .verify_rrset(&trusted, &rrset(&www, RrType::A, bad, sigs.clone()))
             .unwrap_err();
-        assert_eq!(err.ede, ede::DNSSEC_BOGUS);
+        assert_eq!(err.ede, Ede::DNSSEC_BOGUS);
         let mut ede_of = |sigs: &[Vec<u8>]| {
             v.verify_rrset(&trusted, &rrset(&www, RrType::A, a.clone(), sigs.to_vec()))
                 .unwrap_err()
@@ -1050,21 +1027,21 @@ mod tests {
         };
         let signed_at = |window| vec![sign(&f.keys[0], &www, RrType::A, &a, window)];
         // Stripped RRSIGs, expired, not yet valid, wrong key tag.
-        assert_eq!(ede_of(&[]), ede::RRSIGS_MISSING);
+        assert_eq!(ede_of(&[]), Ede::RRSIGS_MISSING);
         let expired = signed_at((1_700_000_000, 1_700_000_100));
-        assert_eq!(ede_of(&expired), ede::SIGNATURE_EXPIRED);
+        assert_eq!(ede_of(&expired), Ede::SIGNATURE_EXPIRED);
         let future = signed_at((1_800_000_000, 1_800_000_100));
-        assert_eq!(ede_of(&future), ede::SIGNATURE_NOT_YET_VALID);
+        assert_eq!(ede_of(&future), Ede::SIGNATURE_NOT_YET_VALID);
         let mut wrong_tag = sigs[0].clone();
         wrong_tag[16] ^= 0xff;
         assert_eq!(
             ede_of(std::slice::from_ref(&wrong_tag)),
-            ede::DNSKEY_MISSING
+            Ede::DNSKEY_MISSING
         );
         // An expired RRSIG by a trusted key explains more than one by an unknown key.
         assert_eq!(
             ede_of(&[expired[0].clone(), wrong_tag]),
-            ede::SIGNATURE_EXPIRED
+            Ede::SIGNATURE_EXPIRED
         );
 
         // DS mismatch.
@@ -1082,7 +1059,7 @@ mod tests {
         let no_keys = rrset(&f.zone, RrType::DNSKEY, vec![], f.dnskeys.rrsigs.clone());
         assert_eq!(
             v.trust_dnskeys(&anchor, &no_keys).unwrap_err().ede,
-            ede::DNSKEY_MISSING
+            Ede::DNSKEY_MISSING
         );
         // DS with an unknown algorithm only: insecure, not bogus.
         let mut unknown = f.ds[0].clone();
@@ -1289,7 +1266,7 @@ mod tests {
         assert!(conclude(&alias, RrType::A, &[a.clone(), cname.clone()], &[]).is_err());
         assert!(conclude(&www, RrType::A, &[a.clone(), evil], &[]).is_err());
         let err = conclude(&alias, RrType::A, std::slice::from_ref(&cname), &[]).unwrap_err();
-        assert_eq!(err.ede, ede::NSEC_MISSING);
+        assert_eq!(err.ede, Ede::NSEC_MISSING);
         assert!(conclude(&www, RrType::AAAA, &[], &[]).is_err());
 
         // NODATA for www AAAA: an NSEC at www listing A only.
@@ -1372,7 +1349,7 @@ mod tests {
         assert!(!s.is_secure() && !s.is_bogus());
         assert_eq!(s.name(), "Indeterminate");
         assert_eq!(s.reason().unwrap().text, "not validated");
-        let b = Status::Bogus(Reason::new(ede::DNSSEC_BOGUS, "x"));
+        let b = Status::Bogus(Reason::new(Ede::DNSSEC_BOGUS, "x"));
         assert!(b.is_bogus());
         assert_eq!(b.to_string(), "Bogus: x (EDE 6)");
     }

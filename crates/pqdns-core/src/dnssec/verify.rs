@@ -15,9 +15,9 @@ use super::profile::Profile;
 use super::provider::Provider;
 use super::rrsig::{signed_data, signing_owner, Rrsig};
 use crate::name::Name;
-use crate::rdata::read_type_bitmap;
 use crate::rr::{Class, RrType};
 use crate::time::serial_le;
+use crate::wire::rdata::{Nsec, Nsec3, Nsec3Param};
 use crate::zone::{Authority, RRset, Zone};
 
 /// What to check.
@@ -362,22 +362,18 @@ impl Checker<'_> {
                 self.fail(name, RrType::NSEC, "missing NSEC record");
                 continue;
             };
-            let rdata = &set.rdatas[0];
-            let Ok((next_name, used)) = Name::read_uncompressed(rdata) else {
+            let Some(nsec) = Nsec::parse(&set.rdatas[0]) else {
                 self.fail(name, RrType::NSEC, "malformed NSEC RDATA");
                 continue;
             };
-            if &next_name != next {
+            if nsec.next != *next {
                 self.fail(
                     name,
                     RrType::NSEC,
-                    format!("next name {next_name} should be {next}"),
+                    format!("next name {} should be {next}", nsec.next),
                 );
             }
-            let listed: BTreeSet<RrType> = read_type_bitmap(&rdata[used..])
-                .unwrap_or_default()
-                .into_iter()
-                .collect();
+            let listed: BTreeSet<RrType> = nsec.types.iter().collect();
             let mut present = self.expected_types(name);
             present.insert(RrType::RRSIG);
             if listed != present {
@@ -396,10 +392,11 @@ impl Checker<'_> {
 
     fn check_nsec3_chain(&mut self, nsec3param: &RRset) {
         let zone = self.zone;
-        let Some((params, _, _)) = Nsec3Params::parse(&nsec3param.rdatas[0]) else {
+        let Some(params) = Nsec3Param::parse(&nsec3param.rdatas[0]) else {
             self.fail(&zone.origin, RrType::NSEC3PARAM, "malformed NSEC3PARAM");
             return;
         };
+        let params = Nsec3Params::from_view(&params);
         if params.iterations > MAX_ITERATIONS {
             self.fail(
                 &zone.origin,
@@ -457,28 +454,22 @@ impl Checker<'_> {
         present.sort();
         for (i, (hash, owner, rdata)) in present.iter().enumerate() {
             let next_expected = &present[(i + 1) % present.len()].0;
-            let parsed = Nsec3Params::parse(rdata);
-            let Some((p, _alg, rest)) = parsed else {
+            let Some(nsec3) = Nsec3::parse(rdata) else {
                 self.fail(owner, RrType::NSEC3, "malformed NSEC3 RDATA");
                 continue;
             };
-            if p.iterations != params.iterations || p.salt != params.salt {
+            let p = nsec3.params;
+            if p.iterations != params.iterations || p.salt != params.salt.as_slice() {
                 self.fail(owner, RrType::NSEC3, "parameters differ from NSEC3PARAM");
             }
-            let next_len = usize::from(*rest.first().unwrap_or(&0));
-            let next = rest.get(1..1 + next_len).unwrap_or_default();
-            if next != next_expected.as_slice() {
+            if nsec3.next_hashed != next_expected.as_slice() {
                 self.fail(
                     owner,
                     RrType::NSEC3,
                     "next hashed owner does not follow the chain",
                 );
             }
-            let listed: BTreeSet<RrType> =
-                read_type_bitmap(rest.get(1 + next_len..).unwrap_or_default())
-                    .unwrap_or_default()
-                    .into_iter()
-                    .collect();
+            let listed: BTreeSet<RrType> = nsec3.types.iter().collect();
             match expected.get(hash) {
                 None => self.fail(owner, RrType::NSEC3, "hash matches no name in the zone"),
                 Some((name, Some(types))) if &listed != types => self.fail(

@@ -7,7 +7,8 @@
 //! additional order), RRSIZE is that record's length in uncompressed wire form and CURIDX the
 //! offset of FRAGDATA in it. In responses FRAGDATA has FRAGSIZE bytes; in fragment requests
 //! there is no FRAGDATA and FRAGSIZE is the length wanted. TYPE is [`DEFAULT_RRFRAG_TYPE`]
-//! (108, as in the experiments; it collides with EUI48) unless configured otherwise.
+//! (65388, private use) unless configured otherwise; the experiments used 108, which IANA
+//! assigned to EUI48 (RFC 7043), so talking to them takes an RRFRAG type of 108.
 //!
 //! Server ([`first_response`]): when the complete answer exceeds the UDP budget, the largest
 //! records are replaced in place by RRFRAGs until it fits; the free room then carries the
@@ -30,12 +31,16 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::frag::edns::{FragOption, ARRF};
-use crate::message::{Edns, Message, Question, FLAG_QR, FLAG_TC};
+use crate::message::{Message, Question};
 use crate::name::Name;
 use crate::rr::{Class, Record, RrType};
+use crate::wire::{Edns, FLAG_QR, FLAG_TC};
 
-/// RRFRAG type used by the ARRF experiments (collides with IANA's EUI48).
-pub const DEFAULT_RRFRAG_TYPE: RrType = RrType(108);
+/// Default RRFRAG type: 65388 (0xFF6C, the experiments' 108 moved into the private-use range
+/// 65280–65534 of RFC 6895 §3.1). The ARRF experiments used 108, which is IANA's EUI48
+/// (RFC 7043); it stays selectable (`rrfrag_type` in the server settings, `FragConfig` in the
+/// resolver).
+pub const DEFAULT_RRFRAG_TYPE: RrType = RrType(65_388);
 /// Bytes of an RRFRAG before FRAGDATA: name, TYPE, FRAGSIZE, CURIDX, RRSIZE, RRID.
 pub const RRFRAG_HEADER_LEN: usize = 15;
 /// Largest record an RRFRAG may announce, bytes: owner name (≤ 255) + TYPE, CLASS, TTL,

@@ -16,9 +16,9 @@
 //!
 //! The code defaults to [`DEFAULT_CODE`] and is configurable on both ends.
 
-use crate::message::Edns;
 use crate::name::Name;
 use crate::rr::RrType;
+use crate::wire::Edns;
 
 /// Default option code: 65108, in the local/experimental range (RFC 6891 §9), ending in the
 /// RRFRAG type number of the ARRF experiments so captures are easy to read.
@@ -138,14 +138,12 @@ impl FragOption {
 
     /// The option with `code` in `edns`, if present and well formed.
     pub fn find(edns: Option<&Edns>, code: u16) -> Option<FragOption> {
-        let (_, data) = edns?.options.iter().find(|(c, _)| *c == code)?;
-        FragOption::decode(data).ok()
+        FragOption::decode(edns?.option(code)?).ok()
     }
 
     /// Adds this option under `code` to `edns`, replacing an option with the same code.
     pub fn put(&self, edns: &mut Edns, code: u16) {
-        edns.options.retain(|(c, _)| *c != code);
-        edns.options.push((code, self.encode()));
+        edns.set_option(code, self.encode());
     }
 }
 

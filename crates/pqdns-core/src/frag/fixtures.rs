@@ -9,9 +9,10 @@ use crate::dnssec::profile::Profile;
 use crate::dnssec::sign::{sign_zone, Denial, SigningPolicy};
 use crate::dnssec::verify::{verify_zone, VerifyOptions};
 use crate::dnssec::{Algorithm, Backend, Provider};
-use crate::message::{rcode, Edns, Message, Question, FLAG_AA, FLAG_QR};
+use crate::message::{Message, Question};
 use crate::name::Name;
 use crate::rr::{Class, Record, RrType};
+use crate::wire::{Edns, Rcode, FLAG_AA, FLAG_QR};
 use crate::zone::Zone;
 use crate::zonefile::ZoneFileReader;
 
@@ -119,10 +120,10 @@ fn response(
     qtype: RrType,
     answers: Vec<Record>,
     authority: Vec<Record>,
-    rc: u16,
+    rc: Rcode,
 ) -> Message {
     let mut m = query(qname, qtype);
-    m.flags = FLAG_QR | FLAG_AA | rc;
+    m.flags = FLAG_QR | FLAG_AA | rc.low();
     m.answers = answers;
     m.authority = authority;
     m
@@ -144,16 +145,16 @@ fn answers(zone: &Zone) -> Vec<Message> {
             RrType::DNSKEY,
             rrset_records(zone, &apex, RrType::DNSKEY),
             vec![],
-            rcode::NOERROR,
+            Rcode::NOERROR,
         ),
         response(
             "www.example.",
             RrType::A,
             rrset_records(zone, &n("www.example."), RrType::A),
             vec![],
-            rcode::NOERROR,
+            Rcode::NOERROR,
         ),
-        response("nope.example.", RrType::A, vec![], nx_auth, rcode::NXDOMAIN),
+        response("nope.example.", RrType::A, vec![], nx_auth, Rcode::NXDOMAIN),
     ]
 }
 

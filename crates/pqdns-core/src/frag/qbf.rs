@@ -21,9 +21,11 @@
 
 use crate::dnssec::profile::Profile;
 use crate::dnssec::SecAlg;
-use crate::message::{Message, FLAG_TC};
+use crate::message::Message;
 use crate::name::{Name, NameError};
 use crate::rr::{Record, RrType};
+use crate::wire::rdata::{Dnskey, Rrsig};
+use crate::wire::FLAG_TC;
 
 /// Most fragments one answer may have (the EDNS variant carries the number in 6 bits).
 pub const MAX_FRAGMENTS: u8 = 63;
@@ -80,29 +82,27 @@ pub fn parse_fragment_qname(qname: &Name) -> Option<(u8, Name)> {
     Some((n, original))
 }
 
-/// Length of the fixed RDATA part of a split record, or `None` if the record is not split.
-fn fixed_len(r: &Record) -> Option<usize> {
+/// For a split record (DNSKEY or RRSIG): its algorithm number, whether it is a key, and the
+/// length of its fixed RDATA part; `None` for other records.
+fn split(r: &Record) -> Option<(SecAlg, bool, usize)> {
     match r.rtype {
-        RrType::DNSKEY if r.rdata.len() >= 4 => Some(4),
-        RrType::RRSIG if r.rdata.len() > 18 => {
-            let (_, used) = Name::read_uncompressed(&r.rdata[18..]).ok()?;
-            Some(18 + used)
-        }
+        RrType::DNSKEY => Dnskey::parse(&r.rdata).map(|k| (k.algorithm, true, Dnskey::FIXED_LEN)),
+        RrType::RRSIG => Rrsig::parse(&r.rdata).map(|s| (s.algorithm, false, s.fixed_len())),
         _ => None,
     }
 }
 
-/// Longest variable part (key or signature) the profile allows for this record's algorithm.
-fn max_variable(r: &Record, profile: &Profile) -> Result<usize, QbfError> {
-    let number = SecAlg(if r.rtype == RrType::DNSKEY {
-        r.rdata[3]
-    } else {
-        r.rdata[2]
-    });
+/// Length of the fixed RDATA part of a split record, or `None` if the record is not split.
+fn fixed_len(r: &Record) -> Option<usize> {
+    split(r).map(|(_, _, fixed)| fixed)
+}
+
+/// Longest variable part (key or signature) the profile allows for algorithm `number`.
+fn max_variable(number: SecAlg, is_key: bool, profile: &Profile) -> Result<usize, QbfError> {
     let alg = profile
         .algorithm(number)
         .ok_or(QbfError::UnknownSize(number))?;
-    let len = if r.rtype == RrType::DNSKEY {
+    let len = if is_key {
         alg.public_key_len()
     } else {
         alg.max_signature_len()
@@ -138,11 +138,11 @@ fn plan(full: &Message, budget: usize, profile: &Profile) -> Result<Plan, QbfErr
         .chain(&full.additional);
     let (mut fixed_total, mut other_total, mut m, mut longest) = (0, 0, 0usize, 0usize);
     for r in sections {
-        match fixed_len(r) {
-            Some(f) => {
+        match split(r) {
+            Some((number, is_key, f)) => {
                 fixed_total += r.owner.wire_len() + 10 + f;
                 m += 1;
-                longest = longest.max(max_variable(r, profile)?);
+                longest = longest.max(max_variable(number, is_key, profile)?);
             }
             None => other_total += rr_len(r),
         }
@@ -304,8 +304,9 @@ mod tests {
     use super::*;
     use crate::dnssec::Algorithm;
     use crate::frag::fixtures::{case, cases, n, profile, query, signatures_verify, BUDGET};
-    use crate::message::{Question, FLAG_AA, FLAG_QR};
+    use crate::message::Question;
     use crate::rr::Class;
+    use crate::wire::{FLAG_AA, FLAG_QR};
 
     #[test]
     fn every_algorithm_round_trips_byte_identical_and_validates() {

@@ -5,7 +5,8 @@ use pqdns_core::dnssec::sign::Denial;
 use pqdns_core::dnssec::Algorithm;
 use pqdns_core::frag::arrf::{Key, Limits, Progress, Reassembler};
 use pqdns_core::frag::edns::{ARRF, QBF};
-use pqdns_core::message::{Edns, Question, FLAG_TC};
+use pqdns_core::message::Question;
+use pqdns_core::wire::{Edns, FLAG_TC};
 
 use super::*;
 
@@ -106,7 +107,7 @@ fn qbf_client_gets_all_fragments_and_the_same_answer_as_tcp() {
         let mut req = q.clone();
         req.questions[0].qname = qbf::fragment_qname(count + 1, &q.questions[0].qname).unwrap();
         let m = Message::parse(&udp(&f, &catalog, &req.to_wire())).unwrap();
-        assert_eq!(m.rcode(), rcode::FORMERR);
+        assert_eq!(m.rcode(), Rcode::FORMERR);
     }
 }
 
@@ -175,7 +176,7 @@ fn arrf_client_gets_all_ranges_and_the_same_answer_as_tcp() {
             DEFAULT_CODE,
         );
         let m = Message::parse_with(&udp(&f, &catalog, &req.to_wire_with(t)), t).unwrap();
-        assert_eq!(m.rcode(), rcode::FORMERR);
+        assert_eq!(m.rcode(), Rcode::FORMERR);
     }
 }
 
