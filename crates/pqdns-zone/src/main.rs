@@ -33,7 +33,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Generate a key pair and write BIND-style K<zone>+<alg>+<tag>.key/.private files
+    /// Generate a key pair and write BIND-style key files, K{zone}+{alg}+{tag}.key and .private
     /// (private file mode 0600).
     Keygen(KeygenArgs),
     /// Sign a zone: a master file with --origin and keys, or a TOML zone description.
@@ -135,7 +135,7 @@ impl ReadArgs {
 #[derive(Args)]
 struct SignArgs {
     /// A master file (with --origin and keys) or a TOML zone description (*.toml), whose
-    /// [signing] table supplies algorithms, keys and policy (missing keys are generated).
+    /// signing table supplies algorithms, keys and policy (missing keys are generated).
     input: PathBuf,
     /// Zone apex, for a master file. Default: the owner of the first SOA.
     #[arg(long)]
