@@ -217,6 +217,26 @@ impl Name {
         Ok(Name { wire: wire.into() })
     }
 
+    /// DNAME substitution (RFC 6672 §2.2): the labels of `self` below `owner`, followed by
+    /// `target`. `None` if `self` is not strictly below `owner`.
+    ///
+    /// # Errors
+    /// [`NameError::NameTooLong`] when the result would exceed 255 bytes (the server then
+    /// answers YXDOMAIN, RFC 6672 §2.2).
+    pub fn replace_suffix(&self, owner: &Name, target: &Name) -> Option<Result<Name, NameError>> {
+        if self.wire_len() == owner.wire_len() || !self.is_subdomain_of(owner) {
+            return None;
+        }
+        let prefix = &self.wire[..self.wire_len() - owner.wire_len()];
+        if prefix.len() + target.wire_len() > MAX_NAME_LEN {
+            return Some(Err(NameError::NameTooLong));
+        }
+        let mut wire = Vec::with_capacity(prefix.len() + target.wire_len());
+        wire.extend_from_slice(prefix);
+        wire.extend_from_slice(&target.wire);
+        Some(Ok(Name { wire: wire.into() }))
+    }
+
     /// The wildcard `*.<parent>` that could synthesise this name's answers.
     pub fn wildcard_of_parent(&self) -> Option<Name> {
         self.parent().and_then(|p| p.prepend_label(b"*").ok())
@@ -521,6 +541,27 @@ mod tests {
         assert_eq!(
             n("WwW.Example.").to_lowercase().as_wire(),
             n("www.example.").as_wire()
+        );
+    }
+
+    #[test]
+    fn dname_substitution_keeps_the_prefix_and_bounds_the_length() {
+        // RFC 6672 §2.2's example: a.b.example. with DNAME example. -> example.net.
+        let owner = n("Example.");
+        let target = n("example.net.");
+        let got = n("a.B.example.")
+            .replace_suffix(&owner, &target)
+            .unwrap()
+            .unwrap();
+        assert_eq!(got.to_string(), "a.B.example.net.");
+        assert_eq!(n("example.").replace_suffix(&owner, &target), None);
+        assert_eq!(n("a.other.").replace_suffix(&owner, &target), None);
+        // 244 bytes of labels below "e." plus a 66-byte target overflow 255 bytes.
+        let long = format!("{0}.{0}.{0}.{0}.e.", "x".repeat(60));
+        let long_target = n(&format!("{}.net.", "y".repeat(60)));
+        assert_eq!(
+            n(&long).replace_suffix(&n("e."), &long_target),
+            Some(Err(NameError::NameTooLong))
         );
     }
 

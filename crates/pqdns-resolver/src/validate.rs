@@ -2,7 +2,9 @@
 //! check every RRset on it (`trust`), prove negative and wildcard answers with verified
 //! NSEC/NSEC3 records (RFC 4035 §5.4, RFC 5155 §8), report referrals, and keep nothing else.
 //!
-//! A CNAME whose target the response does not cover is looked up separately (bounded by
+//! A DNAME above the current name redirects it (RFC 6672 §3.1: the DNAME is verified, the
+//! server's synthesized CNAME is unsigned and used only if it agrees). A CNAME or DNAME target
+//! the response does not cover is looked up separately (bounded by
 //! [`crate::resolve::WorkLimits::max_cnames`]). The overall status is the weakest link —
 //! Bogus, then Indeterminate, then Insecure — and Secure only through
 //! [`pqdns_core::dnssec::validate::conclude`], which checks that the verified RRsets and
@@ -99,6 +101,26 @@ impl Sections {
         }
         out
     }
+}
+
+/// `name` redirected by the DNAME RRset `dname` (RFC 6672 §2.2).
+fn substitute(name: &Name, dname: &UnverifiedRRset) -> Result<Name, Halt> {
+    dname
+        .rdatas
+        .first()
+        .and_then(|t| {
+            name.replace_suffix(&dname.owner, &Name::from_wire(t).ok()?)?
+                .ok()
+        })
+        .ok_or_else(|| {
+            Halt::Bogus(Reason::new(
+                Ede::DNSSEC_BOGUS,
+                format!(
+                    "malformed DNAME at {}, or {name} too long after substitution",
+                    dname.owner
+                ),
+            ))
+        })
 }
 
 /// Why the walk stopped early.
@@ -260,8 +282,12 @@ impl Inner {
         let mut advanced = false;
         loop {
             let name = w.name.clone();
-            let found = s
-                .find(Section::Answer, |r| r.owner == name && r.rtype == qtype)
+            // RFC 6672 §3.1: a DNAME above the name redirects it, whatever the QTYPE.
+            let redirect = s.find(Section::Answer, |r| {
+                r.rtype == RrType::DNAME && r.owner != name && name.is_subdomain_of(&r.owner)
+            });
+            let found = redirect
+                .or_else(|| s.find(Section::Answer, |r| r.owner == name && r.rtype == qtype))
                 .or_else(|| {
                     (qtype != RrType::CNAME)
                         .then(|| {
@@ -295,7 +321,25 @@ impl Inner {
                 }
                 Checked::Bogus(r) => return Err(Halt::Bogus(r)),
             }
-            if set.rtype == qtype {
+            let next = if redirect.is_some() {
+                self.count_redirection(w)?;
+                let next = substitute(&name, &set)?;
+                // The server's synthesized CNAME is unsigned: it is used (not listed as
+                // dropped) only when it says what the verified DNAME says.
+                let synthesized = s.find(Section::Answer, |r| {
+                    r.owner == name
+                        && r.rtype == RrType::CNAME
+                        && r.rdatas.len() == 1
+                        && Name::from_wire(&r.rdatas[0]).is_ok_and(|t| t == next)
+                });
+                if let Some(k) = synthesized {
+                    s.take(Section::Answer, k);
+                }
+                if qtype == RrType::CNAME {
+                    return Ok(Step::Done);
+                }
+                next
+            } else if set.rtype == qtype {
                 if code == Rcode::NXDOMAIN {
                     return Err(Halt::Bogus(Reason::new(
                         Ede::DNSSEC_BOGUS,
@@ -303,20 +347,16 @@ impl Inner {
                     )));
                 }
                 return Ok(Step::Done);
-            }
-            w.cnames += 1;
-            if w.cnames > self.config.work.max_cnames {
-                return Err(Halt::Error(ResolveError::WorkLimit(format!(
-                    "more than {} CNAMEs from {}",
-                    self.config.work.max_cnames, w.qname
-                ))));
-            }
-            w.name = Name::from_wire(&set.rdatas[0]).map_err(|_| {
-                Halt::Bogus(Reason::new(
-                    Ede::DNSSEC_BOGUS,
-                    format!("malformed CNAME at {name}"),
-                ))
-            })?;
+            } else {
+                self.count_redirection(w)?;
+                Name::from_wire(&set.rdatas[0]).map_err(|_| {
+                    Halt::Bogus(Reason::new(
+                        Ede::DNSSEC_BOGUS,
+                        format!("malformed CNAME at {name}"),
+                    ))
+                })?
+            };
+            w.name = next;
             advanced = true;
         }
         let name = w.name.clone();
@@ -336,6 +376,18 @@ impl Inner {
             return Ok(Step::Chase);
         }
         self.negative(None, s, w, ctx).await
+    }
+
+    /// Counts one CNAME or DNAME followed, against [`crate::resolve::WorkLimits::max_cnames`].
+    fn count_redirection(&self, w: &mut Walk) -> Result<(), Halt> {
+        w.cnames += 1;
+        if w.cnames > self.config.work.max_cnames {
+            return Err(Halt::Error(ResolveError::WorkLimit(format!(
+                "more than {} CNAMEs or DNAMEs from {}",
+                self.config.work.max_cnames, w.qname
+            ))));
+        }
+        Ok(())
     }
 
     /// NXDOMAIN or NODATA for the current name: the SOA and the denial proof.

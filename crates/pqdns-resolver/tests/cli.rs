@@ -86,6 +86,56 @@ fn referrals_are_reported_not_bogus() {
 }
 
 #[test]
+fn names_below_a_dname_validate_through_the_signed_dname() {
+    let served = default_zone();
+    let cwd = served.dir.path();
+    let at = server_arg(served.addr);
+    let anchor = "keys/example.com.ds";
+    // old-apps DNAME apps: x.old-apps -> x.apps, answered by the *.apps wildcard, NODATA for A.
+    // Wildcard NODATA (RFC 5155 §8.7), the end of the DNAME's A chain, on its own first.
+    let (code, out, err) = resolve(
+        cwd,
+        &[&at, "--trust-anchor", anchor, "x.apps.example.com", "A"],
+    );
+    assert!(
+        code == 0 && out.contains(";; status: Secure"),
+        "wildcard NODATA: {out}{err}"
+    );
+    for (q, qtype, data) in [
+        (
+            "x.old-apps.example.com",
+            "TXT",
+            Some("served by the wildcard"),
+        ),
+        ("x.old-apps.example.com", "CNAME", None),
+        ("x.old-apps.example.com", "A", None),
+    ] {
+        let (code, out, err) = resolve(cwd, &[&at, "--trust-anchor", anchor, q, qtype]);
+        let what = format!("{q} {qtype}: {out}{err}");
+        assert_eq!(code, 0, "{what}");
+        assert!(out.contains(";; status: Secure"), "{what}");
+        assert!(
+            out.contains("old-apps.example.com.") && out.contains("DNAME"),
+            "{what}"
+        );
+        if let Some(data) = data {
+            assert!(out.contains(data), "{what}");
+        }
+        // The synthesized CNAME is unsigned, but it agrees with the DNAME: nothing dropped.
+        assert!(!out.contains("dropped"), "{what}");
+    }
+    // A name that is not below the DNAME is not redirected.
+    let (_, out, _) = resolve(
+        cwd,
+        &[&at, "--trust-anchor", anchor, "old-apps.example.com", "TXT"],
+    );
+    assert!(
+        out.contains(";; status: Secure") && !out.contains("wildcard"),
+        "{out}"
+    );
+}
+
+#[test]
 fn keys_and_certificate_in_dot_keys_are_found_by_default() {
     // pqdns-server without --zone keeps keys, DS file and certificate in ./keys.
     let served = default_zone();

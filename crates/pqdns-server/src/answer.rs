@@ -3,14 +3,17 @@
 //! Implements the authoritative part of the lookup of RFC 1034 §4.3.2 with the DNSSEC additions
 //! of RFC 4035 §3.1 and RFC 5155 §7.2:
 //! - exact matches (AA set), CNAME chains inside the zone (at most [`MAX_CNAME_HOPS`]);
+//! - DNAME redirection (RFC 6672 §3.1): for a name below a DNAME, the DNAME RRset (with its
+//!   RRSIGs under DO) and a synthesized, unsigned CNAME with the DNAME's TTL, followed inside
+//!   the zone like any CNAME; YXDOMAIN when the substituted name would exceed 255 bytes;
 //! - wildcards (RFC 4592 §3.3.1): the owner is rewritten to the query name, with DO the RRSIGs
 //!   too, plus the NSEC/NSEC3 proving no closer match;
 //! - referrals: NS in authority, glue in additional, DS and its RRSIGs with DO, else the
 //!   NSEC/NSEC3 proving there is no DS (RFC 4035 §3.1.4);
 //! - NXDOMAIN and NODATA with the SOA (TTL min(SOA TTL, MINIMUM), RFC 2308 §3) and, with DO,
 //!   the denial proofs;
-//! - REFUSED outside our zones and for classes other than IN, NOTIMP for opcodes other than
-//!   QUERY, FORMERR for malformed queries, BADVERS for EDNS versions above 0 (RFC 6891 §6.1.3).
+//! - REFUSED outside our zones and for classes other than IN and ANY (answered as IN); class
+//!   CH for the server's identity ([`crate::identity`]); NOTIMP for opcodes other than QUERY, FORMERR for malformed queries, BADVERS for EDNS versions above 0 (RFC 6891 §6.1.3).
 //!
 //! QTYPE ANY gets one RRset of the name (the one with the lowest type number) and its RRSIGs, as
 //! RFC 8482 §4.2 allows. Zone transfers (AXFR/IXFR) are REFUSED.
@@ -20,9 +23,10 @@
 //! does not fit is dropped whole and TC is set, except for optional additional data (RFC 2181 §9).
 //! Glue for a referral is not optional (RFC 9471 §3).
 
+use pqdns_core::name::NameError;
 use pqdns_core::wire::rdata::target_of;
 use pqdns_core::wire::{
-    Full, MessageWriter, Rcode, Section, EDNS_DO, FLAG_AA, FLAG_TC, MIN_UDP_PAYLOAD,
+    Full, MessageWriter, Rcode, Section, EDNS_DO, FLAG_AA, FLAG_TC, MIN_UDP_PAYLOAD, OPTION_NSID,
 };
 use pqdns_core::zone::{Node, RRset};
 use pqdns_core::{Class, Name, RrType};
@@ -97,9 +101,13 @@ pub fn respond(
     let mut w = MessageWriter::response(out, base, limit, q.header);
     // The question (at most 259 bytes) and an OPT always fit in 512 bytes.
     let _fits = w.question(q.qname.as_wire(), q.qtype, q.qclass);
-    if q.edns.is_some() {
+    if let Some(edns) = q.edns {
         let flags = if q.dnssec_ok() { EDNS_DO } else { 0 };
         let _fits = w.set_opt(udp_payload, 0, flags);
+        // RFC 5001 §2.2: the NSID option in a query asks for ours (its payload is ignored).
+        if let (Some(nsid), Some(_)) = (&catalog.identity.nsid, edns.option(OPTION_NSID)) {
+            let _fits = w.add_option(OPTION_NSID, nsid);
+        }
     }
     let mut cache_ttl = None;
     let rcode = answer_query(catalog, &q, &mut w, &mut cache_ttl);
@@ -152,10 +160,15 @@ fn answer_query(
     if q.qtype == RrType::OPT {
         return Rcode::FORMERR;
     }
-    if q.qclass != Class::IN || matches!(q.qtype, RrType::AXFR | RrType(251)) {
+    let qname = q.qname.to_name();
+    if q.qclass == Class::CH {
+        return catalog.identity.answer_chaos(&qname, q.qtype, w);
+    }
+    // QCLASS ANY (RFC 1035 §3.2.5) is answered from our class, IN, as NSD and Knot do.
+    if !matches!(q.qclass, Class::IN | Class::ANY) || matches!(q.qtype, RrType::AXFR | RrType(251))
+    {
         return Rcode::REFUSED;
     }
-    let qname = q.qname.to_name();
     let Some(zone) = catalog.find(&qname, q.qtype) else {
         return Rcode::REFUSED;
     };
@@ -194,6 +207,8 @@ enum Match<'z> {
     },
     /// The name is at or below a delegation point.
     Referral { cut: &'z Name, node: &'z Node },
+    /// The name is below a DNAME owner (RFC 6672 §2.3): redirected, not answered.
+    Dname { owner: &'z Name, set: &'z RRset },
     /// The name exists only because names below it do (RFC 4592 §2.2.2).
     EmptyNonTerminal,
     /// The name does not exist.
@@ -226,6 +241,28 @@ impl<'z> Lookup<'z> {
                 Match::EmptyNonTerminal => {
                     self.negative(Denial::NoData { name: &name });
                     break;
+                }
+                Match::Dname { owner, set } => {
+                    let target = match self.redirect(w, &name, owner, set) {
+                        Ok(Some(target)) => target,
+                        Ok(None) => break,
+                        Err(Full) => {
+                            w.set_flag(FLAG_TC);
+                            return rcode;
+                        }
+                    };
+                    match target {
+                        Ok(target) if qtype != RrType::CNAME => match self.in_zone(target) {
+                            Some(target) => name = target,
+                            None => break,
+                        },
+                        Ok(_) => break,
+                        // RFC 6672 §2.2: a substitution longer than 255 bytes is YXDOMAIN.
+                        Err(_) => {
+                            rcode = Rcode::YXDOMAIN;
+                            break;
+                        }
+                    }
                 }
                 Match::NxDomain { closest_encloser } => {
                     rcode = Rcode::NXDOMAIN;
@@ -275,11 +312,13 @@ impl<'z> Lookup<'z> {
                         self.additional_for(rtype, set, false);
                         break;
                     }
-                    match set.rdatas.first().and_then(|rd| Name::from_wire(rd).ok()) {
-                        Some(target) if target.is_subdomain_of(&self.zone.zone.origin) => {
-                            name = target
-                        }
-                        _ => break,
+                    match set
+                        .rdatas
+                        .first()
+                        .and_then(|rd| self.in_zone(Name::from_wire(rd).ok()?))
+                    {
+                        Some(target) => name = target,
+                        None => break,
                     }
                 }
             }
@@ -322,6 +361,20 @@ impl<'z> Lookup<'z> {
         let closest_encloser = closest_encloser
             .filter(|a| a.is_subdomain_of(&zone.origin))
             .unwrap_or_else(|| zone.origin.clone());
+        // Nothing exists below a DNAME (the zone refuses such data), so a DNAME above `name`
+        // owns its closest encloser.
+        if let Some((owner, set)) =
+            zone.nodes
+                .get_key_value(&closest_encloser)
+                .and_then(|(owner, node)| {
+                    Some((
+                        owner,
+                        node.get(&RrType::DNAME).filter(|s| !s.rdatas.is_empty())?,
+                    ))
+                })
+        {
+            return Match::Dname { owner, set };
+        }
         // RFC 4592 §3.3.1: the source of synthesis is the wildcard child of the closest encloser.
         let wildcard = closest_encloser.prepend_label(b"*").ok();
         if let Some((owner, node)) = wildcard.and_then(|w| zone.nodes.get_key_value(&w)) {
@@ -332,6 +385,47 @@ impl<'z> Lookup<'z> {
             };
         }
         Match::NxDomain { closest_encloser }
+    }
+
+    /// `target` if this zone holds it (a CNAME or DNAME target the lookup continues at).
+    fn in_zone(&self, target: Name) -> Option<Name> {
+        target
+            .is_subdomain_of(&self.zone.zone.origin)
+            .then_some(target)
+    }
+
+    /// Answers `name` below the DNAME at `owner` (RFC 6672 §3.1): the DNAME RRset (signed),
+    /// then a CNAME from `name` to the substituted name, synthesized and unsigned, with the
+    /// DNAME's TTL. Returns the substituted name (or why it is too long), `None` for a
+    /// malformed DNAME, [`Full`] when the DNAME does not fit.
+    fn redirect(
+        &mut self,
+        w: &mut MessageWriter<'_, '_>,
+        name: &Name,
+        owner: &Name,
+        set: &RRset,
+    ) -> Result<Option<Result<Name, NameError>>, Full> {
+        self.answer(w, owner, RrType::DNAME, set)?;
+        let Some(target) = set.rdatas.first().and_then(|rd| Name::from_wire(rd).ok()) else {
+            return Ok(None);
+        };
+        let Some(substituted) = name.replace_suffix(owner, &target) else {
+            return Ok(None);
+        };
+        if let Ok(cname) = &substituted {
+            let mark = w.mark();
+            let ttl = set.ttl;
+            w.record(
+                Section::Answer,
+                name.as_wire(),
+                RrType::CNAME,
+                Class::IN,
+                ttl,
+                cname.as_wire(),
+            );
+            w.commit(mark)?;
+        }
+        Ok(Some(substituted))
     }
 
     /// True if `name` owns nothing but has descendants: in canonical order its descendants

@@ -6,7 +6,7 @@
 //! so they follow its case in a replay exactly as in a fresh answer.
 //!
 //! The key is everything else in a query that changes the response: the QNAME (lower-cased),
-//! QTYPE, QCLASS, whether there is an OPT record and its DO bit, and the size limit the response
+//! QTYPE, QCLASS, whether there is an OPT record, its DO bit and an NSID option, and the size limit the response
 //! was built for (the client's EDNS payload size bounded by ours, or 65535 on streams). Anything
 //! new that changes a response must be added to [`Key`].
 //!
@@ -21,7 +21,7 @@ use std::sync::{PoisonError, RwLock};
 
 use pqdns_core::name::MAX_NAME_LEN;
 
-use pqdns_core::wire::{Rcode, FLAG_CD, FLAG_RD, HEADER_LEN};
+use pqdns_core::wire::{Rcode, FLAG_CD, FLAG_RD, HEADER_LEN, OPTION_NSID};
 
 use crate::answer::Outcome;
 use crate::query::Query;
@@ -46,7 +46,7 @@ impl Key {
         let edns = match query.edns {
             None => 0,
             Some(e) if e.version() > 0 => return None,
-            Some(e) => 1 + u8::from(e.dnssec_ok()),
+            Some(e) => 1 + u8::from(e.dnssec_ok()) + 2 * u8::from(e.option(OPTION_NSID).is_some()),
         };
         let mut bytes = [0u8; MAX_KEY_LEN];
         let qname = query.qname.as_wire();

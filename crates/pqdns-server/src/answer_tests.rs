@@ -32,6 +32,10 @@ loop1    CNAME loop2
 loop2    CNAME loop1
 *.wild   TXT   \"wildcard\"
 a.b.ent  A     192.0.2.5
+redir    1800  DNAME target
+host.target A  192.0.2.8
+ext      DNAME example.org.
+far      DNAME yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy.yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy.yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy.org.
 sub      NS    ns.sub
 ns.sub   A     192.0.2.6
 sub      DS    12345 13 2 0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF
@@ -202,6 +206,72 @@ fn positive_answer_with_and_without_dnssec() {
     let m = ask_with(&cat, "www.example.", RrType::A, None, Transport::Udp);
     assert_eq!(m.types(0), [RrType::A]);
     assert_eq!(m.opt, None);
+}
+
+#[test]
+fn names_below_a_dname_are_redirected_with_a_synthesized_cname() {
+    let cat = nsec3_catalog();
+    let m = ask(&cat, "HOST.redir.example.", RrType::A, true);
+    assert!(m.aa());
+    assert_eq!(m.rcode, Rcode::NOERROR);
+    assert_eq!(
+        m.types(0),
+        [
+            RrType::DNAME,
+            RrType::RRSIG,
+            RrType::CNAME,
+            RrType::A,
+            RrType::RRSIG
+        ]
+    );
+    let [dname, _, cname, a, _] = &m.sections[0][..] else {
+        unreachable!()
+    };
+    assert_eq!(dname.owner, n("redir.example."));
+    assert_eq!(Name::from_wire(&dname.rdata).unwrap(), n("target.example."));
+    // RFC 6672 §3.1: the synthesized CNAME has the query's owner, the DNAME's TTL and no RRSIG.
+    assert_eq!(cname.owner.to_string(), "HOST.redir.example.");
+    assert_eq!(cname.ttl, 1800);
+    assert_eq!(
+        Name::from_wire(&cname.rdata).unwrap().to_string(),
+        "HOST.target.example."
+    );
+    assert!(!m.rrsig_covering(0, "host.redir.example.", RrType::CNAME));
+    assert_eq!(
+        (a.owner.to_string().as_str(), &a.rdata[..]),
+        ("HOST.target.example.", &[192, 0, 2, 8][..])
+    );
+
+    let m = ask(&cat, "host.redir.example.", RrType::A, false);
+    assert_eq!(m.types(0), [RrType::DNAME, RrType::CNAME, RrType::A]);
+    // QTYPE CNAME is answered by the synthesized CNAME itself.
+    let m = ask(&cat, "host.redir.example.", RrType::CNAME, false);
+    assert_eq!(m.types(0), [RrType::DNAME, RrType::CNAME]);
+    // The DNAME owner itself is an ordinary name.
+    let m = ask(&cat, "redir.example.", RrType::DNAME, false);
+    assert_eq!(m.types(0), [RrType::DNAME]);
+    let m = ask(&cat, "redir.example.", RrType::A, true);
+    assert!(m.sections[0].is_empty() && m.rcode == Rcode::NOERROR);
+    assert!(nsec3_bitmap(&m, &hashed("redir.example.")).contains(&RrType::DNAME));
+    // A target outside the zone ends the answer at the CNAME.
+    let m = ask(&cat, "a.b.ext.example.", RrType::A, false);
+    assert_eq!(m.types(0), [RrType::DNAME, RrType::CNAME]);
+    assert_eq!(
+        Name::from_wire(&m.sections[0][1].rdata).unwrap(),
+        n("a.b.example.org.")
+    );
+    // A target inside the zone that does not exist: NXDOMAIN for it, with the proof.
+    let m = ask(&cat, "nope.redir.example.", RrType::A, true);
+    assert_eq!(m.rcode, Rcode::NXDOMAIN);
+    assert!(
+        m.has(0, "redir.example.", RrType::DNAME) && m.has(0, "nope.redir.example.", RrType::CNAME)
+    );
+    assert!(nsec3_covers(&m, "nope.target.example."));
+    // RFC 6672 §2.2: a substituted name longer than 255 bytes is YXDOMAIN.
+    let x = "x".repeat(60);
+    let m = ask(&cat, &format!("{x}.{x}.far.example."), RrType::A, false);
+    assert_eq!(m.rcode, Rcode::YXDOMAIN);
+    assert_eq!(m.types(0), [RrType::DNAME]);
 }
 
 #[test]
@@ -432,4 +502,97 @@ fn any_gets_one_rrset() {
     let cat = nsec3_catalog();
     let m = ask(&cat, "example.", RrType::ANY, false);
     assert_eq!(m.types(0), [RrType::NS, RrType::NS]);
+}
+
+/// `packet` with its QCLASS set to `class`.
+fn with_class(mut packet: Vec<u8>, qname: &str, class: Class) -> Vec<u8> {
+    let at = 12 + n(qname).wire_len() + 2;
+    packet[at..at + 2].copy_from_slice(&class.0.to_be_bytes());
+    packet
+}
+
+/// `packet` (ending in an OPT record without options) with an empty NSID option.
+fn with_nsid_option(mut packet: Vec<u8>) -> Vec<u8> {
+    let len = packet.len();
+    packet[len - 2..].copy_from_slice(&4u16.to_be_bytes());
+    packet.extend([0, 3, 0, 0]);
+    packet
+}
+
+/// The response to `packet` and the NSID option in it, if any.
+fn respond_nsid(cat: &Catalog, packet: &[u8]) -> (Msg, Option<Vec<u8>>) {
+    let mut out = Vec::new();
+    respond(
+        cat,
+        packet,
+        Transport::Udp,
+        DEFAULT_UDP_PAYLOAD,
+        &mut out,
+        0,
+    );
+    let nsid = MessageView::parse(&out)
+        .unwrap()
+        .opt()
+        .and_then(|o| o.option(OPTION_NSID).map(<[u8]>::to_vec));
+    (decode(&out), nsid)
+}
+
+#[test]
+fn nsid_and_chaos_identity_only_when_configured() {
+    let plain = nsec3_catalog();
+    let named = nsec3_catalog().with_identity(crate::identity::Identity {
+        nsid: Some(b"ns1.fra".to_vec()),
+        id: Some("ns1.fra".into()),
+        version: Some("pqdns test".into()),
+    });
+    let www = build("www.example.", RrType::A, Some((1232, false)));
+    let asking = with_nsid_option(www.clone());
+    // Twice each: the second answer is a replay from the prepared answers, which must not
+    // mix up queries with and without the option.
+    for _ in 0..2 {
+        assert_eq!(
+            respond_nsid(&named, &asking).1.as_deref(),
+            Some(&b"ns1.fra"[..])
+        );
+        assert_eq!(respond_nsid(&named, &www).1, None, "not asked");
+        assert_eq!(respond_nsid(&plain, &asking).1, None, "not configured");
+        assert_eq!(respond_nsid(&named, &asking).0.types(0), [RrType::A]);
+    }
+    for (qname, text) in [
+        ("id.server.", "ns1.fra"),
+        ("HOSTNAME.bind.", "ns1.fra"),
+        ("version.bind.", "pqdns test"),
+        ("version.server.", "pqdns test"),
+    ] {
+        let q = with_class(build(qname, RrType::TXT, None), qname, Class::CH);
+        let (m, _) = respond_nsid(&named, &q);
+        assert_eq!(m.rcode, Rcode::NOERROR, "{qname}");
+        assert!(m.aa());
+        assert_eq!(m.sections[0].len(), 1);
+        let txt = &m.sections[0][0];
+        assert_eq!(txt.rdata[0] as usize, text.len());
+        assert_eq!(&txt.rdata[1..], text.as_bytes(), "{qname}");
+        let (m, _) = respond_nsid(&plain, &q);
+        assert_eq!(m.rcode, Rcode::REFUSED, "hidden by default: {qname}");
+    }
+    let q = with_class(
+        build("authors.bind.", RrType::TXT, None),
+        "authors.bind.",
+        Class::CH,
+    );
+    assert_eq!(respond_nsid(&named, &q).0.rcode, Rcode::REFUSED);
+    // Other classes than IN, ANY and CH are refused; ANY is answered from IN.
+    let q = with_class(
+        build("www.example.", RrType::A, None),
+        "www.example.",
+        Class(4),
+    );
+    assert_eq!(respond_nsid(&plain, &q).0.rcode, Rcode::REFUSED);
+    let q = with_class(
+        build("www.example.", RrType::A, None),
+        "www.example.",
+        Class::ANY,
+    );
+    let (m, _) = respond_nsid(&plain, &q);
+    assert_eq!((m.rcode, m.types(0)), (Rcode::NOERROR, vec![RrType::A]));
 }

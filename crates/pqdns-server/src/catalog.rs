@@ -10,6 +10,7 @@ use pqdns_core::dnssec::nsec3::Nsec3Params;
 use pqdns_core::{Name, RrType, Zone};
 
 use crate::answer_cache::AnswerCache;
+use crate::identity::Identity;
 
 /// A zone ready to answer from, with its NSEC3 parameters if it is signed with NSEC3.
 #[derive(Clone, Debug)]
@@ -46,6 +47,8 @@ pub struct Catalog {
     zones: BTreeMap<Name, ServedZone>,
     /// Responses already built from these zones (empty at first).
     pub answers: AnswerCache,
+    /// What the server discloses about itself (NSID, CH TXT); nothing by default.
+    pub identity: Identity,
 }
 
 impl Catalog {
@@ -64,12 +67,19 @@ impl Catalog {
         Ok(Catalog {
             zones: map,
             answers: AnswerCache::default(),
+            identity: Identity::default(),
         })
     }
 
     /// Sets the memory budget for prepared answers, in bytes (0: build every answer anew).
     pub fn with_answer_cache(mut self, max_bytes: usize) -> Catalog {
         self.answers = AnswerCache::new(max_bytes);
+        self
+    }
+
+    /// Sets what the server discloses about itself ([`crate::identity`]).
+    pub fn with_identity(mut self, identity: Identity) -> Catalog {
+        self.identity = identity;
         self
     }
 

@@ -22,6 +22,7 @@ pub mod catalog;
 pub mod denial;
 pub mod fragment;
 pub mod harness;
+pub mod identity;
 pub mod metrics;
 pub mod notify;
 pub mod query;

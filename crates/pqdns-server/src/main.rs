@@ -14,6 +14,7 @@ use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::stdout;
 use pqdns_server::acl::{AllowList, IpPrefix};
 use pqdns_server::catalog::Catalog;
+use pqdns_server::identity::parse_nsid;
 use pqdns_server::settings::{parse_notify_target, KxPolicy, ServerTable, Settings};
 use pqdns_server::zones::{read_config, ZoneReport, ZoneSource};
 use pqdns_server::{Server, ServerConfig, ServerHandle};
@@ -110,6 +111,17 @@ struct Cli {
     /// and retry over TCP. Overrides `fragmentation` in [server]. [default: arrf]
     #[arg(long, value_name = "MODE")]
     fragmentation: Option<Fragmentation>,
+
+    /// Name server identifier sent to queries carrying the NSID EDNS option (RFC 5001; `dig
+    /// +nsid`): text, or 0x followed by hex bytes. Overrides `nsid` in [server]. [default: off]
+    #[arg(long, value_name = "TEXT")]
+    nsid: Option<String>,
+
+    /// Text answered to CH TXT queries for id.server. and hostname.bind. (RFC 4892). Overrides
+    /// `identity` in [server]; `version` there sets version.server./version.bind.
+    /// [default: off, REFUSED]
+    #[arg(long, value_name = "TEXT")]
+    identity: Option<String>,
 
     /// Log filter: a level (error, warn, info, debug, trace) or tracing-subscriber directives
     /// such as `pqdns_server=debug` (debug shows TLS key exchange groups per connection).
@@ -231,6 +243,12 @@ fn settings(
     }
     if cli.metrics.is_some() {
         settings.metrics = cli.metrics;
+    }
+    if let Some(nsid) = &cli.nsid {
+        settings.identity.nsid = Some(parse_nsid(nsid).map_err(|e| format!("--nsid: {e}"))?);
+    }
+    if cli.identity.is_some() {
+        settings.identity.id.clone_from(&cli.identity);
     }
     Ok(settings)
 }

@@ -23,6 +23,7 @@ use crate::answer::{self, respond, Outcome};
 use crate::axfr;
 use crate::catalog::Catalog;
 use crate::fragment::{self, Fragmenter};
+use crate::identity::Identity;
 use crate::metrics::{Metrics, Proto};
 use crate::query::ParseError;
 use crate::settings::Settings;
@@ -41,6 +42,8 @@ pub struct Authoritative {
     pub fragmenter: Option<Fragmenter>,
     /// Memory budget of each catalog's prepared answers, in bytes.
     answer_cache_bytes: usize,
+    /// What every catalog discloses about the server.
+    identity: Identity,
 }
 
 impl Authoritative {
@@ -49,13 +52,16 @@ impl Authoritative {
     pub fn new(catalog: Catalog, settings: &Settings) -> Authoritative {
         Authoritative {
             catalog: RwLock::new(Arc::new(
-                catalog.with_answer_cache(settings.answer_cache_bytes),
+                catalog
+                    .with_answer_cache(settings.answer_cache_bytes)
+                    .with_identity(settings.identity.clone()),
             )),
             udp_payload: settings.udp_payload,
             axfr_allow: settings.axfr_allow.clone(),
             metrics: settings.metrics.map(|_| Arc::new(Metrics::default())),
             fragmenter: Fragmenter::new(settings.fragmentation),
             answer_cache_bytes: settings.answer_cache_bytes,
+            identity: settings.identity.clone(),
         }
     }
 
@@ -69,7 +75,9 @@ impl Authoritative {
 
     /// Replaces the catalog (its prepared answers start empty).
     pub fn set_catalog(&self, catalog: Catalog) {
-        let catalog = catalog.with_answer_cache(self.answer_cache_bytes);
+        let catalog = catalog
+            .with_answer_cache(self.answer_cache_bytes)
+            .with_identity(self.identity.clone());
         *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
     }
 

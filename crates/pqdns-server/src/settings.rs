@@ -25,6 +25,9 @@
 //!                             # the fragmentation EDNS option; all others get TC=1
 //! fragmentation_option = 65108  # EDNS option code of that signal (65001..=65534)
 //! rrfrag_type = 65388         # RR type of ARRF's RRFRAG (private use; the experiments: 108)
+//! nsid = "ns1.fra"            # NSID (RFC 5001) for queries that ask; "0x..." for hex bytes;
+//! identity = "ns1.fra"        # CH TXT id.server./hostname.bind.; version: version.server./
+//! version = "pqdns"           # version.bind. All three default to off (crate::identity)
 //! [server.tls]
 //! policy = "hybrid-preferred" # or "pq-only": only hybrid ML-KEM key exchange groups
 //! certificate = "cert.pem"    # PEM chain and key, relative to the TOML file; if absent a
@@ -57,6 +60,7 @@ pub use pqdns_net::{
 use crate::acl::{AllowList, IpPrefix};
 use crate::answer::DEFAULT_UDP_PAYLOAD;
 use crate::fragment::FragSettings;
+use crate::identity::{parse_nsid, Identity};
 use pqdns_core::RrType;
 
 /// Default UDP and TCP listen address.
@@ -140,6 +144,12 @@ pub struct ServerTable {
     pub fragmentation_option: Option<u16>,
     /// RR type number of ARRF's RRFRAG.
     pub rrfrag_type: Option<u16>,
+    /// NSID payload: text, or `0x` and hex.
+    pub nsid: Option<String>,
+    /// CH TXT answer for id.server. and hostname.bind.
+    pub identity: Option<String>,
+    /// CH TXT answer for version.server. and version.bind.
+    pub version: Option<String>,
     /// TLS settings.
     pub tls: Option<TlsTable>,
 }
@@ -209,6 +219,8 @@ pub struct Settings {
     pub metrics: Option<SocketAddr>,
     /// UDP fragmentation for clients that signal it.
     pub fragmentation: FragSettings,
+    /// What the server discloses about itself (NSID, CH TXT); nothing by default.
+    pub identity: Identity,
     /// TLS settings.
     pub tls: TlsSettings,
 }
@@ -232,6 +244,7 @@ impl Settings {
             notify: Vec::new(),
             metrics: None,
             fragmentation: FragSettings::default(),
+            identity: Identity::default(),
             tls: TlsSettings {
                 generated_cert_dir,
                 ..TlsSettings::default()
@@ -341,6 +354,11 @@ impl Settings {
             }
             s.fragmentation.rrfrag_type = RrType(t as u16);
         }
+        if let Some(nsid) = tables.iter().find_map(|(t, _)| t.nsid.as_deref()) {
+            s.identity.nsid = Some(parse_nsid(nsid).map_err(SettingsError::Invalid)?);
+        }
+        s.identity.id = tables.iter().find_map(|(t, _)| t.identity.clone());
+        s.identity.version = tables.iter().find_map(|(t, _)| t.version.clone());
         for (table, base) in tables {
             let Some(tls) = &table.tls else { continue };
             match (&tls.certificate, &tls.private_key) {

@@ -1,16 +1,16 @@
 //! BIND's validator (delv from bind9-dnsutils) validates our answers from the zone's DS alone:
-//! a positive answer, an NXDOMAIN and a wildcard answer on a zone signed only with ECDSA
+//! a positive answer, an NXDOMAIN, a wildcard answer and one redirected by a DNAME on a zone signed only with ECDSA
 //! P-256. delv exits 0 even when validation fails, so the output is checked; a wrong trust
 //! anchor must not validate, which shows the check can fail.
 
 mod common;
 
+use std::net::SocketAddr;
 use std::path::Path;
 
-use common::{require, run, TestServer, ORIGIN};
+use common::{free_dual_port, require, run, TestServer, ORIGIN};
 use pqdns_core::rdata::to_presentation;
 use pqdns_core::RrType;
-use pqdns_server::settings::KxPolicy;
 
 fn anchor_file(dir: &Path, ds_rdata: &str) -> String {
     // "tag alg digest-type HEX" → trust-anchors { zone static-ds tag alg type "HEX"; };
@@ -49,7 +49,12 @@ fn delv(server: &TestServer, anchor: &str, qname: &str, qtype: &str) -> String {
 
 #[test]
 fn delv_fully_validates_positive_nxdomain_and_wildcard() {
-    let server = TestServer::start(&["ECDSAP256SHA256"], KxPolicy::HybridPreferred);
+    // UDP and TCP on one port: delv retries DNAME answers over TCP.
+    let port = free_dual_port();
+    let server = TestServer::start_with(&["ECDSAP256SHA256"], |s| {
+        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+        (s.udp, s.tcp) = (vec![addr], vec![addr]);
+    });
     assert_eq!(server.ds.len(), 1, "one KSK, one DS");
     let ds = to_presentation(RrType::DS, &server.ds[0].rdata);
     let written = std::fs::read_to_string(&server.ds_path).unwrap();
@@ -71,6 +76,15 @@ fn delv_fully_validates_positive_nxdomain_and_wildcard() {
     assert!(
         out.contains("; fully validated") && out.contains("served by the wildcard"),
         "{out}"
+    );
+
+    // old-apps DNAME apps: the signed DNAME, a synthesized CNAME, then the wildcard answer.
+    let out = delv(&server, &anchor, &format!("q.old-apps.{ORIGIN}"), "TXT");
+    assert!(
+        out.contains("; fully validated")
+            && out.contains("DNAME")
+            && out.contains("served by the wildcard"),
+        "DNAME: {out}"
     );
 
     let out = delv(&server, &anchor, &format!("www.{ORIGIN}"), "TXT");

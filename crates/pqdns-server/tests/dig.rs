@@ -1,11 +1,11 @@
 //! The server answers real clients (dig from bind9-dnsutils, kdig from knot-dnsutils) over UDP
 //! and TCP, IPv4 and IPv6: authoritative answers, RRSIGs only with DO, NXDOMAIN and NODATA
 //! with NSEC3 proofs, referrals with glue and DS (or the no-DS proof), wildcards, CNAMEs,
-//! REFUSED outside the zone, and truncation of a post-quantum DNSKEY RRset over UDP.
+//! REFUSED outside the zone, NSID and CH TXT identity when configured, and truncation of a post-quantum DNSKEY RRset over UDP.
 
 mod common;
 
-use common::{dig, kdig, TestServer, ORIGIN};
+use common::{dig, free_dual_port, kdig, TestServer, ORIGIN};
 use pqdns_server::settings::KxPolicy;
 
 fn name(label: &str) -> String {
@@ -170,13 +170,46 @@ fn kdig_agrees() {
 }
 
 #[test]
+fn nsid_and_chaos_identity_for_dig_and_kdig() {
+    let hidden = TestServer::start(&["ECDSAP256SHA256"], KxPolicy::HybridPreferred);
+    let shown = TestServer::start_with(&["ECDSAP256SHA256"], |s| {
+        s.identity.nsid = Some(b"ns1.fra".to_vec());
+        s.identity.id = Some("ns1.fra".into());
+        s.identity.version = Some("pqdns test".into());
+    });
+    let nsid_line = |text: &str| {
+        text.lines()
+            .find(|l| l.to_ascii_uppercase().contains("NSID:"))
+            .map(str::to_owned)
+    };
+    for client in [dig, kdig] {
+        let r = client(shown.udp(), &["+nsid", &name("www"), "A"]);
+        assert_eq!(r.status(), "NOERROR");
+        let line = nsid_line(&r.text).unwrap_or_else(|| panic!("no NSID:\n{}", r.text));
+        assert!(line.contains("ns1.fra"), "{line}");
+        let r = client(hidden.udp(), &["+nsid", &name("www"), "A"]);
+        assert_eq!(nsid_line(&r.text), None, "off by default:\n{}", r.text);
+
+        for (qname, text) in [("id.server.", "ns1.fra"), ("version.bind.", "pqdns test")] {
+            let r = client(shown.udp(), &["-c", "CH", "-t", "TXT", qname]);
+            assert_eq!(r.status(), "NOERROR", "{}", r.text);
+            assert!(
+                r.section("ANSWER")
+                    .iter()
+                    .any(|a| a.rtype == "TXT" && a.rdata.contains(text)),
+                "{qname}: {}",
+                r.text
+            );
+            let r = client(hidden.udp(), &["-c", "CH", "-t", "TXT", qname]);
+            assert_eq!(r.status(), "REFUSED", "{}", r.text);
+        }
+    }
+}
+
+#[test]
 fn large_dnskey_truncates_over_udp_and_is_complete_over_tcp() {
     // UDP and TCP on one port, so dig's own retry over TCP reaches the server.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port();
-    let same = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let same = std::net::SocketAddr::from(([127, 0, 0, 1], free_dual_port()));
     let server = TestServer::start_with(&["ECDSAP256SHA256", "ML-DSA-44"], |s| {
         s.udp = vec![same];
         s.tcp = vec![same];

@@ -155,12 +155,23 @@ pub fn check_nsec(
         .filter_map(|(o, r)| parse_nsec(o, r))
         .collect();
     let matching = parsed.iter().find(|n| n.owner == *qname);
+    let covering = |name: &Name| parsed.iter().find(|n| n.covers(name));
     match claim {
         Claim::NoData(qtype) => {
-            let n = matching
-                .ok_or_else(|| bogus(format!("no NSEC at {qname} for the NODATA proof")))?;
+            // Either an NSEC at QNAME, or (RFC 4035 §3.1.3.4, wildcard NODATA) one covering
+            // QNAME and one at the wildcard of its closest encloser; neither lists QTYPE.
+            let wildcard = || {
+                let ce = nsec_closest_encloser(qname, covering(qname)?)?;
+                let wildcard = ce.prepend_label(b"*").ok()?;
+                parsed.iter().find(|n| n.owner == wildcard)
+            };
+            let n = matching.or_else(wildcard).ok_or_else(|| {
+                bogus(format!(
+                    "no NSEC at {qname} (or at a wildcard covering it) for the NODATA proof"
+                ))
+            })?;
             if n.types.contains(&qtype) || n.types.contains(&RrType::CNAME) {
-                return Err(bogus(format!("NSEC at {qname} lists {qtype} or CNAME")));
+                return Err(bogus(format!("NSEC at {} lists {qtype} or CNAME", n.owner)));
             }
             Ok(())
         }
@@ -178,7 +189,7 @@ pub fn check_nsec(
             Ok(())
         }
         Claim::Expanded { .. } => {
-            if parsed.iter().any(|n| n.covers(qname)) {
+            if covering(qname).is_some() {
                 Ok(())
             } else {
                 Err(bogus(format!(
@@ -187,29 +198,31 @@ pub fn check_nsec(
             }
         }
         Claim::NxDomain => {
-            let cover = parsed
-                .iter()
-                .find(|n| n.covers(qname))
-                .ok_or_else(|| bogus(format!("no NSEC covers {qname}")))?;
-            // Closest encloser: the longest ancestor of qname that is an ancestor of the
-            // covering NSEC's owner or next name (RFC 4035 §5.4).
-            let mut ce = qname.parent();
-            while let Some(c) = &ce {
-                if cover.owner.is_subdomain_of(c) || cover.next.is_subdomain_of(c) {
-                    break;
-                }
-                ce = c.parent();
-            }
-            let ce = ce.ok_or_else(|| bogus("no closest encloser".into()))?;
+            let cover = covering(qname).ok_or_else(|| bogus(format!("no NSEC covers {qname}")))?;
+            let ce = nsec_closest_encloser(qname, cover)
+                .ok_or_else(|| bogus("no closest encloser".into()))?;
             let wildcard = ce
                 .prepend_label(b"*")
                 .map_err(|_| bogus("wildcard name too long".into()))?;
-            if !parsed.iter().any(|n| n.covers(&wildcard)) {
+            if covering(&wildcard).is_none() {
                 return Err(bogus(format!("no NSEC proves the absence of {wildcard}")));
             }
             Ok(())
         }
     }
+}
+
+/// The closest encloser of `qname` given the NSEC that covers it: the longest ancestor of
+/// `qname` that is an ancestor of the NSEC's owner or next name (RFC 4035 §5.4).
+fn nsec_closest_encloser(qname: &Name, cover: &Nsec) -> Option<Name> {
+    let mut ce = qname.parent();
+    while let Some(c) = &ce {
+        if cover.owner.is_subdomain_of(c) || cover.next.is_subdomain_of(c) {
+            break;
+        }
+        ce = c.parent();
+    }
+    ce
 }
 
 /// An NSEC3 record: hash of the owner, next hash, flags, types.
@@ -285,9 +298,25 @@ pub fn check_nsec3(
     };
     match claim {
         Claim::NoData(qtype) => {
-            let r = matching(qname).ok_or_else(|| bogus(format!("no NSEC3 matches {qname}")))?;
+            // Either an NSEC3 matching QNAME, or (RFC 5155 §8.7, wildcard NODATA) a closest
+            // encloser proof and an NSEC3 matching the wildcard at the closest encloser;
+            // neither lists QTYPE.
+            let wildcard = || {
+                let (ce, next_closer) = closest_encloser(zone, qname, &matching).ok()?;
+                covering(&next_closer)?;
+                let wildcard = ce.prepend_label(b"*").ok()?;
+                Some((matching(&wildcard)?, wildcard))
+            };
+            let (r, owner) = matching(qname)
+                .map(|r| (r, qname.clone()))
+                .or_else(wildcard)
+                .ok_or_else(|| {
+                    bogus(format!(
+                        "no NSEC3 matches {qname} (nor proves a wildcard NODATA for it)"
+                    ))
+                })?;
             if r.types.contains(&qtype) || r.types.contains(&RrType::CNAME) {
-                return Err(bogus(format!("NSEC3 for {qname} lists {qtype} or CNAME")));
+                return Err(bogus(format!("NSEC3 for {owner} lists {qtype} or CNAME")));
             }
             Ok(())
         }
@@ -366,7 +395,7 @@ mod tests {
     fn signed(denial: Denial) -> Zone {
         let origin: Name = "example.".parse().unwrap();
         let text = "@ SOA ns hm 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\nwww A 192.0.2.2\n\
-                    sub NS ns.sub\nns.sub A 192.0.2.3\nb.ent A 192.0.2.4\n";
+                    sub NS ns.sub\nns.sub A 192.0.2.3\nb.ent A 192.0.2.4\n*.w TXT x\n";
         let recs = ZoneFileReader::new(Some(origin.clone()), Some(60))
             .read_str(text, "t")
             .unwrap();
@@ -408,6 +437,22 @@ mod tests {
         assert!(check_nsec(&zone, &n("nope.example."), Claim::NxDomain, &all).is_ok());
         assert!(check_nsec(&zone, &n("www.example."), Claim::NoData(RrType::AAAA), &all).is_ok());
         assert!(check_nsec(&zone, &n("sub.example."), Claim::NoDs, &all).is_ok());
+        // Wildcard NODATA (RFC 4035 §3.1.3.4): q.w does not exist, *.w has no A.
+        assert!(check_nsec(&zone, &n("q.w.example."), Claim::NoData(RrType::A), &all).is_ok());
+        assert!(check_nsec(&zone, &n("q.w.example."), Claim::NoData(RrType::TXT), &all).is_err());
+        assert!(check_nsec(&zone, &n("q.example."), Claim::NoData(RrType::A), &all).is_err());
+        let no_wildcard: Vec<_> = all
+            .iter()
+            .filter(|(o, _)| *o != n("*.w.example."))
+            .cloned()
+            .collect();
+        assert!(check_nsec(
+            &zone,
+            &n("q.w.example."),
+            Claim::NoData(RrType::A),
+            &no_wildcard
+        )
+        .is_err());
         // Wrong claims fail.
         assert!(check_nsec(&zone, &n("www.example."), Claim::NoData(RrType::A), &all).is_err());
         assert!(check_nsec(&zone, &n("www.example."), Claim::NoDs, &all).is_err());
@@ -431,6 +476,23 @@ mod tests {
         assert!(check_nsec3(&zone, &n("ent.example."), Claim::NoData(RrType::A), &all).is_ok());
         assert!(check_nsec3(&zone, &n("sub.example."), Claim::NoDs, &all).is_ok());
         assert!(check_nsec3(&zone, &n("www.example."), Claim::NoData(RrType::A), &all).is_err());
+        // Wildcard NODATA (RFC 5155 §8.7): q.w does not exist, *.w has no A.
+        assert!(check_nsec3(&zone, &n("q.w.example."), Claim::NoData(RrType::A), &all).is_ok());
+        assert!(check_nsec3(&zone, &n("q.w.example."), Claim::NoData(RrType::TXT), &all).is_err());
+        assert!(check_nsec3(&zone, &n("q.example."), Claim::NoData(RrType::A), &all).is_err());
+        let wildcard_hash = Nsec3Params::default().hash(&n("*.w.example."));
+        let no_wildcard: Vec<_> = all
+            .iter()
+            .filter(|(o, _)| owner_hash(o).unwrap() != wildcard_hash)
+            .cloned()
+            .collect();
+        assert!(check_nsec3(
+            &zone,
+            &n("q.w.example."),
+            Claim::NoData(RrType::A),
+            &no_wildcard
+        )
+        .is_err());
         assert!(check_nsec3(&zone, &n("www.example."), Claim::NxDomain, &all).is_err());
         // Drop the record covering the wildcard: NXDOMAIN must fail.
         let params = Nsec3Params::default();

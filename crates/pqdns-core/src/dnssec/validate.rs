@@ -424,7 +424,10 @@ pub mod danger {
 /// Checks that verified RRsets and denial proofs answer (`qname`, `qtype`) and, if they do,
 /// returns the [`Proof`] that makes [`Status::Secure`]:
 /// - `answers` is the chain from `qname`: CNAME RRsets (RFC 1034 §3.6.2), each owned by the
-///   previous one's target, then the `qtype` RRset; an RRset off the chain is an error;
+///   previous one's target, or DNAME RRsets owned by an ancestor of the current name, which
+///   redirect it by substitution (RFC 6672 §3.1; a synthesized CNAME is not needed, and for
+///   QTYPE CNAME a final DNAME answers), then the `qtype` RRset; an RRset off the chain is an
+///   error;
 /// - every RRset synthesised from a wildcard has a [`Claim::Expanded`] proof for its owner
 ///   (RFC 4035 §5.3.4);
 /// - if the chain ends before a `qtype` RRset, a denial proves NXDOMAIN or NODATA for the last
@@ -441,7 +444,12 @@ pub fn conclude(
     let bogus = |text: String| Reason::new(Ede::DNSSEC_BOGUS, text);
     let mut name = qname.clone();
     for (i, rrset) in answers.iter().enumerate() {
-        if rrset.owner != name {
+        // RFC 6672 §3.1: a DNAME above the current name redirects it (the CNAME a server
+        // synthesizes is unsigned and stands for nothing the DNAME does not already say).
+        let redirects = rrset.rtype == RrType::DNAME
+            && rrset.owner != name
+            && name.is_subdomain_of(&rrset.owner);
+        if rrset.owner != name && !redirects {
             return Err(bogus(format!(
                 "{} {} is not on the answer chain from {qname} (expected {name})",
                 rrset.owner, rrset.rtype
@@ -462,6 +470,21 @@ pub fn conclude(
                     ),
                 ));
             }
+        }
+        if redirects {
+            let last = i + 1 == answers.len();
+            name = rrset
+                .rdatas
+                .first()
+                .and_then(|t| {
+                    name.replace_suffix(&rrset.owner, &Name::from_wire(t).ok()?)?
+                        .ok()
+                })
+                .ok_or_else(|| bogus(format!("malformed DNAME at {}", rrset.owner)))?;
+            if last && qtype == RrType::CNAME {
+                return Ok(Proof { _private: () });
+            }
+            continue;
         }
         if rrset.rtype == qtype {
             if i + 1 != answers.len() {
@@ -1302,6 +1325,44 @@ mod tests {
         .is_err());
         // NSECs signed by another zone's keys are not used.
         assert!(prove(&name("other."), &www, Claim::NoData(RrType::AAAA), &[nsec]).is_err());
+    }
+
+    #[test]
+    fn a_dname_redirects_the_chain_by_substitution() {
+        let f = fixture(&[Algorithm::Ed25519]);
+        let (mut v, trusted) = trust_fixture(PqPolicy::AnyAlgorithm, &f);
+        let mut verified = |owner: &Name, rtype: RrType, rdatas: Vec<Vec<u8>>| {
+            let sig = sign(&f.keys[0], owner, rtype, &rdatas, WINDOW);
+            v.verify_rrset(&trusted, &rrset(owner, rtype, rdatas, vec![sig]))
+                .unwrap()
+        };
+        let dname = verified(
+            &name("old.example."),
+            RrType::DNAME,
+            vec![name("new.example.").as_wire().to_vec()],
+        );
+        let a = verified(
+            &name("www.new.example."),
+            RrType::A,
+            vec![vec![192, 0, 2, 1]],
+        );
+        let elsewhere = verified(
+            &name("www.other.example."),
+            RrType::A,
+            vec![vec![192, 0, 2, 9]],
+        );
+        let qname = name("www.old.example.");
+        assert!(conclude(&qname, RrType::A, &[dname.clone(), a.clone()], &[]).is_ok());
+        // The DNAME's own substitution decides where the chain goes, not a CNAME or the data.
+        assert!(conclude(&qname, RrType::A, &[dname.clone(), elsewhere], &[]).is_err());
+        // For QTYPE CNAME the DNAME answers (it stands for the synthesized CNAME).
+        assert!(conclude(&qname, RrType::CNAME, std::slice::from_ref(&dname), &[]).is_ok());
+        // A DNAME redirects names below its owner only, and ends the chain for QTYPE DNAME.
+        let owner = name("old.example.");
+        assert!(conclude(&owner, RrType::A, &[dname.clone(), a.clone()], &[]).is_err());
+        assert!(conclude(&owner, RrType::DNAME, std::slice::from_ref(&dname), &[]).is_ok());
+        // Without the data or a proof, the redirected name is not answered.
+        assert!(conclude(&qname, RrType::A, &[dname], &[]).is_err());
     }
 
     #[test]

@@ -23,7 +23,7 @@ use pqdns_server::{Server, ServerConfig, ServerHandle};
 /// The test zone's apex.
 pub const ORIGIN: &str = "pqdns.test.";
 
-/// The test zone: positive data, CNAME, wildcard, a secure and an insecure delegation.
+/// The test zone: positive data, CNAME, wildcard, DNAME, a secure and an insecure delegation.
 pub const RECORDS: &str = r#"
 @          SOA   ns1 hostmaster 2026010101 7200 3600 1209600 300
 @          NS    ns1
@@ -34,6 +34,7 @@ www        A     192.0.2.80
 www        AAAA  2001:db8::80
 ftp        CNAME www
 *.apps     TXT   "served by the wildcard"
+old-apps   DNAME apps
 child      NS    ns1.child
 ns1.child  A     192.0.2.53
 child      DS    60485 13 2 D4B7D520E7BB5F0F67674A0CCEB1E3E0614B93C4F9E99B8383F6A1E4469DA50A
@@ -43,6 +44,19 @@ ns.legacy  A     192.0.2.54
 
 /// Seconds any client command may run before it is killed.
 pub const CLIENT_TIMEOUT_SECS: u32 = 30;
+
+/// A 127.0.0.1 port free for both UDP and TCP right now, for clients that retry a UDP query
+/// over TCP on the same port (delv does for every DNAME answer without a server cookie).
+pub fn free_dual_port() -> u16 {
+    for _ in 0..64 {
+        let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = tcp.local_addr().unwrap().port();
+        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no port free for both UDP and TCP in 64 tries");
+}
 
 /// A running server with its temporary key directory.
 pub struct TestServer {
