@@ -31,7 +31,6 @@ use pqdns_core::wire::{
 use pqdns_core::zone::{Node, RRset};
 use pqdns_core::{Class, Name, RrType};
 
-use crate::answer_cache::Key;
 use crate::catalog::{Catalog, ServedZone};
 use crate::denial::{prove, Denial};
 use crate::query::{self, ParseError, Query};
@@ -83,21 +82,21 @@ pub fn respond(
     out: &mut Vec<u8>,
     base: usize,
 ) -> Outcome {
+    let udp_payload = udp_payload.max(MIN_UDP_PAYLOAD);
+    if let Some(outcome) = catalog
+        .answers
+        .replay(packet, transport, udp_payload, out, base)
+    {
+        return outcome;
+    }
     let q = match query::parse(packet) {
         Ok(q) => q,
         Err(m) => return malformed(m, out, base),
     };
-    let udp_payload = udp_payload.max(MIN_UDP_PAYLOAD);
     let limit = match transport {
         Transport::Stream => MAX_STREAM_MESSAGE,
         Transport::Udp => q.udp_payload().min(udp_payload).into(),
     };
-    let key = Key::new(&q, limit);
-    if let Some(key) = &key {
-        if let Some(outcome) = catalog.answers.replay(key, &q, out, base) {
-            return outcome;
-        }
-    }
     let mut w = MessageWriter::response(out, base, limit, q.header);
     // The question (at most 259 bytes) and an OPT always fit in 512 bytes.
     let _fits = w.question(q.qname.as_wire(), q.qtype, q.qclass);
@@ -120,9 +119,9 @@ pub fn respond(
         error: None,
         cache_ttl,
     };
-    if let Some(key) = &key {
-        catalog.answers.store(key, &out[base..], &outcome);
-    }
+    catalog
+        .answers
+        .store(packet, transport, udp_payload, &out[base..], &outcome);
     outcome
 }
 

@@ -1,70 +1,122 @@
-//! Prepared answers: a zone served from memory answers the same question with the same bytes,
-//! so the answer engine's output is kept per question and replayed. A replay copies the stored
+//! Prepared answers: a zone served from memory answers the same query with the same bytes, so
+//! the answer engine's output is kept per query and replayed. A replay copies the stored
 //! message and patches the three parts that come from the query: the message ID, the RD and CD
 //! flags (RFC 1035 §4.1.1, RFC 4035 §3.1.6) and the QNAME's letter case (RFC 4343 §4.1: the
 //! question is echoed as sent). Names later in the message are compressed against the question,
 //! so they follow its case in a replay exactly as in a fresh answer.
 //!
-//! The key is everything else in a query that changes the response: the QNAME (lower-cased),
-//! QTYPE, QCLASS, whether there is an OPT record, its DO bit and an NSID option, and the size limit the response
-//! was built for (the client's EDNS payload size bounded by ours, or 65535 on streams). Anything
-//! new that changes a response must be added to [`Key`].
+//! The key is the query message itself, minus what a replay patches: every byte after the ID,
+//! with RD and CD cleared and the QNAME lower-cased, without a COOKIE option (one entry for all
+//! clients), plus the transport and our EDNS payload size (which bound the response). The response is a function of those bytes and the catalog,
+//! so a query whose bytes were answered before needs no parsing at all: the key is built by one
+//! scan of the QNAME's labels into the caller's output buffer (no allocation), hashed and looked
+//! up. Only queries the engine parsed and answered are stored; a QNAME with a compression
+//! pointer, or a query longer than [`MAX_KEY_LEN`], is never replayed.
 //!
 //! The cache belongs to one catalog: a reload builds a new catalog with an empty cache, so an
 //! entry never outlives the zone data it came from. Memory is bounded by a byte budget counted
 //! over keys, responses and a fixed overhead per entry; when an insert would exceed it, the
-//! cache is emptied and fills again with the questions still being asked. Lookups take a shared
+//! cache is emptied and fills again with the queries still being asked. Lookups take a shared
 //! read lock and allocate nothing; only a miss takes the write lock.
 
 use std::collections::HashMap;
 use std::sync::{PoisonError, RwLock};
 
 use pqdns_core::name::MAX_NAME_LEN;
+use pqdns_core::wire::{Rcode, FLAG_CD, FLAG_RD, HEADER_LEN, OPTION_COOKIE, OPT_LEN};
+use pqdns_core::RrType;
 
-use pqdns_core::wire::{Rcode, FLAG_CD, FLAG_RD, HEADER_LEN, OPTION_NSID};
-
-use crate::answer::Outcome;
-use crate::query::Query;
+use crate::answer::{Outcome, Transport};
 
 /// Default memory budget of one catalog's prepared answers, in bytes.
 pub const DEFAULT_ANSWER_CACHE_BYTES: usize = 32 << 20;
 /// Bytes counted per entry besides its key and response (map slot, boxes, outcome).
 const ENTRY_OVERHEAD: usize = 96;
-/// Longest key: QNAME, QTYPE, QCLASS, EDNS byte, size limit.
-const MAX_KEY_LEN: usize = MAX_NAME_LEN + 7;
+/// Longest key, in bytes: transport and payload size (3 bytes), the query after its ID (10
+/// header bytes, a question of at most 259 bytes, the rest) and a marker byte.
+pub const MAX_KEY_LEN: usize = 512;
 
-/// The cache key of one query, built on the stack.
-pub struct Key {
-    bytes: [u8; MAX_KEY_LEN],
-    len: usize,
-}
-
-impl Key {
-    /// The key of `query` answered within `limit` bytes, or `None` if its answer must not be
-    /// replayed (an EDNS version above 0 gets BADVERS, which the key does not distinguish).
-    pub fn new(query: &Query<'_>, limit: usize) -> Option<Key> {
-        let edns = match query.edns {
-            None => 0,
-            Some(e) if e.version() > 0 => return None,
-            Some(e) => 1 + u8::from(e.dnssec_ok()) + 2 * u8::from(e.option(OPTION_NSID).is_some()),
-        };
-        let mut bytes = [0u8; MAX_KEY_LEN];
-        let qname = query.qname.as_wire();
-        let n = qname.len();
-        for (k, b) in bytes.iter_mut().zip(qname) {
-            *k = b.to_ascii_lowercase();
+/// Appends the key of the query `packet`, answered over `transport` with our EDNS payload size
+/// `udp_payload`, to `buf`. Returns the QNAME's length in bytes, or `None` (leaving `buf` as it
+/// was) if the query has no key: shorter than a header and a question, a compressed or
+/// malformed QNAME, an OPT record whose options do not fill its RDATA, or a key longer than
+/// [`MAX_KEY_LEN`].
+///
+/// A COOKIE option (RFC 7873) is left out: its client cookie differs per client and does not
+/// change the response, and the key would otherwise hold one entry per client.
+fn write_key(
+    packet: &[u8],
+    transport: Transport,
+    udp_payload: u16,
+    buf: &mut Vec<u8>,
+) -> Option<usize> {
+    // Only a query (QR clear, OPCODE QUERY) with one question can have been stored.
+    if packet.len() + 2 > MAX_KEY_LEN
+        || packet.len() < HEADER_LEN
+        || packet[2] & 0xf8 != 0
+        || packet[4..6] != [0, 1]
+    {
+        return None;
+    }
+    // The QNAME: plain labels up to the root label (length bytes are 0..=63, never letters).
+    let mut end = HEADER_LEN;
+    loop {
+        let len = usize::from(*packet.get(end)?);
+        end += 1 + len;
+        if len == 0 {
+            break;
         }
-        bytes[n..n + 2].copy_from_slice(&query.qtype.0.to_be_bytes());
-        bytes[n + 2..n + 4].copy_from_slice(&query.qclass.0.to_be_bytes());
-        bytes[n + 4] = edns;
-        let limit = u16::try_from(limit).unwrap_or(u16::MAX);
-        bytes[n + 5..n + 7].copy_from_slice(&limit.to_be_bytes());
-        Some(Key { bytes, len: n + 7 })
+        if len > 63 || end - HEADER_LEN >= MAX_NAME_LEN {
+            return None;
+        }
     }
-
-    fn as_bytes(&self) -> &[u8] {
-        &self.bytes[..self.len]
+    let question_end = end + 4;
+    if question_end > packet.len() {
+        return None;
     }
+    let start = buf.len();
+    let flags = u16::from_be_bytes([packet[2], packet[3]]) & !(FLAG_RD | FLAG_CD);
+    buf.push(u8::from(transport == Transport::Stream));
+    buf.extend_from_slice(&udp_payload.to_be_bytes());
+    buf.extend_from_slice(&flags.to_be_bytes());
+    // The QNAME, packet[12..end], sits 1 byte further in the key (3 bytes in front, ID out).
+    buf.extend_from_slice(&packet[4..question_end]);
+    buf[start + HEADER_LEN + 1..start + end + 1].make_ascii_lowercase();
+    let rest = &packet[question_end..];
+    // QDCOUNT 1, ANCOUNT 0, NSCOUNT 0, ARCOUNT 1, and an OPT record (root owner, TYPE 41)
+    // whose RDLENGTH covers the rest: its fixed part, then its options without COOKIE.
+    let one_opt = packet[4..12] == [0, 1, 0, 0, 0, 0, 0, 1] && rest.starts_with(&[0, 0, 41]);
+    match rest.split_at_checked(OPT_LEN) {
+        Some((fixed, mut options)) if one_opt => {
+            if usize::from(u16::from_be_bytes([fixed[9], fixed[10]])) != options.len() {
+                buf.truncate(start);
+                return None;
+            }
+            // A marker byte keeps this form apart from raw bytes that look alike.
+            buf.push(1);
+            buf.extend_from_slice(&fixed[..9]);
+            while let [c1, c0, l1, l0, tail @ ..] = options {
+                let len = usize::from(u16::from_be_bytes([*l1, *l0]));
+                let Some(next) = tail.get(len..) else {
+                    buf.truncate(start);
+                    return None;
+                };
+                if u16::from_be_bytes([*c1, *c0]) != OPTION_COOKIE {
+                    buf.extend_from_slice(&options[..4 + len]);
+                }
+                options = next;
+            }
+            if !options.is_empty() {
+                buf.truncate(start);
+                return None;
+            }
+        }
+        _ => {
+            buf.push(0);
+            buf.extend_from_slice(rest);
+        }
+    }
+    Some(end - HEADER_LEN)
 }
 
 /// One stored answer: the response with ID 0 and RD/CD clear, and what the engine reported.
@@ -73,6 +125,7 @@ struct Prepared {
     response: Box<[u8]>,
     rcode: Rcode,
     truncated: bool,
+    qtype: Option<RrType>,
     cache_ttl: Option<u32>,
 }
 
@@ -85,7 +138,9 @@ pub struct AnswerCache {
 
 #[derive(Debug, Default)]
 struct State {
-    map: HashMap<Box<[u8]>, Prepared>,
+    /// Keys come from clients, so the hasher is keyed per map (foldhash's random seed: no
+    /// precomputed collisions), and several times cheaper than std's SipHash on short keys.
+    map: HashMap<Box<[u8]>, Prepared, foldhash::fast::RandomState>,
     bytes: usize,
 }
 
@@ -104,41 +159,64 @@ impl AnswerCache {
         }
     }
 
-    /// Writes the stored answer for `key` into `out[base..]` (truncating `out` to `base`),
-    /// patched for `query`, and returns its outcome; `None` on a miss (`out` untouched).
+    /// Writes the stored answer to the query `packet` (over `transport`, with our EDNS payload
+    /// size `udp_payload`) into `out[base..]`, patched for the query, and returns its outcome.
+    /// `None` on a miss (`out` is then truncated to `base`; `out[base..]` held the key).
     pub fn replay(
         &self,
-        key: &Key,
-        query: &Query<'_>,
+        packet: &[u8],
+        transport: Transport,
+        udp_payload: u16,
         out: &mut Vec<u8>,
         base: usize,
     ) -> Option<Outcome> {
-        let state = self.state.read().unwrap_or_else(PoisonError::into_inner);
-        let p = state.map.get(key.as_bytes())?;
+        if self.max_bytes == 0 {
+            return None;
+        }
         out.truncate(base);
+        let qname_len = write_key(packet, transport, udp_payload, out)?;
+        let state = self.state.read().unwrap_or_else(PoisonError::into_inner);
+        let prepared = state.map.get(&out[base..]);
+        out.truncate(base);
+        let p = prepared?;
         out.extend_from_slice(&p.response);
         let msg = &mut out[base..];
-        msg[..2].copy_from_slice(&query.header.id.to_be_bytes());
-        let flags =
-            u16::from_be_bytes([msg[2], msg[3]]) | (query.header.flags & (FLAG_RD | FLAG_CD));
+        msg[..2].copy_from_slice(&packet[..2]);
+        let flags = u16::from_be_bytes([msg[2], msg[3]])
+            | (u16::from_be_bytes([packet[2], packet[3]]) & (FLAG_RD | FLAG_CD));
         msg[2..4].copy_from_slice(&flags.to_be_bytes());
-        let qname = query.qname.as_wire();
-        msg[HEADER_LEN..HEADER_LEN + qname.len()].copy_from_slice(qname);
+        let qname = HEADER_LEN..HEADER_LEN + qname_len;
+        msg[qname.clone()].copy_from_slice(&packet[qname]);
         Some(Outcome {
             len: p.response.len(),
             rcode: p.rcode,
             truncated: p.truncated,
-            qtype: Some(query.qtype),
+            qtype: p.qtype,
             error: None,
             cache_ttl: p.cache_ttl,
         })
     }
 
-    /// Stores `response` (a complete message the engine built for a query with `key`) and its
-    /// `outcome`. The stored copy has ID 0 and RD/CD clear.
-    pub fn store(&self, key: &Key, response: &[u8], outcome: &Outcome) {
-        let cost = key.len + response.len() + ENTRY_OVERHEAD;
-        if cost > self.max_bytes || response.len() < HEADER_LEN {
+    /// Stores `response`, the complete message the engine built for the query `packet` (over
+    /// `transport` with our payload size `udp_payload`), and its `outcome`. The stored copy has
+    /// ID 0 and RD/CD clear.
+    pub fn store(
+        &self,
+        packet: &[u8],
+        transport: Transport,
+        udp_payload: u16,
+        response: &[u8],
+        outcome: &Outcome,
+    ) {
+        let mut key = Vec::new();
+        if self.max_bytes == 0
+            || response.len() < HEADER_LEN
+            || write_key(packet, transport, udp_payload, &mut key).is_none()
+        {
+            return;
+        }
+        let cost = key.len() + response.len() + ENTRY_OVERHEAD;
+        if cost > self.max_bytes {
             return;
         }
         let mut stored: Box<[u8]> = response.into();
@@ -149,6 +227,7 @@ impl AnswerCache {
             response: stored,
             rcode: outcome.rcode,
             truncated: outcome.truncated,
+            qtype: outcome.qtype,
             cache_ttl: outcome.cache_ttl,
         };
         let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
@@ -156,7 +235,7 @@ impl AnswerCache {
             state.map.clear();
             state.bytes = 0;
         }
-        if state.map.insert(key.as_bytes().into(), prepared).is_none() {
+        if state.map.insert(key.into_boxed_slice(), prepared).is_none() {
             state.bytes += cost;
         }
     }
@@ -254,25 +333,16 @@ big    TXT  \"612345678901234567890123456789012345678901234567890123456789012345
         for (want, packet, transport) in &expected {
             // Prime with the lower-case question, ID 0x1234 and no RD/CD, then replay.
             let mut primer = packet.clone();
-            let view = parse(packet).unwrap();
-            let len = view.qname.as_wire().len();
+            let len = parse(packet).unwrap().qname.as_wire().len();
             primer[..4].copy_from_slice(&[0x12, 0x34, 0, 0]);
             primer[12..12 + len].make_ascii_lowercase();
             let first = answer(&cached, &primer, *transport);
             assert_ne!(&first, want, "the primer differs in ID, flags and case");
 
-            let limit = match transport {
-                Transport::Stream => 65535,
-                Transport::Udp => view
-                    .edns
-                    .map_or(512, |e| e.udp_payload().clamp(512, 1232))
-                    .into(),
-            };
-            let key = Key::new(&view, limit).unwrap();
             let mut out = Vec::new();
             let outcome = cached
                 .answers
-                .replay(&key, &view, &mut out, 0)
+                .replay(packet, *transport, 1232, &mut out, 0)
                 .expect("prepared");
             assert_eq!(&out, want);
             assert_eq!(outcome.len, want.len());
@@ -329,20 +399,73 @@ big    TXT  \"612345678901234567890123456789012345678901234567890123456789012345
     }
 
     #[test]
-    fn unknown_edns_versions_are_not_prepared() {
+    fn unknown_edns_versions_get_badvers_also_from_prepared_answers() {
         let mut q = build("www.example.", RrType::A, Some((1232, true)));
         let version_at = q.len() - 5;
         q[version_at] = 1;
-        let view = parse(&q).unwrap();
-        assert!(Key::new(&view, 1232).is_none());
         let cat = catalog(1 << 20);
+        for _ in 0..2 {
+            let r = answer(&cat, &q, Transport::Udp);
+            assert_eq!(&r[6..8], &[0, 0], "no answer");
+            assert_eq!(
+                r[r.len() - 6],
+                1,
+                "extended RCODE 16 (BADVERS) >> 4 in the OPT"
+            );
+        }
+        q[version_at] = 0;
         let r = answer(&cat, &q, Transport::Udp);
-        assert_eq!(&r[6..8], &[0, 0], "no answer");
-        assert_eq!(
-            r[r.len() - 6],
-            1,
-            "extended RCODE 16 (BADVERS) >> 4 in the OPT"
-        );
-        assert_eq!(cat.answers.bytes(), 0);
+        assert_eq!(&r[6..8], &[0, 2], "A and its RRSIG for EDNS version 0");
+    }
+
+    /// `packet` (ending in an OPT record without options) with an option appended.
+    fn with_option(mut packet: Vec<u8>, code: u16, data: &[u8]) -> Vec<u8> {
+        let len = packet.len();
+        let rdlen = u16::from_be_bytes([packet[len - 2], packet[len - 1]]) + 4 + data.len() as u16;
+        packet[len - 2..].copy_from_slice(&rdlen.to_be_bytes());
+        packet.extend(code.to_be_bytes());
+        packet.extend((data.len() as u16).to_be_bytes());
+        packet.extend_from_slice(data);
+        packet
+    }
+
+    #[test]
+    fn client_cookies_share_an_entry_and_malformed_options_are_never_replayed() {
+        let cat = catalog(1 << 20);
+        let plain = build("www.example.", RrType::A, Some((1232, true)));
+        let first = with_option(plain.clone(), OPTION_COOKIE, &[1; 8]);
+        let want = answer(&cat, &first, Transport::Udp);
+        let stored = cat.answers.bytes();
+        assert!(stored > 0);
+        // Another client's cookie: the same entry (nothing new stored), the same answer.
+        let other = with_option(plain.clone(), OPTION_COOKIE, &[2; 8]);
+        let mut out = Vec::new();
+        let replayed = cat
+            .answers
+            .replay(&other, Transport::Udp, 1232, &mut out, 0);
+        assert!(replayed.is_some(), "a replay");
+        assert_eq!(out, want);
+        assert_eq!(cat.answers.bytes(), stored);
+        // Options other than COOKIE are part of the key.
+        let padded = with_option(plain.clone(), 12, &[0; 4]);
+        assert!(cat
+            .answers
+            .replay(&padded, Transport::Udp, 1232, &mut out, 0)
+            .is_none());
+        // An RDLENGTH that does not match the options: no key, so the parser answers FORMERR.
+        let mut bad = first.clone();
+        let len = bad.len();
+        bad[len - 13] += 1;
+        assert!(cat
+            .answers
+            .replay(&bad, Transport::Udp, 1232, &mut out, 0)
+            .is_none());
+        assert_eq!(answer(&cat, &bad, Transport::Udp)[3] & 0x0f, 1, "FORMERR");
+        // A truncated OPT record does not reach the entry of the complete one either.
+        let cut = &plain[..plain.len() - 2];
+        assert!(cat
+            .answers
+            .replay(cut, Transport::Udp, 1232, &mut out, 0)
+            .is_none());
     }
 }
