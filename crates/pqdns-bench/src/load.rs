@@ -46,6 +46,7 @@ pub const LOOPBACK_MSS: u64 = 65_483;
 /// Transport of a load run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum LoadTransport {
     /// UDP, one datagram each way; truncated (TC=1) answers are counted, not retried.
     Udp,
@@ -219,6 +220,7 @@ pub struct LoadReport {
 
 /// Why a run could not start.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LoadError {
     /// TLS configuration failed.
     #[error(transparent)]

@@ -144,6 +144,7 @@ pub struct Cell {
 
 /// Why the matrix stopped.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum MatrixError {
     /// A server did not start.
     #[error(transparent)]

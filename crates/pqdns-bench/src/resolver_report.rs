@@ -109,6 +109,7 @@ pub fn run(algorithms: &[String], queries: usize) -> Vec<Row> {
                 Transport::Udp | Transport::Tcp => addr,
                 Transport::Dot => handle.addrs.dot[0],
                 Transport::Doh => handle.addrs.doh[0],
+                other => unreachable!("{other:?} is not in TRANSPORTS"),
             };
             for fresh in [true, false] {
                 rows.push(measure(&rt, alg, transport, server, &ds, fresh, queries));

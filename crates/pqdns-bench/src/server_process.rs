@@ -24,6 +24,7 @@ pub const MAX_CONNECTIONS: usize = 20_000;
 
 /// Signature algorithm of the server's TLS certificate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[non_exhaustive]
 pub enum CertAlgorithm {
     /// ECDSA P-256 with SHA-256.
     EcdsaP256,
@@ -69,6 +70,7 @@ impl CertAlgorithm {
 
 /// Why a server could not be started.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StartError {
     /// Files in the temporary directory could not be written.
     #[error("{0}")]

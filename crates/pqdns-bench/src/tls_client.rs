@@ -30,6 +30,7 @@ pub struct TlsClientOptions {
 
 /// Why a TLS configuration could not be built.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TlsClientError {
     /// No certificate source: neither `--ca` nor `--insecure`.
     #[error("DoT/DoH needs --ca FILE or --insecure")]

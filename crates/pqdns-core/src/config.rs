@@ -47,6 +47,7 @@ pub fn zone_file_stem(origin: &Name) -> String {
 
 /// Why a zone description could not be used.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// The TOML file could not be read.
     #[error("{}: {source}", path.display())]
@@ -110,6 +111,7 @@ pub enum KeyLayout {
 /// Denial of existence choice.
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum DenialKind {
     /// NSEC (RFC 4034 §4).
     Nsec,

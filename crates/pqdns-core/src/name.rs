@@ -15,6 +15,7 @@ pub const MAX_LABEL_LEN: usize = 63;
 
 /// Why a name could not be parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum NameError {
     /// A label is longer than 63 bytes.
     #[error("label longer than 63 bytes")]

@@ -122,6 +122,7 @@ pub(crate) fn layout(rtype: RrType) -> Option<&'static [Field]> {
 
 /// Why presentation-format RDATA could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RdataError {
     /// Fewer fields than the type needs.
     #[error("missing RDATA field: expected {0}")]

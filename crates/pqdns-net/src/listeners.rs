@@ -207,7 +207,14 @@ impl Listeners {
             None
         } else {
             let tls_addrs: Vec<SocketAddr> = addrs.dot.iter().chain(&addrs.doh).copied().collect();
-            Some(ServerCertificate::load(&c.tls, &tls_addrs)?)
+            // Reading PEM files and generating a self-signed key block: off the executor.
+            let tls = c.tls.clone();
+            let load =
+                tokio::task::spawn_blocking(move || ServerCertificate::load(&tls, &tls_addrs));
+            Some(load.await.map_err(|e| TlsError::Io {
+                path: c.tls.generated_cert_dir.clone(),
+                error: std::io::Error::other(e),
+            })??)
         };
         let acceptors = match &certificate {
             Some(cert) => Some((

@@ -161,6 +161,7 @@ impl ResponseInfo {
 
 /// How a service answers a query; see the module documentation.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Reply<T> {
     /// The response is written at `out[base..base + len]`.
     Ready(ResponseInfo),

@@ -47,6 +47,7 @@ pub const ALPN_HTTP1: &[u8] = b"http/1.1";
 /// TLS key exchange policy.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum KxPolicy {
     /// X25519MLKEM768 first, then the classical X25519, P-256 and P-384 for older clients.
     #[default]
@@ -75,6 +76,10 @@ pub struct TlsSettings {
     pub policy: KxPolicy,
     /// Certificate chain and key files (PEM); `None` means make a self-signed one.
     pub cert_and_key: Option<(PathBuf, PathBuf)>,
+    /// A certificate chain and signing key built in memory by an embedder (rustls'
+    /// `CertifiedKey::from_der`, or any signing key rustls accepts); when set it is served as
+    /// is, files are neither read nor written, and a reload keeps it.
+    pub certified_key: Option<Arc<CertifiedKey>>,
     /// Where a self-signed certificate (and its key, mode 0600) is kept.
     pub generated_cert_dir: PathBuf,
     /// DNS names or IP addresses (presentation format) the self-signed certificate must
@@ -160,7 +165,7 @@ pub fn crypto_provider(policy: KxPolicy) -> CryptoProvider {
 /// What a certificate is, without key material (for logs and status output).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CertificateInfo {
-    /// The certificate file.
+    /// The certificate file (empty for [`TlsSettings::certified_key`]).
     pub cert_path: PathBuf,
     /// SHA-256 fingerprint of the leaf certificate (upper-case hex bytes joined by `:`).
     pub fingerprint: String,
@@ -397,6 +402,17 @@ fn load_files(
     names: &[SubjectName],
     provider: &CryptoProvider,
 ) -> Result<(Arc<CertifiedKey>, CertificateInfo), TlsError> {
+    if let Some(certified) = &settings.certified_key {
+        let leaf = certified
+            .end_entity_cert()
+            .map_err(TlsError::rustls("the in-memory certificate"))?;
+        let info = CertificateInfo {
+            cert_path: PathBuf::new(),
+            fingerprint: fingerprint(leaf),
+            self_signed: false,
+        };
+        return Ok((Arc::clone(certified), info));
+    }
     let Some((cert, key)) = &settings.cert_and_key else {
         return load_generated(&settings.generated_cert_dir, names, provider);
     };
@@ -714,5 +730,35 @@ mod tests {
         let err = store.reload().unwrap_err().to_string();
         assert!(err.contains("c.pem") && err.contains("k.pem"), "{err}");
         assert_eq!(store.info(), second);
+    }
+
+    #[test]
+    fn an_in_memory_certificate_is_served_without_touching_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["dns.example".into()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let der = PrivateKeyDer::try_from(key.serialize_der()).unwrap();
+        let provider = crypto_provider(KxPolicy::HybridPreferred);
+        let certified =
+            Arc::new(CertifiedKey::from_der(vec![cert.der().clone()], der, &provider).unwrap());
+        let s = TlsSettings {
+            certified_key: Some(Arc::clone(&certified)),
+            // Would be read if the in-memory key were ignored: it does not exist.
+            cert_and_key: Some((dir.path().join("none.pem"), dir.path().join("none.key"))),
+            ..settings(dir.path())
+        };
+        let store = ServerCertificate::load(&s, &["127.0.0.1:853".parse().unwrap()]).unwrap();
+        let info = store.info();
+        assert_eq!(info.fingerprint, fingerprint(cert.der()));
+        assert!(!info.self_signed && info.cert_path.as_os_str().is_empty());
+        assert_eq!(store.reload().unwrap(), info, "a reload keeps it");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "no file written"
+        );
     }
 }

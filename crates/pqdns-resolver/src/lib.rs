@@ -12,6 +12,31 @@
 //! [`Answer::unvalidated_messages`]. Query IDs and source ports come from the OS CSPRNG, and
 //! iterative resolution follows referrals in bailiwick only. A [`Resolver`] is shared by
 //! tasks (`&self`, `Send` futures) and verifies signatures off the async executor.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use pqdns_core::{Name, RrType};
+//! use pqdns_resolver::{Client, Config, Mode, Resolver, TlsOptions, Transport, TrustAnchors};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! // Trust anchor: the DS pqdns-server wrote for the default zone.
+//! let anchors = TrustAnchors::read("keys/example.com.ds".as_ref())?;
+//! let tls = TlsOptions { ca_files: vec!["keys/pqdns-server.crt".into()], ..TlsOptions::default() };
+//! let client = Client::new(Transport::Dot, Duration::from_secs(3), tls)?;
+//! let mode = Mode::Forward("127.0.0.1:8853".parse()?);
+//! let resolver = Resolver::new(Config::new(mode, anchors), client);
+//! let qname = Name::parse("www.example.com.", None)?;
+//! let answer = tokio::spawn(resolver.resolve(&qname, RrType::A)).await??;
+//! if answer.status().is_secure() {
+//!     for rrset in answer.answers() {
+//!         for record in rrset.records() {
+//!             println!("{record}");
+//!         }
+//!     }
+//! }
+//! # Ok(())
+//! # }
+//! ```
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

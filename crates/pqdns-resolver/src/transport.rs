@@ -33,6 +33,7 @@ pub const MAX_MESSAGE: usize = 65_535;
 
 /// Which transport carries queries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Transport {
     /// UDP, retried over TCP when the answer is truncated.
     Udp,
@@ -57,6 +58,7 @@ impl Transport {
 
 /// Why an exchange failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TransportError {
     /// Socket or TLS I/O failed.
     #[error("{0}")]

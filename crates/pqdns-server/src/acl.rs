@@ -17,6 +17,7 @@ pub struct IpPrefix {
 
 /// Why a prefix does not parse.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PrefixError {
     /// The address part is not an IPv4 or IPv6 address.
     #[error("{0:?} is not an IP address or CIDR prefix (e.g. 192.0.2.1, 10.0.0.0/8, ::1)")]

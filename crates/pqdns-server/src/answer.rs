@@ -33,7 +33,8 @@ use pqdns_core::{Class, Name, RrType};
 
 use crate::catalog::{Catalog, ServedZone};
 use crate::denial::{prove, Denial};
-use crate::query::{self, ParseError, Query};
+pub use crate::query::ParseError;
+use crate::query::{self, Query};
 
 /// Longest CNAME chain followed inside a zone (the chain's records all go in the answer).
 pub const MAX_CNAME_HOPS: usize = 8;

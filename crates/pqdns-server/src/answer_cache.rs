@@ -241,6 +241,7 @@ impl AnswerCache {
     }
 
     /// Bytes counted against the budget now.
+    #[cfg(test)]
     pub fn bytes(&self) -> usize {
         self.state
             .read()

@@ -35,6 +35,7 @@ impl ServedZone {
 
 /// Why a set of zones cannot be served together.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CatalogError {
     /// Two zones have the same origin.
     #[error("zone {0} is given twice")]
@@ -46,7 +47,7 @@ pub enum CatalogError {
 pub struct Catalog {
     zones: BTreeMap<Name, ServedZone>,
     /// Responses already built from these zones (empty at first).
-    pub answers: AnswerCache,
+    pub(crate) answers: AnswerCache,
     /// What the server discloses about itself (NSID, CH TXT); nothing by default.
     pub identity: Identity,
 }

@@ -3,31 +3,54 @@
 //! (RFC 8484), with hybrid X25519MLKEM768 TLS key exchange.
 //!
 //! The answer engine ([`answer`]) is synchronous and does no I/O: it turns query bytes into
-//! response bytes from an in-memory [`catalog::Catalog`]. The listeners (UDP, TCP, DoT, DoH),
-//! TLS and connection limits live in the shared crate `pqdns-net`; [`service::Authoritative`]
-//! is the server's side of its `Service` trait.
+//! response bytes from an in-memory [`catalog::Catalog`], replaying prepared answers for
+//! questions asked before. The listeners (UDP, TCP, DoT, DoH), TLS and connection limits live
+//! in the shared crate `pqdns-net`; [`Server::bind`] puts the two together.
 //!
-//! As a primary it serves zone transfers ([`axfr`], RFC 5936) over TCP and DoT to an
-//! allow-list ([`acl`]), sends NOTIFY ([`notify`], RFC 1996) to secondaries at start and after
-//! each reload, and can expose Prometheus counters ([`metrics`]).
+//! As a primary it serves zone transfers (RFC 5936) over TCP and DoT to an allow-list
+//! ([`acl`]), sends NOTIFY (RFC 1996) to secondaries at start and after each reload, and can
+//! expose Prometheus counters ([`settings::Settings::metrics`]).
+//!
+//! The public modules are what an embedder needs: [`zones`] to read and sign zone
+//! descriptions, [`catalog`] to hold them, [`settings`] for listeners and limits, [`identity`]
+//! for NSID and CH TXT, [`answer`] for the engine alone. Test helpers (a signed in-memory
+//! catalog, response invariants) are in `harness`, behind the `test-util` feature.
+//!
+//! ```no_run
+//! use pqdns_server::settings::Settings;
+//! use pqdns_server::zones::{load_all, ZoneSource};
+//! use pqdns_server::{Server, ServerConfig};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let zones = vec![ZoneSource::File("zones/example.toml".into())];
+//! let (catalog, _reports) = load_all(&zones, pqdns_core::time::now())?;
+//! let mut settings = Settings::new("keys".into());
+//! settings.udp = vec!["127.0.0.1:5353".parse()?];
+//! let server = Server::bind(ServerConfig { zones, settings }, catalog).await?;
+//! println!("serving on {:?}", server.addrs.udp);
+//! server.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod acl;
 pub mod answer;
-pub mod answer_cache;
-pub mod axfr;
+mod answer_cache;
+mod axfr;
 pub mod catalog;
-pub mod denial;
-pub mod fragment;
+mod denial;
+mod fragment;
+#[cfg(any(test, feature = "test-util"))]
 pub mod harness;
 pub mod identity;
-pub mod metrics;
-pub mod notify;
-pub mod query;
+mod metrics;
+mod notify;
+mod query;
 pub mod server;
-pub mod service;
+mod service;
 pub mod settings;
 pub mod zones;
 

@@ -30,6 +30,7 @@ pub struct ServerConfig {
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ServerError {
     /// A DNS listener could not be bound, or TLS could not be set up.
     #[error(transparent)]

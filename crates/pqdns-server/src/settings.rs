@@ -39,10 +39,10 @@
 //! When several zone descriptions have a `[server]` table, each setting comes from the first
 //! description (in `--zone` order) that sets it.
 //!
-//! Zone transfers (RFC 5936, [`crate::axfr`]): RFC 5936 §5 says implementations "SHOULD NOT
+//! Zone transfers (RFC 5936): RFC 5936 §5 says implementations "SHOULD NOT
 //! have a default policy for AXFR requests to be 'open to all'", so the default allow-list is
 //! empty; clients outside it get REFUSED, as do AXFR and IXFR over UDP and DoH. NOTIFY
-//! (RFC 1996, [`crate::notify`]) goes to every `notify` target for every zone.
+//! (RFC 1996) goes to every `notify` target for every zone.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -59,7 +59,7 @@ pub use pqdns_net::{
 
 use crate::acl::{AllowList, IpPrefix};
 use crate::answer::DEFAULT_UDP_PAYLOAD;
-use crate::fragment::FragSettings;
+pub use crate::fragment::FragSettings;
 use crate::identity::{parse_nsid, Identity};
 use pqdns_core::RrType;
 
@@ -156,6 +156,7 @@ pub struct ServerTable {
 
 /// Why settings are invalid.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SettingsError {
     /// The `[server]` table has unknown keys or wrong types.
     #[error("{}: [server]: {message}", path.display())]
@@ -203,7 +204,7 @@ pub struct Settings {
     pub udp_payload: u16,
     /// Threads, each with its own `SO_REUSEPORT` socket, per UDP address (1 to 64).
     pub udp_threads: usize,
-    /// Memory budget of prepared answers ([`crate::answer_cache`]), in bytes; 0 disables them.
+    /// Memory budget of prepared answers (replayed responses), in bytes; 0 disables them.
     pub answer_cache_bytes: usize,
     /// Stream idle timeout.
     pub idle_timeout: Duration,

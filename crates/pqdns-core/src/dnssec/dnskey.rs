@@ -44,6 +44,7 @@ pub fn key_tag(rdata: &[u8]) -> u16 {
 
 /// DS digest types implemented.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DigestType {
     /// SHA-256, digest type 2 (RFC 4509).
     Sha256,

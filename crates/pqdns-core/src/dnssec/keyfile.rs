@@ -21,6 +21,7 @@ use crate::zonefile::ZoneFileReader;
 
 /// Why a key could not be read, written or made.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum KeyFileError {
     /// A file could not be read or written.
     #[error("{}: {source}", path.display())]

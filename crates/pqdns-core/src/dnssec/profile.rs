@@ -23,6 +23,7 @@ pub struct Profile {
 
 /// Why a profile could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ProfileError {
     /// No built-in profile has this name.
     #[error("unknown profile {0:?}; built-in profiles: default, oqs-bind, verisign")]

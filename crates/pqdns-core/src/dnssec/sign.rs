@@ -21,6 +21,7 @@ use crate::zone::{Authority, RRset, Zone};
 
 /// Authenticated denial of existence to build.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Denial {
     /// NSEC chain (RFC 4034 §4).
     Nsec,
@@ -41,6 +42,7 @@ pub struct SigningPolicy {
 
 /// Why signing failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SignError {
     /// No keys were given.
     #[error("no signing keys for {0}")]

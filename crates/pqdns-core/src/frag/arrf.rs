@@ -58,6 +58,7 @@ pub const CHUNK_OVERHEAD: usize = 64;
 
 /// Why ARRF fragmentation, a fragment request or reassembly failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ArrfError {
     /// Even with every record replaced, the answer exceeds the budget: use TC + TCP.
     #[error("answer cannot be fragmented within {0} bytes")]

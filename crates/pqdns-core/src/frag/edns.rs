@@ -90,6 +90,7 @@ pub struct FragOption {
 
 /// Why option data could not be decoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum OptionError {
     /// Empty data, a cut QTYPE, or a QNAME that is not one well-formed uncompressed name
     /// ending exactly at the end of the data.

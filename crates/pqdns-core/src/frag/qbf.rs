@@ -34,6 +34,7 @@ pub const MAX_MESSAGE: usize = 65_535;
 
 /// Why an answer could not be fragmented or reassembled.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum QbfError {
     /// Nothing to split, or the budget cannot even hold the fixed parts: use TC + TCP.
     #[error("answer cannot be fragmented within {0} bytes")]
