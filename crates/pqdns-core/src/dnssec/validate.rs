@@ -1264,16 +1264,21 @@ mod tests {
         assert!(v.verifications() <= 1 + Limits::default().max_rrsigs_per_rrset as u32);
     }
 
+    /// A function that signs an RRset with `f`'s first key and returns it verified.
+    fn signer(f: &Fixture) -> impl FnMut(&Name, RrType, Vec<Vec<u8>>) -> VerifiedRRset + '_ {
+        let (mut v, trusted) = trust_fixture(PqPolicy::AnyAlgorithm, f);
+        move |owner: &Name, rtype: RrType, rdatas: Vec<Vec<u8>>| {
+            let sig = sign(&f.keys[0], owner, rtype, &rdatas, WINDOW);
+            v.verify_rrset(&trusted, &rrset(owner, rtype, rdatas, vec![sig]))
+                .unwrap()
+        }
+    }
+
     #[test]
     fn conclude_needs_the_whole_chain_and_its_proofs() {
         use crate::rdata::write_type_bitmap;
         let f = fixture(&[Algorithm::Ed25519]);
-        let (mut v, trusted) = trust_fixture(PqPolicy::AnyAlgorithm, &f);
-        let mut verified = |owner: &Name, rtype: RrType, rdatas: Vec<Vec<u8>>| {
-            let sig = sign(&f.keys[0], owner, rtype, &rdatas, WINDOW);
-            v.verify_rrset(&trusted, &rrset(owner, rtype, rdatas, vec![sig]))
-                .unwrap()
-        };
+        let mut verified = signer(&f);
         let (alias, www) = (name("alias.example."), name("www.example."));
         let cname = verified(&alias, RrType::CNAME, vec![www.as_wire().to_vec()]);
         let a = verified(&www, RrType::A, vec![vec![192, 0, 2, 1]]);
@@ -1330,12 +1335,7 @@ mod tests {
     #[test]
     fn a_dname_redirects_the_chain_by_substitution() {
         let f = fixture(&[Algorithm::Ed25519]);
-        let (mut v, trusted) = trust_fixture(PqPolicy::AnyAlgorithm, &f);
-        let mut verified = |owner: &Name, rtype: RrType, rdatas: Vec<Vec<u8>>| {
-            let sig = sign(&f.keys[0], owner, rtype, &rdatas, WINDOW);
-            v.verify_rrset(&trusted, &rrset(owner, rtype, rdatas, vec![sig]))
-                .unwrap()
-        };
+        let mut verified = signer(&f);
         let dname = verified(
             &name("old.example."),
             RrType::DNAME,
