@@ -17,6 +17,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use pqdns_core::dnssec::mtl::{LadderCache, EDNS_FULL_SIGNATURES};
 use pqdns_core::dnssec::validate::{Limits, PqPolicy, Reason, Validator};
 use pqdns_core::dnssec::{Profile, Provider};
 use pqdns_core::message::{Message, Question};
@@ -160,7 +161,12 @@ pub(crate) struct Inner {
     pub(crate) delegations: Mutex<Delegations>,
     pub(crate) trust: TrustMemo,
     verify_slots: Semaphore,
+    /// MTL ladders verified by any resolution (draft-fregly-dnsop-slh-dsa-mtl-dnssec).
+    ladders: Arc<Mutex<LadderCache>>,
 }
+
+/// MTL ladders a resolver keeps, per (DNSKEY, series): one per MTL zone and re-signing.
+pub const MAX_LADDERS: usize = 256;
 
 /// Per-resolution state: the validator with its work budget, the trace, exchanges made,
 /// trust found so far, and the query budgets.
@@ -173,6 +179,8 @@ pub(crate) struct Ctx {
     pub(crate) glueless_left: usize,
     /// NS names being resolved (cycle guard for glueless delegations).
     pub(crate) resolving: Vec<Name>,
+    /// Ask for full MTL signatures (EDNS option 65050) and bypass cached responses.
+    full_signatures: bool,
 }
 
 /// A validating resolver: one transport client, a cache, and trust per zone. Clones share
@@ -193,6 +201,7 @@ impl Resolver {
                 delegations: Mutex::new(Delegations::new()),
                 trust: TrustMemo::new(),
                 verify_slots: Semaphore::new(threads),
+                ladders: Arc::new(Mutex::new(LadderCache::new(MAX_LADDERS))),
                 config,
             }),
         }
@@ -228,19 +237,36 @@ impl Inner {
     pub(crate) fn new_ctx(&self) -> Ctx {
         let c = &self.config;
         Ctx {
-            validator: Some(Validator::new(
-                &c.profile,
-                &c.provider,
-                self.now(),
-                c.limits,
-                c.pq_policy,
-            )),
+            validator: Some(
+                Validator::new(&c.profile, &c.provider, self.now(), c.limits, c.pq_policy)
+                    .with_ladders(self.ladders.clone()),
+            ),
             chain: Vec::new(),
             exchanges: Vec::new(),
             trust: std::collections::HashMap::new(),
             exchanges_left: c.work.max_exchanges,
             glueless_left: c.work.max_glueless,
             resolving: Vec::new(),
+            full_signatures: false,
+        }
+    }
+
+    /// True if a condensed MTL signature could not be checked for want of its ladder.
+    pub(crate) fn ladder_missing(ctx: &Ctx) -> bool {
+        ctx.validator
+            .as_ref()
+            .is_some_and(Validator::ladder_missing)
+    }
+
+    /// A context whose queries ask for full MTL signatures, continuing after the `previous`
+    /// exchanges of the same resolution (reported with it, and counted against its budget).
+    pub(crate) fn full_signature_ctx(&self, previous: &[ExchangeInfo]) -> Ctx {
+        let ctx = self.new_ctx();
+        Ctx {
+            full_signatures: true,
+            exchanges: previous.to_vec(),
+            exchanges_left: ctx.exchanges_left.saturating_sub(previous.len()),
+            ..ctx
         }
     }
 
@@ -275,7 +301,18 @@ impl Inner {
         }
     }
 
-    fn query(&self, qname: &Name, qtype: RrType) -> Result<Message, TransportError> {
+    fn query(
+        &self,
+        qname: &Name,
+        qtype: RrType,
+        full_signatures: bool,
+    ) -> Result<Message, TransportError> {
+        // draft-fregly-dnsop-slh-dsa-mtl-dnssec: an empty option asks for full signatures.
+        let options = if full_signatures {
+            vec![(EDNS_FULL_SIGNATURES, Vec::new())]
+        } else {
+            Vec::new()
+        };
         let mut m = Message::query(
             random::query_id()?,
             Question {
@@ -289,7 +326,7 @@ impl Inner {
                 ext_rcode: 0,
                 version: 0,
                 flags: EDNS_DO,
-                options: Vec::new(),
+                options,
             }),
         );
         // We validate ourselves: ask for unvalidated data (RFC 4035 §3.2.2).
@@ -314,9 +351,10 @@ impl Inner {
                 )));
             }
             ctx.exchanges_left -= 1;
-            let query = self.query(qname, qtype)?;
+            let query = self.query(qname, qtype, ctx.full_signatures)?;
             match self.client.exchange(*server, &query).await {
-                Ok((m, info)) => {
+                Ok((m, mut info)) => {
+                    info.full_signatures = ctx.full_signatures;
                     ctx.exchanges.push(info);
                     return Ok(m);
                 }
@@ -341,8 +379,11 @@ impl Inner {
     ) -> BoxFuture<'a, Result<Message, ResolveError>> {
         Box::pin(async move {
             let now = Instant::now();
-            if let Some(m) = lock(&self.cache).get(qname, qtype, now) {
-                return Ok(m.clone());
+            // A cached response may hold the condensed signatures that need a ladder.
+            if !ctx.full_signatures {
+                if let Some(m) = lock(&self.cache).get(qname, qtype, now) {
+                    return Ok(m.clone());
+                }
             }
             let m = match &self.config.mode {
                 Mode::Forward(server) => self.ask(&[*server], qname, qtype, ctx).await?,

@@ -110,6 +110,9 @@ pub struct ExchangeInfo {
     pub tls_cipher: Option<String>,
     /// True if a new connection (and TLS handshake) was made.
     pub new_connection: bool,
+    /// True if the query asked for full MTL signatures (EDNS option 65050), because a
+    /// condensed signature's ladder was not held.
+    pub full_signatures: bool,
 }
 
 /// An open stream connection.

@@ -220,7 +220,24 @@ impl Walk {
 impl Inner {
     /// Resolves and validates (qname, qtype) into an [`Answer`].
     pub(crate) async fn answer(&self, qname: Name, qtype: RrType) -> Result<Answer, ResolveError> {
-        let mut ctx = self.new_ctx();
+        let (answer, ladder_missing) = self.answer_in(qname.clone(), qtype, self.new_ctx()).await?;
+        if answer.status().is_bogus() && ladder_missing {
+            // A condensed MTL signature whose ladder is not held (a zone re-signed since its
+            // DNSKEY RRset was trusted): once more, asking for full signatures, whose ladders
+            // are then kept for the condensed signatures that follow.
+            let ctx = self.full_signature_ctx(answer.exchanges());
+            return Ok(self.answer_in(qname, qtype, ctx).await?.0);
+        }
+        Ok(answer)
+    }
+
+    /// As [`Inner::answer`] with `ctx`; also says whether a ladder was missing.
+    async fn answer_in(
+        &self,
+        qname: Name,
+        qtype: RrType,
+        mut ctx: Ctx,
+    ) -> Result<(Answer, bool), ResolveError> {
         let mut msg = self.lookup(&qname, qtype, &mut ctx).await?;
         let mut w = Walk {
             qname: qname.clone(),
@@ -257,7 +274,8 @@ impl Inner {
                 Err(Halt::Error(e)) => return Err(e),
             }
         }
-        Ok(w.finish(ctx))
+        let ladder_missing = Inner::ladder_missing(&ctx);
+        Ok((w.finish(ctx), ladder_missing))
     }
 
     /// Uses one response: the chain from the current name, then a negative answer, a

@@ -15,6 +15,10 @@
 //! - REFUSED outside our zones and for classes other than IN and ANY (answered as IN); class
 //!   CH for the server's identity ([`crate::identity`]); NOTIMP for opcodes other than QUERY, FORMERR for malformed queries, BADVERS for EDNS versions above 0 (RFC 6891 §6.1.3).
 //!
+//! MTL zones (draft-fregly-dnsop-slh-dsa-mtl-dnssec): condensed signatures as signed, full
+//! ones (the condensed signature with the zone's signed ladder) for queries carrying EDNS
+//! option 65050.
+//!
 //! QTYPE ANY gets one RRset of the name (the one with the lowest type number) and its RRSIGs, as
 //! RFC 8482 §4.2 allows. Zone transfers (AXFR/IXFR) are REFUSED.
 //!
@@ -23,6 +27,7 @@
 //! does not fit is dropped whole and TC is set, except for optional additional data (RFC 2181 §9).
 //! Glue for a referral is not optional (RFC 9471 §3).
 
+use pqdns_core::dnssec::mtl::EDNS_FULL_SIGNATURES;
 use pqdns_core::name::NameError;
 use pqdns_core::wire::rdata::target_of;
 use pqdns_core::wire::{
@@ -31,7 +36,7 @@ use pqdns_core::wire::{
 use pqdns_core::zone::{Node, RRset};
 use pqdns_core::{Class, Name, RrType};
 
-use crate::catalog::{Catalog, ServedZone};
+use crate::catalog::{Catalog, MtlLadder, ServedZone};
 use crate::denial::{prove, Denial};
 pub use crate::query::ParseError;
 use crate::query::{self, Query};
@@ -175,6 +180,9 @@ fn answer_query(
     let mut lookup = Lookup {
         zone,
         dnssec: q.dnssec_ok(),
+        full_mtl: q
+            .edns
+            .is_some_and(|e| e.option(EDNS_FULL_SIGNATURES).is_some()),
         authority: Vec::new(),
         additional: Vec::new(),
         min_ttl: [None; 2],
@@ -218,6 +226,8 @@ enum Match<'z> {
 struct Lookup<'z> {
     zone: &'z ServedZone,
     dnssec: bool,
+    /// The query carries EDNS option 65050: condensed MTL signatures are sent full.
+    full_mtl: bool,
     authority: Vec<Item<'z>>,
     additional: Vec<Item<'z>>,
     /// Smallest TTL written in the answer and in the authority section, in seconds.
@@ -448,9 +458,26 @@ impl<'z> Lookup<'z> {
         rtype: RrType,
         set: &RRset,
     ) -> Result<(), Full> {
-        write_rrset(w, Section::Answer, name, rtype, set, None, self.dnssec)?;
+        write_rrset(
+            w,
+            Section::Answer,
+            name,
+            rtype,
+            set,
+            None,
+            self.signatures(),
+        )?;
         self.note_ttl(0, set.ttl);
         Ok(())
+    }
+
+    /// The RRSIGs to send: none without DO, full MTL signatures when asked for.
+    fn signatures(&self) -> Signatures<'z> {
+        match (self.dnssec, self.full_mtl) {
+            (false, _) => Signatures::Omitted,
+            (true, false) => Signatures::Stored,
+            (true, true) => Signatures::FullMtl(&self.zone.mtl_ladders),
+        }
     }
 
     fn note_ttl(&mut self, i: usize, ttl: u32) {
@@ -557,7 +584,7 @@ impl<'z> Lookup<'z> {
                     item.rtype,
                     item.set,
                     item.ttl,
-                    self.dnssec,
+                    self.signatures(),
                 ) {
                     Ok(()) if section == Section::Authority => {
                         self.note_ttl(1, item.ttl.unwrap_or(item.set.ttl))
@@ -574,7 +601,19 @@ impl<'z> Lookup<'z> {
     }
 }
 
-/// Writes an RRset and (with DO) its RRSIGs as one unit.
+/// Which RRSIGs go with an RRset.
+#[derive(Clone, Copy)]
+enum Signatures<'z> {
+    /// None (no DO bit).
+    Omitted,
+    /// As stored in the zone.
+    Stored,
+    /// As stored, with condensed MTL signatures made full with these full signatures' ladders
+    /// (the query asked with EDNS option 65050).
+    FullMtl(&'z [MtlLadder]),
+}
+
+/// Writes an RRset and its RRSIGs as one unit.
 fn write_rrset(
     w: &mut MessageWriter<'_, '_>,
     section: Section,
@@ -582,7 +621,7 @@ fn write_rrset(
     rtype: RrType,
     set: &RRset,
     ttl: Option<u32>,
-    dnssec: bool,
+    signatures: Signatures<'_>,
 ) -> Result<(), Full> {
     let mark = w.mark();
     let owner = owner.as_wire();
@@ -596,10 +635,20 @@ fn write_rrset(
             rdata,
         );
     }
-    if dnssec {
-        let sig_ttl = ttl.unwrap_or(set.rrsig_ttl);
-        for sig in &set.rrsigs {
-            w.record(section, owner, RrType::RRSIG, Class::IN, sig_ttl, sig);
+    let sig_ttl = ttl.unwrap_or(set.rrsig_ttl);
+    match signatures {
+        Signatures::Omitted => {}
+        Signatures::Stored => {
+            for sig in &set.rrsigs {
+                w.record(section, owner, RrType::RRSIG, Class::IN, sig_ttl, sig);
+            }
+        }
+        Signatures::FullMtl(ladders) => {
+            for sig in &set.rrsigs {
+                let full = MtlLadder::expand(ladders, sig);
+                let rdata = full.as_deref().unwrap_or(sig);
+                w.record(section, owner, RrType::RRSIG, Class::IN, sig_ttl, rdata);
+            }
         }
     }
     w.commit(mark)

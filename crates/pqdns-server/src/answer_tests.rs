@@ -596,3 +596,57 @@ fn nsid_and_chaos_identity_only_when_configured() {
     let (m, _) = respond_nsid(&plain, &q);
     assert_eq!((m.rcode, m.types(0)), (Rcode::NOERROR, vec![RrType::A]));
 }
+
+#[test]
+fn mtl_signatures_are_condensed_unless_option_65050_asks_for_full_ones() {
+    use pqdns_core::dnssec::mtl::{MtlSignature, EDNS_FULL_SIGNATURES};
+    use pqdns_core::dnssec::rrsig::Rrsig;
+    let cat = crate::harness::signed_catalog(
+        &n("example."),
+        ZONE,
+        &[Algorithm::MtlSlhDsaSha2_128s],
+        SignDenial::Nsec,
+    );
+    // Full signatures are about 8 KB: over a stream, as a resolver gets them after TC.
+    let ask = |packet: &[u8]| {
+        let mut out = Vec::new();
+        respond(
+            &cat,
+            packet,
+            Transport::Stream,
+            DEFAULT_UDP_PAYLOAD,
+            &mut out,
+            0,
+        );
+        decode(&out)
+    };
+    let signature = |m: &Msg| {
+        let sig = m.sections[0]
+            .iter()
+            .find(|r| r.rtype == RrType::RRSIG)
+            .expect("an RRSIG");
+        let field = Rrsig::parse(&sig.rdata).unwrap().signature.to_vec();
+        MtlSignature::parse(&field).unwrap()
+    };
+    let plain = build("www.example.", RrType::A, Some((65535, true)));
+    let len = plain.len();
+    let mut asking = plain.clone();
+    asking[len - 2..].copy_from_slice(&4u16.to_be_bytes());
+    asking.extend(EDNS_FULL_SIGNATURES.to_be_bytes());
+    asking.extend([0, 0]);
+    for _ in 0..2 {
+        let condensed = signature(&ask(&plain));
+        let full = signature(&ask(&asking));
+        assert!(!condensed.is_full(), "condensed by default");
+        assert!(full.is_full(), "full with option 65050");
+        assert_eq!(
+            full.path, condensed.path,
+            "the same leaf, with the zone's signed ladder"
+        );
+        let ladder = &full.signed_ladder.as_ref().unwrap().0;
+        assert!(ladder.rung_for(&full.path).is_some());
+    }
+    // The apex SOA and DNSKEY signatures are full anyway.
+    let dnskey = build("example.", RrType::DNSKEY, Some((65535, true)));
+    assert!(signature(&ask(&dnskey)).is_full());
+}

@@ -6,7 +6,10 @@
 
 use std::collections::BTreeMap;
 
+use pqdns_core::dnssec::mtl::{expand_condensed, MtlSignature};
 use pqdns_core::dnssec::nsec3::Nsec3Params;
+use pqdns_core::dnssec::rrsig::Rrsig;
+use pqdns_core::dnssec::SecAlg;
 use pqdns_core::{Name, RrType, Zone};
 
 use crate::answer_cache::AnswerCache;
@@ -19,17 +22,72 @@ pub struct ServedZone {
     pub zone: Zone,
     /// NSEC3 parameters from the apex NSEC3PARAM, if any (RFC 5155 §4).
     pub nsec3: Option<Nsec3Params>,
+    /// The signed ladders of an MTL-signed zone: its full signatures at the apex.
+    pub mtl_ladders: Vec<MtlLadder>,
+}
+
+/// A full MTL signature at a zone's apex (the signer puts them on the SOA and DNSKEY RRSIGs,
+/// draft-fregly-dnsop-slh-dsa-mtl-dnssec), whose signed ladder turns the condensed signatures
+/// of the same key and series into full ones.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MtlLadder {
+    /// RRSIG algorithm number.
+    pub algorithm: SecAlg,
+    /// Key tag of the signing DNSKEY.
+    pub key_tag: u16,
+    /// The full signature field.
+    pub full: Vec<u8>,
+}
+
+impl MtlLadder {
+    /// The RRSIG RDATA `rrsig` with its condensed MTL signature made full by the matching
+    /// ladder of `ladders` (same algorithm, key tag and series, a rung for its path); `None`
+    /// if `rrsig` is not a condensed MTL signature one of them covers.
+    pub fn expand(ladders: &[MtlLadder], rrsig: &[u8]) -> Option<Vec<u8>> {
+        let sig = Rrsig::parse(rrsig)?;
+        let head = &rrsig[..rrsig.len() - sig.signature.len()];
+        ladders
+            .iter()
+            .filter(|l| l.algorithm == sig.fields.algorithm && l.key_tag == sig.fields.key_tag)
+            .find_map(|l| expand_condensed(sig.signature, &l.full))
+            .map(|full| [head, &full].concat())
+    }
 }
 
 impl ServedZone {
-    /// Wraps a zone, reading its NSEC3PARAM.
+    /// Wraps a zone, reading its NSEC3PARAM and its MTL ladders.
     pub fn new(zone: Zone) -> ServedZone {
         let nsec3 = zone
             .rrset(&zone.origin, RrType::NSEC3PARAM)
             .and_then(|s| s.rdatas.first())
             .and_then(|rd| Nsec3Params::parse(rd))
             .map(|(params, _, _)| params);
-        ServedZone { zone, nsec3 }
+        let mut mtl_ladders: Vec<MtlLadder> = Vec::new();
+        let apex_sigs = zone
+            .nodes
+            .get(&zone.origin)
+            .into_iter()
+            .flat_map(|node| node.values())
+            .flat_map(|set| &set.rrsigs);
+        for rdata in apex_sigs {
+            let Some(sig) = Rrsig::parse(rdata) else {
+                continue;
+            };
+            let full = sig.signature;
+            let is_full_mtl = MtlSignature::parse(full).is_ok_and(|m| m.is_full());
+            if is_full_mtl && !mtl_ladders.iter().any(|l| l.full == full) {
+                mtl_ladders.push(MtlLadder {
+                    algorithm: sig.fields.algorithm,
+                    key_tag: sig.fields.key_tag,
+                    full: full.to_vec(),
+                });
+            }
+        }
+        ServedZone {
+            zone,
+            nsec3,
+            mtl_ladders,
+        }
     }
 }
 

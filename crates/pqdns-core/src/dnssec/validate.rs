@@ -15,12 +15,14 @@
 //!   proofs). So nothing reaches a caller as Secure without a verified signature over it.
 
 use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::algorithm::{Algorithm, SecAlg};
 use super::denial::{Claim, VerifiedDenial};
 use super::dnskey::{ds_digest, key_tag, DigestType, DnskeyRef};
+use super::mtl::{self, LadderCache};
 use super::profile::Profile;
-use super::provider::Provider;
+use super::provider::{CryptoError, Provider, SignatureScheme};
 use super::rrsig::{signed_data, signing_owner, Rrsig};
 use crate::name::Name;
 use crate::rr::{Class, Record, RrType};
@@ -527,7 +529,14 @@ pub struct Validator {
     limits: Limits,
     policy: PqPolicy,
     verifications: u32,
+    /// Verified MTL ladders (shared with other validators by [`Validator::with_ladders`]).
+    ladders: Arc<Mutex<LadderCache>>,
+    /// Set when a condensed MTL signature could not be checked for want of its ladder.
+    ladder_missing: bool,
 }
+
+/// Ladders a validator keeps by default (enough for a few MTL zones, each with its series).
+pub const DEFAULT_LADDERS: usize = 16;
 
 impl Validator {
     /// A validator evaluating validity windows at `now` (UNIX seconds). It keeps its own
@@ -546,6 +555,60 @@ impl Validator {
             limits,
             policy,
             verifications: 0,
+            ladders: Arc::new(Mutex::new(LadderCache::new(DEFAULT_LADDERS))),
+            ladder_missing: false,
+        }
+    }
+
+    /// Uses `ladders` for MTL signatures (draft-fregly-dnsop-slh-dsa-mtl-dnssec): ladders of
+    /// full signatures verified here are added to it, and condensed signatures are checked
+    /// against it with hashes only. A resolver shares one cache between its validators.
+    pub fn with_ladders(mut self, ladders: Arc<Mutex<LadderCache>>) -> Validator {
+        self.ladders = ladders;
+        self
+    }
+
+    /// True if a condensed MTL signature could not be checked because its ladder is not held:
+    /// asking again with EDNS option [`super::mtl::EDNS_FULL_SIGNATURES`] gets full signatures.
+    pub fn ladder_missing(&self) -> bool {
+        self.ladder_missing
+    }
+
+    /// Checks one signature field with `scheme` or, for MTL algorithms, through the ladders.
+    fn check_signature(
+        &mut self,
+        alg: Algorithm,
+        scheme: &dyn SignatureScheme,
+        public_key: &[u8],
+        data: &[u8],
+        signature: &[u8],
+    ) -> Result<(), CryptoError> {
+        if !alg.is_mtl() {
+            return scheme.verify(public_key, data, signature);
+        }
+        let result = if signature.first() == Some(&1) {
+            // A full signature needs no cache (and a SPHINCS+ verification is slow: no lock).
+            mtl::verify_signature(alg, public_key, data, signature, &LadderCache::new(1))
+        } else {
+            // A ladder cache is consistent after any panic: entries are whole.
+            let held = self.ladders.lock().unwrap_or_else(PoisonError::into_inner);
+            mtl::verify_signature(alg, public_key, data, signature, &held)
+        };
+        match result {
+            Ok(Some(ladder)) => {
+                self.ladders
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(ladder);
+                Ok(())
+            }
+            Ok(None) => Ok(()),
+            Err(e) => {
+                if matches!(e, CryptoError::LadderRequired(_)) {
+                    self.ladder_missing = true;
+                }
+                Err(e)
+            }
         }
     }
 
@@ -866,6 +929,7 @@ impl Validator {
                 .scheme(alg)
                 .map_err(|e| Reason::new(Ede::UNSUPPORTED_DNSKEY_ALGORITHM, e.to_string()))?;
             let mut ok = false;
+            let mut ladder_missing = None;
             for key in candidates {
                 if self.verifications >= self.limits.max_verifications {
                     return Err(Reason::new(
@@ -877,10 +941,27 @@ impl Validator {
                     ));
                 }
                 self.verifications += 1;
-                if scheme.verify(&key[4..], &data, sig.signature).is_ok() {
-                    ok = true;
-                    break;
+                match self.check_signature(alg, scheme, &key[4..], &data, sig.signature) {
+                    Ok(()) => {
+                        ok = true;
+                        break;
+                    }
+                    Err(CryptoError::LadderRequired(series)) => ladder_missing = Some(series),
+                    Err(_) => {}
                 }
+            }
+            if let (false, Some(series)) = (ok, ladder_missing) {
+                strong = Some(Reason::new(
+                    Ede::DNSSEC_INDETERMINATE,
+                    format!(
+                        "RRSIG over {owner} {rtype} by key {} is a condensed MTL signature of \
+                         series {series:016x}, whose ladder is not held: ask again with EDNS \
+                         option {}",
+                        f.key_tag,
+                        mtl::EDNS_FULL_SIGNATURES
+                    ),
+                ));
+                continue;
             }
             if !ok {
                 strong = Some(Reason::new(

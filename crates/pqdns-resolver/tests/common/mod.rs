@@ -37,6 +37,14 @@ pub struct Served {
     pub dir: tempfile::TempDir,
 }
 
+impl Served {
+    /// Re-reads and re-signs the zone description (as SIGHUP does).
+    pub fn reload(&self) {
+        let handle = self.handle.as_ref().unwrap();
+        self.rt.block_on(handle.reload()).unwrap();
+    }
+}
+
 impl Drop for Served {
     fn drop(&mut self) {
         if let Some(h) = self.handle.take() {

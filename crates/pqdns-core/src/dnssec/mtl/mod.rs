@@ -147,6 +147,26 @@ impl LadderCache {
     }
 }
 
+/// The full form of the condensed signature field `condensed`, made with the signed ladder of
+/// `full`, a full signature field of the same series whose ladder has a rung for the condensed
+/// signature's path (draft-fregly-dnsop-slh-dsa-mtl-dnssec: what a server returns when asked
+/// with [`EDNS_FULL_SIGNATURES`]). `None` if either field does not parse, `condensed` is
+/// already full, the series differ, or the ladder does not cover the path.
+pub fn expand_condensed(condensed: &[u8], full: &[u8]) -> Option<Vec<u8>> {
+    let short = MtlSignature::parse(condensed).ok()?;
+    let long = MtlSignature::parse(full).ok()?;
+    let (ladder, ladder_bytes, ladder_sig) = long.signed_ladder.as_ref()?;
+    if short.is_full() || ladder.series != short.path.series {
+        return None;
+    }
+    ladder.rung_for(&short.path)?;
+    Some(MtlSignature::full_bytes(
+        &short.path,
+        ladder_bytes,
+        ladder_sig,
+    ))
+}
+
 /// Checks one MTL signature field: a full one by its ladder signature (and the ladder is
 /// returned for caching), a condensed one against a ladder of its series in `ladders`.
 ///

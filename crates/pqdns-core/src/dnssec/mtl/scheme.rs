@@ -318,4 +318,26 @@ mod tests {
         bad[last] ^= 1;
         assert!(scheme.verify(key.public_key(), &msgs[2], &bad).is_err());
     }
+
+    #[test]
+    fn a_condensed_signature_expanded_with_the_ladder_verifies_alone() {
+        let scheme = &Mtl(HashFamily::Sha2);
+        let key = scheme.generate().unwrap();
+        let msgs: Vec<Vec<u8>> = (0..6u8).map(|i| vec![i; 30]).collect();
+        let full: Vec<bool> = (0..6).map(|i| i == 0).collect();
+        let sigs = key.as_batch().unwrap().sign_batch(&msgs, &full).unwrap();
+        let expanded = super::super::expand_condensed(&sigs[4], &sigs[0]).unwrap();
+        assert_eq!(expanded[0], 1, "flag: full");
+        scheme
+            .verify(key.public_key(), &msgs[4], &expanded)
+            .unwrap();
+        assert!(scheme
+            .verify(key.public_key(), &msgs[3], &expanded)
+            .is_err());
+        // Not two full ones, not a ladder of another series.
+        assert_eq!(super::super::expand_condensed(&sigs[0], &sigs[0]), None);
+        let other = scheme.generate().unwrap();
+        let theirs = other.as_batch().unwrap().sign_batch(&msgs, &full).unwrap();
+        assert_eq!(super::super::expand_condensed(&sigs[4], &theirs[0]), None);
+    }
 }
