@@ -170,8 +170,9 @@ wait_udp() { # port
 start_pqdns() { # zone
     local d=$WORK/$1
     ! port_busy $PQ_PORT && ! port_busy $PQ_DOT || { echo "port $PQ_PORT or $PQ_DOT is in use" >&2; exit 1; }
+    # Rate limiting off, as in NSD's configuration below: one client sends everything.
     (cd "$d" && exec "$BIN/pqdns-server" --zone zone.toml --udp 127.0.0.1:$PQ_PORT \
-        --tcp 127.0.0.1:$PQ_PORT --dot 127.0.0.1:$PQ_DOT) >"$d/pqdns.log" 2>&1 &
+        --tcp 127.0.0.1:$PQ_PORT --dot 127.0.0.1:$PQ_DOT --rrl-rate 0) >"$d/pqdns.log" 2>&1 &
     PQ_PID=$!
     wait_udp $PQ_PORT || { cat "$d/pqdns.log" >&2; exit 1; }
     log "pqdns-server pid $PQ_PID serving the $1 zone"

@@ -5,6 +5,7 @@
 
 #![no_main]
 
+use pqdns_server::harness::LOCALHOST;
 use std::sync::LazyLock;
 
 use libfuzzer_sys::fuzz_target;
@@ -31,7 +32,7 @@ static CATALOG: LazyLock<Catalog> = LazyLock::new(|| {
 fuzz_target!(|packet: &[u8]| {
     let mut out = Vec::new();
     for transport in [Transport::Udp, Transport::Stream] {
-        let outcome = respond(&CATALOG, packet, transport, 1232, &mut out, 0);
+        let outcome = respond(&CATALOG, packet, transport, LOCALHOST, 1232, &mut out, 0);
         if let Err(e) = check_response(packet, transport, 1232, &out, &outcome) {
             panic!("{e}");
         }

@@ -18,6 +18,7 @@ use pqdns_core::dnssec::sign::Denial;
 use pqdns_core::dnssec::Algorithm;
 use pqdns_server::answer::{respond, Transport};
 use pqdns_server::harness::signed_catalog;
+use pqdns_server::harness::LOCALHOST;
 
 fn query(qname: &str, qtype: u16, edns: bool) -> Vec<u8> {
     let name: pqdns_core::Name = qname.parse().expect("name");
@@ -77,7 +78,7 @@ fn main() {
     let mut total = 0usize;
     for _ in 0..n {
         for q in &queries {
-            total += respond(&catalog, q, Transport::Udp, 1232, &mut out, 0).len;
+            total += respond(&catalog, q, Transport::Udp, LOCALHOST, 1232, &mut out, 0).len;
         }
     }
     println!("{mode}: {n} iterations, {total} bytes");

@@ -200,6 +200,8 @@ impl PqdnsServer {
         let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
         (settings.udp, settings.tcp, settings.dot, settings.doh) =
             (vec![any], vec![any], vec![any], vec![any]);
+        // The load generator is one client: response-rate limiting would measure itself.
+        settings.rrl.rate = 0;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()

@@ -169,6 +169,8 @@ fn serve(
     let mut settings = Settings::new(dir.join("cert"));
     settings.udp = vec![addr];
     settings.tcp = vec![addr];
+    // One resolver on 127.0.0.1 asks everything: no response-rate limiting.
+    settings.rrl.rate = 0;
     if tls {
         settings.dot = vec![SocketAddr::new(addr.ip(), 0)];
         settings.doh = vec![SocketAddr::new(addr.ip(), 0)];

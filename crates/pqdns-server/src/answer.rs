@@ -27,16 +27,20 @@
 //! does not fit is dropped whole and TC is set, except for optional additional data (RFC 2181 §9).
 //! Glue for a referral is not optional (RFC 9471 §3).
 
+use std::net::IpAddr;
+
 use pqdns_core::dnssec::mtl::EDNS_FULL_SIGNATURES;
 use pqdns_core::name::NameError;
 use pqdns_core::wire::rdata::target_of;
 use pqdns_core::wire::{
-    Full, MessageWriter, Rcode, Section, EDNS_DO, FLAG_AA, FLAG_TC, MIN_UDP_PAYLOAD, OPTION_NSID,
+    Full, MessageWriter, Rcode, Section, WireError, EDNS_DO, FLAG_AA, FLAG_TC, MIN_UDP_PAYLOAD,
+    OPTION_COOKIE, OPTION_NSID,
 };
 use pqdns_core::zone::{Node, RRset};
 use pqdns_core::{Class, Name, RrType};
 
 use crate::catalog::{Catalog, MtlLadder, ServedZone};
+use crate::cookie::{self, CookieCheck, CookieMode, Cookies, RESPONSE_COOKIE_LEN};
 use crate::denial::{prove, Denial};
 pub use crate::query::ParseError;
 use crate::query::{self, Query};
@@ -75,30 +79,53 @@ pub struct Outcome {
     /// Smallest TTL in the answer section, or for an empty answer in the authority section
     /// (negative caching, RFC 2308 §5), in seconds; for HTTP freshness (RFC 8484 §5.1).
     pub cache_ttl: Option<u32>,
+    /// How the query's DNS cookie checked (a valid one exempts from rate limiting).
+    pub cookie: CookieCheck,
 }
 
 /// Answers the query in `packet` from `catalog`, writing the response into `out[base..]`
 /// (`out` is truncated to `base` first; the bytes before `base` are left alone, e.g. for a TCP
-/// length prefix). `udp_payload` is our EDNS UDP payload size in bytes.
+/// length prefix). `client` is the query's source address (for DNS cookies, [`crate::cookie`]);
+/// `udp_payload` is our EDNS UDP payload size in bytes.
 pub fn respond(
     catalog: &Catalog,
     packet: &[u8],
     transport: Transport,
+    client: IpAddr,
     udp_payload: u16,
     out: &mut Vec<u8>,
     base: usize,
 ) -> Outcome {
     let udp_payload = udp_payload.max(MIN_UDP_PAYLOAD);
-    if let Some(outcome) = catalog
-        .answers
-        .replay(packet, transport, udp_payload, out, base)
-    {
-        return outcome;
+    let cookies = catalog.cookies.as_deref();
+    // Under `cookies = "require"` a UDP query's cookie decides the answer: never replayed.
+    let require =
+        transport == Transport::Udp && cookies.is_some_and(|c| c.mode() == CookieMode::Require);
+    if !require {
+        if let Some(r) = catalog
+            .answers
+            .replay(packet, transport, udp_payload, out, base)
+        {
+            let mut outcome = r.outcome;
+            if let (Some(range), Some(cookies)) = (r.cookie, cookies) {
+                outcome.cookie = fill_cookie(cookies, &packet[range], client, &mut out[base..]);
+            }
+            return outcome;
+        }
     }
     let q = match query::parse(packet) {
         Ok(q) => q,
         Err(m) => return malformed(m, out, base),
     };
+    let cookie = cookies.and(q.edns.and_then(|e| e.option(OPTION_COOKIE)));
+    if cookie.is_some_and(|c| cookie::split(c).is_none()) {
+        // RFC 7873 §5.2.2: a COOKIE option of a length other than 8 or 16 to 40 is FORMERR.
+        let m = query::Malformed {
+            error: ParseError::Wire(WireError::BadOpt),
+            header: Some(q.header),
+        };
+        return malformed(m, out, base);
+    }
     let limit = match transport {
         Transport::Stream => MAX_STREAM_MESSAGE,
         Transport::Udp => q.udp_payload().min(udp_payload).into(),
@@ -113,22 +140,73 @@ pub fn respond(
         if let (Some(nsid), Some(_)) = (&catalog.identity.nsid, edns.option(OPTION_NSID)) {
             let _fits = w.add_option(OPTION_NSID, nsid);
         }
+        // Room for our COOKIE option, filled in last (also in replays).
+        if cookie.is_some() {
+            let _fits = w.add_option(OPTION_COOKIE, &[0; RESPONSE_COOKIE_LEN]);
+        }
     }
+    let check = match (cookie, cookies) {
+        (Some(data), Some(c)) => c.check(data, client, pqdns_core::time::now()),
+        _ => CookieCheck::Absent,
+    };
     let mut cache_ttl = None;
-    let rcode = answer_query(catalog, &q, &mut w, &mut cache_ttl);
+    let (rcode, store) = if require && check != CookieCheck::Valid {
+        // RFC 7873 §5.2.3: BADCOOKIE with a cookie to retry with; without a cookie at all,
+        // TC=1 sends the client to TCP. No data either way: nothing to amplify.
+        if cookie.is_some() {
+            (Rcode::BADCOOKIE, false)
+        } else {
+            w.set_flag(FLAG_TC);
+            (Rcode::NOERROR, false)
+        }
+    } else {
+        (answer_query(catalog, &q, &mut w, &mut cache_ttl), true)
+    };
     let truncated = w.truncated();
-    let outcome = Outcome {
+    let mut outcome = Outcome {
         len: w.finish(rcode),
         rcode,
         truncated,
         qtype: Some(q.qtype),
         error: None,
         cache_ttl,
+        cookie: check,
     };
-    catalog
-        .answers
-        .store(packet, transport, udp_payload, &out[base..], &outcome);
+    if store {
+        catalog
+            .answers
+            .store(packet, transport, udp_payload, &out[base..], &outcome);
+    }
+    if let (Some(data), Some(cookies)) = (cookie, cookies) {
+        outcome.cookie = fill_cookie(cookies, data, client, &mut out[base..]);
+    }
     outcome
+}
+
+/// Writes our COOKIE option data for the query's `data` into the placeholder that ends
+/// `response` (left alone if it does not end in one), and returns how the query's cookie
+/// checked.
+fn fill_cookie(cookies: &Cookies, data: &[u8], client: IpAddr, response: &mut [u8]) -> CookieCheck {
+    let Some((client_cookie, _)) = cookie::split(data) else {
+        return CookieCheck::Invalid;
+    };
+    let now = pqdns_core::time::now();
+    let check = cookies.check(data, client, now);
+    let header = [
+        OPTION_COOKIE.to_be_bytes(),
+        (RESPONSE_COOKIE_LEN as u16).to_be_bytes(),
+    ]
+    .concat();
+    let Some(at) = response.len().checked_sub(RESPONSE_COOKIE_LEN + 4) else {
+        return check;
+    };
+    if response[at..at + 4] == header[..] {
+        let slot: &mut [u8; RESPONSE_COOKIE_LEN] = (&mut response[at + 4..])
+            .try_into()
+            .expect("the slot is RESPONSE_COOKIE_LEN bytes");
+        cookies.write(client_cookie, client, now, slot);
+    }
+    check
 }
 
 /// The response to a message that is not an acceptable query: FORMERR or NOTIMP, or nothing.
@@ -140,6 +218,7 @@ fn malformed(m: query::Malformed, out: &mut Vec<u8>, base: usize) -> Outcome {
         qtype: None,
         error: Some(m.error),
         cache_ttl: None,
+        cookie: CookieCheck::Absent,
     };
     if let (false, Some(header)) = (m.drop_silently(), m.header) {
         if matches!(m.error, ParseError::Opcode(_)) {

@@ -23,10 +23,13 @@ use std::collections::HashMap;
 use std::sync::{PoisonError, RwLock};
 
 use pqdns_core::name::MAX_NAME_LEN;
+use std::ops::Range;
+
 use pqdns_core::wire::{Rcode, FLAG_CD, FLAG_RD, HEADER_LEN, OPTION_COOKIE, OPT_LEN};
 use pqdns_core::RrType;
 
 use crate::answer::{Outcome, Transport};
+use crate::cookie::{self, CookieCheck};
 
 /// Default memory budget of one catalog's prepared answers, in bytes.
 pub const DEFAULT_ANSWER_CACHE_BYTES: usize = 32 << 20;
@@ -42,14 +45,16 @@ pub const MAX_KEY_LEN: usize = 512;
 /// malformed QNAME, an OPT record whose options do not fill its RDATA, or a key longer than
 /// [`MAX_KEY_LEN`].
 ///
-/// A COOKIE option (RFC 7873) is left out: its client cookie differs per client and does not
-/// change the response, and the key would otherwise hold one entry per client.
+/// Of a COOKIE option (RFC 7873) only its presence is in the key: the cookies differ per
+/// client, and the response holds ours in its last [`cookie::RESPONSE_COOKIE_LEN`] bytes, which a
+/// replay fills in ([`Replayed::cookie`] says where the query's is). A COOKIE option of a
+/// length RFC 7873 §5.2.2 refuses gives no key (the parser answers FORMERR).
 fn write_key(
     packet: &[u8],
     transport: Transport,
     udp_payload: u16,
     buf: &mut Vec<u8>,
-) -> Option<usize> {
+) -> Option<(usize, Option<Range<usize>>)> {
     // Only a query (QR clear, OPCODE QUERY) with one question can have been stored.
     if packet.len() + 2 > MAX_KEY_LEN
         || packet.len() < HEADER_LEN
@@ -83,6 +88,7 @@ fn write_key(
     buf.extend_from_slice(&packet[4..question_end]);
     buf[start + HEADER_LEN + 1..start + end + 1].make_ascii_lowercase();
     let rest = &packet[question_end..];
+    let mut cookie = None;
     // QDCOUNT 1, ANCOUNT 0, NSCOUNT 0, ARCOUNT 1, and an OPT record (root owner, TYPE 41)
     // whose RDLENGTH covers the rest: its fixed part, then its options without COOKIE.
     let one_opt = packet[4..12] == [0, 1, 0, 0, 0, 0, 0, 1] && rest.starts_with(&[0, 0, 41]);
@@ -101,7 +107,15 @@ fn write_key(
                     buf.truncate(start);
                     return None;
                 };
-                if u16::from_be_bytes([*c1, *c0]) != OPTION_COOKIE {
+                if u16::from_be_bytes([*c1, *c0]) == OPTION_COOKIE {
+                    let at = packet.len() - tail.len();
+                    if cookie.is_some() || cookie::split(&tail[..len]).is_none() {
+                        buf.truncate(start);
+                        return None;
+                    }
+                    cookie = Some(at..at + len);
+                    buf.extend_from_slice(&[*c1, *c0, 0, 0]);
+                } else {
                     buf.extend_from_slice(&options[..4 + len]);
                 }
                 options = next;
@@ -116,7 +130,15 @@ fn write_key(
             buf.extend_from_slice(rest);
         }
     }
-    Some(end - HEADER_LEN)
+    Some((end - HEADER_LEN, cookie))
+}
+
+/// A replayed answer: its outcome, and where the query's COOKIE option data is, if any.
+pub struct Replayed {
+    /// What the engine reported when it built the answer.
+    pub outcome: Outcome,
+    /// The query's COOKIE option data, as a range of the query's bytes.
+    pub cookie: Option<Range<usize>>,
 }
 
 /// One stored answer: the response with ID 0 and RD/CD clear, and what the engine reported.
@@ -161,7 +183,8 @@ impl AnswerCache {
 
     /// Writes the stored answer to the query `packet` (over `transport`, with our EDNS payload
     /// size `udp_payload`) into `out[base..]`, patched for the query, and returns its outcome.
-    /// `None` on a miss (`out` is then truncated to `base`; `out[base..]` held the key).
+    /// `None` on a miss (`out` is then truncated to `base`; `out[base..]` held the key). A
+    /// response to a query with a COOKIE option ends in the placeholder for ours.
     pub fn replay(
         &self,
         packet: &[u8],
@@ -169,12 +192,12 @@ impl AnswerCache {
         udp_payload: u16,
         out: &mut Vec<u8>,
         base: usize,
-    ) -> Option<Outcome> {
+    ) -> Option<Replayed> {
         if self.max_bytes == 0 {
             return None;
         }
         out.truncate(base);
-        let qname_len = write_key(packet, transport, udp_payload, out)?;
+        let (qname_len, cookie) = write_key(packet, transport, udp_payload, out)?;
         let state = self.state.read().unwrap_or_else(PoisonError::into_inner);
         let prepared = state.map.get(&out[base..]);
         out.truncate(base);
@@ -187,13 +210,17 @@ impl AnswerCache {
         msg[2..4].copy_from_slice(&flags.to_be_bytes());
         let qname = HEADER_LEN..HEADER_LEN + qname_len;
         msg[qname.clone()].copy_from_slice(&packet[qname]);
-        Some(Outcome {
-            len: p.response.len(),
-            rcode: p.rcode,
-            truncated: p.truncated,
-            qtype: p.qtype,
-            error: None,
-            cache_ttl: p.cache_ttl,
+        Some(Replayed {
+            outcome: Outcome {
+                len: p.response.len(),
+                rcode: p.rcode,
+                truncated: p.truncated,
+                qtype: p.qtype,
+                error: None,
+                cache_ttl: p.cache_ttl,
+                cookie: CookieCheck::Absent,
+            },
+            cookie,
         })
     }
 
@@ -259,6 +286,7 @@ mod tests {
     use super::*;
     use crate::answer::{respond, Transport};
     use crate::catalog::Catalog;
+    use crate::harness::LOCALHOST;
     use crate::query::{parse, tests::build};
 
     const ZONE: &str = "\
@@ -294,7 +322,7 @@ big    TXT  \"612345678901234567890123456789012345678901234567890123456789012345
 
     fn answer(cat: &Catalog, packet: &[u8], transport: Transport) -> Vec<u8> {
         let mut out = vec![0xee; 2];
-        let outcome = respond(cat, packet, transport, 1232, &mut out, 2);
+        let outcome = respond(cat, packet, transport, LOCALHOST, 1232, &mut out, 2);
         assert_eq!(outcome.len, out.len() - 2);
         out.split_off(2)
     }
@@ -344,7 +372,8 @@ big    TXT  \"612345678901234567890123456789012345678901234567890123456789012345
             let outcome = cached
                 .answers
                 .replay(packet, *transport, 1232, &mut out, 0)
-                .expect("prepared");
+                .expect("prepared")
+                .outcome;
             assert_eq!(&out, want);
             assert_eq!(outcome.len, want.len());
             assert_eq!(answer(&cached, packet, *transport), *want);

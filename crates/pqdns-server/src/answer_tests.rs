@@ -2,6 +2,7 @@
 //! decoded by a small independent decoder and checked record by record; the NSEC3 proofs are
 //! checked against hashes computed here with the zone's parameters.
 
+use crate::harness::LOCALHOST;
 use pqdns_core::dnssec::nsec3::Nsec3Params;
 use pqdns_core::dnssec::sign::Denial as SignDenial;
 use pqdns_core::dnssec::Algorithm;
@@ -140,6 +141,7 @@ fn ask_with(
         cat,
         &build(qname, qtype, edns),
         transport,
+        LOCALHOST,
         DEFAULT_UDP_PAYLOAD,
         &mut out,
         0,
@@ -445,22 +447,30 @@ fn refused_notimp_formerr_badvers() {
     let mut packet = build("www.example.", RrType::A, Some((1232, false)));
     packet[2] = 2 << 3; // STATUS opcode
     let mut out = Vec::new();
-    let outcome = respond(&cat, &packet, Transport::Udp, 1232, &mut out, 0);
+    let outcome = respond(&cat, &packet, Transport::Udp, LOCALHOST, 1232, &mut out, 0);
     assert_eq!(outcome.rcode, Rcode::NOTIMP);
     assert_eq!(decode(&out).rcode, Rcode::NOTIMP);
     let mut packet = build("www.example.", RrType::A, Some((1232, false)));
     packet[5] = 0;
-    let outcome = respond(&cat, &packet, Transport::Udp, 1232, &mut out, 0);
+    let outcome = respond(&cat, &packet, Transport::Udp, LOCALHOST, 1232, &mut out, 0);
     assert_eq!(
         (outcome.rcode, decode(&out).rcode),
         (Rcode::FORMERR, Rcode::FORMERR)
     );
-    let outcome = respond(&cat, &packet[..5], Transport::Udp, 1232, &mut out, 0);
+    let outcome = respond(
+        &cat,
+        &packet[..5],
+        Transport::Udp,
+        LOCALHOST,
+        1232,
+        &mut out,
+        0,
+    );
     assert_eq!(outcome.len, 0, "no header, no answer");
     let mut packet = build("www.example.", RrType::A, Some((1232, false)));
     let version_at = packet.len() - 5;
     packet[version_at] = 1;
-    let outcome = respond(&cat, &packet, Transport::Udp, 1232, &mut out, 0);
+    let outcome = respond(&cat, &packet, Transport::Udp, LOCALHOST, 1232, &mut out, 0);
     let m = decode(&out);
     assert_eq!((outcome.rcode, m.rcode), (Rcode::BADVERS, Rcode::BADVERS));
     assert!(m.opt.is_some() && m.sections[0].is_empty());
@@ -526,6 +536,7 @@ fn respond_nsid(cat: &Catalog, packet: &[u8]) -> (Msg, Option<Vec<u8>>) {
         cat,
         packet,
         Transport::Udp,
+        LOCALHOST,
         DEFAULT_UDP_PAYLOAD,
         &mut out,
         0,
@@ -614,6 +625,7 @@ fn mtl_signatures_are_condensed_unless_option_65050_asks_for_full_ones() {
             &cat,
             packet,
             Transport::Stream,
+            LOCALHOST,
             DEFAULT_UDP_PAYLOAD,
             &mut out,
             0,

@@ -5,6 +5,7 @@
 //! because the DS RRset belongs to the parent side of the cut (RFC 4035 §3.1.4.1).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use pqdns_core::dnssec::mtl::{expand_condensed, MtlSignature};
 use pqdns_core::dnssec::nsec3::Nsec3Params;
@@ -13,6 +14,7 @@ use pqdns_core::dnssec::SecAlg;
 use pqdns_core::{Name, RrType, Zone};
 
 use crate::answer_cache::AnswerCache;
+use crate::cookie::Cookies;
 use crate::identity::Identity;
 
 /// A zone ready to answer from, with its NSEC3 parameters if it is signed with NSEC3.
@@ -108,6 +110,8 @@ pub struct Catalog {
     pub(crate) answers: AnswerCache,
     /// What the server discloses about itself (NSID, CH TXT); nothing by default.
     pub identity: Identity,
+    /// DNS cookie secrets ([`crate::cookie`]); `None` ignores COOKIE options.
+    pub cookies: Option<Arc<Cookies>>,
 }
 
 impl Catalog {
@@ -127,6 +131,7 @@ impl Catalog {
             zones: map,
             answers: AnswerCache::default(),
             identity: Identity::default(),
+            cookies: None,
         })
     }
 
@@ -139,6 +144,13 @@ impl Catalog {
     /// Sets what the server discloses about itself ([`crate::identity`]).
     pub fn with_identity(mut self, identity: Identity) -> Catalog {
         self.identity = identity;
+        self
+    }
+
+    /// Answers DNS cookies with `cookies` (shared by the catalogs a server reloads, so that
+    /// cookies stay valid across reloads).
+    pub fn with_cookies(mut self, cookies: Option<Arc<Cookies>>) -> Catalog {
+        self.cookies = cookies;
         self
     }
 

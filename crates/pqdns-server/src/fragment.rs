@@ -24,18 +24,22 @@
 //! the resolver uses too.
 
 use std::collections::VecDeque;
+use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use pqdns_core::dnssec::Profile;
 use pqdns_core::frag::edns::{FragOption, Fragmentation, DEFAULT_CODE};
 use pqdns_core::frag::{arrf, qbf};
 use pqdns_core::message::{Message, Question};
-use pqdns_core::wire::{Rcode, EDNS_DO, FLAG_CD, FLAG_QR, FLAG_RD, FLAG_TC, MIN_UDP_PAYLOAD};
+use pqdns_core::wire::{
+    Rcode, EDNS_DO, FLAG_CD, FLAG_QR, FLAG_RD, FLAG_TC, MIN_UDP_PAYLOAD, OPTION_COOKIE,
+};
 use pqdns_core::{Class, RrType};
 use tracing::debug;
 
 use crate::answer::{respond, Outcome, Transport};
 use crate::catalog::Catalog;
+use crate::cookie::CookieCheck;
 
 /// Fragmentation settings (the `fragmentation`, `fragmentation_option` and `rrfrag_type`
 /// keys of `[server]`).
@@ -125,11 +129,17 @@ impl Fragmenter {
             return Some(full);
         }
         drop(cache);
+        // The complete answer is shared by every client asking the question: without cookies.
+        let mut shared = query.clone();
+        if let Some(edns) = shared.edns.as_mut() {
+            edns.options.retain(|(code, _)| *code != OPTION_COOKIE);
+        }
         let mut buf = Vec::new();
         let o = respond(
             catalog,
-            &query.to_wire(),
+            &shared.to_wire(),
             Transport::Stream,
+            Ipv4Addr::UNSPECIFIED.into(),
             udp_payload,
             &mut buf,
             0,
@@ -194,6 +204,7 @@ fn write(m: &Message, wire: &[u8], out: &mut Vec<u8>) -> Outcome {
         qtype: m.questions.first().map(|q| q.qtype),
         error: None,
         cache_ttl: None,
+        cookie: CookieCheck::Absent,
     }
 }
 

@@ -10,6 +10,9 @@ use pqdns_core::zonefile::ZoneFileReader;
 use pqdns_core::{Name, Zone};
 
 use crate::answer::{Outcome, Transport};
+
+/// The client address tests and benchmarks answer (127.0.0.1).
+pub const LOCALHOST: std::net::IpAddr = std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
 use crate::catalog::{Catalog, ServedZone};
 
 /// `text` (master-file format relative to `origin`, default TTL 3600) signed with one CSK per

@@ -41,6 +41,7 @@ pub mod answer;
 mod answer_cache;
 mod axfr;
 pub mod catalog;
+pub mod cookie;
 mod denial;
 mod fragment;
 #[cfg(any(test, feature = "test-util"))]
@@ -49,6 +50,7 @@ pub mod identity;
 mod metrics;
 mod notify;
 mod query;
+pub mod rrl;
 pub mod server;
 mod service;
 pub mod settings;

@@ -14,6 +14,7 @@ use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::stdout;
 use pqdns_server::acl::{AllowList, IpPrefix};
 use pqdns_server::catalog::Catalog;
+use pqdns_server::cookie::CookieMode;
 use pqdns_server::identity::parse_nsid;
 use pqdns_server::settings::{parse_notify_target, KxPolicy, ServerTable, Settings};
 use pqdns_server::zones::{read_config, ZoneReport, ZoneSource};
@@ -122,6 +123,20 @@ struct Cli {
     /// [default: off, REFUSED]
     #[arg(long, value_name = "TEXT")]
     identity: Option<String>,
+
+    /// DNS cookies (RFC 7873, RFC 9018 server cookies): "on" (answer them; a valid server
+    /// cookie exempts a client from rate limiting), "off", or "require" (UDP queries without a
+    /// valid server cookie get BADCOOKIE or TC=1, and no data). Overrides `cookies` in
+    /// [server]; `cookie_secret` there sets a secret shared by an anycast set. [default: on]
+    #[arg(long, value_name = "MODE")]
+    cookies: Option<CookieMode>,
+
+    /// Response-rate limiting over UDP: responses per second per client prefix (/24, /56)
+    /// and kind (NOERROR, NXDOMAIN, error); beyond it every 2nd response is sent truncated
+    /// (TC=1) and the others dropped. 0 turns it off. Clients with a valid server cookie and
+    /// TCP/DoT/DoH are not limited. Overrides `rrl_rate` in [server]. [default: 200]
+    #[arg(long, value_name = "N")]
+    rrl_rate: Option<u32>,
 
     /// Log filter: a level (error, warn, info, debug, trace) or tracing-subscriber directives
     /// such as `pqdns_server=debug` (debug shows TLS key exchange groups per connection).
@@ -249,6 +264,12 @@ fn settings(
     }
     if cli.identity.is_some() {
         settings.identity.id.clone_from(&cli.identity);
+    }
+    if let Some(mode) = cli.cookies {
+        settings.cookies = mode;
+    }
+    if let Some(rate) = cli.rrl_rate {
+        settings.rrl.rate = rate;
     }
     Ok(settings)
 }

@@ -14,7 +14,9 @@
 //! - `pqdns_connections_refused_total{transport}`: stream connections closed at once because a
 //!   connection cap was reached (RFC 7766 §6.2.2);
 //! - `pqdns_doh_reset_floods_total`: HTTP/2 connections closed because the client reset too
-//!   many streams ("rapid reset", CVE-2023-44487).
+//!   many streams ("rapid reset", CVE-2023-44487);
+//! - `pqdns_rrl_responses_total{action}`: UDP responses response-rate limiting dropped or
+//!   sent truncated ([`crate::rrl`]).
 //!
 //! The hot path only does relaxed atomic adds on fixed arrays: no lock, no allocation, no
 //! label lookup by string. Series with a zero value are omitted from `pqdns_queries_total`.
@@ -156,6 +158,8 @@ pub struct Metrics {
     handshake_failures: [AtomicU64; 4],
     refused: [AtomicU64; 4],
     reset_floods: AtomicU64,
+    /// UDP responses withheld by RRL: [dropped, sent truncated].
+    rate_limited: [AtomicU64; 2],
 }
 
 impl Default for Metrics {
@@ -169,6 +173,7 @@ impl Default for Metrics {
             handshake_failures: counters(),
             refused: counters(),
             reset_floods: AtomicU64::new(0),
+            rate_limited: counters(),
         }
     }
 }
@@ -235,6 +240,12 @@ impl Metrics {
     /// Counts an HTTP/2 connection closed for a stream reset flood.
     pub fn reset_flood(&self) {
         self.reset_floods.fetch_add(1, Relaxed);
+    }
+
+    /// Counts one UDP response withheld by response-rate limiting: sent as a truncated stub
+    /// (`slipped`) or dropped.
+    pub fn rate_limited(&self, slipped: bool) {
+        self.rate_limited[usize::from(slipped)].fetch_add(1, Relaxed);
     }
 
     /// The text exposition of every series.
@@ -319,6 +330,14 @@ impl Metrics {
             out,
             "# HELP pqdns_doh_reset_floods_total HTTP/2 connections closed because the client reset too many streams.\n# TYPE pqdns_doh_reset_floods_total counter\npqdns_doh_reset_floods_total {n}"
         );
+        let _ = writeln!(
+            out,
+            "# HELP pqdns_rrl_responses_total UDP responses withheld by response-rate limiting.\n# TYPE pqdns_rrl_responses_total counter"
+        );
+        for (i, action) in ["dropped", "truncated"].into_iter().enumerate() {
+            let n = load(&self.rate_limited[i]);
+            let _ = writeln!(out, "pqdns_rrl_responses_total{{action=\"{action}\"}} {n}");
+        }
         out
     }
 }

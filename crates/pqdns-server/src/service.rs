@@ -12,7 +12,7 @@
 //!
 //! Responses, transfer messages and TLS events are counted in the metrics when they are on.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use pqdns_net::{Event, Reply, Request, ResponseInfo, Service, Transfer, TransferEnd, Transport};
@@ -22,10 +22,12 @@ use crate::acl::AllowList;
 use crate::answer::{self, respond, Outcome};
 use crate::axfr;
 use crate::catalog::Catalog;
+use crate::cookie::{self, CookieCheck, CookieMode, Cookies};
 use crate::fragment::{self, Fragmenter};
 use crate::identity::Identity;
 use crate::metrics::{Metrics, Proto};
 use crate::query::ParseError;
+use crate::rrl::{self, Rrl, Verdict};
 use crate::settings::Settings;
 
 /// The authoritative server's state as the listeners see it.
@@ -44,17 +46,29 @@ pub struct Authoritative {
     answer_cache_bytes: usize,
     /// What every catalog discloses about the server.
     identity: Identity,
+    /// DNS cookie secrets, shared by every catalog (cookies outlive reloads).
+    cookies: Option<Arc<Cookies>>,
+    /// Response-rate limiting over UDP; `None` when off.
+    rrl: Option<Rrl>,
 }
 
 impl Authoritative {
     /// State serving `catalog` with the payload size, allow-list, fragmentation and metrics of
     /// `settings`.
     pub fn new(catalog: Catalog, settings: &Settings) -> Authoritative {
+        let cookies = match settings.cookies {
+            CookieMode::Off => None,
+            mode => Cookies::new(mode, settings.cookie_secret, cookie::DEFAULT_ROTATION)
+                .map_err(|e| warn!(error = %e, "DNS cookies are off"))
+                .ok()
+                .map(Arc::new),
+        };
         Authoritative {
             catalog: RwLock::new(Arc::new(
                 catalog
                     .with_answer_cache(settings.answer_cache_bytes)
-                    .with_identity(settings.identity.clone()),
+                    .with_identity(settings.identity.clone())
+                    .with_cookies(cookies.clone()),
             )),
             udp_payload: settings.udp_payload,
             axfr_allow: settings.axfr_allow.clone(),
@@ -62,6 +76,8 @@ impl Authoritative {
             fragmenter: Fragmenter::new(settings.fragmentation),
             answer_cache_bytes: settings.answer_cache_bytes,
             identity: settings.identity.clone(),
+            cookies,
+            rrl: Rrl::new(settings.rrl),
         }
     }
 
@@ -77,7 +93,8 @@ impl Authoritative {
     pub fn set_catalog(&self, catalog: Catalog) {
         let catalog = catalog
             .with_answer_cache(self.answer_cache_bytes)
-            .with_identity(self.identity.clone());
+            .with_identity(self.identity.clone())
+            .with_cookies(self.cookies.clone());
         *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
     }
 
@@ -93,14 +110,44 @@ impl Authoritative {
         if let Some(o) = fragment::answer_request(frag, catalog, packet, payload, out) {
             return o;
         }
-        let mut o = respond(catalog, packet, answer::Transport::Udp, payload, out, 0);
+        let client = request.client.ip();
+        let mut o = respond(
+            catalog,
+            packet,
+            answer::Transport::Udp,
+            client,
+            payload,
+            out,
+            0,
+        );
         if o.truncated {
             fragment::replace_truncated(frag, catalog, packet, payload, out, &mut o);
         }
         if let Some(error) = o.error {
             debug!(peer = %request.client, %error, "malformed UDP query");
         }
+        self.limit(client, out, &mut o);
         o
+    }
+
+    /// Response-rate limiting: clients with a valid server cookie pass; others within their
+    /// prefix's rate; beyond it the response is dropped or cut to a truncated stub.
+    fn limit(&self, client: IpAddr, out: &mut [u8], o: &mut Outcome) {
+        let Some(rrl) = &self.rrl else { return };
+        if o.len == 0 || o.cookie == CookieCheck::Valid {
+            return;
+        }
+        match rrl.verdict(client, o.rcode) {
+            Verdict::Send => return,
+            Verdict::Slip => {
+                o.len = rrl::truncate_to_stub(&mut out[..o.len]);
+                o.truncated = true;
+            }
+            Verdict::Drop => o.len = 0,
+        }
+        if let Some(m) = &self.metrics {
+            m.rate_limited(o.len > 0);
+        }
     }
 }
 
@@ -140,6 +187,7 @@ impl Service for Authoritative {
                     catalog,
                     request.message,
                     answer::Transport::Stream,
+                    request.client.ip(),
                     payload,
                     out,
                     base,

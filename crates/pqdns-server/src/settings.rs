@@ -28,6 +28,13 @@
 //! nsid = "ns1.fra"            # NSID (RFC 5001) for queries that ask; "0x..." for hex bytes;
 //! identity = "ns1.fra"        # CH TXT id.server./hostname.bind.; version: version.server./
 //! version = "pqdns"           # version.bind. All three default to off (crate::identity)
+//! cookies = "on"              # DNS cookies (RFC 7873/9018): "on", "off" or "require"
+//! cookie_secret = "e5e973e5a6b2a43f48e7dc849e37bfcf"  # 32 hex digits shared by an anycast
+//!                             # set; default: random, replaced daily (crate::cookie)
+//! rrl_rate = 200              # UDP responses/s per client prefix and kind; 0 = off (crate::rrl)
+//! rrl_slip = 2                # every 2nd limited response is sent truncated, the rest dropped
+//! rrl_ipv4_prefix = 24        # bucket prefix lengths
+//! rrl_ipv6_prefix = 56
 //! [server.tls]
 //! policy = "hybrid-preferred" # or "pq-only": only hybrid ML-KEM key exchange groups
 //! certificate = "cert.pem"    # PEM chain and key, relative to the TOML file; if absent a
@@ -59,8 +66,10 @@ pub use pqdns_net::{
 
 use crate::acl::{AllowList, IpPrefix};
 use crate::answer::DEFAULT_UDP_PAYLOAD;
+use crate::cookie::{self, CookieMode};
 pub use crate::fragment::FragSettings;
 use crate::identity::{parse_nsid, Identity};
+use crate::rrl::RrlSettings;
 use pqdns_core::RrType;
 
 /// Default UDP and TCP listen address.
@@ -150,6 +159,18 @@ pub struct ServerTable {
     pub identity: Option<String>,
     /// CH TXT answer for version.server. and version.bind.
     pub version: Option<String>,
+    /// DNS cookie mode.
+    pub cookies: Option<CookieMode>,
+    /// DNS cookie secret, 32 hex digits.
+    pub cookie_secret: Option<String>,
+    /// RRL responses per second per bucket.
+    pub rrl_rate: Option<u32>,
+    /// RRL slip.
+    pub rrl_slip: Option<u32>,
+    /// RRL IPv4 prefix length.
+    pub rrl_ipv4_prefix: Option<u8>,
+    /// RRL IPv6 prefix length.
+    pub rrl_ipv6_prefix: Option<u8>,
     /// TLS settings.
     pub tls: Option<TlsTable>,
 }
@@ -222,6 +243,12 @@ pub struct Settings {
     pub fragmentation: FragSettings,
     /// What the server discloses about itself (NSID, CH TXT); nothing by default.
     pub identity: Identity,
+    /// DNS cookies: on by default.
+    pub cookies: CookieMode,
+    /// A configured cookie secret; `None`: random, replaced every [`cookie::DEFAULT_ROTATION`].
+    pub cookie_secret: Option<[u8; cookie::SECRET_LEN]>,
+    /// Response-rate limiting over UDP: on by default.
+    pub rrl: RrlSettings,
     /// TLS settings.
     pub tls: TlsSettings,
 }
@@ -246,6 +273,9 @@ impl Settings {
             metrics: None,
             fragmentation: FragSettings::default(),
             identity: Identity::default(),
+            cookies: CookieMode::default(),
+            cookie_secret: None,
+            rrl: RrlSettings::default(),
             tls: TlsSettings {
                 generated_cert_dir,
                 ..TlsSettings::default()
@@ -360,6 +390,34 @@ impl Settings {
         }
         s.identity.id = tables.iter().find_map(|(t, _)| t.identity.clone());
         s.identity.version = tables.iter().find_map(|(t, _)| t.version.clone());
+        if let Some(mode) = tables.iter().find_map(|(t, _)| t.cookies) {
+            s.cookies = mode;
+        }
+        if let Some(secret) = tables.iter().find_map(|(t, _)| t.cookie_secret.as_deref()) {
+            s.cookie_secret = Some(cookie::parse_secret(secret).map_err(SettingsError::Invalid)?);
+        }
+        if let Some(rate) = tables.iter().find_map(|(t, _)| t.rrl_rate) {
+            s.rrl.rate = rate;
+        }
+        if let Some(slip) = tables.iter().find_map(|(t, _)| t.rrl_slip) {
+            s.rrl.slip = slip;
+        }
+        if let Some(p) = tables.iter().find_map(|(t, _)| t.rrl_ipv4_prefix) {
+            if p > 32 {
+                return Err(SettingsError::Invalid(format!(
+                    "rrl_ipv4_prefix {p} exceeds 32"
+                )));
+            }
+            s.rrl.ipv4_prefix = p;
+        }
+        if let Some(p) = tables.iter().find_map(|(t, _)| t.rrl_ipv6_prefix) {
+            if p > 128 {
+                return Err(SettingsError::Invalid(format!(
+                    "rrl_ipv6_prefix {p} exceeds 128"
+                )));
+            }
+            s.rrl.ipv6_prefix = p;
+        }
         for (table, base) in tables {
             let Some(tls) = &table.tls else { continue };
             match (&tls.certificate, &tls.private_key) {

@@ -13,6 +13,7 @@ use pqdns_core::wire::{Edns, EDNS_DO};
 use pqdns_core::{Class, RrType};
 use pqdns_server::answer::{respond, Transport};
 use pqdns_server::catalog::Catalog;
+use pqdns_server::harness::LOCALHOST;
 use pqdns_server::harness::{check_response, signed_catalog};
 
 const ZONE: &str = "@ SOA ns1 hostmaster 1 7200 3600 1209600 300\n@ NS ns1\nns1 A 192.0.2.1\n\
@@ -114,7 +115,7 @@ fn mutated_queries_never_panic_and_answers_are_well_formed() {
             }
         }
         for transport in [Transport::Udp, Transport::Stream] {
-            let outcome = respond(&catalog, &packet, transport, 1232, &mut out, 0);
+            let outcome = respond(&catalog, &packet, transport, LOCALHOST, 1232, &mut out, 0);
             if outcome.len == 0 {
                 continue;
             }

@@ -1,5 +1,6 @@
 use std::time::Instant;
 
+use crate::harness::LOCALHOST;
 use pqdns_core::dnssec::nsec3::Nsec3Params;
 use pqdns_core::dnssec::sign::Denial;
 use pqdns_core::dnssec::Algorithm;
@@ -42,7 +43,15 @@ fn udp(f: &Fragmenter, catalog: &Arc<Catalog>, packet: &[u8]) -> Vec<u8> {
     if answer_request(Some(f), catalog, packet, PAYLOAD, &mut out).is_some() {
         return out;
     }
-    let mut o = respond(catalog, packet, Transport::Udp, PAYLOAD, &mut out, 0);
+    let mut o = respond(
+        catalog,
+        packet,
+        Transport::Udp,
+        LOCALHOST,
+        PAYLOAD,
+        &mut out,
+        0,
+    );
     if o.truncated {
         replace_truncated(Some(f), catalog, packet, PAYLOAD, &mut out, &mut o);
     }
@@ -57,6 +66,7 @@ fn over_tcp(catalog: &Catalog, q: &Message, scheme: u8) -> Message {
         catalog,
         &q.to_wire(),
         Transport::Stream,
+        LOCALHOST,
         PAYLOAD,
         &mut out,
         0,
