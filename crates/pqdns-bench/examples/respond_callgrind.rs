@@ -8,7 +8,10 @@
 //! ```
 //!
 //! `replay` answers from prepared answers (the UDP hot path), `engine` with prepared answers
-//! off (parse, zone walk, response writer), `malformed` sends FORMERR-worthy queries. Each
+//! off (parse, zone walk, response writer), `malformed` sends FORMERR-worthy queries;
+//! `replay-rrl` adds the response-rate limiter's verdict per response (rate high enough that
+//! every response goes out), `replay-cookie` sends every EDNS query with a valid DNS server
+//! cookie (checked, and a fresh one written into the answer). Each
 //! iteration sends the same 6 queries (authoritative A, referral with DS, NXDOMAIN with NSEC3,
 //! with DO, over UDP with EDNS 1232; and three without EDNS). Run it with two iteration counts
 //! and take the difference to cancel the set-up (signing the zone).
@@ -16,9 +19,13 @@
 use pqdns_core::dnssec::nsec3::Nsec3Params;
 use pqdns_core::dnssec::sign::Denial;
 use pqdns_core::dnssec::Algorithm;
+use pqdns_core::wire::OPTION_COOKIE;
 use pqdns_server::answer::{respond, Transport};
+use pqdns_server::cookie::{CookieMode, Cookies, DEFAULT_ROTATION, RESPONSE_COOKIE_LEN};
 use pqdns_server::harness::signed_catalog;
 use pqdns_server::harness::LOCALHOST;
+use pqdns_server::rrl::{Rrl, RrlSettings, Verdict};
+use std::sync::Arc;
 
 fn query(qname: &str, qtype: u16, edns: bool) -> Vec<u8> {
     let name: pqdns_core::Name = qname.parse().expect("name");
@@ -30,6 +37,20 @@ fn query(qname: &str, qtype: u16, edns: bool) -> Vec<u8> {
         p.extend([0, 0, 41, 0x04, 0xd0, 0, 0, 0x80, 0, 0, 0]);
     }
     p
+}
+
+/// `q` with a COOKIE option holding `cookie` appended to its OPT record (if it has one).
+fn with_cookie(mut q: Vec<u8>, cookie: &[u8]) -> Vec<u8> {
+    if q[11] == 0 {
+        return q;
+    }
+    let len = q.len();
+    let rdlen = u16::from_be_bytes([q[len - 2], q[len - 1]]) + 4 + cookie.len() as u16;
+    q[len - 2..].copy_from_slice(&rdlen.to_be_bytes());
+    q.extend(OPTION_COOKIE.to_be_bytes());
+    q.extend((cookie.len() as u16).to_be_bytes());
+    q.extend_from_slice(cookie);
+    q
 }
 
 fn main() {
@@ -53,11 +74,27 @@ fn main() {
         &[Algorithm::EcdsaP256Sha256],
         Denial::Nsec3(Nsec3Params::default()),
     );
-    let catalog = if mode == "engine" {
-        catalog.with_answer_cache(0)
-    } else {
-        catalog
+    let cookies = Cookies::new(CookieMode::On, Some([7; 16]), DEFAULT_ROTATION).expect("secret");
+    let mut server_cookie = [0u8; RESPONSE_COOKIE_LEN];
+    let client_cookie = [1u8; 8];
+    cookies.write(
+        &client_cookie,
+        LOCALHOST,
+        pqdns_core::time::now(),
+        &mut server_cookie,
+    );
+    let catalog = match mode.as_str() {
+        "engine" => catalog.with_answer_cache(0),
+        "replay-cookie" => catalog.with_cookies(Some(Arc::new(cookies))),
+        _ => catalog,
     };
+    let rrl = (mode == "replay-rrl").then(|| {
+        Rrl::new(RrlSettings {
+            rate: u32::MAX,
+            ..RrlSettings::default()
+        })
+        .expect("on")
+    });
     let queries: Vec<Vec<u8>> = if mode == "malformed" {
         let mut bad = query("host1.bench.", 1, true);
         bad.push(0);
@@ -74,11 +111,23 @@ fn main() {
             query("nothere.bench.", 28, false),
         ]
     };
+    let queries: Vec<Vec<u8>> = if mode == "replay-cookie" {
+        queries
+            .into_iter()
+            .map(|q| with_cookie(q, &server_cookie))
+            .collect()
+    } else {
+        queries
+    };
     let mut out = Vec::with_capacity(65_535);
     let mut total = 0usize;
     for _ in 0..n {
         for q in &queries {
-            total += respond(&catalog, q, Transport::Udp, LOCALHOST, 1232, &mut out, 0).len;
+            let o = respond(&catalog, q, Transport::Udp, LOCALHOST, 1232, &mut out, 0);
+            if let Some(rrl) = &rrl {
+                assert_eq!(rrl.verdict(LOCALHOST, o.rcode), Verdict::Send);
+            }
+            total += o.len;
         }
     }
     println!("{mode}: {n} iterations, {total} bytes");

@@ -5,6 +5,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod amplification;
 pub mod charts;
 pub mod delay_shim;
 pub mod fragmentation_report;

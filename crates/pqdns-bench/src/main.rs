@@ -16,7 +16,7 @@ use pqdns_bench::{
 };
 use pqdns_core::atomic_file::{write_atomic, FileMode};
 use pqdns_core::dnssec::Algorithm;
-use pqdns_core::{outln, stdout};
+use pqdns_core::{outln, stdout, RrType};
 
 /// Benchmarks and reports for pqdns.
 #[derive(Parser)]
@@ -92,6 +92,33 @@ enum Cmd {
         /// Measure nothing: redraw README.md and the charts from OUTPUT/matrix.json.
         #[arg(long)]
         report_only: bool,
+    },
+    /// Reflection and amplification: streams of queries from one address (as a spoofing
+    /// attacker sends them) to a UDP server, per query kind (apex DNSKEY, apex ANY, NXDOMAIN
+    /// under the apex with random labels, DNSKEY with the fragmentation option), and bytes out
+    /// ÷ bytes in. Prints CSV (with a header unless --no-header).
+    Amplification {
+        /// Server address (UDP).
+        #[arg(long, short)]
+        target: std::net::SocketAddr,
+        /// The zone's apex.
+        #[arg(long)]
+        zone: String,
+        /// Queries per second of each stream.
+        #[arg(long, default_value_t = 5000)]
+        rate: u32,
+        /// Seconds per stream.
+        #[arg(long, default_value_t = 4.0)]
+        seconds: f64,
+        /// Also run each stream with a valid server cookie (learnt first).
+        #[arg(long)]
+        with_cookies: bool,
+        /// Label for the first CSV column (e.g. the server and its settings).
+        #[arg(long, default_value = "server")]
+        label: String,
+        /// Leave out the CSV header.
+        #[arg(long)]
+        no_header: bool,
     },
     /// Write a TLD-like test zone: N delegations (2 NS, glue, DS each) and M hosts.
     GenZone {
@@ -334,6 +361,70 @@ impl LoadArgs {
             progress: !self.quiet,
         })
     }
+}
+
+fn run_amplification(
+    target: std::net::SocketAddr,
+    zone: &str,
+    rate: u32,
+    seconds: f64,
+    with_cookies: bool,
+    label: &str,
+    no_header: bool,
+) -> ExitCode {
+    use pqdns_bench::amplification::{reflect, Probe};
+    let Ok(apex) = zone.parse::<pqdns_core::Name>() else {
+        eprintln!("pqdns-bench: --zone {zone:?} is not a domain name");
+        return ExitCode::from(2);
+    };
+    let probe = |label: &str, qtype, random_label, fragmentation| Probe {
+        label: label.into(),
+        qname: apex.clone(),
+        qtype,
+        random_label,
+        fragmentation,
+        cookie: false,
+    };
+    let mut probes = vec![
+        probe("DNSKEY", RrType::DNSKEY, false, false),
+        probe("ANY", RrType::ANY, false, false),
+        probe("NXDOMAIN", RrType::A, true, false),
+        probe("DNSKEY+fragment option", RrType::DNSKEY, false, true),
+    ];
+    if with_cookies {
+        let proven: Vec<Probe> = probes
+            .iter()
+            .map(|p| Probe {
+                label: format!("{} (valid cookie)", p.label),
+                cookie: true,
+                ..p.clone()
+            })
+            .collect();
+        probes.extend(proven);
+    }
+    if !no_header {
+        outln!(
+            "server,probe,rate_qps,queries,bytes_in,responses,truncated,bytes_out,ratio,ip_ratio"
+        );
+    }
+    let duration = std::time::Duration::from_secs_f64(seconds);
+    for p in &probes {
+        match reflect(target, p, rate, duration) {
+            Ok(r) => outln!(
+                "{label},{},{rate},{},{},{},{},{},{:.3},{:.3}",
+                r.probe,
+                r.queries,
+                r.bytes_in,
+                r.responses,
+                r.truncated,
+                r.bytes_out,
+                r.ratio,
+                r.ip_ratio
+            ),
+            Err(e) => eprintln!("pqdns-bench: {label} {}: {e}", p.label),
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 fn run_load(args: LoadArgs) -> ExitCode {
@@ -689,6 +780,25 @@ fn run(command: Cmd) -> ExitCode {
                 output,
                 report_only,
             })
+        }
+        Cmd::Amplification {
+            target,
+            zone,
+            rate,
+            seconds,
+            with_cookies,
+            label,
+            no_header,
+        } => {
+            return run_amplification(
+                target,
+                &zone,
+                rate,
+                seconds,
+                with_cookies,
+                &label,
+                no_header,
+            )
         }
         Cmd::GenZone {
             origin,

@@ -108,7 +108,9 @@ pub fn respond(
         {
             let mut outcome = r.outcome;
             if let (Some(range), Some(cookies)) = (r.cookie, cookies) {
-                outcome.cookie = fill_cookie(cookies, &packet[range], client, &mut out[base..]);
+                let (data, now) = (&packet[range], pqdns_core::time::now());
+                outcome.cookie = cookies.check(data, client, now);
+                fill_cookie(cookies, data, outcome.cookie, client, now, &mut out[base..]);
             }
             return outcome;
         }
@@ -145,8 +147,9 @@ pub fn respond(
             let _fits = w.add_option(OPTION_COOKIE, &[0; RESPONSE_COOKIE_LEN]);
         }
     }
+    let now = pqdns_core::time::now();
     let check = match (cookie, cookies) {
-        (Some(data), Some(c)) => c.check(data, client, pqdns_core::time::now()),
+        (Some(data), Some(c)) => c.check(data, client, now),
         _ => CookieCheck::Absent,
     };
     let mut cache_ttl = None;
@@ -163,7 +166,7 @@ pub fn respond(
         (answer_query(catalog, &q, &mut w, &mut cache_ttl), true)
     };
     let truncated = w.truncated();
-    let mut outcome = Outcome {
+    let outcome = Outcome {
         len: w.finish(rcode),
         rcode,
         truncated,
@@ -178,35 +181,33 @@ pub fn respond(
             .store(packet, transport, udp_payload, &out[base..], &outcome);
     }
     if let (Some(data), Some(cookies)) = (cookie, cookies) {
-        outcome.cookie = fill_cookie(cookies, data, client, &mut out[base..]);
+        fill_cookie(cookies, data, check, client, now, &mut out[base..]);
     }
     outcome
 }
 
-/// Writes our COOKIE option data for the query's `data` into the placeholder that ends
-/// `response` (left alone if it does not end in one), and returns how the query's cookie
-/// checked.
-fn fill_cookie(cookies: &Cookies, data: &[u8], client: IpAddr, response: &mut [u8]) -> CookieCheck {
-    let Some((client_cookie, _)) = cookie::split(data) else {
-        return CookieCheck::Invalid;
-    };
-    let now = pqdns_core::time::now();
-    let check = cookies.check(data, client, now);
-    let header = [
-        OPTION_COOKIE.to_be_bytes(),
-        (RESPONSE_COOKIE_LEN as u16).to_be_bytes(),
-    ]
-    .concat();
+/// Writes our COOKIE option data for the query's `data` (which checked as `check` at `now`)
+/// into the placeholder that ends `response`, which is left alone if it does not end in one.
+fn fill_cookie(
+    cookies: &Cookies,
+    data: &[u8],
+    check: CookieCheck,
+    client: IpAddr,
+    now: u64,
+    response: &mut [u8],
+) {
     let Some(at) = response.len().checked_sub(RESPONSE_COOKIE_LEN + 4) else {
-        return check;
+        return;
     };
-    if response[at..at + 4] == header[..] {
-        let slot: &mut [u8; RESPONSE_COOKIE_LEN] = (&mut response[at + 4..])
-            .try_into()
-            .expect("the slot is RESPONSE_COOKIE_LEN bytes");
-        cookies.write(client_cookie, client, now, slot);
+    let (head, slot) = response[at..].split_at_mut(4);
+    if head[..2] != OPTION_COOKIE.to_be_bytes()
+        || head[2..] != (RESPONSE_COOKIE_LEN as u16).to_be_bytes()
+    {
+        return;
     }
-    check
+    if let Ok(slot) = <&mut [u8; RESPONSE_COOKIE_LEN]>::try_from(slot) {
+        cookies.answer(data, check, client, now, slot);
+    }
 }
 
 /// The response to a message that is not an acceptable query: FORMERR or NOTIMP, or nothing.

@@ -41,6 +41,8 @@ pub const DEFAULT_ROTATION: Duration = Duration::from_secs(24 * 3600);
 const MAX_AGE: u32 = 3600;
 /// Furthest a server cookie's timestamp may be ahead of our clock, seconds (RFC 9018 §4.3).
 const MAX_AHEAD: u32 = 300;
+/// Age below which a valid server cookie is sent back unchanged, seconds (RFC 9018 §4.3).
+const REFRESH_AGE: u32 = 1800;
 /// Server cookie version (RFC 9018 §4.1).
 const VERSION: u8 = 1;
 
@@ -192,6 +194,30 @@ impl Cookies {
         out[..CLIENT_COOKIE_LEN].copy_from_slice(client_cookie);
         out[CLIENT_COOKIE_LEN..CLIENT_COOKIE_LEN + 8].copy_from_slice(&head);
         out[CLIENT_COOKIE_LEN + 8..].copy_from_slice(&h);
+    }
+
+    /// Writes the COOKIE option data answering the query's `data` (checked as `check` at
+    /// `now`) to `out`: a valid server cookie less than half an hour old is sent back as it
+    /// is, anything else gets a fresh one (RFC 9018 §4.3).
+    pub fn answer(
+        &self,
+        data: &[u8],
+        check: CookieCheck,
+        client: IpAddr,
+        now: u64,
+        out: &mut [u8; RESPONSE_COOKIE_LEN],
+    ) {
+        let Some((client_cookie, server)) = split(data) else {
+            return;
+        };
+        let stamp = server
+            .get(4..8)
+            .map_or(0, |s| u32::from_be_bytes([s[0], s[1], s[2], s[3]]));
+        if check == CookieCheck::Valid && (now as u32).wrapping_sub(stamp) <= REFRESH_AGE {
+            out.copy_from_slice(&data[..RESPONSE_COOKIE_LEN]);
+        } else {
+            self.write(client_cookie, client, now, out);
+        }
     }
 
     /// Replaces a generated secret once its time is up (the old one verifies for a while).
@@ -389,6 +415,16 @@ mod tests {
         assert_eq!(generated.check(&first, ip, since + 100), CookieCheck::Valid);
         assert_eq!(
             generated.check(&second, ip, since + 100),
+            CookieCheck::Valid
+        );
+        // A young valid cookie comes back unchanged, an old one is renewed.
+        let mut echoed = [0u8; RESPONSE_COOKIE_LEN];
+        generated.answer(&first, CookieCheck::Valid, ip, since + 60, &mut echoed);
+        assert_eq!(echoed, first);
+        generated.answer(&first, CookieCheck::Valid, ip, since + 1801, &mut echoed);
+        assert_ne!(echoed[12..16], first[12..16], "a new timestamp");
+        assert_eq!(
+            generated.check(&echoed, ip, since + 1801),
             CookieCheck::Valid
         );
         let off = Cookies::new(CookieMode::Off, None, DEFAULT_ROTATION).unwrap();

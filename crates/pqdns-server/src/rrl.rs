@@ -17,7 +17,6 @@
 use std::hash::BuildHasher;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::Instant;
 
 use pqdns_core::wire::{Rcode, FLAG_TC, HEADER_LEN};
 
@@ -73,7 +72,13 @@ pub struct Rrl {
     settings: RrlSettings,
     buckets: Box<[AtomicU64]>,
     hasher: foldhash::fast::RandomState,
-    start: Instant,
+}
+
+/// Seconds of the coarse monotonic clock (`CLOCK_MONOTONIC_COARSE`: a few ms resolution, a
+/// fraction of the cost of the precise clock; RRL counts whole seconds).
+fn coarse_seconds() -> u32 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC_COARSE)
+        .map_or(0, |t| t.tv_sec() as u32)
 }
 
 impl Rrl {
@@ -83,13 +88,12 @@ impl Rrl {
             settings,
             buckets: (0..TABLE_SLOTS).map(|_| AtomicU64::new(0)).collect(),
             hasher: foldhash::fast::RandomState::default(),
-            start: Instant::now(),
         })
     }
 
     /// Counts a response with `rcode` to `client` and says what to do with it.
     pub fn verdict(&self, client: IpAddr, rcode: Rcode) -> Verdict {
-        self.verdict_at(client, rcode, self.start.elapsed().as_secs() as u32)
+        self.verdict_at(client, rcode, coarse_seconds())
     }
 
     fn verdict_at(&self, client: IpAddr, rcode: Rcode, second: u32) -> Verdict {
@@ -108,8 +112,11 @@ impl Rrl {
         };
         // The address's first `len` bits (an IPv4 address sits in the top 32).
         let mask = u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0);
-        let masked = u128::from_be_bytes(bytes) & mask;
-        let slot = self.hasher.hash_one((masked, kind, client.is_ipv4())) as usize % TABLE_SLOTS;
+        // The kind in the low bits (an IPv4 /24 leaves them zero; an IPv6 /56 too).
+        let key = (u128::from_be_bytes(bytes) & mask)
+            ^ u128::from(kind)
+            ^ (u128::from(client.is_ipv4()) << 2);
+        let slot = self.hasher.hash_one(key) as usize % TABLE_SLOTS;
         let bucket = &self.buckets[slot];
         let mut old = bucket.load(Relaxed);
         let count = loop {

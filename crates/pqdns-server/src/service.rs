@@ -107,10 +107,12 @@ impl Authoritative {
     ) -> Outcome {
         let (frag, payload) = (self.fragmenter.as_ref(), self.udp_payload);
         let packet = request.message;
-        if let Some(o) = fragment::answer_request(frag, catalog, packet, payload, out) {
+        let client = request.client.ip();
+        // Fragment requests are answers too: rate-limited like the rest.
+        if let Some(mut o) = fragment::answer_request(frag, catalog, packet, payload, out) {
+            self.limit(client, out, &mut o);
             return o;
         }
-        let client = request.client.ip();
         let mut o = respond(
             catalog,
             packet,
@@ -121,7 +123,10 @@ impl Authoritative {
             0,
         );
         if o.truncated {
+            // The first fragment answers the same query: its cookie check stands.
+            let cookie = o.cookie;
             fragment::replace_truncated(frag, catalog, packet, payload, out, &mut o);
+            o.cookie = cookie;
         }
         if let Some(error) = o.error {
             debug!(peer = %request.client, %error, "malformed UDP query");
