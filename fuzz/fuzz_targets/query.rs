@@ -6,7 +6,7 @@
 #![no_main]
 
 use pqdns_server::harness::LOCALHOST;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use libfuzzer_sys::fuzz_target;
 use pqdns_core::dnssec::nsec3::Nsec3Params;
@@ -14,6 +14,7 @@ use pqdns_core::dnssec::sign::Denial;
 use pqdns_core::dnssec::Algorithm;
 use pqdns_server::answer::{respond, Transport};
 use pqdns_server::catalog::Catalog;
+use pqdns_server::cookie::{CookieMode, Cookies, DEFAULT_ROTATION};
 use pqdns_server::harness::{check_response, signed_catalog};
 
 const ZONE: &str = "@ SOA ns1 hostmaster 1 7200 3600 1209600 300\n@ NS ns1\nns1 A 192.0.2.1\n\
@@ -21,12 +22,15 @@ const ZONE: &str = "@ SOA ns1 hostmaster 1 7200 3600 1209600 300\n@ NS ns1\nns1 
     sub DS 12345 13 2 0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF\n";
 
 static CATALOG: LazyLock<Catalog> = LazyLock::new(|| {
+    // DNS cookies on, with a fixed secret: COOKIE options take their checked paths too.
+    let cookies = Cookies::new(CookieMode::On, Some([7; 16]), DEFAULT_ROTATION).expect("secret");
     signed_catalog(
         &"example.".parse().expect("origin"),
         ZONE,
         &[Algorithm::EcdsaP256Sha256, Algorithm::MlDsa44],
         Denial::Nsec3(Nsec3Params::default()),
     )
+    .with_cookies(Some(Arc::new(cookies)))
 });
 
 fuzz_target!(|packet: &[u8]| {
