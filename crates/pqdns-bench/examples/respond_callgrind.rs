@@ -22,8 +22,8 @@ use pqdns_core::dnssec::Algorithm;
 use pqdns_core::wire::OPTION_COOKIE;
 use pqdns_server::answer::{respond, Transport};
 use pqdns_server::cookie::{CookieMode, Cookies, DEFAULT_ROTATION, RESPONSE_COOKIE_LEN};
-use pqdns_server::harness::signed_catalog;
 use pqdns_server::harness::LOCALHOST;
+use pqdns_server::harness::{signed_catalog, with_option};
 use pqdns_server::rrl::{Rrl, RrlSettings, Verdict};
 use std::sync::Arc;
 
@@ -37,20 +37,6 @@ fn query(qname: &str, qtype: u16, edns: bool) -> Vec<u8> {
         p.extend([0, 0, 41, 0x04, 0xd0, 0, 0, 0x80, 0, 0, 0]);
     }
     p
-}
-
-/// `q` with a COOKIE option holding `cookie` appended to its OPT record (if it has one).
-fn with_cookie(mut q: Vec<u8>, cookie: &[u8]) -> Vec<u8> {
-    if q[11] == 0 {
-        return q;
-    }
-    let len = q.len();
-    let rdlen = u16::from_be_bytes([q[len - 2], q[len - 1]]) + 4 + cookie.len() as u16;
-    q[len - 2..].copy_from_slice(&rdlen.to_be_bytes());
-    q.extend(OPTION_COOKIE.to_be_bytes());
-    q.extend((cookie.len() as u16).to_be_bytes());
-    q.extend_from_slice(cookie);
-    q
 }
 
 fn main() {
@@ -114,7 +100,13 @@ fn main() {
     let queries: Vec<Vec<u8>> = if mode == "replay-cookie" {
         queries
             .into_iter()
-            .map(|q| with_cookie(q, &server_cookie))
+            .map(|q| {
+                if q[11] == 0 {
+                    q // no OPT record
+                } else {
+                    with_option(q, OPTION_COOKIE, &server_cookie)
+                }
+            })
             .collect()
     } else {
         queries

@@ -286,7 +286,7 @@ mod tests {
     use super::*;
     use crate::answer::{respond, Transport};
     use crate::catalog::Catalog;
-    use crate::harness::LOCALHOST;
+    use crate::harness::{with_option, LOCALHOST};
     use crate::query::{parse, tests::build};
 
     const ZONE: &str = "\
@@ -446,17 +446,6 @@ big    TXT  \"612345678901234567890123456789012345678901234567890123456789012345
         q[version_at] = 0;
         let r = answer(&cat, &q, Transport::Udp);
         assert_eq!(&r[6..8], &[0, 2], "A and its RRSIG for EDNS version 0");
-    }
-
-    /// `packet` (ending in an OPT record without options) with an option appended.
-    fn with_option(mut packet: Vec<u8>, code: u16, data: &[u8]) -> Vec<u8> {
-        let len = packet.len();
-        let rdlen = u16::from_be_bytes([packet[len - 2], packet[len - 1]]) + 4 + data.len() as u16;
-        packet[len - 2..].copy_from_slice(&rdlen.to_be_bytes());
-        packet.extend(code.to_be_bytes());
-        packet.extend((data.len() as u16).to_be_bytes());
-        packet.extend_from_slice(data);
-        packet
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! decoded by a small independent decoder and checked record by record; the NSEC3 proofs are
 //! checked against hashes computed here with the zone's parameters.
 
-use crate::harness::LOCALHOST;
+use crate::harness::{with_option, LOCALHOST};
 use pqdns_core::dnssec::nsec3::Nsec3Params;
 use pqdns_core::dnssec::sign::Denial as SignDenial;
 use pqdns_core::dnssec::Algorithm;
@@ -521,14 +521,6 @@ fn with_class(mut packet: Vec<u8>, qname: &str, class: Class) -> Vec<u8> {
     packet
 }
 
-/// `packet` (ending in an OPT record without options) with an empty NSID option.
-fn with_nsid_option(mut packet: Vec<u8>) -> Vec<u8> {
-    let len = packet.len();
-    packet[len - 2..].copy_from_slice(&4u16.to_be_bytes());
-    packet.extend([0, 3, 0, 0]);
-    packet
-}
-
 /// The response to `packet` and the NSID option in it, if any.
 fn respond_nsid(cat: &Catalog, packet: &[u8]) -> (Msg, Option<Vec<u8>>) {
     let mut out = Vec::new();
@@ -557,7 +549,7 @@ fn nsid_and_chaos_identity_only_when_configured() {
         version: Some("pqdns test".into()),
     });
     let www = build("www.example.", RrType::A, Some((1232, false)));
-    let asking = with_nsid_option(www.clone());
+    let asking = with_option(www.clone(), OPTION_NSID, &[]);
     // Twice each: the second answer is a replay from the prepared answers, which must not
     // mix up queries with and without the option.
     for _ in 0..2 {
@@ -641,11 +633,7 @@ fn mtl_signatures_are_condensed_unless_option_65050_asks_for_full_ones() {
         MtlSignature::parse(&field).unwrap()
     };
     let plain = build("www.example.", RrType::A, Some((65535, true)));
-    let len = plain.len();
-    let mut asking = plain.clone();
-    asking[len - 2..].copy_from_slice(&4u16.to_be_bytes());
-    asking.extend(EDNS_FULL_SIGNATURES.to_be_bytes());
-    asking.extend([0, 0]);
+    let asking = with_option(plain.clone(), EDNS_FULL_SIGNATURES, &[]);
     for _ in 0..2 {
         let condensed = signature(&ask(&plain));
         let full = signature(&ask(&asking));

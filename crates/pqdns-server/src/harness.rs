@@ -79,3 +79,18 @@ pub fn check_response(
     }
     Ok(())
 }
+
+/// `query` (a message that ends in its OPT record) with an EDNS option `code` holding `data`
+/// appended to that OPT record.
+///
+/// # Panics
+/// If `query` is shorter than an OPT record's RDLENGTH field: this is for tests.
+pub fn with_option(mut query: Vec<u8>, code: u16, data: &[u8]) -> Vec<u8> {
+    let len = query.len();
+    let rdlen = u16::from_be_bytes([query[len - 2], query[len - 1]]) + 4 + data.len() as u16;
+    query[len - 2..].copy_from_slice(&rdlen.to_be_bytes());
+    query.extend(code.to_be_bytes());
+    query.extend((data.len() as u16).to_be_bytes());
+    query.extend_from_slice(data);
+    query
+}
