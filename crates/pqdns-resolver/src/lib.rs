@@ -44,6 +44,7 @@
 pub mod anchors;
 pub mod answer;
 pub mod cache;
+pub mod cookies;
 mod flight;
 pub mod fragment;
 mod iterate;

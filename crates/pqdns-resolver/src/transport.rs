@@ -18,13 +18,14 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::message::Message;
-use pqdns_core::wire::{FLAG_QR, FLAG_TC};
+use pqdns_core::wire::{Rcode, FLAG_QR, FLAG_TC, OPTION_COOKIE};
 use pqdns_net::tls_client::{client_config, ClientOptions, Roots};
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UdpSocket};
 use tokio_rustls::client::TlsStream;
 
+use crate::cookies::ClientCookies;
 use crate::fragment::{FragConfig, Fragmenting};
 use crate::random;
 
@@ -115,6 +116,20 @@ pub struct ExchangeInfo {
     pub full_signatures: bool,
 }
 
+impl ExchangeInfo {
+    /// This exchange followed by `next` (a retry of the same query): bytes and time add up,
+    /// the rest is `next`'s.
+    fn then(self, next: ExchangeInfo) -> ExchangeInfo {
+        ExchangeInfo {
+            bytes_sent: self.bytes_sent + next.bytes_sent,
+            bytes_received: self.bytes_received + next.bytes_received,
+            elapsed: self.elapsed + next.elapsed,
+            new_connection: self.new_connection || next.new_connection,
+            ..next
+        }
+    }
+}
+
 /// An open stream connection.
 enum Conn {
     Tcp(TcpStream),
@@ -148,6 +163,8 @@ pub struct Client {
     idle: Mutex<HashMap<SocketAddr, Vec<Conn>>>,
     h2: Mutex<HashMap<SocketAddr, H2>>,
     fragmenting: Option<Fragmenting>,
+    /// DNS cookies per server, over UDP and TCP (TLS authenticates the server already).
+    cookies: ClientCookies,
 }
 
 impl Client {
@@ -170,6 +187,7 @@ impl Client {
             idle: Mutex::new(HashMap::new()),
             h2: Mutex::new(HashMap::new()),
             fragmenting: None,
+            cookies: ClientCookies::default(),
         };
         if matches!(transport, Transport::Dot | Transport::Doh)
             && (client.tls_options.insecure || !client.tls_options.ca_files.is_empty())
@@ -213,17 +231,51 @@ impl Client {
         self.transport
     }
 
-    /// Sends `query` to `server` and returns the matching answer.
+    /// Sends `query` to `server` and returns the matching answer. Over UDP and TCP, a query
+    /// with EDNS carries a DNS cookie ([`crate::cookies`]); a BADCOOKIE answer is retried once
+    /// with the server cookie it brought (RFC 7873 §5.3).
     ///
     /// # Errors
     /// [`TransportError`] on I/O failure, timeout, or an answer that is not a response (QR
-    /// clear) or whose ID or question does not match the query.
+    /// clear), whose ID or question does not match the query, or whose COOKIE option does not
+    /// echo our client cookie.
     pub async fn exchange(
         &self,
         server: SocketAddr,
         query: &Message,
     ) -> Result<(Message, ExchangeInfo), TransportError> {
+        let (message, info) = self.exchange_once(server, query).await?;
+        if message.rcode() != Rcode::BADCOOKIE {
+            return Ok((message, info));
+        }
+        let (message, again) = self.exchange_once(server, query).await?;
+        Ok((message, info.then(again)))
+    }
+
+    /// One query and its answer, with a cookie when the transport takes one.
+    async fn exchange_once(
+        &self,
+        server: SocketAddr,
+        query: &Message,
+    ) -> Result<(Message, ExchangeInfo), TransportError> {
         let start = Instant::now();
+        let cookie = (matches!(self.transport, Transport::Udp | Transport::Tcp)
+            && query.edns.is_some())
+        .then(|| self.cookies.option_for(server.ip()))
+        .flatten();
+        let with_cookie;
+        let query = match cookie {
+            Some(data) => {
+                let mut q = query.clone();
+                if let Some(edns) = q.edns.as_mut() {
+                    edns.options.retain(|(code, _)| *code != OPTION_COOKIE);
+                    edns.options.push((OPTION_COOKIE, data));
+                }
+                with_cookie = q;
+                &with_cookie
+            }
+            None => query,
+        };
         let wire = query.to_wire();
         let mut info = ExchangeInfo {
             bytes_sent: wire.len(),
@@ -249,6 +301,16 @@ impl Client {
             return Err(TransportError::BadAnswer(
                 "ID or question does not match the query".into(),
             ));
+        }
+        if query
+            .edns
+            .as_ref()
+            .is_some_and(|e| e.option(OPTION_COOKIE).is_some())
+        {
+            let echoed = message.edns.as_ref().and_then(|e| e.option(OPTION_COOKIE));
+            self.cookies
+                .learn(server.ip(), echoed)
+                .map_err(|e| TransportError::BadAnswer(e.to_string()))?;
         }
         Ok((message, info))
     }
