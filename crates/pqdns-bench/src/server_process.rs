@@ -33,20 +33,35 @@ pub enum CertAlgorithm {
     /// RSA 2048-bit, PKCS#1 v1.5 SHA-256 certificate signature (rustls signs handshakes
     /// with RSA-PSS).
     Rsa2048,
+    /// ML-DSA-44 (FIPS 204), the study's Dilithium2 level.
+    MlDsa44,
+    /// ML-DSA-65 (FIPS 204), the study's Dilithium3 level.
+    MlDsa65,
+    /// ML-DSA-87 (FIPS 204), the study's Dilithium5 level.
+    MlDsa87,
 }
 
 impl CertAlgorithm {
-    /// Every certificate algorithm rcgen 0.13 can issue here. ML-DSA-44 is not among them:
-    /// rustls 0.23 with aws-lc-rs can sign and verify ML-DSA-44 handshakes, but rcgen 0.13 has
-    /// no ML-DSA key type to issue the certificate with.
-    pub const ALL: [CertAlgorithm; 3] = [Self::EcdsaP256, Self::Ed25519, Self::Rsa2048];
+    /// Every certificate algorithm of the matrix (rcgen 0.14 with aws-lc-rs issues them all).
+    pub const ALL: [CertAlgorithm; 6] = [
+        Self::EcdsaP256,
+        Self::Ed25519,
+        Self::Rsa2048,
+        Self::MlDsa44,
+        Self::MlDsa65,
+        Self::MlDsa87,
+    ];
 
-    /// Name as in the study's tables (`ecdsa-p256`, `ed25519`, `rsa2048`).
+    /// Name as in the study's tables (`ecdsa-p256`, `ed25519`, `rsa2048`), and `ml-dsa-44`,
+    /// `ml-dsa-65`, `ml-dsa-87`.
     pub fn name(self) -> &'static str {
         match self {
             Self::EcdsaP256 => "ecdsa-p256",
             Self::Ed25519 => "ed25519",
             Self::Rsa2048 => "rsa2048",
+            Self::MlDsa44 => "ml-dsa-44",
+            Self::MlDsa65 => "ml-dsa-65",
+            Self::MlDsa87 => "ml-dsa-87",
         }
     }
 
@@ -64,6 +79,9 @@ impl CertAlgorithm {
             Self::Rsa2048 => {
                 rcgen::KeyPair::generate_rsa_for(&rcgen::PKCS_RSA_SHA256, rcgen::RsaKeySize::_2048)
             }
+            Self::MlDsa44 => rcgen::KeyPair::generate_for(&rcgen::PKCS_ML_DSA_44),
+            Self::MlDsa65 => rcgen::KeyPair::generate_for(&rcgen::PKCS_ML_DSA_65),
+            Self::MlDsa87 => rcgen::KeyPair::generate_for(&rcgen::PKCS_ML_DSA_87),
         }
     }
 }

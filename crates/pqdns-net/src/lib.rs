@@ -55,8 +55,8 @@ pub use listeners::{
     SHUTDOWN_GRACE,
 };
 pub use service::{
-    Event, NoTransfer, OwnedRequest, Reply, Request, ResponseInfo, Service, Transfer, TransferEnd,
-    Transport,
+    Event, HandshakeFailure, NoTransfer, OwnedRequest, Reply, Request, ResponseInfo, Service,
+    Transfer, TransferEnd, Transport,
 };
 pub use tcp::{accept_loop, MAX_DEFERRED_PER_CONNECTION};
 pub use udp::{BATCH, MAX_DATAGRAM, POLL_INTERVAL, RECV_BUFFER};

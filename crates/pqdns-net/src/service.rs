@@ -207,6 +207,60 @@ impl Transfer for NoTransfer {
     }
 }
 
+/// Why a TLS handshake failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HandshakeFailure {
+    /// No key exchange group in common: under the `pq-only` and `pq-strict` policies, a client
+    /// that offers only classical groups (X25519, P-256, …).
+    NoSharedGroup,
+    /// The client accepts no signature scheme the server's certificate key can make: e.g. a
+    /// client without ML-DSA (Go's crypto/tls, GnuTLS 3.7) against an ML-DSA certificate.
+    NoSharedSignatureScheme,
+    /// Not completed within the idle timeout.
+    Timeout,
+    /// Any other failure (protocol version, a closed connection, a malformed ClientHello, …).
+    Other,
+}
+
+impl HandshakeFailure {
+    /// All reasons, in the order of [`HandshakeFailure::name`]'s table.
+    pub const ALL: [HandshakeFailure; 4] = [
+        HandshakeFailure::NoSharedGroup,
+        HandshakeFailure::NoSharedSignatureScheme,
+        HandshakeFailure::Timeout,
+        HandshakeFailure::Other,
+    ];
+
+    /// A short label (`no-shared-group`, `no-shared-signature-scheme`, `timeout`, `other`), as
+    /// used in metrics.
+    pub fn name(self) -> &'static str {
+        [
+            "no-shared-group",
+            "no-shared-signature-scheme",
+            "timeout",
+            "other",
+        ][self as usize]
+    }
+
+    /// The reason behind a TLS error from rustls (wrapped in an I/O error by tokio-rustls).
+    pub fn of(error: &std::io::Error) -> HandshakeFailure {
+        use rustls::PeerIncompatible as P;
+        match error
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<rustls::Error>())
+        {
+            Some(rustls::Error::PeerIncompatible(P::NoKxGroupsInCommon)) => {
+                HandshakeFailure::NoSharedGroup
+            }
+            Some(rustls::Error::PeerIncompatible(P::NoSignatureSchemesInCommon)) => {
+                HandshakeFailure::NoSharedSignatureScheme
+            }
+            _ => HandshakeFailure::Other,
+        }
+    }
+}
+
 /// Something a listener observed besides queries, for metrics and logs.
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
@@ -228,6 +282,8 @@ pub enum Event {
         transport: Transport,
         /// The client.
         client: SocketAddr,
+        /// Why.
+        reason: HandshakeFailure,
     },
     /// A connection was closed at once because a connection cap was reached (RFC 7766
     /// §6.2.2).

@@ -1,8 +1,23 @@
 //! TLS for the server side of DNS over TLS (RFC 7858) and DNS over HTTPS (RFC 8484): rustls
 //! with the aws-lc-rs provider, hybrid post-quantum key exchange (X25519MLKEM768,
 //! draft-ietf-tls-ecdhe-mlkem) preferred or required ([`KxPolicy`]), session resumption
-//! (tickets and a session cache), ALPN, and a self-signed ECDSA P-256 certificate when none is
-//! configured.
+//! (tickets and a session cache), ALPN, and a self-signed certificate when none is configured:
+//! ECDSA P-256 by default, or ML-DSA-44/65/87 (FIPS 204 keys and TLS 1.3 signature schemes,
+//! draft-ietf-tls-mldsa; certificates per draft-ietf-lamps-dilithium-certificates) or Ed25519
+//! ([`CertAlgorithm`]).
+//!
+//! Policies ([`KxPolicy`]) and what each does to a client that cannot follow:
+//! - `hybrid-preferred`: X25519MLKEM768 first; a classical client gets X25519 (a key exchange
+//!   downgrade a quantum attacker recording today could later break). The certificate is the
+//!   configured one: a client that accepts no ML-DSA signature fails against an ML-DSA
+//!   certificate, whatever the policy (there is no classical fallback certificate).
+//! - `pq-only`: hybrid ML-KEM groups only; a client offering only classical groups fails the
+//!   handshake (no shared group). Any certificate.
+//! - `pq-strict`: as `pq-only`, and the certificate must have an ML-DSA key (the generated one
+//!   is ML-DSA-44 unless another ML-DSA level is chosen; a configured classical certificate is
+//!   an error at start and on reload), so every completed handshake is post-quantum in both
+//!   key exchange and server authentication. Refused handshakes are reported with their reason
+//!   ([`crate::HandshakeFailure`]).
 //!
 //! The generated certificate and key are kept in the key directory as `pqdns-server.crt` and
 //! `pqdns-server.key` (mode 0600) and reused on the next start, so the fingerprint is stable.
@@ -24,7 +39,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use pqdns_core::atomic_file::{warn_if_world_readable, write_atomic, FileMode};
 use rustls::crypto::aws_lc_rs::{self, kx_group};
 use rustls::crypto::CryptoProvider;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::pki_types::{alg_id, AlgorithmIdentifier, CertificateDer, PrivateKeyDer, ServerName};
 use rustls::server::{ClientHello, ResolvesServerCert, ServerSessionMemoryCache};
 use rustls::sign::CertifiedKey;
 use serde::Deserialize;
@@ -44,7 +59,8 @@ pub const ALPN_H2: &[u8] = b"h2";
 /// ALPN protocol id of HTTP/1.1 (RFC 7301 §6), for DoH.
 pub const ALPN_HTTP1: &[u8] = b"http/1.1";
 
-/// TLS key exchange policy.
+/// TLS policy: the key exchange groups offered and, for [`KxPolicy::PqStrict`], the kind of
+/// certificate required (see the module documentation for what each does to older clients).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
@@ -54,6 +70,16 @@ pub enum KxPolicy {
     HybridPreferred,
     /// Only hybrid post-quantum groups (X25519MLKEM768, SECP256R1MLKEM768); TLS 1.3 only.
     PqOnly,
+    /// Post-quantum key exchange and post-quantum server authentication: the groups of
+    /// [`KxPolicy::PqOnly`] and a certificate with an ML-DSA key.
+    PqStrict,
+}
+
+impl KxPolicy {
+    /// True if the policy requires an ML-DSA certificate.
+    pub fn requires_pq_certificate(self) -> bool {
+        self == KxPolicy::PqStrict
+    }
 }
 
 impl std::str::FromStr for KxPolicy {
@@ -62,11 +88,150 @@ impl std::str::FromStr for KxPolicy {
         match s {
             "hybrid-preferred" => Ok(KxPolicy::HybridPreferred),
             "pq-only" => Ok(KxPolicy::PqOnly),
+            "pq-strict" => Ok(KxPolicy::PqStrict),
             _ => Err(format!(
-                "unknown TLS policy {s:?}: use \"hybrid-preferred\" or \"pq-only\""
+                "unknown TLS policy {s:?}: use \"hybrid-preferred\", \"pq-only\" or \"pq-strict\""
             )),
         }
     }
+}
+
+/// The key algorithm of a certificate: what the server signs its TLS 1.3 handshakes with
+/// (CertificateVerify, RFC 8446 §4.4.3) and, for a generated self-signed certificate, what
+/// signs the certificate. Names as in FIPS 204 and RFC 8032 (`ML-DSA-44`, `Ed25519`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[non_exhaustive]
+pub enum CertAlgorithm {
+    /// ECDSA with P-256 and SHA-256 (RFC 8446 `ecdsa_secp256r1_sha256`).
+    #[default]
+    #[serde(rename = "ECDSA-P256")]
+    EcdsaP256,
+    /// Ed25519 (RFC 8032).
+    #[serde(rename = "Ed25519")]
+    Ed25519,
+    /// ML-DSA-44 (FIPS 204; TLS scheme 0x0904): 1312-byte public key, 2420-byte signature.
+    #[serde(rename = "ML-DSA-44")]
+    MlDsa44,
+    /// ML-DSA-65 (FIPS 204; TLS scheme 0x0905): 1952-byte public key, 3309-byte signature.
+    #[serde(rename = "ML-DSA-65")]
+    MlDsa65,
+    /// ML-DSA-87 (FIPS 204; TLS scheme 0x0906): 2592-byte public key, 4627-byte signature.
+    #[serde(rename = "ML-DSA-87")]
+    MlDsa87,
+}
+
+/// Certificate key algorithms by SubjectPublicKeyInfo algorithm identifier (RFC 5280
+/// §4.1.2.7), for naming a peer's certificate; the first five can be generated.
+const KEY_ALGORITHMS: [(&str, AlgorithmIdentifier); 10] = [
+    ("ECDSA-P256", alg_id::ECDSA_P256),
+    ("Ed25519", alg_id::ED25519),
+    ("ML-DSA-44", alg_id::ML_DSA_44),
+    ("ML-DSA-65", alg_id::ML_DSA_65),
+    ("ML-DSA-87", alg_id::ML_DSA_87),
+    ("ECDSA-P384", alg_id::ECDSA_P384),
+    ("ECDSA-P521", alg_id::ECDSA_P521),
+    ("RSA", alg_id::RSA_ENCRYPTION),
+    ("RSA-PSS", alg_id::RSA_PSS_SHA256),
+    ("Ed448", alg_id::ED448),
+];
+
+impl CertAlgorithm {
+    /// Every algorithm a certificate can be generated with.
+    pub const ALL: [CertAlgorithm; 5] = [
+        CertAlgorithm::EcdsaP256,
+        CertAlgorithm::Ed25519,
+        CertAlgorithm::MlDsa44,
+        CertAlgorithm::MlDsa65,
+        CertAlgorithm::MlDsa87,
+    ];
+
+    /// The name, e.g. `ML-DSA-44`.
+    pub fn name(self) -> &'static str {
+        KEY_ALGORITHMS[self as usize].0
+    }
+
+    /// True for the ML-DSA algorithms.
+    pub fn is_post_quantum(self) -> bool {
+        matches!(
+            self,
+            CertAlgorithm::MlDsa44 | CertAlgorithm::MlDsa65 | CertAlgorithm::MlDsa87
+        )
+    }
+
+    /// The algorithm of the key in `cert`, if it is one of [`CertAlgorithm::ALL`].
+    pub fn of_certificate(cert: &CertificateDer<'_>) -> Option<CertAlgorithm> {
+        let name = certificate_key_algorithm(cert);
+        CertAlgorithm::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    fn rcgen(self) -> &'static rcgen::SignatureAlgorithm {
+        match self {
+            CertAlgorithm::EcdsaP256 => &rcgen::PKCS_ECDSA_P256_SHA256,
+            CertAlgorithm::Ed25519 => &rcgen::PKCS_ED25519,
+            CertAlgorithm::MlDsa44 => &rcgen::PKCS_ML_DSA_44,
+            CertAlgorithm::MlDsa65 => &rcgen::PKCS_ML_DSA_65,
+            CertAlgorithm::MlDsa87 => &rcgen::PKCS_ML_DSA_87,
+        }
+    }
+}
+
+impl std::fmt::Display for CertAlgorithm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for CertAlgorithm {
+    type Err = String;
+    fn from_str(s: &str) -> Result<CertAlgorithm, String> {
+        CertAlgorithm::ALL
+            .into_iter()
+            .find(|a| a.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                let names: Vec<_> = CertAlgorithm::ALL.iter().map(|a| a.name()).collect();
+                format!(
+                    "unknown certificate algorithm {s:?}: use one of {}",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+/// The name of the key algorithm of certificate `cert` (`ML-DSA-44`, `ECDSA-P256`, `RSA`, …;
+/// `unknown` for others or an unparsable certificate). In TLS 1.3 the server's handshake
+/// signature is made with this key, so this names the signature algorithm a client verified.
+pub fn certificate_key_algorithm(cert: &CertificateDer<'_>) -> &'static str {
+    let Ok(parsed) = webpki::EndEntityCert::try_from(cert) else {
+        return "unknown";
+    };
+    let spki = parsed.subject_public_key_info();
+    // SubjectPublicKeyInfo ::= SEQUENCE { algorithm AlgorithmIdentifier (a SEQUENCE), … }
+    let algorithm = der_sequence(spki.as_ref()).and_then(der_sequence);
+    KEY_ALGORITHMS
+        .iter()
+        .find(|(_, id)| algorithm == Some(id.as_ref()))
+        .map_or("unknown", |(name, _)| name)
+}
+
+/// The contents of the DER SEQUENCE at the start of `der` (X.690 §8.1: tag 0x30, then a short
+/// or long-form length).
+fn der_sequence(der: &[u8]) -> Option<&[u8]> {
+    let (&tag, rest) = der.split_first()?;
+    let (&first, rest) = rest.split_first()?;
+    if tag != 0x30 {
+        return None;
+    }
+    let (len, rest) = match first {
+        0..=0x7f => (usize::from(first), rest),
+        0x81..=0x84 => {
+            let n = usize::from(first & 0x7f);
+            let bytes = rest.get(..n)?;
+            let len = bytes.iter().fold(0usize, |l, b| (l << 8) | usize::from(*b));
+            (len, &rest[n..])
+        }
+        _ => return None,
+    };
+    rest.get(..len)
 }
 
 /// Server TLS settings.
@@ -82,6 +247,9 @@ pub struct TlsSettings {
     pub certified_key: Option<Arc<CertifiedKey>>,
     /// Where a self-signed certificate (and its key, mode 0600) is kept.
     pub generated_cert_dir: PathBuf,
+    /// Key algorithm of the self-signed certificate; `None`: ECDSA-P256, or ML-DSA-44 under
+    /// [`KxPolicy::PqStrict`]. A stored one of another algorithm is replaced.
+    pub certificate_algorithm: Option<CertAlgorithm>,
     /// DNS names or IP addresses (presentation format) the self-signed certificate must
     /// cover besides `localhost`, the loopback addresses and the listen addresses.
     pub names: Vec<String>,
@@ -113,6 +281,18 @@ pub enum TlsError {
     /// Certificate generation failed.
     #[error("generating a certificate: {0}")]
     Generate(#[from] rcgen::Error),
+    /// The policy requires an ML-DSA certificate and this one has another key.
+    #[error(
+        "TLS policy pq-strict needs a certificate with an ML-DSA key; {certificate} has a(n) \
+         {algorithm} key (use an ML-DSA certificate, or the generated one with \
+         certificate_algorithm ML-DSA-44/65/87)"
+    )]
+    NotPostQuantum {
+        /// The certificate file, or "the in-memory certificate".
+        certificate: String,
+        /// Its key algorithm ([`certificate_key_algorithm`]).
+        algorithm: &'static str,
+    },
     /// rustls rejected the certificate, key or configuration (e.g. the key does not belong to
     /// the certificate).
     #[error("{context}: {error}")]
@@ -140,7 +320,9 @@ pub fn kx_groups(policy: KxPolicy) -> Vec<&'static dyn rustls::crypto::Supported
             kx_group::SECP256R1,
             kx_group::SECP384R1,
         ],
-        KxPolicy::PqOnly => vec![kx_group::X25519MLKEM768, kx_group::SECP256R1MLKEM768],
+        KxPolicy::PqOnly | KxPolicy::PqStrict => {
+            vec![kx_group::X25519MLKEM768, kx_group::SECP256R1MLKEM768]
+        }
     }
 }
 
@@ -167,6 +349,8 @@ pub fn crypto_provider(policy: KxPolicy) -> CryptoProvider {
 pub struct CertificateInfo {
     /// The certificate file (empty for [`TlsSettings::certified_key`]).
     pub cert_path: PathBuf,
+    /// Key algorithm of the leaf certificate ([`certificate_key_algorithm`]).
+    pub algorithm: &'static str,
     /// SHA-256 fingerprint of the leaf certificate (upper-case hex bytes joined by `:`).
     pub fingerprint: String,
     /// True if the certificate was generated (now or on an earlier start).
@@ -397,33 +581,60 @@ impl ResolvesServerCert for ServerCertificate {
     }
 }
 
+impl TlsSettings {
+    /// The key algorithm of a generated certificate: [`TlsSettings::certificate_algorithm`],
+    /// or by default ML-DSA-44 under [`KxPolicy::PqStrict`] and ECDSA-P256 otherwise.
+    pub fn generated_algorithm(&self) -> CertAlgorithm {
+        self.certificate_algorithm
+            .unwrap_or(if self.policy.requires_pq_certificate() {
+                CertAlgorithm::MlDsa44
+            } else {
+                CertAlgorithm::EcdsaP256
+            })
+    }
+}
+
 fn load_files(
     settings: &TlsSettings,
     names: &[SubjectName],
     provider: &CryptoProvider,
 ) -> Result<(Arc<CertifiedKey>, CertificateInfo), TlsError> {
-    if let Some(certified) = &settings.certified_key {
+    let (certified, info) = if let Some(certified) = &settings.certified_key {
         let leaf = certified
             .end_entity_cert()
             .map_err(TlsError::rustls("the in-memory certificate"))?;
         let info = CertificateInfo {
             cert_path: PathBuf::new(),
+            algorithm: certificate_key_algorithm(leaf),
             fingerprint: fingerprint(leaf),
             self_signed: false,
         };
-        return Ok((Arc::clone(certified), info));
-    }
-    let Some((cert, key)) = &settings.cert_and_key else {
-        return load_generated(&settings.generated_cert_dir, names, provider);
+        (Arc::clone(certified), info)
+    } else if let Some((cert, key)) = &settings.cert_and_key {
+        load_pair(cert, key, false, provider)?
+    } else {
+        let algorithm = settings.generated_algorithm();
+        load_generated(&settings.generated_cert_dir, names, algorithm, provider)?
     };
-    load_pair(cert, key, false, provider)
+    if settings.policy.requires_pq_certificate() && !info.algorithm.starts_with("ML-DSA") {
+        return Err(TlsError::NotPostQuantum {
+            certificate: match &info.cert_path {
+                p if p.as_os_str().is_empty() => "the in-memory certificate".into(),
+                p => p.display().to_string(),
+            },
+            algorithm: info.algorithm,
+        });
+    }
+    Ok((certified, info))
 }
 
 /// The self-signed certificate and key in `dir`, generated first if they are missing, do not
-/// cover `names`, or are unusable (e.g. a key that belongs to another certificate).
+/// cover `names`, have another key algorithm than `algorithm`, or are unusable (e.g. a key
+/// that belongs to another certificate).
 fn load_generated(
     dir: &Path,
     names: &[SubjectName],
+    algorithm: CertAlgorithm,
     provider: &CryptoProvider,
 ) -> Result<(Arc<CertifiedKey>, CertificateInfo), TlsError> {
     let (cert, key) = (dir.join(GENERATED_CERT_FILE), dir.join(GENERATED_KEY_FILE));
@@ -431,15 +642,19 @@ fn load_generated(
         Some("none yet".to_string())
     } else {
         match read_certificates(&cert) {
-            Ok(chain) => {
-                uncovered(&chain[0], names).map(|n| format!("the stored one does not cover {n:?}"))
-            }
+            Ok(chain) => match certificate_key_algorithm(&chain[0]) {
+                stored if stored != algorithm.name() => Some(format!(
+                    "the stored one is {stored}, {algorithm} is configured"
+                )),
+                _ => uncovered(&chain[0], names)
+                    .map(|n| format!("the stored one does not cover {n:?}")),
+            },
             Err(e) => Some(format!("the stored one is unusable: {e}")),
         }
     };
     let regenerate = |reason: &str| {
-        generate(&cert, &key, names)?;
-        info!(file = %cert.display(), reason, "generated a self-signed TLS certificate");
+        generate(&cert, &key, names, algorithm)?;
+        info!(file = %cert.display(), %algorithm, reason, "generated a self-signed TLS certificate");
         Ok::<_, TlsError>(())
     };
     if let Some(reason) = &stale {
@@ -465,6 +680,7 @@ fn load_pair(
     let chain = read_certificates(cert_path)?;
     let key = read_key(key_path)?;
     let info = CertificateInfo {
+        algorithm: certificate_key_algorithm(&chain[0]),
         fingerprint: fingerprint(&chain[0]),
         cert_path: cert_path.to_path_buf(),
         self_signed,
@@ -475,8 +691,13 @@ fn load_pair(
     Ok((Arc::new(certified), info))
 }
 
-fn generate(cert_path: &Path, key_path: &Path, names: &[SubjectName]) -> Result<(), TlsError> {
-    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)?;
+fn generate(
+    cert_path: &Path,
+    key_path: &Path,
+    names: &[SubjectName],
+    algorithm: CertAlgorithm,
+) -> Result<(), TlsError> {
+    let key = rcgen::KeyPair::generate_for(algorithm.rcgen())?;
     let mut params = rcgen::CertificateParams::default();
     params.subject_alt_names = names
         .iter()
@@ -507,7 +728,7 @@ pub fn server_config(
 ) -> Result<Arc<rustls::ServerConfig>, TlsError> {
     let versions: &[&rustls::SupportedProtocolVersion] = match policy {
         KxPolicy::HybridPreferred => &[&rustls::version::TLS13, &rustls::version::TLS12],
-        KxPolicy::PqOnly => &[&rustls::version::TLS13],
+        KxPolicy::PqOnly | KxPolicy::PqStrict => &[&rustls::version::TLS13],
     };
     let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(crypto_provider(policy)))
         .with_protocol_versions(versions)
@@ -541,6 +762,62 @@ mod tests {
             generated_cert_dir: dir.join("keys"),
             ..TlsSettings::default()
         }
+    }
+
+    /// Issue 15: every algorithm can be generated and is recognised in the certificate; a
+    /// stored certificate of another algorithm is replaced; pq-strict defaults to ML-DSA-44
+    /// and refuses a classical certificate.
+    #[test]
+    fn certificate_algorithms_are_generated_recognised_and_enforced() {
+        let dir = tempfile::tempdir().unwrap();
+        let listen: [SocketAddr; 1] = ["127.0.0.1:853".parse().unwrap()];
+        let mut previous = String::new();
+        for algorithm in CertAlgorithm::ALL {
+            let s = TlsSettings {
+                certificate_algorithm: Some(algorithm),
+                ..settings(dir.path())
+            };
+            let info = ServerCertificate::load(&s, &listen).unwrap().info();
+            assert_eq!(info.algorithm, algorithm.name());
+            assert_ne!(info.fingerprint, previous, "{algorithm}: a new certificate");
+            previous = info.fingerprint;
+            let chain = read_certificates(&info.cert_path).unwrap();
+            assert_eq!(CertAlgorithm::of_certificate(&chain[0]), Some(algorithm));
+            assert_eq!(algorithm.name().parse::<CertAlgorithm>(), Ok(algorithm));
+            assert_eq!(
+                algorithm.is_post_quantum(),
+                algorithm.name().starts_with("ML-DSA")
+            );
+        }
+        let strict = TlsSettings {
+            policy: KxPolicy::PqStrict,
+            ..settings(dir.path())
+        };
+        let info = ServerCertificate::load(&strict, &listen).unwrap().info();
+        assert_eq!(info.algorithm, "ML-DSA-44");
+        let classical = TlsSettings {
+            certificate_algorithm: Some(CertAlgorithm::EcdsaP256),
+            ..strict
+        };
+        let err = ServerCertificate::load(&classical, &listen).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                TlsError::NotPostQuantum {
+                    algorithm: "ECDSA-P256",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!("ML-DSA-128"
+            .parse::<CertAlgorithm>()
+            .unwrap_err()
+            .contains("ML-DSA-65"));
+        assert_eq!(
+            certificate_key_algorithm(&CertificateDer::from(vec![0x30, 0x03, 1, 2, 3])),
+            "unknown"
+        );
     }
 
     #[test]

@@ -325,11 +325,13 @@ fn print_text(cli: &Cli, a: &Answer) {
         }
     }
     let (sent, received, ms) = totals(a);
-    if let Some(g) = a.exchanges().iter().find_map(|e| e.tls_group.clone()) {
-        let cipher = a.exchanges().iter().find_map(|e| e.tls_cipher.clone());
+    if let Some(tls) = a.exchanges().iter().find(|e| e.tls_group.is_some()) {
+        let field = |f: &Option<String>| f.clone().unwrap_or_else(|| "?".into());
         outln!(
-            ";; TLS: group {g}, cipher {}",
-            cipher.as_deref().unwrap_or("?")
+            ";; TLS: group {}, cipher {}, certificate {}",
+            field(&tls.tls_group),
+            field(&tls.tls_cipher),
+            field(&tls.tls_certificate)
         );
     }
     outln!(

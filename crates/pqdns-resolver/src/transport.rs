@@ -19,6 +19,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::message::Message;
 use pqdns_core::wire::{Rcode, FLAG_QR, FLAG_TC, OPTION_COOKIE};
+use pqdns_net::tls::certificate_key_algorithm;
 use pqdns_net::tls_client::{client_config, ClientOptions, Roots};
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -109,6 +110,9 @@ pub struct ExchangeInfo {
     pub tls_group: Option<String>,
     /// The negotiated TLS cipher suite.
     pub tls_cipher: Option<String>,
+    /// The key algorithm of the server's certificate (`ML-DSA-44`, `ECDSA-P256`, …), which in
+    /// TLS 1.3 signed the handshake ([`pqdns_net::tls::certificate_key_algorithm`]).
+    pub tls_certificate: Option<String>,
     /// True if a new connection (and TLS handshake) was made.
     pub new_connection: bool,
     /// True if the query asked for full MTL signatures (EDNS option 65050), because a
@@ -140,8 +144,39 @@ enum Conn {
 #[derive(Clone)]
 struct H2 {
     send: hyper::client::conn::http2::SendRequest<Full<Bytes>>,
+    session: TlsSession,
+}
+
+/// What a TLS handshake negotiated, for [`ExchangeInfo`].
+#[derive(Clone)]
+struct TlsSession {
     group: String,
     cipher: String,
+    certificate: String,
+}
+
+impl TlsSession {
+    fn of(session: &rustls::ClientConnection) -> TlsSession {
+        TlsSession {
+            group: session
+                .negotiated_key_exchange_group()
+                .map_or("none".into(), |g| format!("{:?}", g.name())),
+            cipher: session
+                .negotiated_cipher_suite()
+                .map_or("none".into(), |c| format!("{:?}", c.suite())),
+            certificate: session
+                .peer_certificates()
+                .and_then(|chain| chain.first())
+                .map_or("none", certificate_key_algorithm)
+                .to_string(),
+        }
+    }
+
+    fn record(self, info: &mut ExchangeInfo) {
+        info.tls_group = Some(self.group);
+        info.tls_cipher = Some(self.cipher);
+        info.tls_certificate = Some(self.certificate);
+    }
 }
 
 /// Idle TCP/DoT connections kept per server for reuse.
@@ -406,9 +441,7 @@ impl Client {
             let result = match &mut conn {
                 Conn::Tcp(s) => framed_exchange(s, wire).await,
                 Conn::Tls(s) => {
-                    let session = s.get_ref().1;
-                    info.tls_group = Some(group_name(session));
-                    info.tls_cipher = Some(cipher_name(session));
+                    TlsSession::of(s.get_ref().1).record(info);
                     framed_exchange(s.as_mut(), wire).await
                 }
             };
@@ -438,8 +471,7 @@ impl Client {
         let Conn::Tls(tls) = self.connect(server, info).await? else {
             unreachable!("DoH connections use TLS")
         };
-        let (_, session) = tls.get_ref();
-        let (group, cipher) = (group_name(session), cipher_name(session));
+        let session = TlsSession::of(tls.get_ref().1);
         let (send, conn) = hyper::client::conn::http2::handshake(
             hyper_util::rt::TokioExecutor::new(),
             hyper_util::rt::TokioIo::new(*tls),
@@ -449,11 +481,7 @@ impl Client {
         tokio::spawn(async move {
             let _ = conn.await;
         });
-        let c = H2 {
-            send,
-            group,
-            cipher,
-        };
+        let c = H2 { send, session };
         self.h2
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -467,13 +495,8 @@ impl Client {
         wire: &[u8],
         info: &mut ExchangeInfo,
     ) -> Result<Vec<u8>, TransportError> {
-        let H2 {
-            mut send,
-            group,
-            cipher,
-        } = self.h2(server, info).await?;
-        info.tls_group = Some(group);
-        info.tls_cipher = Some(cipher);
+        let H2 { mut send, session } = self.h2(server, info).await?;
+        session.record(info);
         let authority = self
             .tls_options
             .server_name
@@ -503,18 +526,6 @@ impl Client {
             .map_err(|e| TransportError::Http(e.to_string()))?;
         Ok(body.to_bytes().to_vec())
     }
-}
-
-fn group_name(session: &rustls::ClientConnection) -> String {
-    session
-        .negotiated_key_exchange_group()
-        .map_or("none".into(), |g| format!("{:?}", g.name()))
-}
-
-fn cipher_name(session: &rustls::ClientConnection) -> String {
-    session
-        .negotiated_cipher_suite()
-        .map_or("none".into(), |c| format!("{:?}", c.suite()))
 }
 
 /// A UDP socket on a random unprivileged source port (OS CSPRNG; up to [`PORT_ATTEMPTS`] ports

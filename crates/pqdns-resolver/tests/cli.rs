@@ -16,6 +16,7 @@ use tokio::net::{TcpListener, UdpSocket};
 
 mod common;
 use common::{serve_toml, Served};
+use pqdns_server::settings::{CertAlgorithm, Settings};
 
 /// Runs `pqdns-resolve` with `args` in `cwd`; gives up after 30 s.
 fn resolve(cwd: &Path, args: &[&str]) -> (i32, String, String) {
@@ -35,15 +36,19 @@ fn resolve(cwd: &Path, args: &[&str]) -> (i32, String, String) {
 
 /// The default zone (zones/example.toml: dual ECDSA + ML-DSA-44, KSK/ZSK, NSEC3, with the
 /// `child` (DS) and `legacy` (no DS) delegations), served from a copy in a temporary
-/// directory, with DoT and DoH.
-fn default_zone() -> Served {
+/// directory, with DoT and DoH; `configure` may change the server's settings.
+fn default_zone_with(configure: impl FnOnce(&mut Settings)) -> Served {
     let dir = tempfile::tempdir().unwrap();
     let zones = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../zones");
     for f in ["example.toml", "example.com.zone"] {
         std::fs::copy(zones.join(f), dir.path().join(f)).unwrap();
     }
     let file = dir.path().join("example.toml");
-    serve_toml(dir, file, true, |_| {})
+    serve_toml(dir, file, true, configure)
+}
+
+fn default_zone() -> Served {
+    default_zone_with(|_| {})
 }
 
 fn server_arg(addr: SocketAddr) -> String {
@@ -148,7 +153,49 @@ fn keys_and_certificate_in_dot_keys_are_found_by_default() {
         assert_eq!(code, 0, "{flag}: {out}{err}");
         assert!(out.contains(";; status: Secure"), "{flag}: {out}");
         assert!(out.contains("TLS: group X25519MLKEM768"), "{flag}: {out}");
+        assert!(out.contains("certificate ECDSA-P256"), "{flag}: {out}");
     }
+}
+
+/// Issue 15: an ML-DSA-44 server certificate is verified (the generated self-signed one, as
+/// the CA) and named beside the negotiated group.
+#[test]
+fn ml_dsa_certificate_is_verified_and_named() {
+    let served = default_zone_with(|s| s.tls.certificate_algorithm = Some(CertAlgorithm::MlDsa44));
+    let cwd = served.dir.path();
+    for (flag, addr) in [("--doh", served.doh), ("--dot", served.dot)] {
+        let at = server_arg(addr.unwrap());
+        let ca = "keys/pqdns-server.crt";
+        let (code, out, err) = resolve(cwd, &[flag, "--tls-ca", ca, &at, "www.example.com"]);
+        assert_eq!(code, 0, "{flag}: {out}{err}");
+        assert!(out.contains(";; status: Secure"), "{flag}: {out}");
+        assert!(
+            out.contains(";; TLS: group X25519MLKEM768, cipher TLS13_")
+                && out.contains(", certificate ML-DSA-44"),
+            "{flag}: {out}"
+        );
+    }
+    // The same server's certificate does not verify against another CA.
+    let other = tempfile::tempdir().unwrap();
+    let other_ca = other.path().join("ca.pem");
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ML_DSA_44).unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".into()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    std::fs::write(&other_ca, cert.pem()).unwrap();
+    let at = server_arg(served.dot.unwrap());
+    let (code, out, err) = resolve(
+        cwd,
+        &[
+            "--dot",
+            "--tls-ca",
+            other_ca.to_str().unwrap(),
+            &at,
+            "www.example.com",
+        ],
+    );
+    assert_ne!(code, 0, "{out}{err}");
 }
 
 /// A UDP and TCP responder on one 127.0.0.1 port: UDP answers with `udp(query)`, TCP with a

@@ -16,7 +16,7 @@ use pqdns_server::acl::{AllowList, IpPrefix};
 use pqdns_server::catalog::Catalog;
 use pqdns_server::cookie::CookieMode;
 use pqdns_server::identity::parse_nsid;
-use pqdns_server::settings::{parse_notify_target, KxPolicy, ServerTable, Settings};
+use pqdns_server::settings::{parse_notify_target, CertAlgorithm, KxPolicy, ServerTable, Settings};
 use pqdns_server::zones::{read_config, ZoneReport, ZoneSource};
 use pqdns_server::{Server, ServerConfig, ServerHandle};
 use tracing::{error, info, warn};
@@ -75,11 +75,22 @@ struct Cli {
     #[arg(long, value_name = "ADDR")]
     doh: Vec<SocketAddr>,
 
-    /// TLS key exchange policy for DoT and DoH: "hybrid-preferred" (X25519MLKEM768 first, then
-    /// X25519, P-256, P-384) or "pq-only" (hybrid ML-KEM groups only, TLS 1.3 only). Overrides
-    /// `tls.policy` in [server]. [default: hybrid-preferred]
+    /// TLS policy for DoT and DoH: "hybrid-preferred" (X25519MLKEM768 first, then X25519,
+    /// P-256, P-384), "pq-only" (hybrid ML-KEM groups only, TLS 1.3 only) or "pq-strict"
+    /// (pq-only, and the certificate must have an ML-DSA key: post-quantum key exchange and
+    /// authentication; clients without either fail the handshake, counted by reason in
+    /// pqdns_tls_handshake_failures_total). Overrides `tls.policy` in [server].
+    /// [default: hybrid-preferred]
     #[arg(long, value_name = "POLICY")]
     tls_policy: Option<KxPolicy>,
+
+    /// Key algorithm of the self-signed TLS certificate: ECDSA-P256, Ed25519, ML-DSA-44,
+    /// ML-DSA-65 or ML-DSA-87 (FIPS 204; clients without ML-DSA, such as Go's crypto/tls,
+    /// GnuTLS or OpenSSL before 3.5, cannot connect). A stored certificate of another
+    /// algorithm is replaced. Overrides `tls.certificate_algorithm` in [server].
+    /// [default: ECDSA-P256, or ML-DSA-44 under pq-strict]
+    #[arg(long, value_name = "ALGORITHM")]
+    tls_cert_algorithm: Option<CertAlgorithm>,
 
     /// DNS name (or IP address) the self-signed TLS certificate covers, besides localhost,
     /// 127.0.0.1, ::1 and the --dot/--doh addresses. Repeatable; replaces `tls.names` in
@@ -244,6 +255,9 @@ fn settings(
     if let Some(policy) = cli.tls_policy {
         settings.tls.policy = policy;
     }
+    if let Some(algorithm) = cli.tls_cert_algorithm {
+        settings.tls.certificate_algorithm = Some(algorithm);
+    }
     if !cli.tls_name.is_empty() {
         settings.tls.names.clone_from(&cli.tls_name);
     }
@@ -351,8 +365,9 @@ fn print_listeners(handle: &ServerHandle, policy: KxPolicy, doh_path: &str) {
             "certificate"
         };
         print(format_args!(
-            "tls {kind} {} sha256 {}",
+            "tls {kind} {} {} sha256 {}",
             cert.cert_path.display(),
+            cert.algorithm,
             cert.fingerprint
         ));
         info!(?policy, "TLS key exchange policy");

@@ -10,7 +10,10 @@
 //!   without the TCP length prefix; a zone transfer counts each of its messages);
 //! - `pqdns_tls_handshakes_total{transport,group}`: completed TLS handshakes by negotiated key
 //!   exchange group;
-//! - `pqdns_tls_handshake_failures_total{transport}`: handshakes that failed or timed out;
+//! - `pqdns_tls_handshake_failures_total{transport,reason}`: handshakes that failed, by
+//!   reason: `no-shared-group` (a classical-only client under `pq-only`/`pq-strict`),
+//!   `no-shared-signature-scheme` (a client without ML-DSA against an ML-DSA certificate),
+//!   `timeout`, `other`;
 //! - `pqdns_connections_refused_total{transport}`: stream connections closed at once because a
 //!   connection cap was reached (RFC 7766 §6.2.2);
 //! - `pqdns_doh_reset_floods_total`: HTTP/2 connections closed because the client reset too
@@ -41,7 +44,7 @@ use tokio::sync::watch;
 use tracing::debug;
 
 use pqdns_core::wire::Rcode;
-use pqdns_net::{accept_loop, ConnLimiter, Transport};
+use pqdns_net::{accept_loop, ConnLimiter, HandshakeFailure, Transport};
 
 use crate::service::Authoritative;
 
@@ -155,7 +158,7 @@ pub struct Metrics {
     sizes: [[AtomicU64; SIZE_SLOTS]; 4],
     size_sum: [AtomicU64; 4],
     handshakes: [[AtomicU64; GROUP_SLOTS]; 4],
-    handshake_failures: [AtomicU64; 4],
+    handshake_failures: [[AtomicU64; HandshakeFailure::ALL.len()]; 4],
     refused: [AtomicU64; 4],
     reset_floods: AtomicU64,
     /// UDP responses withheld by RRL: [dropped, sent truncated].
@@ -170,7 +173,7 @@ impl Default for Metrics {
             sizes: std::array::from_fn(|_| counters()),
             size_sum: counters(),
             handshakes: std::array::from_fn(|_| counters()),
-            handshake_failures: counters(),
+            handshake_failures: std::array::from_fn(|_| counters()),
             refused: counters(),
             reset_floods: AtomicU64::new(0),
             rate_limited: counters(),
@@ -228,8 +231,8 @@ impl Metrics {
     }
 
     /// Counts a failed or timed-out TLS handshake.
-    pub fn handshake_failure(&self, proto: Proto) {
-        self.handshake_failures[proto as usize].fetch_add(1, Relaxed);
+    pub fn handshake_failure(&self, proto: Proto, reason: HandshakeFailure) {
+        self.handshake_failures[proto as usize][reason as usize].fetch_add(1, Relaxed);
     }
 
     /// Counts a stream connection closed at once because a connection cap was reached.
@@ -309,13 +312,16 @@ impl Metrics {
                 );
             }
         }
-        out.push_str("# HELP pqdns_tls_handshake_failures_total TLS handshakes that failed or timed out.\n# TYPE pqdns_tls_handshake_failures_total counter\n");
+        out.push_str("# HELP pqdns_tls_handshake_failures_total TLS handshakes that failed or timed out, by reason.\n# TYPE pqdns_tls_handshake_failures_total counter\n");
         for (p, name) in [PROTOS[2], PROTOS[3]] {
-            let n = load(&self.handshake_failures[p as usize]);
-            let _ = writeln!(
-                out,
-                "pqdns_tls_handshake_failures_total{{transport=\"{name}\"}} {n}"
-            );
+            for reason in HandshakeFailure::ALL {
+                let n = load(&self.handshake_failures[p as usize][reason as usize]);
+                let _ = writeln!(
+                    out,
+                    "pqdns_tls_handshake_failures_total{{transport=\"{name}\",reason=\"{}\"}} {n}",
+                    reason.name()
+                );
+            }
         }
         out.push_str("# HELP pqdns_connections_refused_total Stream connections closed at once because a connection cap was reached.\n# TYPE pqdns_connections_refused_total counter\n");
         for (p, name) in &PROTOS[1..] {
@@ -416,7 +422,7 @@ mod tests {
         m.response(Proto::Tcp, None, Rcode::FORMERR, false, 12);
         m.handshake(Proto::Dot, Some(rustls::NamedGroup::X25519MLKEM768));
         m.handshake(Proto::Doh, Some(rustls::NamedGroup::FFDHE2048));
-        m.handshake_failure(Proto::Doh);
+        m.handshake_failure(Proto::Doh, HandshakeFailure::NoSharedGroup);
         m.connection_refused(Proto::Dot);
         m.reset_flood();
         m.reset_flood();
@@ -434,7 +440,8 @@ mod tests {
             "pqdns_response_bytes_count{transport=\"udp\"} 2",
             "pqdns_tls_handshakes_total{transport=\"dot\",group=\"X25519MLKEM768\"} 1",
             "pqdns_tls_handshakes_total{transport=\"doh\",group=\"other\"} 1",
-            "pqdns_tls_handshake_failures_total{transport=\"doh\"} 1",
+            "pqdns_tls_handshake_failures_total{transport=\"doh\",reason=\"no-shared-group\"} 1",
+            "pqdns_tls_handshake_failures_total{transport=\"doh\",reason=\"timeout\"} 0",
             "pqdns_connections_refused_total{transport=\"dot\"} 1",
             "pqdns_connections_refused_total{transport=\"tcp\"} 0",
             "pqdns_doh_reset_floods_total 2",

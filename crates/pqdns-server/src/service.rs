@@ -232,9 +232,11 @@ impl Service for Authoritative {
                     m.handshake(p, group);
                 }
             }
-            Event::HandshakeFailed { transport, .. } => {
+            Event::HandshakeFailed {
+                transport, reason, ..
+            } => {
                 if let Some(p) = Proto::of(transport) {
-                    m.handshake_failure(p);
+                    m.handshake_failure(p, reason);
                 }
             }
             Event::ConnectionRefused { transport, .. } => {

@@ -36,9 +36,12 @@
 //! rrl_ipv4_prefix = 24        # bucket prefix lengths
 //! rrl_ipv6_prefix = 56
 //! [server.tls]
-//! policy = "hybrid-preferred" # or "pq-only": only hybrid ML-KEM key exchange groups
+//! policy = "hybrid-preferred" # or "pq-only": only hybrid ML-KEM key exchange groups, or
+//!                             # "pq-strict": pq-only and an ML-DSA certificate
 //! certificate = "cert.pem"    # PEM chain and key, relative to the TOML file; if absent a
-//! private_key = "key.pem"     # self-signed ECDSA P-256 certificate is made in the key dir
+//! private_key = "key.pem"     # self-signed certificate is made in the key directory
+//! certificate_algorithm = "ECDSA-P256" # its key: "ECDSA-P256" (default; "ML-DSA-44" under
+//!                             # pq-strict), "Ed25519", "ML-DSA-44", "ML-DSA-65", "ML-DSA-87"
 //! names = ["dns.example.net"] # names (or addresses) the self-signed certificate covers
 //!                             # besides localhost, 127.0.0.1, ::1 and the DoT/DoH addresses
 //! ```
@@ -58,7 +61,7 @@ use std::time::Duration;
 use pqdns_net::ListenConfig;
 use serde::Deserialize;
 
-pub use pqdns_net::tls::{KxPolicy, TlsSettings};
+pub use pqdns_net::tls::{CertAlgorithm, KxPolicy, TlsSettings};
 pub use pqdns_net::{
     DEFAULT_DOH_PATH, DEFAULT_IDLE_TIMEOUT_SECS, DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_CONNECTIONS_PER_IP, DEFAULT_UDP_THREADS,
@@ -113,6 +116,8 @@ pub struct TlsTable {
     /// DNS names or IP addresses the self-signed certificate covers besides `localhost`, the
     /// loopback and the DoT/DoH listen addresses.
     pub names: Option<Vec<String>>,
+    /// Key algorithm of the self-signed certificate.
+    pub certificate_algorithm: Option<CertAlgorithm>,
 }
 
 /// The `[server]` table of a zone description.
@@ -435,6 +440,12 @@ impl Settings {
         if let Some(p) = tables.iter().find_map(|(t, _)| t.tls.as_ref()?.policy) {
             s.tls.policy = p;
         }
+        if let Some(a) = tables
+            .iter()
+            .find_map(|(t, _)| t.tls.as_ref()?.certificate_algorithm)
+        {
+            s.tls.certificate_algorithm = Some(a);
+        }
         if let Some(names) = tables
             .iter()
             .find_map(|(t, _)| t.tls.as_ref()?.names.clone())
@@ -468,7 +479,7 @@ mod tests {
     #[test]
     fn tables_merge_first_wins_and_reject_unknown_keys() {
         let a: toml::Table = toml::from_str(
-            "udp = [\"127.0.0.1:1053\"]\n[tls]\npolicy = \"pq-only\"\nnames = [\"dns.example\"]\n",
+            "udp = [\"127.0.0.1:1053\"]\n[tls]\npolicy = \"pq-only\"\nnames = [\"dns.example\"]\ncertificate_algorithm = \"ML-DSA-65\"\n",
         )
         .unwrap();
         let b: toml::Table =
@@ -489,6 +500,7 @@ mod tests {
         assert_eq!(s.dot, vec![DEFAULT_DOT_ADDR.parse::<SocketAddr>().unwrap()]);
         assert_eq!(s.udp_payload, 1400);
         assert_eq!(s.tls.policy, KxPolicy::PqOnly);
+        assert_eq!(s.tls.certificate_algorithm, Some(CertAlgorithm::MlDsa65));
         assert_eq!(s.tls.names, ["dns.example"]);
         assert_eq!(s.listen_config().tls.names, ["dns.example"]);
 

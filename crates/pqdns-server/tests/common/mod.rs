@@ -355,16 +355,39 @@ pub fn go_client() -> PathBuf {
         .clone()
 }
 
+/// Runs the pyOpenSSL DoT client (tests/py/dot_client.py) with `args`: (exit status success,
+/// its key=value lines, the whole output). The Python with pyOpenSSL is `$PQDNS_PYTHON`, or
+/// the virtual environment `./dev test` makes in `target/py`.
+pub fn python_dot_client(args: &[&str]) -> (bool, HashMap<String, String>, String) {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let python = std::env::var_os("PQDNS_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace.join("target/py/bin/python"));
+    assert!(
+        python.exists(),
+        "{} not found: ./dev test makes it (python3 -m venv target/py; pip install pyOpenSSL)",
+        python.display()
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/dot_client.py");
+    let mut all = vec![script.to_string_lossy().into_owned()];
+    all.extend(args.iter().map(|a| a.to_string()));
+    let (ok, text) = run(&python, &all);
+    (ok, key_values(&text), text)
+}
+
 /// Runs the Go client; (success, key=value map, raw output).
 pub fn go(args: &[&str]) -> (bool, HashMap<String, String>, String) {
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     let (ok, text) = run(&go_client(), &args);
-    let map = text
-        .lines()
+    (ok, key_values(&text), text)
+}
+
+/// The `key=value` lines of a client's output.
+fn key_values(text: &str) -> HashMap<String, String> {
+    text.lines()
         .filter_map(|l| l.split_once('='))
         .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    (ok, map, text)
+        .collect()
 }
 
 /// GET `path` from the HTTP/1.1 server at `addr` (`Connection: close`): the whole response,
