@@ -48,7 +48,7 @@ use tracing::{debug, warn};
 
 use crate::dot::handshake;
 use crate::limit::ConnLimiter;
-use crate::service::{Event, Reply, Request, Service, Transport};
+use crate::service::{respond_once, Event, Request, Service, Transport};
 use crate::tcp::{accept_loop, refused_reporter, StreamLimits};
 use crate::tls::ALPN_H2;
 
@@ -368,22 +368,11 @@ async fn answer<S: Service>(
             return r;
         }
     };
-    let mut out = Vec::new();
     let request = Request::new(&message, client, Transport::Doh);
-    let reply = service.respond(&service.snapshot(), &request, &mut out, 0);
-    let info = match reply {
-        Reply::Ready(info) => info,
-        Reply::Defer => {
-            let later = Arc::clone(service).respond_later(request.to_owned(), out, 0);
-            match timeout(limits.deferred, later).await {
-                Ok((buf, info)) => {
-                    out = buf;
-                    info
-                }
-                Err(_) => return status(StatusCode::GATEWAY_TIMEOUT, "no answer in time\n"),
-            }
-        }
-        Reply::Transfer(_) => Default::default(),
+    let Some((mut out, info)) =
+        respond_once(service, &request, Vec::new(), 0, limits.deferred).await
+    else {
+        return status(StatusCode::GATEWAY_TIMEOUT, "no answer in time\n");
     };
     if info.len == 0 || info.malformed || info.len > out.len() {
         return status(StatusCode::BAD_REQUEST, "not a valid DNS query\n");

@@ -1,6 +1,6 @@
 //! pqdns-net: DNS transports shared by the authoritative server (pqdns-server) and the
-//! resolver service: UDP, TCP (RFC 7766), DNS over TLS (RFC 7858) and DNS over HTTPS
-//! (RFC 8484) listeners, and TLS configuration with hybrid X25519MLKEM768 key exchange for
+//! resolver service: UDP, TCP (RFC 7766), DNS over TLS (RFC 7858), DNS over HTTPS (RFC 8484)
+//! and DNS over QUIC (RFC 9250, quinn) listeners, and TLS configuration with hybrid X25519MLKEM768 key exchange for
 //! servers ([`tls`]) and clients ([`tls_client`]). No zone or resolution logic lives here.
 //!
 //! # Design
@@ -37,6 +37,7 @@
 #![warn(missing_docs)]
 
 mod doh;
+mod doq;
 mod dot;
 mod limit;
 mod listeners;
@@ -47,6 +48,7 @@ pub mod tls_client;
 mod udp;
 
 pub use doh::{ABUSE_LOG_INTERVAL, CLOSE_GRACE, DNS_MESSAGE, MAX_H2_STREAMS, MAX_REQUEST};
+pub use doq::{negotiated_group, ALPN_DOQ, MAX_STREAMS};
 pub use limit::{ConnLimiter, ConnPermit};
 pub use listeners::{
     listen_tcp, BoundAddrs, ListenConfig, ListenError, Listeners, DEFAULT_DEFERRED_TIMEOUT_SECS,

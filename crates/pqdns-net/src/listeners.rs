@@ -15,6 +15,7 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tracing::warn;
 
+use crate::doq::{self, ALPN_DOQ};
 use crate::limit::ConnLimiter;
 use crate::service::Service;
 use crate::tcp::StreamLimits;
@@ -73,12 +74,14 @@ pub struct ListenConfig {
     pub dot: Vec<SocketAddr>,
     /// DNS-over-HTTPS listen addresses.
     pub doh: Vec<SocketAddr>,
+    /// DNS-over-QUIC listen addresses (UDP).
+    pub doq: Vec<SocketAddr>,
     /// DoH URI path (starts with `/`).
     pub doh_path: String,
     /// Threads, each with its own `SO_REUSEPORT` socket, per UDP address (at least 1).
     pub udp_threads: usize,
-    /// How long a TCP, DoT or DoH connection may sit idle, a TLS handshake may take, and any
-    /// single write may block.
+    /// How long a TCP, DoT, DoH or DoQ connection may sit idle, a TLS handshake may take, and
+    /// any single write may block.
     pub idle_timeout: Duration,
     /// Connections per stream listener.
     pub max_connections: usize,
@@ -101,6 +104,7 @@ impl ListenConfig {
             tcp: Vec::new(),
             dot: Vec::new(),
             doh: Vec::new(),
+            doq: Vec::new(),
             doh_path: DEFAULT_DOH_PATH.into(),
             udp_threads: DEFAULT_UDP_THREADS,
             idle_timeout: Duration::from_secs(DEFAULT_IDLE_TIMEOUT_SECS),
@@ -147,6 +151,8 @@ pub struct BoundAddrs {
     pub dot: Vec<SocketAddr>,
     /// DoH listeners.
     pub doh: Vec<SocketAddr>,
+    /// DoQ endpoints (UDP).
+    pub doq: Vec<SocketAddr>,
 }
 
 /// Running listeners; see the module documentation.
@@ -203,10 +209,13 @@ impl Listeners {
                 listeners.push((kind, l));
             }
         }
-        let certificate = if c.dot.is_empty() && c.doh.is_empty() {
+        let certificate = if c.dot.is_empty() && c.doh.is_empty() && c.doq.is_empty() {
             None
         } else {
-            let tls_addrs: Vec<SocketAddr> = addrs.dot.iter().chain(&addrs.doh).copied().collect();
+            let tls_addrs: Vec<SocketAddr> = (addrs.dot.iter().chain(&addrs.doh))
+                .chain(&c.doq)
+                .copied()
+                .collect();
             // Reading PEM files and generating a self-signed key block: off the executor.
             let tls = c.tls.clone();
             let load =
@@ -231,6 +240,18 @@ impl Listeners {
             )),
             None => None,
         };
+        let mut quic = Vec::new();
+        if let Some(cert) = &certificate {
+            let config = tls::server_config(c.tls.policy, Arc::clone(cert), &[ALPN_DOQ])?;
+            for &addr in &c.doq {
+                let endpoint = doq::bind(addr, Arc::clone(&config), c.idle_timeout)
+                    .map_err(bind_err("DoQ", addr))?;
+                addrs
+                    .doq
+                    .push(endpoint.local_addr().map_err(bind_err("DoQ", addr))?);
+                quic.push(endpoint);
+            }
+        }
 
         let mut tasks = Vec::new();
         let runtime = tokio::runtime::Handle::current();
@@ -276,6 +297,13 @@ impl Listeners {
             };
             tasks.push(task);
         }
+        for endpoint in quic {
+            let limiter = ConnLimiter::new(c.max_connections, c.max_connections_per_ip);
+            let (service, rx) = (Arc::clone(&service), rx.clone());
+            tasks.push(tokio::spawn(doq::serve(
+                endpoint, service, limiter, limits, rx,
+            )));
+        }
         Ok(Listeners {
             shutdown: tx,
             tasks,
@@ -284,7 +312,7 @@ impl Listeners {
         })
     }
 
-    /// The TLS certificate in use, if DoT or DoH listens.
+    /// The TLS certificate in use, if DoT, DoH or DoQ listens.
     pub fn certificate(&self) -> Option<CertificateInfo> {
         self.certificate.as_ref().map(|c| c.info())
     }

@@ -43,27 +43,30 @@ pub enum Transport {
     Dot,
     /// DNS over HTTPS (RFC 8484).
     Doh,
+    /// DNS over dedicated QUIC connections (RFC 9250).
+    Doq,
 }
 
 impl Transport {
-    /// True for the stream transports (TCP, DoT, DoH): messages up to 65535 bytes, no
+    /// True for the stream transports (TCP, DoT, DoH, DoQ): messages up to 65535 bytes, no
     /// truncation.
     pub fn is_stream(self) -> bool {
         self != Transport::Udp
     }
 
-    /// True if the transport is encrypted and authenticated by TLS (DoT, DoH).
+    /// True if the transport is encrypted and authenticated by TLS (DoT, DoH, DoQ).
     pub fn is_encrypted(self) -> bool {
-        matches!(self, Transport::Dot | Transport::Doh)
+        matches!(self, Transport::Dot | Transport::Doh | Transport::Doq)
     }
 
-    /// Lower-case name: `udp`, `tcp`, `dot`, `doh` (for logs and metric labels).
+    /// Lower-case name: `udp`, `tcp`, `dot`, `doh`, `doq` (for logs and metric labels).
     pub fn name(self) -> &'static str {
         match self {
             Transport::Udp => "udp",
             Transport::Tcp => "tcp",
             Transport::Dot => "dot",
             Transport::Doh => "doh",
+            Transport::Doq => "doq",
         }
     }
 }
@@ -207,6 +210,28 @@ impl Transfer for NoTransfer {
     }
 }
 
+/// The response to `request` from `service`, now or, if it defers, when it completes within
+/// `deadline` (`None` after that). `out` holds the `base` bytes the caller owns; a transfer is
+/// answered with nothing (for transports that carry one message per request: DoH, DoQ).
+pub(crate) async fn respond_once<S: Service>(
+    service: &Arc<S>,
+    request: &Request<'_>,
+    mut out: Vec<u8>,
+    base: usize,
+    deadline: std::time::Duration,
+) -> Option<(Vec<u8>, ResponseInfo)> {
+    // The snapshot is not held across an await (it need not be Send).
+    let reply = service.respond(&service.snapshot(), request, &mut out, base);
+    match reply {
+        Reply::Ready(info) => Some((out, info)),
+        Reply::Defer => {
+            let later = Arc::clone(service).respond_later(request.to_owned(), out, base);
+            tokio::time::timeout(deadline, later).await.ok()
+        }
+        Reply::Transfer(_) => Some((out, ResponseInfo::default())),
+    }
+}
+
 /// Why a TLS handshake failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -268,7 +293,7 @@ pub enum Event {
     /// A TLS handshake completed.
     #[non_exhaustive]
     Handshake {
-        /// DoT or DoH.
+        /// DoT, DoH or DoQ.
         transport: Transport,
         /// The client.
         client: SocketAddr,
@@ -278,7 +303,7 @@ pub enum Event {
     /// A TLS handshake failed or timed out.
     #[non_exhaustive]
     HandshakeFailed {
-        /// DoT or DoH.
+        /// DoT, DoH or DoQ.
         transport: Transport,
         /// The client.
         client: SocketAddr,
@@ -289,7 +314,7 @@ pub enum Event {
     /// §6.2.2).
     #[non_exhaustive]
     ConnectionRefused {
-        /// TCP, DoT or DoH.
+        /// TCP, DoT, DoH or DoQ.
         transport: Transport,
         /// The client.
         client: SocketAddr,

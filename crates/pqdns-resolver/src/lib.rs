@@ -45,6 +45,7 @@ pub mod anchors;
 pub mod answer;
 pub mod cache;
 pub mod cookies;
+mod doq;
 mod flight;
 pub mod fragment;
 mod iterate;

@@ -72,6 +72,9 @@ struct Cli {
     /// DNS-over-HTTPS (RFC 8484, POST, HTTP/2).
     #[arg(long, group = "transport")]
     doh: bool,
+    /// DNS-over-QUIC (RFC 9250, UDP port 8853 by default, one stream per query, no 0-RTT).
+    #[arg(long, group = "transport")]
+    doq: bool,
     /// Trust anchor file (DS or DNSKEY records; repeatable). Default: the DS files pqdns-server
     /// writes, zones/keys/*.ds and keys/*.ds, where present.
     #[arg(long)]
@@ -400,6 +403,8 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
         Transport::Dot
     } else if cli.doh {
         Transport::Doh
+    } else if cli.doq {
+        Transport::Doq
     } else {
         Transport::Udp
     };

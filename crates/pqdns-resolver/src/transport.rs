@@ -27,6 +27,7 @@ use tokio::net::{TcpStream, UdpSocket};
 use tokio_rustls::client::TlsStream;
 
 use crate::cookies::ClientCookies;
+use crate::doq::DoqConnections;
 use crate::fragment::{FragConfig, Fragmenting};
 use crate::random;
 
@@ -45,6 +46,8 @@ pub enum Transport {
     Dot,
     /// DNS-over-HTTPS (POST, HTTP/2).
     Doh,
+    /// DNS-over-QUIC (RFC 9250).
+    Doq,
 }
 
 impl Transport {
@@ -52,7 +55,7 @@ impl Transport {
     pub fn default_port(self) -> u16 {
         match self {
             Transport::Udp | Transport::Tcp => 5353,
-            Transport::Dot => 8853,
+            Transport::Dot | Transport::Doq => 8853,
             Transport::Doh => 8443,
         }
     }
@@ -172,6 +175,23 @@ impl TlsSession {
         }
     }
 
+    /// What a DoQ connection negotiated (quinn does not tell the cipher suite).
+    fn of_quic(conn: &quinn::Connection) -> TlsSession {
+        let chain = conn.peer_identity().and_then(|p| {
+            p.downcast::<Vec<rustls::pki_types::CertificateDer<'static>>>()
+                .ok()
+        });
+        TlsSession {
+            group: pqdns_net::negotiated_group(conn).map_or("none".into(), |g| format!("{g:?}")),
+            cipher: "unknown".into(),
+            certificate: chain
+                .as_deref()
+                .and_then(|c| c.first())
+                .map_or("none", certificate_key_algorithm)
+                .to_string(),
+        }
+    }
+
     fn record(self, info: &mut ExchangeInfo) {
         info.tls_group = Some(self.group);
         info.tls_cipher = Some(self.cipher);
@@ -200,6 +220,7 @@ pub struct Client {
     fragmenting: Option<Fragmenting>,
     /// DNS cookies per server, over UDP and TCP (TLS authenticates the server already).
     cookies: ClientCookies,
+    doq: DoqConnections,
 }
 
 impl Client {
@@ -223,8 +244,9 @@ impl Client {
             h2: Mutex::new(HashMap::new()),
             fragmenting: None,
             cookies: ClientCookies::default(),
+            doq: DoqConnections::default(),
         };
-        if matches!(transport, Transport::Dot | Transport::Doh)
+        if matches!(transport, Transport::Dot | Transport::Doh | Transport::Doq)
             && (client.tls_options.insecure || !client.tls_options.ca_files.is_empty())
         {
             client.tls_client_config()?;
@@ -237,10 +259,10 @@ impl Client {
         if let Some(c) = self.tls.get() {
             return Ok(c.clone());
         }
-        let alpn: &[u8] = if self.transport == Transport::Doh {
-            b"h2"
-        } else {
-            b"dot"
+        let alpn: &[u8] = match self.transport {
+            Transport::Doh => b"h2",
+            Transport::Doq => pqdns_net::ALPN_DOQ,
+            _ => b"dot",
         };
         let config = tls_config(&self.tls_options, alpn)?;
         Ok(self.tls.get_or_init(|| config).clone())
@@ -298,19 +320,18 @@ impl Client {
             && query.edns.is_some())
         .then(|| self.cookies.option_for(server.ip()))
         .flatten();
-        let with_cookie;
-        let query = match cookie {
-            Some(data) => {
-                let mut q = query.clone();
-                if let Some(edns) = q.edns.as_mut() {
-                    edns.options.retain(|(code, _)| *code != OPTION_COOKIE);
-                    edns.options.push((OPTION_COOKIE, data));
-                }
-                with_cookie = q;
-                &with_cookie
+        let adjusted = (cookie.is_some() || self.transport == Transport::Doq).then(|| {
+            let mut q = query.clone();
+            if self.transport == Transport::Doq {
+                q.id = 0; // RFC 9250 §4.2.1
             }
-            None => query,
-        };
+            if let (Some(data), Some(edns)) = (cookie, q.edns.as_mut()) {
+                edns.options.retain(|(code, _)| *code != OPTION_COOKIE);
+                edns.options.push((OPTION_COOKIE, data));
+            }
+            q
+        });
+        let query = adjusted.as_ref().unwrap_or(query);
         let wire = query.to_wire();
         let mut info = ExchangeInfo {
             bytes_sent: wire.len(),
@@ -375,6 +396,22 @@ impl Client {
                 info.transport = Some(Transport::Tcp);
                 info.bytes_sent += wire.len();
             }
+            Transport::Doq => {
+                info.transport = Some(Transport::Doq);
+                let (answer, conn) = self
+                    .doq
+                    .exchange(
+                        server,
+                        self.server_name(server)?,
+                        self.tls_client_config()?,
+                        wire,
+                        info,
+                    )
+                    .await?;
+                TlsSession::of_quic(&conn).record(info);
+                info.bytes_received += answer.len();
+                return Ok(answer);
+            }
             Transport::Tcp | Transport::Dot | Transport::Doh => {
                 info.transport = Some(self.transport);
             }
@@ -400,15 +437,20 @@ impl Client {
         if self.transport == Transport::Tcp || self.transport == Transport::Udp {
             return Ok(Conn::Tcp(tcp));
         }
-        let name = match &self.tls_options.server_name {
-            Some(n) => ServerName::try_from(n.clone())
-                .map_err(|e| TransportError::TlsSetup(e.to_string()))?,
-            None => ServerName::IpAddress(server.ip().into()),
-        };
         let tls = tokio_rustls::TlsConnector::from(self.tls_client_config()?)
-            .connect(name, tcp)
+            .connect(self.server_name(server)?, tcp)
             .await?;
         Ok(Conn::Tls(Box::new(tls)))
+    }
+
+    /// The TLS server name to send and verify for `server`.
+    fn server_name(&self, server: SocketAddr) -> Result<ServerName<'static>, TransportError> {
+        match &self.tls_options.server_name {
+            Some(n) => {
+                ServerName::try_from(n.clone()).map_err(|e| TransportError::TlsSetup(e.to_string()))
+            }
+            None => Ok(ServerName::IpAddress(server.ip().into())),
+        }
     }
 
     /// An idle connection to `server`, if one is pooled.

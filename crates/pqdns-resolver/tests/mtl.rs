@@ -1,8 +1,8 @@
 //! MTL mode end to end (issue 14; draft-fregly-dnsop-slh-dsa-mtl-dnssec): pqdns-server serves
-//! zones signed with SLH-DSA-MTL (248 SHA2 with NSEC3, 249 SHAKE with NSEC) over UDP, TCP, DoT
-//! and DoH, and the resolver validates them. The DNSKEY RRset carries a full signature, so the
-//! ladder is learnt while the zone's keys are trusted and every other RRset validates from its
-//! condensed signature with hashes only: no query asks for full signatures. After the zone is
+//! zones signed with SLH-DSA-MTL (248 SHA2 with NSEC3, 249 SHAKE with NSEC) over UDP, TCP, DoT,
+//! DoH and DoQ, and the resolver validates them. The DNSKEY RRset carries a full signature, so
+//! the ladder is learnt while the zone's keys are trusted and every other RRset validates from
+//! its condensed signature with hashes only: no query asks for full signatures. After the zone is
 //! re-signed (a new ladder), answers already held still validate, and the first condensed
 //! signature of the new ladder makes the resolver ask once with EDNS option 65050.
 
@@ -49,6 +49,7 @@ fn mtl_zones_validate_from_condensed_signatures_and_fetch_a_new_ladder_once() {
             let addr = match transport {
                 Transport::Dot => served.dot.unwrap(),
                 Transport::Doh => served.doh.unwrap(),
+                Transport::Doq => served.doq.unwrap(),
                 _ => served.addr,
             };
             let tls = TlsOptions {
@@ -72,6 +73,7 @@ fn mtl_zones_validate_from_condensed_signatures_and_fetch_a_new_ladder_once() {
             Transport::Tcp,
             Transport::Dot,
             Transport::Doh,
+            Transport::Doq,
         ] {
             let r = resolver_for(transport);
             for (qname, qtype) in [

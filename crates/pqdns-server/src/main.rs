@@ -75,6 +75,12 @@ struct Cli {
     #[arg(long, value_name = "ADDR")]
     doh: Vec<SocketAddr>,
 
+    /// DNS-over-QUIC listen address (RFC 9250, UDP, ALPN "doq"; one stream per query, 0-RTT
+    /// off, idle timeout and connection caps as for TCP; same TLS policy and certificate as
+    /// DoT), e.g. 127.0.0.1:8853 beside DoT's TCP port. Repeatable. [default: none]
+    #[arg(long, value_name = "ADDR")]
+    doq: Vec<SocketAddr>,
+
     /// TLS policy for DoT and DoH: "hybrid-preferred" (X25519MLKEM768 first, then X25519,
     /// P-256, P-384), "pq-only" (hybrid ML-KEM groups only, TLS 1.3 only) or "pq-strict"
     /// (pq-only, and the certificate must have an ML-DSA key: post-quantum key exchange and
@@ -247,6 +253,7 @@ fn settings(
         (&cli.tcp, &mut settings.tcp),
         (&cli.dot, &mut settings.dot),
         (&cli.doh, &mut settings.doh),
+        (&cli.doq, &mut settings.doq),
     ] {
         if !cli_addrs.is_empty() {
             target.clone_from(cli_addrs);
@@ -354,6 +361,9 @@ fn print_listeners(handle: &ServerHandle, policy: KxPolicy, doh_path: &str) {
     }
     for addr in &a.doh {
         print(format_args!("listening doh https://{addr}{doh_path}"));
+    }
+    for addr in &a.doq {
+        print(format_args!("listening doq {addr}"));
     }
     if let Some(addr) = a.metrics {
         print(format_args!("listening metrics http://{addr}/metrics"));

@@ -66,6 +66,8 @@ pub enum Proto {
     Dot = 2,
     /// DNS over HTTPS.
     Doh = 3,
+    /// DNS over QUIC.
+    Doq = 4,
 }
 
 impl Proto {
@@ -76,17 +78,21 @@ impl Proto {
             Transport::Tcp => Some(Proto::Tcp),
             Transport::Dot => Some(Proto::Dot),
             Transport::Doh => Some(Proto::Doh),
+            Transport::Doq => Some(Proto::Doq),
             _ => None,
         }
     }
 }
 
-const PROTOS: [(Proto, &str); 4] = [
+const PROTOS: [(Proto, &str); N_PROTOS] = [
     (Proto::Udp, "udp"),
     (Proto::Tcp, "tcp"),
     (Proto::Dot, "dot"),
     (Proto::Doh, "doh"),
+    (Proto::Doq, "doq"),
 ];
+/// Number of [`Proto`] values.
+const N_PROTOS: usize = 5;
 
 /// QTYPEs counted by name; the others count as `other`, unparsable queries as `none`.
 const QTYPES: [(RrType, &str); 24] = [
@@ -150,16 +156,16 @@ fn counters<const N: usize>() -> [AtomicU64; N] {
     std::array::from_fn(|_| AtomicU64::new(0))
 }
 
-/// All counters; see the module doc. About 9 KiB.
+/// All counters; see the module doc. About 12 KiB.
 #[derive(Debug)]
 pub struct Metrics {
-    queries: [[[AtomicU64; RCODE_SLOTS]; QTYPE_SLOTS]; 4],
-    truncated: [AtomicU64; 4],
-    sizes: [[AtomicU64; SIZE_SLOTS]; 4],
-    size_sum: [AtomicU64; 4],
-    handshakes: [[AtomicU64; GROUP_SLOTS]; 4],
-    handshake_failures: [[AtomicU64; HandshakeFailure::ALL.len()]; 4],
-    refused: [AtomicU64; 4],
+    queries: [[[AtomicU64; RCODE_SLOTS]; QTYPE_SLOTS]; N_PROTOS],
+    truncated: [AtomicU64; N_PROTOS],
+    sizes: [[AtomicU64; SIZE_SLOTS]; N_PROTOS],
+    size_sum: [AtomicU64; N_PROTOS],
+    handshakes: [[AtomicU64; GROUP_SLOTS]; N_PROTOS],
+    handshake_failures: [[AtomicU64; HandshakeFailure::ALL.len()]; N_PROTOS],
+    refused: [AtomicU64; N_PROTOS],
     reset_floods: AtomicU64,
     /// UDP responses withheld by RRL: [dropped, sent truncated].
     rate_limited: [AtomicU64; 2],
@@ -302,7 +308,7 @@ impl Metrics {
             );
         }
         out.push_str("# HELP pqdns_tls_handshakes_total Completed TLS handshakes by negotiated key exchange group.\n# TYPE pqdns_tls_handshakes_total counter\n");
-        for (p, name) in [PROTOS[2], PROTOS[3]] {
+        for (p, name) in [PROTOS[2], PROTOS[3], PROTOS[4]] {
             for (g, c) in self.handshakes[p as usize].iter().enumerate() {
                 let group = GROUPS.get(g).map_or("other", |(_, l)| l);
                 let n = load(c);
@@ -313,7 +319,7 @@ impl Metrics {
             }
         }
         out.push_str("# HELP pqdns_tls_handshake_failures_total TLS handshakes that failed or timed out, by reason.\n# TYPE pqdns_tls_handshake_failures_total counter\n");
-        for (p, name) in [PROTOS[2], PROTOS[3]] {
+        for (p, name) in [PROTOS[2], PROTOS[3], PROTOS[4]] {
             for reason in HandshakeFailure::ALL {
                 let n = load(&self.handshake_failures[p as usize][reason as usize]);
                 let _ = writeln!(
@@ -421,6 +427,7 @@ mod tests {
         );
         m.response(Proto::Tcp, None, Rcode::FORMERR, false, 12);
         m.handshake(Proto::Dot, Some(rustls::NamedGroup::X25519MLKEM768));
+        m.handshake(Proto::Doq, Some(rustls::NamedGroup::X25519MLKEM768));
         m.handshake(Proto::Doh, Some(rustls::NamedGroup::FFDHE2048));
         m.handshake_failure(Proto::Doh, HandshakeFailure::NoSharedGroup);
         m.connection_refused(Proto::Dot);
@@ -439,6 +446,7 @@ mod tests {
             "pqdns_response_bytes_sum{transport=\"udp\"} 1332",
             "pqdns_response_bytes_count{transport=\"udp\"} 2",
             "pqdns_tls_handshakes_total{transport=\"dot\",group=\"X25519MLKEM768\"} 1",
+            "pqdns_tls_handshakes_total{transport=\"doq\",group=\"X25519MLKEM768\"} 1",
             "pqdns_tls_handshakes_total{transport=\"doh\",group=\"other\"} 1",
             "pqdns_tls_handshake_failures_total{transport=\"doh\",reason=\"no-shared-group\"} 1",
             "pqdns_tls_handshake_failures_total{transport=\"doh\",reason=\"timeout\"} 0",

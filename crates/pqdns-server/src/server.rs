@@ -56,6 +56,8 @@ pub struct BoundAddrs {
     pub dot: Vec<SocketAddr>,
     /// DoH listeners.
     pub doh: Vec<SocketAddr>,
+    /// DoQ endpoints (UDP).
+    pub doq: Vec<SocketAddr>,
     /// The metrics listener, if configured.
     pub metrics: Option<SocketAddr>,
 }
@@ -101,6 +103,7 @@ impl Server {
             tcp: a.tcp.clone(),
             dot: a.dot.clone(),
             doh: a.doh.clone(),
+            doq: a.doq.clone(),
             metrics: metrics_listener.as_ref().map(|(addr, _)| *addr),
         };
         let metrics_task = metrics_listener.map(|(_, l)| {

@@ -7,6 +7,8 @@
 //! tcp = ["127.0.0.1:5353"]
 //! dot = ["127.0.0.1:8853"]
 //! doh = ["127.0.0.1:8443"]
+//! doq = ["127.0.0.1:8853"]   # DNS over QUIC (RFC 9250), UDP beside DoT's TCP port; off
+//!                             # unless set
 //! doh_path = "/dns-query"
 //! udp_payload = 1232          # bytes, EDNS UDP payload size offered and accepted (512..=4096)
 //! udp_threads = 1             # threads (and SO_REUSEPORT sockets) per UDP address; one thread
@@ -132,6 +134,8 @@ pub struct ServerTable {
     pub dot: Option<Vec<SocketAddr>>,
     /// DoH listen addresses.
     pub doh: Option<Vec<SocketAddr>>,
+    /// DoQ listen addresses.
+    pub doq: Option<Vec<SocketAddr>>,
     /// DoH URI path.
     pub doh_path: Option<String>,
     /// EDNS UDP payload size, bytes.
@@ -224,6 +228,8 @@ pub struct Settings {
     pub dot: Vec<SocketAddr>,
     /// DoH listen addresses.
     pub doh: Vec<SocketAddr>,
+    /// DoQ listen addresses (UDP).
+    pub doq: Vec<SocketAddr>,
     /// DoH URI path.
     pub doh_path: String,
     /// EDNS UDP payload size, bytes.
@@ -266,6 +272,7 @@ impl Settings {
             tcp: Vec::new(),
             dot: Vec::new(),
             doh: Vec::new(),
+            doq: Vec::new(),
             doh_path: DEFAULT_DOH_PATH.into(),
             udp_payload: DEFAULT_UDP_PAYLOAD,
             udp_threads: DEFAULT_UDP_THREADS,
@@ -308,6 +315,10 @@ impl Settings {
         s.tcp = first(&|t| t.tcp.clone(), DEFAULT_DNS_ADDR);
         s.dot = first(&|t| t.dot.clone(), DEFAULT_DOT_ADDR);
         s.doh = first(&|t| t.doh.clone(), DEFAULT_DOH_ADDR);
+        s.doq = tables
+            .iter()
+            .find_map(|(t, _)| t.doq.clone())
+            .unwrap_or_default();
         let pick = |f: &dyn Fn(&ServerTable) -> Option<u64>| tables.iter().find_map(|(t, _)| f(t));
         if let Some(path) = tables.iter().find_map(|(t, _)| t.doh_path.clone()) {
             if !path.starts_with('/') {
@@ -462,6 +473,7 @@ impl Settings {
         c.tcp.clone_from(&self.tcp);
         c.dot.clone_from(&self.dot);
         c.doh.clone_from(&self.doh);
+        c.doq.clone_from(&self.doq);
         c.doh_path.clone_from(&self.doh_path);
         c.udp_threads = self.udp_threads;
         c.idle_timeout = self.idle_timeout;

@@ -13,7 +13,7 @@ use std::process::Child;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::{go, http_get, python_dot_client, spawn_server};
+use common::{go, http_get, python_client, spawn_server};
 
 /// Every listener on a free loopback port.
 const LISTENERS: [&str; 8] = [
@@ -76,13 +76,14 @@ fn ml_dsa_certificate_verified_by_openssl_and_hybrid_preferred_allows_classical_
     let (addr, ca) = (dot.to_string(), dir.path().join("keys/pqdns-server.crt"));
     let ca = ca.to_str().unwrap();
 
-    let (ok, kv, text) = python_dot_client(&[&addr, "www.example.com.", "--ca", ca]);
+    let (ok, kv, text) = python_client("dot_client.py", &[&addr, "www.example.com.", "--ca", ca]);
     assert!(ok, "{text}");
     assert_eq!(kv["group"], "X25519MLKEM768", "{text}");
     assert_eq!(kv["cert_key"], "MLDSA44PublicKey", "{text}");
     assert_eq!((kv["rcode"].as_str(), kv["answers"].as_str()), ("0", "1"));
 
-    let (ok, kv, text) = python_dot_client(&[&addr, "www.example.com.", "--p256-only"]);
+    let (ok, kv, text) =
+        python_client("dot_client.py", &[&addr, "www.example.com.", "--p256-only"]);
     assert!(
         ok,
         "hybrid-preferred accepts a classical key exchange: {text}"
@@ -108,13 +109,13 @@ fn pq_strict_refuses_classical_groups_and_classical_certificates_with_reason() {
         log()
     );
 
-    let (ok, kv, text) = python_dot_client(&[&addr, "www.example.com."]);
+    let (ok, kv, text) = python_client("dot_client.py", &[&addr, "www.example.com."]);
     assert!(ok, "{text}");
     assert_eq!(kv["group"], "X25519MLKEM768", "{text}");
     assert_eq!(kv["cert_key"], "MLDSA44PublicKey", "{text}");
 
     assert_eq!(failures(metrics, "no-shared-group"), 0);
-    let (ok, _, text) = python_dot_client(&[&addr, "www.example.com.", "--p256-only"]);
+    let (ok, _, text) = python_client("dot_client.py", &[&addr, "www.example.com.", "--p256-only"]);
     assert!(!ok, "a P-256-only client must be refused: {text}");
     assert_eq!(failures(metrics, "no-shared-group"), 1);
     assert!(
@@ -125,8 +126,10 @@ fn pq_strict_refuses_classical_groups_and_classical_certificates_with_reason() {
 
     // Refused handshakes are logged at most once a second.
     std::thread::sleep(Duration::from_millis(1100));
-    let (ok, _, text) =
-        python_dot_client(&[&addr, "www.example.com.", "--sigalgs", CLASSICAL_SIGALGS]);
+    let (ok, _, text) = python_client(
+        "dot_client.py",
+        &[&addr, "www.example.com.", "--sigalgs", CLASSICAL_SIGALGS],
+    );
     assert!(
         !ok,
         "a classical-certificate client must be refused: {text}"

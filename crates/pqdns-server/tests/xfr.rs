@@ -438,7 +438,7 @@ fn metrics_count_queries_and_tls_groups() {
         "pqdns_response_bytes_count{transport=\"udp\"} 3",
         "pqdns_tls_handshakes_total{transport=\"dot\",group=\"X25519MLKEM768\"} 1",
         "pqdns_tls_handshakes_total{transport=\"dot\",group=\"X25519\"} 1",
-        "pqdns_tls_handshake_failures_total{transport=\"dot\"} 0",
+        "pqdns_tls_handshake_failures_total{transport=\"dot\",reason=\"no-shared-group\"} 0",
     ] {
         assert!(page.lines().any(|l| l == line), "missing {line}:\n{page}");
     }

@@ -30,9 +30,10 @@ pub struct Served {
     pub anchors: TrustAnchors,
     /// UDP and TCP address.
     pub addr: SocketAddr,
-    /// DoT and DoH addresses, if asked for.
+    /// DoT, DoH and DoQ addresses, if asked for.
     pub dot: Option<SocketAddr>,
     pub doh: Option<SocketAddr>,
+    pub doq: Option<SocketAddr>,
     /// Holds the zone description, keys, DS file (`<origin>ds`) and TLS certificate.
     pub dir: tempfile::TempDir,
 }
@@ -63,7 +64,7 @@ pub fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// Serves `zone` on 127.0.0.1; `configure` may change the settings (fragmentation, …).
-/// With `tls`, DoT and DoH listen too, with a self-signed certificate in `dir/keys`.
+/// With `tls`, DoT, DoH and DoQ listen too, with a self-signed certificate in `dir/keys`.
 pub fn serve(zone: ZoneSpec<'_>, tls: bool, configure: impl FnOnce(&mut Settings)) -> Served {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("zone.toml");
@@ -124,6 +125,7 @@ pub fn serve_toml(
     if tls {
         settings.dot = vec![SocketAddr::from(([127, 0, 0, 1], 0))];
         settings.doh = vec![SocketAddr::from(([127, 0, 0, 1], 0))];
+        settings.doq = vec![SocketAddr::from(([127, 0, 0, 1], 0))];
     }
     configure(&mut settings);
     let rt = runtime();
@@ -139,6 +141,7 @@ pub fn serve_toml(
     Served {
         dot: handle.addrs.dot.first().copied(),
         doh: handle.addrs.doh.first().copied(),
+        doq: handle.addrs.doq.first().copied(),
         rt,
         handle: Some(handle),
         anchors,

@@ -93,6 +93,7 @@ impl TestServer {
         settings.tcp = vec![any4, any6];
         settings.dot = vec![any4];
         settings.doh = vec![any4];
+        settings.doq = vec![any4];
         adjust(&mut settings);
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -133,6 +134,9 @@ impl TestServer {
     }
     pub fn doh(&self) -> SocketAddr {
         self.handle().addrs.doh[0]
+    }
+    pub fn doq(&self) -> SocketAddr {
+        self.handle().addrs.doq[0]
     }
     pub fn cert_path(&self) -> PathBuf {
         self.handle().certificate().unwrap().cert_path
@@ -355,20 +359,23 @@ pub fn go_client() -> PathBuf {
         .clone()
 }
 
-/// Runs the pyOpenSSL DoT client (tests/py/dot_client.py) with `args`: (exit status success,
-/// its key=value lines, the whole output). The Python with pyOpenSSL is `$PQDNS_PYTHON`, or
-/// the virtual environment `./dev test` makes in `target/py`.
-pub fn python_dot_client(args: &[&str]) -> (bool, HashMap<String, String>, String) {
+/// Runs the Python client `script` (tests/py: dot_client.py over pyOpenSSL, doq_client.py over
+/// aioquic) with `args`: (exit status success, its key=value lines, the whole output). The
+/// Python with those packages is `$PQDNS_PYTHON`, or the virtual environment `./dev test`
+/// makes in `target/py`.
+pub fn python_client(script: &str, args: &[&str]) -> (bool, HashMap<String, String>, String) {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let python = std::env::var_os("PQDNS_PYTHON")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace.join("target/py/bin/python"));
     assert!(
         python.exists(),
-        "{} not found: ./dev test makes it (python3 -m venv target/py; pip install pyOpenSSL)",
+        "{} not found: ./dev test makes it (python3 -m venv target/py; pip install pyOpenSSL aioquic)",
         python.display()
     );
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/dot_client.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/py")
+        .join(script);
     let mut all = vec![script.to_string_lossy().into_owned()];
     all.extend(args.iter().map(|a| a.to_string()));
     let (ok, text) = run(&python, &all);

@@ -1,0 +1,220 @@
+//! DNS over dedicated QUIC connections (RFC 9250) with quinn and the server's rustls
+//! configuration (so the same key exchange policy and certificate as DoT and DoH: X25519MLKEM768
+//! preferred, ML-DSA certificates possible), ALPN "doq" (RFC 9250 §4.1.1).
+//!
+//! Each query comes on its own client-initiated bidirectional stream as a 2-byte length and
+//! the message (RFC 9250 §4.2), and the response goes back the same way before the stream is
+//! finished. A query whose message ID is not 0 (§4.2.1), or a stream that does not hold
+//! exactly one length-prefixed message, closes the connection with DOQ_PROTOCOL_ERROR (§4.3).
+//! 0-RTT is off (rustls accepts no early data), so a query cannot be replayed (§4.5). Bounds:
+//! the connection caps of the TCP listeners (a refused connection is reported as
+//! [`Event::ConnectionRefused`]), the idle timeout as QUIC's idle timeout and as the limit on
+//! reading one stream, [`MAX_STREAMS`] concurrent streams per connection, and no
+//! unidirectional streams. Zone transfers over QUIC (RFC 9250 §4.2 XoQ) are not served: the
+//! service is asked as for DoH.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use quinn::crypto::rustls::QuicServerConfig;
+use quinn::{Connection, Endpoint, Incoming, RecvStream, SendStream, VarInt};
+use tokio::sync::watch;
+use tokio::time::timeout;
+use tracing::debug;
+
+use crate::limit::ConnLimiter;
+use crate::service::{respond_once, Event, HandshakeFailure, Request, Service, Transport};
+use crate::tcp::StreamLimits;
+
+/// ALPN protocol id of DNS over QUIC (RFC 9250 §4.1.1).
+pub const ALPN_DOQ: &[u8] = b"doq";
+/// Concurrent bidirectional streams (queries) a client may open per connection.
+pub const MAX_STREAMS: u32 = 100;
+/// RFC 9250 §4.3 error codes.
+const DOQ_NO_ERROR: u32 = 0x0;
+const DOQ_INTERNAL_ERROR: u32 = 0x1;
+const DOQ_PROTOCOL_ERROR: u32 = 0x2;
+/// Largest stream a query may take: the length prefix and a 65535-byte message.
+const MAX_QUERY_STREAM: usize = 2 + 65_535;
+
+/// A QUIC endpoint on `addr` serving DoQ with `tls` (a TLS 1.3 configuration whose ALPN is
+/// [`ALPN_DOQ`]), idle connections closed after `idle`.
+///
+/// # Errors
+/// The operating system's error from binding, or an `InvalidInput` error if `tls` cannot do
+/// QUIC (no TLS 1.3 or no TLS_AES_128_GCM_SHA256 cipher suite).
+pub(crate) fn bind(
+    addr: SocketAddr,
+    tls: Arc<rustls::ServerConfig>,
+    idle: Duration,
+) -> std::io::Result<Endpoint> {
+    let crypto = QuicServerConfig::try_from(tls)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    let transport = Arc::get_mut(&mut config.transport).expect("a fresh transport config");
+    transport
+        .max_idle_timeout(idle.try_into().ok())
+        .max_concurrent_bidi_streams(VarInt::from_u32(MAX_STREAMS))
+        .max_concurrent_uni_streams(VarInt::from_u32(0));
+    Endpoint::server(config, addr)
+}
+
+/// Accepts DoQ connections on `endpoint` until `shutdown` turns true, then closes them all
+/// (DOQ_NO_ERROR) and waits for their close to be sent, at most `limits.idle`.
+pub(crate) async fn serve<S: Service>(
+    endpoint: Endpoint,
+    service: Arc<S>,
+    limiter: Arc<ConnLimiter>,
+    limits: StreamLimits,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        let incoming = tokio::select! {
+            incoming = endpoint.accept() => match incoming {
+                Some(i) => i,
+                None => break,
+            },
+            _ = shutdown.changed() => break,
+        };
+        let client = incoming.remote_address();
+        let Some(permit) = limiter.try_acquire(client.ip()) else {
+            incoming.refuse();
+            service.event(&Event::ConnectionRefused {
+                transport: Transport::Doq,
+                client,
+            });
+            continue;
+        };
+        let service = Arc::clone(&service);
+        tokio::spawn(async move {
+            if let Some(conn) = handshake(incoming, client, &*service, limits).await {
+                serve_connection(conn, client, service, limits).await;
+            }
+            drop(permit);
+        });
+    }
+    endpoint.close(VarInt::from_u32(DOQ_NO_ERROR), b"shutting down");
+    let _ = timeout(limits.idle, endpoint.wait_idle()).await;
+}
+
+/// The QUIC handshake of `incoming`, bounded by the idle timeout and reported to `service` as
+/// for DoT.
+async fn handshake<S: Service>(
+    incoming: Incoming,
+    client: SocketAddr,
+    service: &S,
+    limits: StreamLimits,
+) -> Option<Connection> {
+    let transport = Transport::Doq;
+    let (reason, error) = match incoming.accept() {
+        Ok(connecting) => match timeout(limits.idle, connecting).await {
+            Ok(Ok(conn)) => {
+                let group = negotiated_group(&conn);
+                service.event(&Event::Handshake {
+                    transport,
+                    client,
+                    group,
+                });
+                debug!(peer = %client, ?group, "doq handshake done");
+                return Some(conn);
+            }
+            Ok(Err(e)) => (failure_of(&e), e.to_string()),
+            Err(_) => (HandshakeFailure::Timeout, "timed out".to_string()),
+        },
+        // quinn reads the ClientHello when accepting: a refused one fails here.
+        Err(e) => (failure_of(&e), e.to_string()),
+    };
+    service.event(&Event::HandshakeFailed {
+        transport,
+        client,
+        reason,
+    });
+    debug!(peer = %client, reason = reason.name(), %error, "doq handshake failed");
+    None
+}
+
+/// The key exchange group `conn`'s handshake negotiated.
+pub fn negotiated_group(conn: &Connection) -> Option<rustls::NamedGroup> {
+    conn.handshake_data()?
+        .downcast::<quinn::crypto::rustls::HandshakeData>()
+        .ok()
+        .map(|h| h.negotiated_key_exchange_group)
+}
+
+/// The reason of a failed QUIC handshake: quinn carries the rustls error only as text in the
+/// CONNECTION_CLOSE reason (a TLS alert code, RFC 9001 §4.8).
+fn failure_of(error: &quinn::ConnectionError) -> HandshakeFailure {
+    let text = error.to_string();
+    if text.contains("NoKxGroupsInCommon") {
+        HandshakeFailure::NoSharedGroup
+    } else if text.contains("NoSignatureSchemesInCommon") {
+        HandshakeFailure::NoSharedSignatureScheme
+    } else if matches!(error, quinn::ConnectionError::TimedOut) {
+        HandshakeFailure::Timeout
+    } else {
+        HandshakeFailure::Other
+    }
+}
+
+/// Answers every stream `conn` opens until it closes (idle timeout, client close, protocol
+/// error).
+async fn serve_connection<S: Service>(
+    conn: Connection,
+    client: SocketAddr,
+    service: Arc<S>,
+    limits: StreamLimits,
+) {
+    while let Ok((send, recv)) = conn.accept_bi().await {
+        let (conn, service) = (conn.clone(), Arc::clone(&service));
+        tokio::spawn(async move {
+            if let Err(code) = answer_stream(send, recv, client, &service, limits).await {
+                conn.close(VarInt::from_u32(code), b"");
+            }
+        });
+    }
+}
+
+/// Reads one query from a stream and writes its response; `Err` with the DoQ error code the
+/// connection must be closed with.
+async fn answer_stream<S: Service>(
+    mut send: SendStream,
+    mut recv: RecvStream,
+    client: SocketAddr,
+    service: &Arc<S>,
+    limits: StreamLimits,
+) -> Result<(), u32> {
+    let stream = match timeout(limits.idle, recv.read_to_end(MAX_QUERY_STREAM)).await {
+        Ok(Ok(s)) => s,
+        // A client that resets its stream or goes away cancelled the query.
+        Ok(Err(_)) | Err(_) => return Ok(()),
+    };
+    let message = match stream.split_first_chunk::<2>() {
+        Some((len, m)) if usize::from(u16::from_be_bytes(*len)) == m.len() => m,
+        _ => return Err(DOQ_PROTOCOL_ERROR),
+    };
+    if message.len() < 2 || message[..2] != [0, 0] {
+        return Err(DOQ_PROTOCOL_ERROR);
+    }
+    let request = Request::new(message, client, Transport::Doq);
+    let Some((mut out, info)) =
+        respond_once(service, &request, vec![0, 0], 2, limits.deferred).await
+    else {
+        return Err(DOQ_INTERNAL_ERROR);
+    };
+    let Ok(len) = u16::try_from(info.len) else {
+        return Err(DOQ_INTERNAL_ERROR);
+    };
+    if len == 0 || out.len() < 2 + info.len {
+        // Not DNS: nothing sensible to answer on this stream.
+        return Err(DOQ_PROTOCOL_ERROR);
+    }
+    out[..2].copy_from_slice(&len.to_be_bytes());
+    out.truncate(2 + info.len);
+    let write = async {
+        send.write_all(&out).await.ok()?;
+        send.finish().ok()
+    };
+    let _ = timeout(limits.idle, write).await;
+    Ok(())
+}

@@ -1,0 +1,116 @@
+//! DNS over dedicated QUIC connections, client side (RFC 9250): one QUIC connection per
+//! server (quinn, with the same rustls configuration as DoT but ALPN "doq"), kept open and
+//! shared by every task, one bidirectional stream per query carrying the 2-byte length and the
+//! message (whose ID must be 0, §4.2.1), the stream finished after the query; the answer is
+//! what the server writes before finishing its side. 0-RTT is not used.
+
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+
+use quinn::crypto::rustls::QuicClientConfig;
+use quinn::{Connection, Endpoint};
+use rustls::pki_types::ServerName;
+
+use crate::transport::{ExchangeInfo, TransportError, MAX_MESSAGE};
+
+/// QUIC connections per server, and the local endpoints they use (one per address family).
+#[derive(Default)]
+pub(crate) struct DoqConnections {
+    endpoints: Mutex<[Option<Endpoint>; 2]>,
+    connections: Mutex<HashMap<SocketAddr, Connection>>,
+}
+
+impl DoqConnections {
+    /// The open connection to `server`, or a new one made with `tls` for `name`.
+    async fn connection(
+        &self,
+        server: SocketAddr,
+        name: ServerName<'static>,
+        tls: Arc<rustls::ClientConfig>,
+        info: &mut ExchangeInfo,
+    ) -> Result<Connection, TransportError> {
+        let open = {
+            let conns = self.connections.lock().unwrap_or_else(|e| e.into_inner());
+            conns
+                .get(&server)
+                .filter(|c| c.close_reason().is_none())
+                .cloned()
+        };
+        if let Some(c) = open {
+            return Ok(c);
+        }
+        let endpoint = self.endpoint(server)?;
+        let crypto = QuicClientConfig::try_from(tls)
+            .map_err(|e| TransportError::TlsSetup(format!("QUIC: {e}")))?;
+        let config = quinn::ClientConfig::new(Arc::new(crypto));
+        let name = match &name {
+            ServerName::DnsName(n) => n.as_ref().to_string(),
+            ServerName::IpAddress(ip) => std::net::IpAddr::from(*ip).to_string(),
+            other => format!("{other:?}"),
+        };
+        let connecting = endpoint
+            .connect_with(config, server, &name)
+            .map_err(|e| TransportError::Io(std::io::Error::other(e)))?;
+        let conn = connecting
+            .await
+            .map_err(|e| TransportError::Io(std::io::Error::other(e)))?;
+        info.new_connection = true;
+        self.connections
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(server, conn.clone());
+        Ok(conn)
+    }
+
+    /// The client endpoint for `server`'s address family, bound on first use.
+    fn endpoint(&self, server: SocketAddr) -> Result<Endpoint, TransportError> {
+        let mut endpoints = self.endpoints.lock().unwrap_or_else(|e| e.into_inner());
+        let slot = &mut endpoints[usize::from(server.is_ipv6())];
+        if let Some(e) = slot {
+            return Ok(e.clone());
+        }
+        let local: SocketAddr = if server.is_ipv6() {
+            (Ipv6Addr::UNSPECIFIED, 0).into()
+        } else {
+            (Ipv4Addr::UNSPECIFIED, 0).into()
+        };
+        let endpoint = Endpoint::client(local)?;
+        *slot = Some(endpoint.clone());
+        Ok(endpoint)
+    }
+
+    /// Sends the DNS message `wire` (ID 0) to `server` on a new stream and returns the answer.
+    pub(crate) async fn exchange(
+        &self,
+        server: SocketAddr,
+        name: ServerName<'static>,
+        tls: Arc<rustls::ClientConfig>,
+        wire: &[u8],
+        info: &mut ExchangeInfo,
+    ) -> Result<(Vec<u8>, Connection), TransportError> {
+        let conn = self.connection(server, name, tls, info).await?;
+        let len = u16::try_from(wire.len())
+            .map_err(|_| TransportError::BadAnswer("query over 65535 bytes".into()))?;
+        let quic =
+            |e: &dyn std::fmt::Display| TransportError::Io(std::io::Error::other(e.to_string()));
+        let (mut send, mut recv) = conn.open_bi().await.map_err(|e| quic(&e))?;
+        send.write_all(&len.to_be_bytes())
+            .await
+            .map_err(|e| quic(&e))?;
+        send.write_all(wire).await.map_err(|e| quic(&e))?;
+        send.finish().map_err(|e| quic(&e))?;
+        let stream = recv
+            .read_to_end(2 + MAX_MESSAGE)
+            .await
+            .map_err(|e| quic(&e))?;
+        match stream.split_first_chunk::<2>() {
+            Some((len, answer)) if usize::from(u16::from_be_bytes(*len)) == answer.len() => {
+                Ok((answer.to_vec(), conn))
+            }
+            _ => Err(TransportError::BadAnswer(
+                "DoQ stream is not one length-prefixed message (RFC 9250 §4.2)".into(),
+            )),
+        }
+    }
+}
