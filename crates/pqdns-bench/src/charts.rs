@@ -12,7 +12,8 @@ pub const WIDTH: u32 = 1000;
 /// Height of one bar, pixels (a chart grows with its bars).
 pub const BAR_HEIGHT: u32 = 22;
 
-type DrawResult = Result<(), Box<dyn std::error::Error>>;
+/// What drawing a chart returns: drawing and file errors (for PNG also a missing system font).
+pub type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
 /// Draws with `$draw(area, args…)` once into `STEM.svg` and once into `STEM.png`, each
 /// written atomically (a failed drawing leaves the previous chart).

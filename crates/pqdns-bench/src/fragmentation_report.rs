@@ -92,14 +92,7 @@ impl Drop for ServerProcess {
 
 impl ServerProcess {
     fn cpu_ns(&self) -> u64 {
-        let dir = format!("/proc/{}/task", self.child.id());
-        std::fs::read_dir(dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
-            .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-            .sum()
+        crate::server_process::cpu_ns(self.child.id())
     }
 }
 

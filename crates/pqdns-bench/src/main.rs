@@ -11,8 +11,8 @@ use pqdns_bench::load::{self, ConnectionMode, Limit, LoadConfig, LoadTransport};
 use pqdns_bench::query_source::{self, EdnsOptions};
 use pqdns_bench::tls_client::{self, TlsClientOptions};
 use pqdns_bench::{
-    fragmentation_report, genzone, matrix, mtl_report, resolver_report, server_process,
-    signing_report,
+    fragmentation_report, genzone, handshake_report, matrix, mtl_report, resolver_report,
+    server_process, signing_report,
 };
 use pqdns_core::atomic_file::{write_atomic, FileMode};
 use pqdns_core::dnssec::Algorithm;
@@ -217,6 +217,29 @@ enum Cmd {
         queries: usize,
         /// Output prefix: writes PREFIX.csv and PREFIX.json.
         #[arg(long, default_value = "docs/bench/fragmentation")]
+        output: PathBuf,
+    },
+    /// Fresh-connection report: one query per new connection (full TLS 1.3 handshake) over DoT
+    /// and DoQ through a delay shim at each RTT, per TLS certificate algorithm, against
+    /// pqdns-server child processes (built next to this binary): client time and server CPU
+    /// per query.
+    Handshakes {
+        /// Certificate algorithms (ecdsa-p256, ed25519, rsa2048, ml-dsa-44, ml-dsa-65,
+        /// ml-dsa-87).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "ecdsa-p256,ml-dsa-44,ml-dsa-65,ml-dsa-87"
+        )]
+        certs: Vec<String>,
+        /// Round-trip times to emulate, milliseconds.
+        #[arg(long, value_delimiter = ',', default_value = "0,20")]
+        rtt: Vec<u64>,
+        /// Queries per cell.
+        #[arg(long, default_value_t = 30)]
+        queries: usize,
+        /// Output prefix: writes PREFIX.csv and PREFIX.json.
+        #[arg(long, default_value = "docs/bench/handshakes")]
         output: PathBuf,
     },
 }
@@ -902,6 +925,28 @@ fn run(command: Cmd) -> ExitCode {
         } => {
             let rows = fragmentation_report::run(&algorithms, &rtt, queries);
             return write_report(&output, &fragmentation_report::to_csv(&rows), &rows);
+        }
+        Cmd::Handshakes {
+            certs,
+            rtt,
+            queries,
+            output,
+        } => {
+            let mut algorithms = Vec::new();
+            for name in &certs {
+                match server_process::CertAlgorithm::from_name(name) {
+                    Some(a) => algorithms.push(a),
+                    None => {
+                        eprintln!("pqdns-bench: unknown certificate algorithm {name:?}");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
+            let rows = handshake_report::run(&algorithms, &rtt, queries);
+            if let Err(e) = handshake_report::charts(&rows, &output) {
+                eprintln!("pqdns-bench: charts: {e}");
+            }
+            return write_report(&output, &handshake_report::to_csv(&rows), &rows);
         }
     }
     ExitCode::SUCCESS

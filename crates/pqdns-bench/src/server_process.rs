@@ -123,7 +123,7 @@ pub struct ServerProcess {
     dir: tempfile::TempDir,
     /// UDP and TCP address.
     pub dns: SocketAddr,
-    /// DNS-over-TLS address.
+    /// DNS-over-TLS address (TCP), and DNS-over-QUIC on the same port number (UDP).
     pub dot: SocketAddr,
     /// DNS-over-HTTPS address.
     pub doh: SocketAddr,
@@ -196,7 +196,8 @@ impl ServerProcess {
         let toml = format!(
             "origin = \"{ORIGIN}\"\ndefault_ttl = 3600\nfile = \"zone.db\"\n{signing}\
              [server]\nudp = [\"127.0.0.1:{dns}\"]\ntcp = [\"127.0.0.1:{dns}\"]\n\
-             dot = [\"127.0.0.1:{dot}\"]\ndoh = [\"127.0.0.1:{doh}\"]\nudp_payload = 4096\n\
+             dot = [\"127.0.0.1:{dot}\"]\ndoh = [\"127.0.0.1:{doh}\"]\n\
+             doq = [\"127.0.0.1:{dot}\"]\nudp_payload = 4096\n\
              max_connections = {MAX_CONNECTIONS}\nmax_connections_per_ip = {MAX_CONNECTIONS}\n\
              rrl_rate = 0\n\
              [server.tls]\npolicy = \"{}\"\ncertificate = \"cert.pem\"\nprivate_key = \"key.pem\"\n",
@@ -266,6 +267,19 @@ impl Drop for ServerProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// CPU time process `pid` has run so far, nanoseconds: the sum over its threads of
+/// `/proc/PID/task/TID/schedstat`'s first field (finer than `/proc/PID/stat`'s clock ticks).
+pub fn cpu_ns(pid: u32) -> u64 {
+    let dir = format!("/proc/{pid}/task");
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
 }
 
 /// The `pqdns-server` binary next to the running executable (`target/release/`), or its

@@ -106,3 +106,45 @@ fn matrix_quick_does_not_overwrite_the_committed_report() {
         "the committed full-grid report\n"
     );
 }
+
+/// `handshakes` (docs/bench/handshakes.md) against pqdns-server children: one row per
+/// certificate and transport, every fresh handshake hybrid, and the charts written.
+#[test]
+fn handshakes_report_has_a_row_per_certificate_and_transport() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("hs");
+    let out = bench()
+        .args([
+            "handshakes",
+            "--certs",
+            "ecdsa-p256,ml-dsa-44",
+            "--rtt",
+            "0",
+        ])
+        .args(["--queries", "2", "--output", prefix.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let csv = std::fs::read_to_string(prefix.with_extension("csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    let cells: Vec<(&str, &str)> = rows.iter().map(|r| (r[0], r[1])).collect();
+    assert_eq!(
+        cells,
+        [
+            ("ecdsa-p256", "dot"),
+            ("ecdsa-p256", "doq"),
+            ("ml-dsa-44", "dot"),
+            ("ml-dsa-44", "doq")
+        ],
+        "{csv}"
+    );
+    assert!(rows.iter().all(|r| r[7] == "X25519MLKEM768"), "{csv}");
+    for chart in ["hs-latency.svg", "hs-cpu.svg"] {
+        assert!(dir.path().join(chart).exists(), "{chart}");
+    }
+}
