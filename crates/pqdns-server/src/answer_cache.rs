@@ -324,7 +324,13 @@ big    TXT  \"612345678901234567890123456789012345678901234567890123456789012345
         let mut out = vec![0xee; 2];
         let outcome = respond(cat, packet, transport, LOCALHOST, 1232, &mut out, 2);
         assert_eq!(outcome.len, out.len() - 2);
-        out.split_off(2)
+        let response = out.split_off(2);
+        if !response.is_empty() {
+            if let Err(e) = crate::harness::second_opinion(&response) {
+                panic!("second opinion: {e}");
+            }
+        }
+        response
     }
 
     const QUESTIONS: &[(&str, RrType)] = &[

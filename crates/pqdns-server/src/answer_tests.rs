@@ -104,8 +104,12 @@ impl Msg {
     }
 }
 
-/// Decodes a response with the message reader (independent of the writer).
+/// Decodes a response with the message reader (independent of the writer), after checking
+/// that hickory-proto reads it the same way.
 fn decode(p: &[u8]) -> Msg {
+    if let Err(e) = crate::harness::second_opinion(p) {
+        panic!("second opinion: {e}");
+    }
     let view = MessageView::parse(p).expect("the response parses");
     let sections = [Section::Answer, Section::Authority, Section::Additional].map(|s| {
         view.records(s)

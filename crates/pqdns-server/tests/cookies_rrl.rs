@@ -42,7 +42,7 @@ fn burst(server: SocketAddr, n: u16, make: impl Fn(u16) -> Vec<u8>) -> Vec<Messa
     let mut buf = [0u8; 65535];
     let mut out = Vec::new();
     while let Ok((len, _)) = socket.recv_from(&mut buf) {
-        out.push(Message::parse(&buf[..len]).expect("responses parse"));
+        out.push(common::parse_response(&buf[..len]));
     }
     out
 }

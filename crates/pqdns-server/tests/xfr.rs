@@ -77,7 +77,7 @@ fn tcp_exchange(server: SocketAddr, query: &[u8]) -> Vec<Message> {
         s.read_exact(&mut len).unwrap();
         let mut msg = vec![0u8; usize::from(u16::from_be_bytes(len))];
         s.read_exact(&mut msg).unwrap();
-        let m = Message::parse(&msg).unwrap();
+        let m = common::parse_response(&msg);
         soas += m.answers.iter().filter(|r| r.rtype == RrType::SOA).count();
         let error = m.rcode() != Rcode::NOERROR;
         out.push(m);
@@ -99,7 +99,7 @@ fn udp_query(server: SocketAddr, wire: &[u8]) -> Option<Message> {
     s.send_to(wire, server).unwrap();
     let mut buf = vec![0u8; 65535];
     let (n, _) = s.recv_from(&mut buf).ok()?;
-    Message::parse(&buf[..n]).ok()
+    Some(common::parse_response(&buf[..n]))
 }
 
 fn soa_serial(m: &Message) -> Option<u32> {

@@ -382,6 +382,18 @@ pub fn python_client(script: &str, args: &[&str]) -> (bool, HashMap<String, Stri
     (ok, key_values(&text), text)
 }
 
+/// A response of the server as pqdns-core reads it, after hickory-proto has read it the same
+/// way (`harness::second_opinion`, issue 16).
+///
+/// # Panics
+/// If either decoder refuses it or they disagree.
+pub fn parse_response(wire: &[u8]) -> pqdns_core::message::Message {
+    if let Err(e) = pqdns_server::harness::second_opinion(wire) {
+        panic!("second opinion: {e}");
+    }
+    pqdns_core::message::Message::parse(wire).expect("the response parses")
+}
+
 /// Runs the Go client; (success, key=value map, raw output).
 pub fn go(args: &[&str]) -> (bool, HashMap<String, String>, String) {
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();

@@ -11,6 +11,9 @@ use pqdns_core::{Name, Zone};
 
 use crate::answer::{Outcome, Transport};
 
+mod second_opinion;
+pub use second_opinion::second_opinion;
+
 /// The client address tests and benchmarks answer (127.0.0.1).
 pub const LOCALHOST: std::net::IpAddr = std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
 use crate::catalog::{Catalog, ServedZone};
@@ -50,8 +53,9 @@ pub fn signed_catalog(
 }
 
 /// Checks what the engine wrote for `query` (any bytes) into `out[..outcome.len]`: nothing,
-/// or a message that parses, carries the query's ID, and over UDP fits `udp_payload` bytes
-/// (the engine's own budget, at least 512).
+/// or a message that parses, that hickory-proto reads the same way ([`second_opinion`]), that
+/// carries the query's ID, and over UDP fits `udp_payload` bytes (the engine's own budget, at
+/// least 512).
 ///
 /// # Errors
 /// A description of the first broken invariant.
@@ -70,6 +74,7 @@ pub fn check_response(
         .ok_or_else(|| format!("outcome.len {} > {} bytes written", outcome.len, out.len()))?;
     let parsed = Message::parse(response)
         .map_err(|e| format!("response to {query:02x?} does not parse: {e}"))?;
+    second_opinion(response).map_err(|e| format!("response to {query:02x?}: {e}"))?;
     if query.len() < 2 || parsed.id.to_be_bytes() != [query[0], query[1]] {
         return Err(format!("response ID {} does not echo the query", parsed.id));
     }
