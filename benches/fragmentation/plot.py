@@ -10,8 +10,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-METHODS = ["arrf", "qbf", "tc+tcp", "dot-reused"]
-COLORS = {"arrf": "#1f77b4", "qbf": "#2ca02c", "tc+tcp": "#d62728", "dot-reused": "#7f7f7f"}
+METHODS = ["arrf", "qbf", "arrf-push", "qbf-push", "tc+tcp", "dot-reused"]
+COLORS = {"arrf": "#1f77b4", "qbf": "#2ca02c", "arrf-push": "#9ecae1", "qbf-push": "#a1d99b",
+          "tc+tcp": "#d62728", "dot-reused": "#7f7f7f"}
 
 
 def main(csv_path, png_path):
@@ -34,7 +35,7 @@ def main(csv_path, png_path):
                     match = [r for r in rows if r["algorithm"] == a and int(r["rtt_ms"]) == t
                              and r["qtype"] == qtype and r["method"] == m]
                     vals.append(float(match[0][key]) if match else 0.0)
-                xs = [g + (i - 1.5) * width for g in range(len(groups))]
+                xs = [g + (i - (len(METHODS) - 1) / 2) * width for g in range(len(groups))]
                 ax.bar(xs, vals, width, label=m, color=COLORS[m])
             ax.set_xticks(range(len(groups)))
             ax.set_xticklabels([f"{a}\n{t} ms" if key == "median_ms" else a for a, t in groups],

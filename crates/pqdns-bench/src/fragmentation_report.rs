@@ -3,6 +3,9 @@
 //! pqdns-server child process through the [`crate::delay_shim`] at several round-trip times,
 //! by ARRF, QBF, TC=1 + TCP fallback (new connection per query, as a resolver's fallback), and
 //! DNS over TLS on one reused connection; plus the server's CPU time per answered query.
+//! ARRF and QBF run twice: requested (a client without a server cookie: first fragment, then
+//! requests for the rest) and pushed (`arrf-push`, `qbf-push`: a client that learnt its server
+//! cookie in an untimed exchange before, so the server sends every fragment at once).
 //!
 //! Packets and IP bytes come from the loopback interface counters, so run it in a network
 //! namespace of its own (`benches/fragmentation/run.sh` does): the shim relays every packet on
@@ -30,7 +33,7 @@ use crate::resolver_report::{percentile, runtime};
 pub struct Row {
     /// Signing algorithm of the zone.
     pub algorithm: String,
-    /// `arrf`, `qbf`, `tc+tcp` or `dot-reused`.
+    /// `arrf`, `qbf`, `arrf-push`, `qbf-push`, `tc+tcp` or `dot-reused`.
     pub method: String,
     /// Emulated round-trip time, milliseconds.
     pub rtt_ms: u64,
@@ -53,7 +56,19 @@ pub struct Row {
 }
 
 /// Methods compared.
-const METHODS: [&str; 4] = ["arrf", "qbf", "tc+tcp", "dot-reused"];
+const METHODS: [&str; 6] = [
+    "arrf",
+    "qbf",
+    "arrf-push",
+    "qbf-push",
+    "tc+tcp",
+    "dot-reused",
+];
+
+/// True for the methods whose client holds a server cookie, so fragments are pushed.
+fn pushed(method: &str) -> bool {
+    method.ends_with("-push")
+}
 
 fn zone_toml(dir: &Path, algorithm: &str, mode: Fragmentation, udp: u16, dot: u16) -> PathBuf {
     let tag = algorithm.replace('+', "plus");
@@ -165,7 +180,7 @@ fn client(method: &str) -> Client {
         Transport::Udp
     };
     let mut c = Client::new(transport, Duration::from_secs(5), tls).expect("client");
-    let mode = match method {
+    let mode = match method.trim_end_matches("-push") {
         "arrf" => Fragmentation::Arrf,
         "qbf" => Fragmentation::Qbf,
         _ => Fragmentation::Off,
@@ -191,7 +206,11 @@ pub fn run(algorithms: &[String], rtts_ms: &[u64], queries: usize) -> Vec<Row> {
         let qbf = start_server(&server_bin, dir.path(), alg, Fragmentation::Qbf);
         for &rtt in rtts_ms {
             for method in METHODS {
-                let server = if method == "qbf" { &qbf } else { &arrf };
+                let server = if method.starts_with("qbf") {
+                    &qbf
+                } else {
+                    &arrf
+                };
                 let target = if method == "dot-reused" {
                     server.dot
                 } else {
@@ -235,6 +254,15 @@ fn measure(
         rt.block_on(reused.exchange(shim, &query(1, qtype)))
             .expect("warm-up answer");
     }
+    // Pushed: each client learns its server cookie before the clock (and counters) start.
+    let warm: Vec<Client> = (0..if pushed(method) { queries } else { 0 })
+        .map(|_| {
+            let c = client(method);
+            rt.block_on(c.exchange(shim, &query(1, RrType::SOA)))
+                .expect("warm-up answer");
+            c
+        })
+        .collect();
     let mut times = Vec::with_capacity(queries);
     let mut dns_bytes = 0;
     let (p0, b0) = lo_counters();
@@ -245,6 +273,8 @@ fn measure(
         let fresh;
         let c = if method == "dot-reused" {
             &reused
+        } else if let Some(w) = warm.get(i) {
+            w
         } else {
             fresh = client(method);
             &fresh
@@ -255,6 +285,10 @@ fn measure(
         assert!(
             !answer.has_flag(FLAG_TC) && answer.answers.len() >= 2,
             "{alg} {method} {qtype:?}: incomplete answer"
+        );
+        assert!(
+            !pushed(method) || info.fragments_pushed || info.bytes_received <= 1232,
+            "{alg} {method} {qtype:?}: fragments not pushed"
         );
         dns_bytes += info.bytes_sent + info.bytes_received;
     }

@@ -15,7 +15,9 @@
 //!   misses: UDP hands the query to the runtime and sends the answer from the task; TCP and DoT
 //!   keep serving the connection and write answers as they complete (RFC 7766 pipelining with
 //!   out-of-order responses); DoH awaits it in the request's task;
-//! - **with several messages** ([`Reply::Transfer`]), for zone transfers on TCP and DoT.
+//! - **with several messages** ([`Reply::Transfer`]), for zone transfers on TCP and DoT, and
+//!   for datagrams pushed together over UDP (all fragments of a large answer, paced by
+//!   [`PACE_BURST`] and [`PACE_GAP`], at most [`MAX_REPLY_DATAGRAMS`]).
 //!
 //! UDP-only post-processing (e.g. fragmenting large answers) and per-client policy belong to
 //! the service, which sees the transport and the client address of every request. Transport
@@ -61,7 +63,9 @@ pub use service::{
     Transfer, TransferEnd, Transport,
 };
 pub use tcp::{accept_loop, MAX_DEFERRED_PER_CONNECTION};
-pub use udp::{BATCH, MAX_DATAGRAM, POLL_INTERVAL, RECV_BUFFER};
+pub use udp::{
+    BATCH, MAX_DATAGRAM, MAX_REPLY_DATAGRAMS, PACE_BURST, PACE_GAP, POLL_INTERVAL, RECV_BUFFER,
+};
 
 /// `tracing` filter directives programs using pqdns-net should add to their log filter
 /// (unless the user's filter names the target): h2 logs a WARN line for every HTTP/2

@@ -17,8 +17,9 @@
 //!   in the HTTP request's task. The listener bounds how many are in flight and how long each
 //!   may take ([`crate::ListenConfig`]).
 //! - **as several messages** ([`Reply::Transfer`]): a zone transfer (AXFR, RFC 5936 §2.2; IXFR,
-//!   RFC 1995) is written message by message from a [`Transfer`], on TCP and DoT only; the other
-//!   transports send nothing for it (the service should not return it there).
+//!   RFC 1995) is written message by message from a [`Transfer`] on TCP and DoT; on UDP each
+//!   message is a datagram of its own, paced (pushed fragments of a large answer; see
+//!   [`crate::PACE_BURST`]); DoH and DoQ send nothing for it (the service should not return it there).
 //!
 //! [`Service::snapshot`] is taken once per UDP batch (up to 32 datagrams) and once per stream
 //! message, so a service whose data is swapped on reload (e.g. a zone catalog behind a lock)
@@ -170,12 +171,13 @@ pub enum Reply<T> {
     Ready(ResponseInfo),
     /// Not answered yet: the listener calls [`Service::respond_later`].
     Defer,
-    /// Several messages (a zone transfer), written one by one on TCP and DoT; other
-    /// transports send nothing.
+    /// Several messages, written one by one: a zone transfer on TCP and DoT, datagrams on
+    /// UDP; DoH and DoQ send nothing.
     Transfer(T),
 }
 
-/// A response of several messages: a zone transfer (RFC 5936 §2.2).
+/// A response of several messages: a zone transfer (RFC 5936 §2.2), or datagrams sent together
+/// over UDP.
 pub trait Transfer: Send + 'static {
     /// Writes the next message at `out[base..]` (`out` is truncated to `base` first) and
     /// returns its length in bytes (at most 65535), or `None` when there is none left.

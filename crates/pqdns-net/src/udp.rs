@@ -15,8 +15,14 @@
 //! duplicated: the reply leaves from the address the query came to) with `MSG_DONTWAIT`, so a
 //! full send buffer drops that answer as the network could. At most
 //! [`crate::ListenConfig::max_deferred`] deferred queries per socket are in flight; more are
-//! dropped (the client retries). Multi-message replies are not defined over UDP (RFC 5936
-//! §4.2): nothing is sent for them.
+//! dropped (the client retries).
+//!
+//! A multi-message reply ([`Reply::Transfer`]) goes out as one datagram per message, from a
+//! runtime task like a deferred answer (the same permits): a server pushing all the fragments
+//! of a large answer to a client whose address a DNS cookie proved. Zone transfers are not
+//! defined over UDP (RFC 5936 §4.2), so services only reply this way with messages meant as
+//! datagrams. The datagrams are paced: [`PACE_BURST`] back to back (TCP's initial window,
+//! RFC 6928), then [`PACE_GAP`] before the next burst, at most [`MAX_REPLY_DATAGRAMS`] in all.
 
 use std::io::{self, IoSlice, IoSliceMut};
 use std::net::{SocketAddr, UdpSocket};
@@ -30,7 +36,7 @@ use tokio::runtime::Handle;
 use tokio::sync::{watch, Semaphore};
 use tracing::debug;
 
-use crate::service::{Reply, Request, Service, Transport};
+use crate::service::{Reply, Request, Service, Transfer, TransferEnd, Transport};
 
 /// Largest datagram read, in bytes.
 pub const MAX_DATAGRAM: usize = 65535;
@@ -41,6 +47,13 @@ pub const BATCH: usize = 32;
 pub const RECV_BUFFER: usize = 4 << 20;
 /// Longest a serving thread blocks in a receive before it checks for shutdown.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(200);
+/// Datagrams of a multi-message reply sent back to back before a pause.
+pub const PACE_BURST: usize = 10;
+/// Pause between bursts of a multi-message reply.
+pub const PACE_GAP: Duration = Duration::from_millis(1);
+/// Most datagrams one multi-message reply may send (a 65535-byte answer cut for a 1232-byte
+/// budget takes about 60); the rest are not sent.
+pub const MAX_REPLY_DATAGRAMS: usize = 128;
 /// Capacity each response buffer starts with, in bytes (the largest EDNS payload servers
 /// commonly accept; buffers grow if a service writes more).
 const RESPONSE_CAPACITY: usize = 4096;
@@ -233,9 +246,9 @@ fn answer_batch<S: Service>(
                 response.clear();
                 defer(socket, service, deferral, &request);
             }
-            Reply::Transfer(_) => {
+            Reply::Transfer(messages) => {
                 response.clear();
-                debug!(peer = %client, "multi-message reply over UDP dropped");
+                send_messages(socket, deferral, client, messages);
             }
         }
     }
@@ -273,6 +286,45 @@ fn defer<S: Service>(
         ) {
             debug!(peer = %client, error = %e, "UDP send error (deferred answer)");
         }
+    });
+}
+
+/// Hands a multi-message reply to the runtime, which sends its messages to `client` as paced
+/// datagrams.
+fn send_messages<T: Transfer>(
+    socket: &Arc<UdpSocket>,
+    deferral: &Deferral,
+    client: SocketAddr,
+    mut messages: T,
+) {
+    let Ok(permit) = Arc::clone(&deferral.in_flight).try_acquire_owned() else {
+        debug!(peer = %client, "too many UDP replies in flight; multi-message reply dropped");
+        messages.end(TransferEnd::WriteFailed);
+        return;
+    };
+    let socket = Arc::clone(socket);
+    deferral.runtime.spawn(async move {
+        let to = SockaddrStorage::from(client);
+        let mut buf = Vec::with_capacity(RESPONSE_CAPACITY);
+        let mut end = TransferEnd::Complete;
+        for sent in 0..MAX_REPLY_DATAGRAMS {
+            let Some(len) = messages.next_message(&mut buf, 0) else {
+                break;
+            };
+            if sent > 0 && sent % PACE_BURST == 0 {
+                tokio::time::sleep(PACE_GAP).await;
+            }
+            let Some(datagram) = buf.get(..len) else {
+                break;
+            };
+            if let Err(e) = sendto(socket.as_raw_fd(), datagram, &to, MsgFlags::MSG_DONTWAIT) {
+                debug!(peer = %client, error = %e, "UDP send error (multi-message reply)");
+                end = TransferEnd::WriteFailed;
+                break;
+            }
+        }
+        messages.end(end);
+        drop(permit);
     });
 }
 

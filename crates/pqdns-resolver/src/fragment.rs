@@ -11,6 +11,13 @@
 //! inconsistent, the caller falls back to TCP. An answer with TC=1 and no option is ordinary
 //! truncation: TCP as usual.
 //!
+//! **Pushed fragments.** When the query carries a server cookie learnt from this server
+//! (RFC 7873 §5.3; [`crate::cookies`]) and [`FragConfig::push`] is on, the option also sets
+//! the PUSH flag: a server that finds the cookie valid sends every fragment at once and says so
+//! in the first fragment, which saves the round trip of the requests. The client then waits
+//! [`FragConfig::push_wait`] for them (datagrams that overtake the first fragment are kept,
+//! up to [`MAX_EARLY`]) and requests whatever is still missing as above, then TCP.
+//!
 //! Bounds: fragment datagrams longer than the UDP budget are dropped; QBF keeps at most
 //! `qbf::MAX_FRAGMENTS` fragments of at most the budget each; ARRF keeps what
 //! [`pqdns_core::frag::arrf::Limits`] allows (by default 1 MiB over all pending answers,
@@ -22,10 +29,10 @@ use std::time::{Duration, Instant};
 
 use pqdns_core::dnssec::Profile;
 use pqdns_core::frag::arrf::{self, ArrfError, Key, Limits, Progress, Reassembler};
-use pqdns_core::frag::edns::{FragOption, Fragmentation, DEFAULT_CODE};
+use pqdns_core::frag::edns::{FragOption, Fragmentation, DEFAULT_CODE, PUSH};
 use pqdns_core::frag::qbf;
 use pqdns_core::message::Message;
-use pqdns_core::wire::FLAG_TC;
+use pqdns_core::wire::{FLAG_QR, FLAG_TC, OPTION_COOKIE};
 use pqdns_core::RrType;
 use tokio::net::UdpSocket;
 
@@ -51,11 +58,17 @@ pub struct FragConfig {
     /// Profile giving the algorithms' maximum sizes for the QBF fragment count (the server
     /// uses the `default` profile).
     pub profile: Profile,
+    /// Ask for pushed fragments (the option's PUSH flag) when the query carries a server
+    /// cookie.
+    pub push: bool,
+    /// How long to wait for pushed fragments after the first before requesting the missing
+    /// ones.
+    pub push_wait: Duration,
 }
 
 impl FragConfig {
-    /// `mode` with option 65108, RRFRAG type 65388, default ARRF limits, 1 s rounds and the
-    /// `default` profile.
+    /// `mode` with option 65108, RRFRAG type 65388, default ARRF limits, 1 s rounds, the
+    /// `default` profile, and pushed fragments asked for (waited for 200 ms).
     pub fn new(mode: Fragmentation) -> FragConfig {
         FragConfig {
             mode,
@@ -64,12 +77,33 @@ impl FragConfig {
             limits: Limits::default(),
             round_timeout: Duration::from_secs(1),
             profile: Profile::default_profile(),
+            push: true,
+            push_wait: Duration::from_millis(200),
         }
     }
 }
 
+/// Most fragment datagrams kept that arrive before the first fragment (pushed fragments
+/// overtaking it).
+pub const MAX_EARLY: usize = 64;
+
 /// Request rounds per answer: the first, and one more for what was lost.
 const ROUNDS: usize = 2;
+
+/// How the fragments after the first come.
+struct Delivery {
+    /// The server pushes them (the first fragment said PUSH).
+    pushed: bool,
+    /// Fragment datagrams that arrived before the first.
+    early: Vec<Vec<u8>>,
+}
+
+impl Delivery {
+    /// Rounds to run: waiting for pushed fragments, then [`ROUNDS`] of requests.
+    fn rounds(&self) -> usize {
+        ROUNDS + usize::from(self.pushed)
+    }
+}
 
 /// What to do with one received datagram.
 enum Step {
@@ -128,41 +162,62 @@ impl Fragmenting {
             return Ok(None);
         };
         let ours = edns.udp_payload;
-        FragOption::schemes(self.config.mode.bit()).put(edns, self.config.option_code);
+        // A server cookie (beyond the 8-byte client cookie) proves our address to the server.
+        let proven = edns.option(OPTION_COOKIE).is_some_and(|c| c.len() > 8);
+        let push = if self.config.push && proven { PUSH } else { 0 };
+        FragOption::schemes(self.config.mode.bit() | push).put(edns, self.config.option_code);
         let socket = udp_socket(server).await?;
         let wire = query.to_wire();
         socket.send(&wire).await?;
         info.bytes_sent = wire.len();
         let mut buf = vec![0u8; MAX_MESSAGE];
+        let mut early = Vec::new();
         let first = loop {
             let n = socket.recv(&mut buf).await?;
-            if n >= 2 && buf[..2] == wire[..2] {
-                break &buf[..n];
+            if n < 2 || buf[..2] != wire[..2] {
+                continue;
             }
+            info.bytes_received += n;
+            if push != 0 && self.is_later_fragment(&buf[..n], &query) {
+                if early.len() < MAX_EARLY {
+                    early.push(buf[..n].to_vec());
+                }
+                continue;
+            }
+            break &buf[..n];
         };
-        info.bytes_received += first.len();
         let Ok(parsed) = Message::parse_with(first, self.compact()) else {
             // Truncated: TCP. Otherwise the response is malformed: hand it back so that the
             // caller rejects it (FORMERR) instead of quietly trying TCP.
             let tc = first.len() >= 4 && u16::from_be_bytes([first[2], first[3]]) & FLAG_TC != 0;
             return Ok((!tc).then(|| first.to_vec()));
         };
-        let fragmented = FragOption::find(parsed.edns.as_ref(), self.config.option_code)
-            .is_some_and(|o| o.schemes == self.config.mode.bit());
-        if !fragmented {
+        let Some(option) = FragOption::find(parsed.edns.as_ref(), self.config.option_code)
+            .filter(|o| o.scheme_bits() == self.config.mode.bit())
+        else {
             return Ok((!parsed.has_flag(FLAG_TC)).then(|| first.to_vec()));
-        }
+        };
+        let delivery = Delivery {
+            pushed: push != 0 && option.push(),
+            early,
+        };
+        info.fragments_pushed = delivery.pushed;
         let server_payload = parsed.edns.as_ref().map_or(0, |e| e.udp_payload);
         let budget = usize::from(ours.clamp(MIN_UDP_PAYLOAD, server_payload.max(MIN_UDP_PAYLOAD)));
         let done = match self.config.mode {
-            Fragmentation::Qbf => self.qbf(&socket, &query, parsed, budget, info).await,
+            Fragmentation::Qbf => {
+                self.qbf(&socket, &query, parsed, delivery, budget, info)
+                    .await
+            }
             Fragmentation::Arrf => {
                 let key = Key {
                     server,
                     id: query.id,
                     question: query.questions[0].clone(),
                 };
-                let done = self.arrf(&socket, &query, &key, parsed, budget, info).await;
+                let done = self
+                    .arrf(&socket, &query, &key, parsed, delivery, budget, info)
+                    .await;
                 self.reassembler().abandon(&key);
                 done
             }
@@ -171,12 +226,31 @@ impl Fragmenting {
         Ok(done.map(|m| m.to_wire()))
     }
 
+    /// True if `datagram` is a fragment other than the first of the answer to `query`: a QBF
+    /// `?n?` question or ARRF's `. RRFRAG` question, where the first repeats the query's.
+    fn is_later_fragment(&self, datagram: &[u8], query: &Message) -> bool {
+        Message::parse_with(datagram, self.compact()).is_ok_and(|m| {
+            m.questions.len() == 1 && m.questions != query.questions && m.has_flag(FLAG_QR)
+        })
+    }
+
+    /// How long to wait in round `i` (from 0), and whether to send requests in it: a round
+    /// waiting for pushed fragments comes first and sends none.
+    fn round_plan(&self, delivery: &Delivery, i: usize) -> (Duration, bool) {
+        if delivery.pushed && i == 0 {
+            (self.config.push_wait, false)
+        } else {
+            (self.config.round_timeout, true)
+        }
+    }
+
     /// Fetches QBF fragments 2..=N of the answer whose fragment 1 is `first`.
     async fn qbf(
         &self,
         socket: &UdpSocket,
         query: &Message,
         first: Message,
+        mut delivery: Delivery,
         budget: usize,
         info: &mut ExchangeInfo,
     ) -> Option<Message> {
@@ -186,9 +260,11 @@ impl Fragmenting {
         let original = &query.questions[0];
         let mut slots: Vec<Option<Message>> = vec![None; usize::from(count)];
         slots[0] = Some(first);
-        for _ in 0..ROUNDS {
+        for i in 0..delivery.rounds() {
+            let (timeout, ask) = self.round_plan(&delivery, i);
+            let early = std::mem::take(&mut delivery.early);
             let mut requests = Vec::new();
-            for (n, _) in (1..=count).zip(&slots).filter(|(_, s)| s.is_none()) {
+            for (n, _) in (1..=count).zip(&slots).filter(|(_, s)| s.is_none() && ask) {
                 let mut r = query.clone();
                 let Ok(name) = qbf::fragment_qname(n, &original.qname) else {
                     return None;
@@ -219,16 +295,7 @@ impl Fragmenting {
                 }
                 Step::More
             };
-            match round(
-                socket,
-                &requests,
-                budget,
-                self.config.round_timeout,
-                info,
-                step,
-            )
-            .await
-            {
+            match round(socket, &requests, &early, budget, timeout, info, step).await {
                 Some(Step::Done(m)) => return Some(m),
                 Some(_) => return None,
                 None => {}
@@ -238,12 +305,14 @@ impl Fragmenting {
     }
 
     /// Fetches the ARRF ranges missing from the answer `first`.
+    #[expect(clippy::too_many_arguments, reason = "one exchange's state")]
     async fn arrf(
         &self,
         socket: &UdpSocket,
         query: &Message,
         key: &Key,
         first: Message,
+        mut delivery: Delivery,
         budget: usize,
         info: &mut ExchangeInfo,
     ) -> Option<Message> {
@@ -257,12 +326,14 @@ impl Fragmenting {
         };
         let t = self.config.rrfrag_type;
         let edns = query.edns.clone()?;
-        let timeout = self.config.round_timeout;
-        for _ in 0..ROUNDS {
+        for i in 0..delivery.rounds() {
             let wanted = match progress {
                 Progress::Complete(m) => return Some(m),
                 Progress::Missing(w) => w,
             };
+            let (timeout, ask) = self.round_plan(&delivery, i);
+            let early = std::mem::take(&mut delivery.early);
+            let wanted = if ask { wanted } else { Vec::new() };
             let requests: Vec<Vec<u8>> = arrf::plan_requests(&wanted, budget)
                 .iter()
                 .map(|group| {
@@ -292,7 +363,7 @@ impl Fragmenting {
                     }
                 }
             };
-            match round(socket, &requests, budget, timeout, info, step).await {
+            match round(socket, &requests, &early, budget, timeout, info, step).await {
                 Some(Step::Done(m)) => return Some(m),
                 Some(_) => return None,
                 None => {}
@@ -307,17 +378,25 @@ impl Fragmenting {
     }
 }
 
-/// Sends `requests` back to back, then feeds responses to `step` until it finishes (`Some`)
-/// or `timeout` passes (`None`). Datagrams longer than `budget` are dropped. A socket error
-/// (e.g. ICMP port unreachable) ends the round with [`Step::Fail`]: TCP may still work.
+/// Sends `requests` back to back, then feeds `early` datagrams (received already) and
+/// responses to `step` until it finishes (`Some`) or `timeout` passes (`None`). Datagrams
+/// longer than `budget` are dropped. A socket error (e.g. ICMP port unreachable) ends the
+/// round with [`Step::Fail`]: TCP may still work.
 async fn round(
     socket: &UdpSocket,
     requests: &[Vec<u8>],
+    early: &[Vec<u8>],
     budget: usize,
     timeout: Duration,
     info: &mut ExchangeInfo,
     mut step: impl FnMut(&[u8]) -> Step,
 ) -> Option<Step> {
+    for d in early.iter().filter(|d| d.len() <= budget) {
+        match step(d) {
+            Step::More => {}
+            other => return Some(other),
+        }
+    }
     for r in requests {
         if socket.send(r).await.is_err() {
             return Some(Step::Fail);

@@ -59,4 +59,4 @@ mod validate;
 pub use anchors::TrustAnchors;
 pub use answer::{Answer, AnswerRRset, Dropped, Referral, Section};
 pub use resolve::{Config, Mode, ResolveError, Resolver, WorkLimits};
-pub use transport::{Client, TlsOptions, Transport};
+pub use transport::{Client, ExchangeInfo, TlsOptions, Transport};

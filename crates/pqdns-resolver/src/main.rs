@@ -110,8 +110,9 @@ struct Cli {
     at: Option<u64>,
     /// UDP fragmentation to offer (EDNS option 65108): "arrf" (RRFRAG records), "qbf" (?n?
     /// fragment queries) or "off". A server that supports the scheme answers large responses
-    /// in fragments fetched in parallel; otherwise, or when fragments are lost, the query is
-    /// retried over TCP as usual.
+    /// in fragments fetched in parallel, or sends them all at once once a DNS cookie proved
+    /// our address; otherwise, or when fragments are lost, the query is retried over TCP as
+    /// usual.
     #[arg(long, value_name = "MODE", default_value = "arrf")]
     fragmentation: Fragmentation,
     /// Per-exchange timeout, seconds.
@@ -336,6 +337,10 @@ fn print_text(cli: &Cli, a: &Answer) {
             field(&tls.tls_cipher),
             field(&tls.tls_certificate)
         );
+    }
+    let pushed = a.exchanges().iter().filter(|e| e.fragments_pushed).count();
+    if pushed > 0 {
+        outln!(";; fragments pushed by the server (DNS cookie) in {pushed} exchange(s)");
     }
     outln!(
         ";; {} exchange(s), {sent} bytes sent, {received} bytes received, {ms:.1} ms",

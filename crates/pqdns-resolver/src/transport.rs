@@ -118,6 +118,9 @@ pub struct ExchangeInfo {
     pub tls_certificate: Option<String>,
     /// True if a new connection (and TLS handshake) was made.
     pub new_connection: bool,
+    /// True if the server pushed every fragment of the answer unasked (ARRF/QBF over UDP with
+    /// a valid DNS cookie: one round trip; `crate::fragment`).
+    pub fragments_pushed: bool,
     /// True if the query asked for full MTL signatures (EDNS option 65050), because a
     /// condensed signature's ladder was not held.
     pub full_signatures: bool,

@@ -1,7 +1,9 @@
 //! ARRF and QBF end to end over 127.0.0.1 against pqdns-server: answers fetched as fragments
-//! validate (and stay on UDP); a deterministic lossy, reordering and duplicating UDP proxy
-//! still gives validated answers (from fragments, or after a clean TCP fallback); a client
-//! that does not offer fragmentation gets TC=1 and TCP.
+//! validate (and stay on UDP); once the client holds a server cookie the fragments are pushed
+//! in one round trip, and never to a client that does not ask; a deterministic lossy,
+//! reordering and duplicating UDP proxy still gives validated answers (from fragments, pushed
+//! or requested, or after a clean TCP fallback); a client that does not offer fragmentation
+//! gets TC=1 and TCP.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,7 +13,7 @@ use std::time::Duration;
 use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::RrType;
 use pqdns_resolver::fragment::FragConfig;
-use pqdns_resolver::{Client, Config, Mode, Resolver, TlsOptions, Transport};
+use pqdns_resolver::{Client, Config, ExchangeInfo, Mode, Resolver, TlsOptions, Transport};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 
 mod common;
@@ -34,13 +36,16 @@ fn serve(mode: Fragmentation) -> (Served, SocketAddr) {
 }
 
 fn resolver(served: &Served, addr: SocketAddr, mode: Fragmentation) -> Resolver {
+    resolver_with(served, addr, FragConfig::new(mode))
+}
+
+fn resolver_with(served: &Served, addr: SocketAddr, mut frag: FragConfig) -> Resolver {
     let mut client = Client::new(
         Transport::Udp,
         Duration::from_secs(5),
         TlsOptions::default(),
     )
     .unwrap();
-    let mut frag = FragConfig::new(mode);
     frag.round_timeout = Duration::from_millis(300);
     client.set_fragmentation(frag);
     Resolver::new(
@@ -57,16 +62,53 @@ const QUESTIONS: [(&str, RrType); 3] = [
 
 /// Resolves every question; returns the transports the exchanges used.
 fn resolve_all(served: &Served, r: &Resolver) -> Vec<Option<Transport>> {
-    let mut used = Vec::new();
+    exchanges(served, r).iter().map(|e| e.transport).collect()
+}
+
+/// Resolves every question (Secure); returns every exchange made.
+fn exchanges(served: &Served, r: &Resolver) -> Vec<ExchangeInfo> {
+    let mut all = Vec::new();
     for (name, qtype) in QUESTIONS {
         let answer = served
             .rt
             .block_on(r.resolve(&name.parse().unwrap(), qtype))
             .unwrap();
         assert!(answer.status().is_secure(), "{name} {qtype:?}");
-        used.extend(answer.exchanges().iter().map(|e| e.transport));
+        all.extend_from_slice(answer.exchanges());
     }
-    used
+    all
+}
+
+#[test]
+fn fragments_are_pushed_once_the_client_holds_a_server_cookie() {
+    for mode in [Fragmentation::Arrf, Fragmentation::Qbf] {
+        let (served, addr) = serve(mode);
+        let r = resolver(&served, addr, mode);
+        let first = exchanges(&served, &r);
+        // The very first exchange has no server cookie yet: its fragments are requested.
+        assert!(
+            !first[0].fragments_pushed,
+            "{mode}: pushed to an unproven client"
+        );
+        let again = exchanges(&served, &r);
+        let pushed: Vec<&ExchangeInfo> = first[1..]
+            .iter()
+            .chain(&again)
+            .filter(|e| e.fragments_pushed)
+            .collect();
+        // The resolver cache answers some of the second round, but not all were asked once.
+        assert!(!pushed.is_empty(), "{mode}: nothing pushed");
+        for e in &pushed {
+            assert_eq!(e.transport, Some(Transport::Udp));
+        }
+        // A client that does not ask is never pushed to, cookie or not.
+        let mut quiet = FragConfig::new(mode);
+        quiet.push = false;
+        let r = resolver_with(&served, addr, quiet);
+        let all: Vec<ExchangeInfo> = [exchanges(&served, &r), exchanges(&served, &r)].concat();
+        assert!(all.iter().all(|e| !e.fragments_pushed), "{mode}");
+        assert!(all.iter().all(|e| e.transport == Some(Transport::Udp)));
+    }
 }
 
 #[test]
@@ -193,11 +235,19 @@ async fn proxy(server: SocketAddr, drop: fn(usize) -> bool) -> (SocketAddr, Arc<
 fn lossy_reordering_duplicating_path_gives_validated_answers_or_tcp_fallback() {
     for mode in [Fragmentation::Arrf, Fragmentation::Qbf] {
         let (served, addr) = serve(mode);
-        // Every fifth fragment lost: asked again, answers mostly stay on UDP.
+        // Every fifth fragment lost: asked again, answers mostly stay on UDP; pushed
+        // fragments (after the first exchange learnt a server cookie) are recovered the same
+        // way.
         let (front, stats) = served.rt.block_on(proxy(addr, |k| k % 5 == 2));
         let r = resolver(&served, front, mode);
-        let used = resolve_all(&served, &r);
+        let all = exchanges(&served, &r);
+        let used: Vec<_> = all.iter().map(|e| e.transport).collect();
         assert!(used.contains(&Some(Transport::Udp)), "{mode}: {used:?}");
+        assert!(
+            all.iter()
+                .any(|e| e.fragments_pushed && e.transport == Some(Transport::Udp)),
+            "{mode}: no pushed answer through the lossy path"
+        );
         assert!(stats.dropped.load(Ordering::Relaxed) > 0);
         assert!(stats.duplicated.load(Ordering::Relaxed) > 0);
         assert!(stats.reordered.load(Ordering::Relaxed) > 0);

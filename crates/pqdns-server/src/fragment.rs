@@ -6,6 +6,8 @@
 //! - [`replace_truncated`]: after the answer engine set TC, the complete answer is computed
 //!   as for a stream transport and replaced by the first fragment (QBF fragment 1 with TC=1,
 //!   or the ARRF answer with its largest records replaced by RRFRAGs and TC clear).
+//!   With a valid server cookie and the option's PUSH flag, the other fragments are sent
+//!   at once, unrequested (one round trip instead of two; see [`replace_truncated`]).
 //! - [`answer_request`]: fragment requests (a QBF `?n?` QNAME, or ARRF's `. RRFRAG IN`
 //!   question carrying the original question in the option) are answered by recomputing the
 //!   complete answer and cutting the requested part. No per-client state is kept.
@@ -24,11 +26,11 @@
 //! the resolver uses too.
 
 use std::collections::VecDeque;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use pqdns_core::dnssec::Profile;
-use pqdns_core::frag::edns::{FragOption, Fragmentation, DEFAULT_CODE};
+use pqdns_core::frag::edns::{FragOption, Fragmentation, DEFAULT_CODE, PUSH};
 use pqdns_core::frag::{arrf, qbf};
 use pqdns_core::message::{Message, Question};
 use pqdns_core::wire::{
@@ -39,7 +41,7 @@ use tracing::debug;
 
 use crate::answer::{respond, Outcome, Transport};
 use crate::catalog::Catalog;
-use crate::cookie::CookieCheck;
+use crate::cookie::{self, CookieCheck, RESPONSE_COOKIE_LEN};
 
 /// Fragmentation settings (the `fragmentation`, `fragmentation_option` and `rrfrag_type`
 /// keys of `[server]`).
@@ -225,13 +227,50 @@ fn formerr(request: &Message, out: &mut Vec<u8>) -> Outcome {
     write(&m, &m.to_wire(), out)
 }
 
-/// Answers a fragment request in `packet` into `out` (UDP, from `out[0]`). `None` if
-/// fragmentation is off or `packet` is not a fragment request of our scheme from a client that
-/// signalled it: the answer engine then handles it as any query.
+/// How the COOKIE option of `query` from `client` checks against the catalog's secrets, and
+/// the COOKIE option data we answer it with (RFC 7873 §5.2, RFC 9018 §4.3); `None` without
+/// cookies on either side.
+fn answer_cookie(
+    catalog: &Catalog,
+    query: &Message,
+    client: IpAddr,
+) -> (CookieCheck, Option<[u8; RESPONSE_COOKIE_LEN]>) {
+    let data = query.edns.as_ref().and_then(|e| e.option(OPTION_COOKIE));
+    let (Some(cookies), Some(data)) = (catalog.cookies.as_deref(), data) else {
+        return (CookieCheck::Absent, None);
+    };
+    if cookie::split(data).is_none() {
+        return (CookieCheck::Invalid, None);
+    }
+    let now = pqdns_core::time::now();
+    let check = cookies.check(data, client, now);
+    let mut ours = [0; RESPONSE_COOKIE_LEN];
+    cookies.answer(data, check, client, now, &mut ours);
+    (check, Some(ours))
+}
+
+/// `full` with our COOKIE option `data` (if any) in its OPT.
+fn with_cookie(full: &Message, data: Option<[u8; RESPONSE_COOKIE_LEN]>) -> Message {
+    let mut m = full.clone();
+    if let (Some(data), Some(edns)) = (data, m.edns.as_mut()) {
+        edns.set_option(OPTION_COOKIE, data.to_vec());
+    }
+    m
+}
+
+/// Answers a fragment request in `packet` from `client` into `out` (UDP, from `out[0]`).
+/// `None` if fragmentation is off or `packet` is not a fragment request of our scheme from a
+/// client that signalled it: the answer engine then handles it as any query.
+///
+/// A request's DNS cookie is checked (a valid one exempts the response from rate limiting, as
+/// for queries). QBF fragments carry our COOKIE option as fragment 1 did (every QBF fragment
+/// repeats fragment 1's OPT: the fragment sizes depend on it); ARRF fragment responses carry
+/// none (the reassembled answer has the first response's OPT).
 pub fn answer_request(
     fragmenter: Option<&Fragmenter>,
     catalog: &Arc<Catalog>,
     packet: &[u8],
+    client: IpAddr,
     udp_payload: u16,
     out: &mut Vec<u8>,
 ) -> Option<Outcome> {
@@ -246,6 +285,7 @@ pub fn answer_request(
     }
     let option = f.signalled(&request)?;
     let budget = Fragmenter::budget(&request, udp_payload);
+    let (check, cookie) = answer_cookie(catalog, &request, client);
     let q = &request.questions[0];
     let mut original = request.clone();
     original.additional.clear();
@@ -253,7 +293,7 @@ pub fn answer_request(
         Fragmentation::Qbf => {
             let (n, qname) = qbf::parse_fragment_qname(&q.qname)?;
             original.questions[0].qname = qname;
-            let full = f.full_answer(catalog, &original, udp_payload)?;
+            let full = with_cookie(&f.full_answer(catalog, &original, udp_payload)?, cookie);
             qbf::fragment(&full, n, budget, &f.profile).map_err(|e| e.to_string())
         }
         Fragmentation::Arrf => {
@@ -266,57 +306,109 @@ pub fn answer_request(
         }
         Fragmentation::Off => return None,
     };
-    Some(match result {
+    let mut outcome = match result {
         Ok(m) => emit(&m, f.compact(), budget, out).unwrap_or_else(|| formerr(&request, out)),
         Err(e) => {
             debug!(error = %e, "fragment request refused");
             formerr(&request, out)
         }
-    })
+    };
+    outcome.cookie = check;
+    Some(outcome)
 }
 
-/// After the answer engine truncated the UDP answer in `out` to the query in `packet`,
-/// replaces it by the first fragment if the client signalled our scheme and the answer can be
-/// fragmented; otherwise leaves the TC=1 answer alone.
+/// After the answer engine truncated the UDP answer in `out` to the query in `packet` from
+/// `client`, replaces it by the first fragment if the client signalled our scheme and the
+/// answer can be fragmented; otherwise leaves the TC=1 answer alone. The first fragment
+/// carries our COOKIE option when the query had one, so a client learns its server cookie
+/// from fragmented answers too.
+///
+/// If the query also set the [`PUSH`] flag and its server cookie is valid (RFC 7873 §5.2.3:
+/// its source address is not spoofed), the first fragment says [`PUSH`] and the other
+/// fragments are returned, in wire form, for the caller to send at once: QBF fragments
+/// 2..=N, or the ARRF responses the client would have requested
+/// ([`arrf::pushed_responses`]). Each fits the same budget as the first. Empty otherwise: the
+/// client requests them (two round trips, and no unrequested datagrams to an unproven
+/// address).
 pub fn replace_truncated(
     fragmenter: Option<&Fragmenter>,
     catalog: &Arc<Catalog>,
     packet: &[u8],
+    client: IpAddr,
     udp_payload: u16,
     out: &mut Vec<u8>,
     outcome: &mut Outcome,
-) {
-    let Some(f) = fragmenter else { return };
+) -> Vec<Vec<u8>> {
+    let Some(f) = fragmenter else {
+        return Vec::new();
+    };
     // A fragment request is answered by `answer_request` only, never re-fragmented.
     if f.looks_like_request(packet) {
-        return;
+        return Vec::new();
     }
     let Ok(query) = Message::parse(packet) else {
-        return;
+        return Vec::new();
     };
-    if f.signalled(&query).is_none_or(|o| o.question.is_some()) {
-        return;
-    }
+    let Some(option) = f.signalled(&query).filter(|o| o.question.is_none()) else {
+        return Vec::new();
+    };
     let budget = Fragmenter::budget(&query, udp_payload);
-    let Some(full) = f.full_answer(catalog, &query, udp_payload) else {
-        return;
+    let Some(shared) = f.full_answer(catalog, &query, udp_payload) else {
+        return Vec::new();
     };
-    let t = f.settings.rrfrag_type;
-    let first = match f.settings.mode {
-        Fragmentation::Qbf => {
-            qbf::fragment(&full, 1, budget, &f.profile).map_err(|e| e.to_string())
-        }
-        Fragmentation::Arrf => arrf::first_response(&full, budget, t).map_err(|e| e.to_string()),
-        Fragmentation::Off => return,
+    let (check, cookie) = answer_cookie(catalog, &query, client);
+    let push = option.push() && check == CookieCheck::Valid;
+    let full = with_cookie(&shared, cookie);
+    let (t, compact) = (f.settings.rrfrag_type, f.compact());
+    let fragments = match f.settings.mode {
+        Fragmentation::Qbf => qbf::fragment(&full, 1, budget, &f.profile)
+            .and_then(|first| {
+                let count = if push {
+                    qbf::fragment_count(&full, budget, &f.profile)?
+                } else {
+                    1
+                };
+                let rest = (2..=count).map(|n| qbf::fragment(&full, n, budget, &f.profile));
+                std::iter::once(Ok(first))
+                    .chain(rest)
+                    .collect::<Result<_, _>>()
+            })
+            .map_err(|e| e.to_string()),
+        // Only the first response carries the cookie: the others are cut from the shared
+        // answer, as requested ranges are.
+        Fragmentation::Arrf => arrf::first_response(&full, budget, t)
+            .and_then(|first| {
+                let rest = if push {
+                    arrf::pushed_responses(&shared, &first, budget, t)?
+                } else {
+                    Vec::new()
+                };
+                Ok(std::iter::once(first).chain(rest).collect())
+            })
+            .map_err(|e| e.to_string()),
+        Fragmentation::Off => return Vec::new(),
     };
-    match first {
-        Ok(m) => {
-            if let Some(o) = emit(&m, f.compact(), budget, out) {
-                *outcome = o;
-            }
+    let mut fragments: Vec<Message> = match fragments {
+        Ok(f) => f,
+        Err(e) => {
+            debug!(error = %e, "answer not fragmented; TC stays");
+            return Vec::new();
         }
-        Err(e) => debug!(error = %e, "answer not fragmented; TC stays"),
+    };
+    if push && fragments.len() > 1 {
+        if let Some(edns) = fragments[0].edns.as_mut() {
+            FragOption::schemes(f.settings.mode.bit() | PUSH).put(edns, f.settings.option_code);
+        }
     }
+    let Some(o) = emit(&fragments[0], compact, budget, out) else {
+        return Vec::new();
+    };
+    *outcome = Outcome { cookie: check, ..o };
+    fragments
+        .drain(1..)
+        .map(|m| m.to_wire_with(compact))
+        .filter(|wire| wire.len() <= budget)
+        .collect()
 }
 
 #[cfg(test)]

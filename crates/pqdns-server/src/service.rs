@@ -4,7 +4,8 @@
 //!
 //! - **UDP**: the answer engine with the client's EDNS payload limit; fragment requests and
 //!   truncated answers go through the ARRF/QBF responder ([`crate::fragment`]) for clients that
-//!   signalled it.
+//!   signalled it; a client with a valid server cookie that asks for it gets every fragment at
+//!   once ([`Messages::Fragments`], sent as paced datagrams by the listener).
 //! - **TCP and DoT**: zone transfer requests (AXFR, IXFR) from clients in the allow-list
 //!   ([`crate::acl`]) are answered with several messages ([`crate::axfr`]); everything else is
 //!   answered by the engine with the stream limit (65535 bytes).
@@ -98,20 +99,21 @@ impl Authoritative {
         *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
     }
 
-    /// The UDP answer: fragment requests and truncated answers through the fragmenter.
+    /// The UDP answer: fragment requests and truncated answers through the fragmenter; with
+    /// the other fragments when they are pushed (see [`fragment::replace_truncated`]).
     fn answer_udp(
         &self,
         catalog: &Arc<Catalog>,
         request: &Request<'_>,
         out: &mut Vec<u8>,
-    ) -> Outcome {
+    ) -> (Outcome, Vec<Vec<u8>>) {
         let (frag, payload) = (self.fragmenter.as_ref(), self.udp_payload);
         let packet = request.message;
         let client = request.client.ip();
         // Fragment requests are answers too: rate-limited like the rest.
-        if let Some(mut o) = fragment::answer_request(frag, catalog, packet, payload, out) {
+        if let Some(mut o) = fragment::answer_request(frag, catalog, packet, client, payload, out) {
             self.limit(client, out, &mut o);
-            return o;
+            return (o, Vec::new());
         }
         let mut o = respond(
             catalog,
@@ -122,17 +124,16 @@ impl Authoritative {
             out,
             0,
         );
+        let mut pushed = Vec::new();
         if o.truncated {
-            // The first fragment answers the same query: its cookie check stands.
-            let cookie = o.cookie;
-            fragment::replace_truncated(frag, catalog, packet, payload, out, &mut o);
-            o.cookie = cookie;
+            pushed =
+                fragment::replace_truncated(frag, catalog, packet, client, payload, out, &mut o);
         }
         if let Some(error) = o.error {
             debug!(peer = %request.client, %error, "malformed UDP query");
         }
         self.limit(client, out, &mut o);
-        o
+        (o, pushed)
     }
 
     /// Response-rate limiting: clients with a valid server cookie pass; others within their
@@ -158,7 +159,7 @@ impl Authoritative {
 
 impl Service for Authoritative {
     type Snapshot = Arc<Catalog>;
-    type Transfer = ZoneTransfer;
+    type Transfer = Messages;
 
     fn snapshot(&self) -> Arc<Catalog> {
         self.catalog()
@@ -170,21 +171,26 @@ impl Service for Authoritative {
         request: &Request<'_>,
         out: &mut Vec<u8>,
         base: usize,
-    ) -> Reply<ZoneTransfer> {
+    ) -> Reply<Messages> {
         let transport = request.transport;
+        let mut pushed = Vec::new();
         let outcome = match transport {
-            Transport::Udp => self.answer_udp(catalog, request, out),
+            Transport::Udp => {
+                let (outcome, rest) = self.answer_udp(catalog, request, out);
+                pushed = rest;
+                outcome
+            }
             _ => {
                 if matches!(transport, Transport::Tcp | Transport::Dot)
                     && self.axfr_allow.allows(request.client.ip())
                 {
                     if let Some(xfr) = axfr::Transfer::start(Arc::clone(catalog), request.message) {
-                        return Reply::Transfer(ZoneTransfer {
+                        return Reply::Transfer(Messages::Zone(ZoneTransfer {
                             xfr,
                             client: request.client,
                             proto: Proto::of(transport),
                             metrics: self.metrics.clone(),
-                        });
+                        }));
                     }
                 }
                 let payload = self.udp_payload;
@@ -214,6 +220,14 @@ impl Service for Authoritative {
                     outcome.len,
                 );
             }
+        }
+        if !pushed.is_empty() && outcome.len > 0 {
+            let first = out[base..base + outcome.len].to_vec();
+            return Reply::Transfer(Messages::Fragments(PushedFragments {
+                datagrams: std::iter::once(first).chain(pushed).collect(),
+                sent: 0,
+                metrics: self.metrics.clone(),
+            }));
         }
         Reply::Ready(
             ResponseInfo::new(outcome.len)
@@ -246,6 +260,65 @@ impl Service for Authoritative {
             }
             Event::ResetFlood { .. } => m.reset_flood(),
             _ => {}
+        }
+    }
+}
+
+/// A response of several messages.
+#[derive(Debug)]
+pub enum Messages {
+    /// A zone transfer, on TCP and DoT.
+    Zone(ZoneTransfer),
+    /// All fragments of a large answer at once, over UDP, to a client with a valid server
+    /// cookie ([`fragment::replace_truncated`]).
+    Fragments(PushedFragments),
+}
+
+impl Transfer for Messages {
+    fn next_message(&mut self, out: &mut Vec<u8>, base: usize) -> Option<usize> {
+        match self {
+            Messages::Zone(z) => z.next_message(out, base),
+            Messages::Fragments(f) => f.next_message(out, base),
+        }
+    }
+
+    fn end(&mut self, end: TransferEnd) {
+        match self {
+            Messages::Zone(z) => z.end(end),
+            Messages::Fragments(f) => f.end(end),
+        }
+    }
+}
+
+/// The fragments of one answer pushed over UDP: the first (already counted as the response)
+/// and the rest, each counted as one more message; wire form, each within the client's UDP
+/// budget.
+#[derive(Debug)]
+pub struct PushedFragments {
+    datagrams: Vec<Vec<u8>>,
+    sent: usize,
+    metrics: Option<Arc<Metrics>>,
+}
+
+impl Transfer for PushedFragments {
+    fn next_message(&mut self, out: &mut Vec<u8>, base: usize) -> Option<usize> {
+        let datagram = self.datagrams.get(self.sent)?;
+        out.truncate(base);
+        out.extend_from_slice(datagram);
+        if let (Some(m), true) = (&self.metrics, self.sent > 0) {
+            m.message(Proto::Udp, datagram.len());
+        }
+        self.sent += 1;
+        Some(datagram.len())
+    }
+
+    fn end(&mut self, end: TransferEnd) {
+        if end != TransferEnd::Complete {
+            debug!(
+                sent = self.sent,
+                of = self.datagrams.len(),
+                "pushed fragments cut short"
+            );
         }
     }
 }

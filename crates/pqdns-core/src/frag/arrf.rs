@@ -352,9 +352,34 @@ pub fn answer_request(
     budget: usize,
     rtype: RrType,
 ) -> Result<Message, ArrfError> {
+    let wanted = request
+        .additional
+        .iter()
+        .filter_map(|r| RrFrag::from_record(r, rtype, false))
+        .map(|want| {
+            want.map(|w| Wanted {
+                rr_id: w.rr_id,
+                rr_size: w.rr_size,
+                start: w.cur_idx,
+                len: u32::from(w.frag_size),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    ranges_response(full, request.id, &wanted, budget, rtype)
+}
+
+/// A fragment response with ID `id` carrying the `wanted` ranges of `full`'s records, cut (or
+/// left out) so it never exceeds `budget` bytes; see [`answer_request`].
+fn ranges_response(
+    full: &Message,
+    id: u16,
+    wanted: &[Wanted],
+    budget: usize,
+    rtype: RrType,
+) -> Result<Message, ArrfError> {
     let all: Vec<&Record> = records(full).collect();
     let mut out = Message {
-        id: request.id,
+        id,
         flags: (full.flags | FLAG_QR) & !FLAG_TC,
         questions: vec![Question {
             qname: Name::root(),
@@ -366,14 +391,11 @@ pub fn answer_request(
         additional: Vec::new(),
         edns: full.edns.clone(),
     };
+    if wanted.is_empty() {
+        return Err(ArrfError::OutOfRange(0));
+    }
     let mut size = out.to_wire().len();
-    let mut any = false;
-    for r in &request.additional {
-        let Some(want) = RrFrag::from_record(r, rtype, false) else {
-            continue;
-        };
-        let want = want?;
-        any = true;
+    for want in wanted {
         let rr = all
             .get(usize::from(want.rr_id))
             .ok_or(ArrfError::UnknownRr(want.rr_id))?;
@@ -381,9 +403,9 @@ pub fn answer_request(
         if want.rr_size as usize != wire.len() {
             return Err(ArrfError::Inconsistent(want.rr_id));
         }
-        let start = want.cur_idx as usize;
-        let end = start + usize::from(want.frag_size);
-        if want.frag_size == 0 || end > wire.len() {
+        let start = want.start as usize;
+        let end = start + want.len as usize;
+        if want.len == 0 || want.len > u32::from(u16::MAX) || end > wire.len() {
             return Err(ArrfError::OutOfRange(want.rr_id));
         }
         let room = budget.saturating_sub(size + RRFRAG_HEADER_LEN);
@@ -393,16 +415,60 @@ pub fn answer_request(
         }
         let frag = RrFrag {
             frag_size: take as u16,
+            cur_idx: want.start,
+            rr_size: want.rr_size,
+            rr_id: want.rr_id,
             data: wire[start..start + take].to_vec(),
-            ..want
         };
         size += frag.wire_len();
         out.answers.push(frag.to_record(rtype));
     }
-    if !any {
-        return Err(ArrfError::OutOfRange(0));
-    }
     Ok(out)
+}
+
+/// The ranges the first response `first` (from [`first_response`]) announces but does not
+/// carry: for each RRFRAG, the bytes after its data.
+///
+/// # Errors
+/// [`ArrfError::Malformed`] for an RRFRAG that does not decode.
+pub fn unsent(first: &Message, rtype: RrType) -> Result<Vec<Wanted>, ArrfError> {
+    let mut wanted = Vec::new();
+    for r in records(first) {
+        let Some(frag) = RrFrag::from_record(r, rtype, true) else {
+            continue;
+        };
+        let frag = frag?;
+        let sent = frag.cur_idx.saturating_add(u32::from(frag.frag_size));
+        if sent < frag.rr_size {
+            wanted.push(Wanted {
+                rr_id: frag.rr_id,
+                rr_size: frag.rr_size,
+                start: sent,
+                len: frag.rr_size - sent,
+            });
+        }
+    }
+    Ok(wanted)
+}
+
+/// Every fragment response a client would have asked for after the first response `first`
+/// to the complete answer `full`, made without its requests: the [`unsent`] ranges grouped
+/// by [`plan_requests`] and cut as [`answer_request`] would, each at most `budget` bytes,
+/// with `full`'s ID. A server sends them unasked to a client that proved its address (a valid
+/// DNS cookie; `frag::edns::PUSH`), which saves the round trip of the requests.
+///
+/// # Errors
+/// As [`answer_request`], which cannot happen for a `first` made from `full`.
+pub fn pushed_responses(
+    full: &Message,
+    first: &Message,
+    budget: usize,
+    rtype: RrType,
+) -> Result<Vec<Message>, ArrfError> {
+    plan_requests(&unsent(first, rtype)?, budget)
+        .iter()
+        .map(|group| ranges_response(full, full.id, group, budget, rtype))
+        .collect()
 }
 
 /// Bounds on client-side reassembly.

@@ -8,7 +8,10 @@
 //! - byte 0: scheme bits, [`ARRF`] (0x01) and/or [`QBF`] (0x02). In a query: the schemes the
 //!   client can reassemble. In a response: the one scheme the server used (present only on
 //!   fragmented answers and fragment responses, so the client can tell a fragment from an
-//!   ordinary truncated answer).
+//!   ordinary truncated answer). Plus the [`PUSH`] flag (0x80): in a query, "send every
+//!   fragment at once" (honoured only when the query also carries a valid DNS server cookie,
+//!   RFC 7873 §5.2.3, which proves the source address is not spoofed); in a first fragment,
+//!   "the other fragments are on their way, unrequested" (one round trip instead of two).
 //! - only in an ARRF fragment request (question `. RRFRAG IN`): bytes 1–2 the original QTYPE,
 //!   then the original QNAME in uncompressed wire form. With it the server recomputes the
 //!   answer instead of keeping per-client state (the ARRF experiments cache the response; a
@@ -27,6 +30,10 @@ pub const DEFAULT_CODE: u16 = 65_108;
 pub const ARRF: u8 = 0x01;
 /// Scheme bit: QBF (`?n?` fragment names, `frag::qbf`).
 pub const QBF: u8 = 0x02;
+
+/// Flag: fragments pushed without per-fragment requests (see the module documentation). Not a
+/// scheme: mask it off ([`FragOption::scheme_bits`]) before comparing schemes.
+pub const PUSH: u8 = 0x80;
 
 /// Which fragmentation scheme an end uses: the `fragmentation = "arrf" | "qbf" | "off"`
 /// setting of server and resolver.
@@ -82,7 +89,7 @@ impl std::fmt::Display for Fragmentation {
 /// A decoded fragmentation option.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FragOption {
-    /// Scheme bits ([`ARRF`], [`QBF`]).
+    /// Scheme bits ([`ARRF`], [`QBF`]) and the [`PUSH`] flag.
     pub schemes: u8,
     /// The original (QNAME, QTYPE), only in ARRF fragment requests.
     pub question: Option<(Name, RrType)>,
@@ -105,6 +112,16 @@ impl FragOption {
             schemes,
             question: None,
         }
+    }
+
+    /// The scheme bits without the [`PUSH`] flag.
+    pub fn scheme_bits(&self) -> u8 {
+        self.schemes & !PUSH
+    }
+
+    /// True if the [`PUSH`] flag is set.
+    pub fn push(&self) -> bool {
+        self.schemes & PUSH != 0
     }
 
     /// The option data (1 byte, or 3 + QNAME length bytes with a question).

@@ -5,11 +5,12 @@ use pqdns_core::dnssec::nsec3::Nsec3Params;
 use pqdns_core::dnssec::sign::Denial;
 use pqdns_core::dnssec::Algorithm;
 use pqdns_core::frag::arrf::{Key, Limits, Progress, Reassembler};
-use pqdns_core::frag::edns::{ARRF, QBF};
+use pqdns_core::frag::edns::{ARRF, PUSH, QBF};
 use pqdns_core::message::Question;
 use pqdns_core::wire::{Edns, FLAG_TC};
 
 use super::*;
+use crate::cookie::{CookieMode, Cookies, DEFAULT_ROTATION};
 
 const ZONE: &str =
     "@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 192.0.2.1\nwww A 192.0.2.2\n";
@@ -40,7 +41,7 @@ fn query(qname: &str, qtype: RrType, schemes: Option<u8>) -> Message {
 /// What the UDP path sends for `packet`: fragment request handling, the engine, the TC hook.
 fn udp(f: &Fragmenter, catalog: &Arc<Catalog>, packet: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    if answer_request(Some(f), catalog, packet, PAYLOAD, &mut out).is_some() {
+    if answer_request(Some(f), catalog, packet, LOCALHOST, PAYLOAD, &mut out).is_some() {
         return out;
     }
     let mut o = respond(
@@ -53,7 +54,19 @@ fn udp(f: &Fragmenter, catalog: &Arc<Catalog>, packet: &[u8]) -> Vec<u8> {
         0,
     );
     if o.truncated {
-        replace_truncated(Some(f), catalog, packet, PAYLOAD, &mut out, &mut o);
+        let pushed = replace_truncated(
+            Some(f),
+            catalog,
+            packet,
+            LOCALHOST,
+            PAYLOAD,
+            &mut out,
+            &mut o,
+        );
+        assert!(
+            pushed.is_empty(),
+            "pushed to a client without a valid cookie"
+        );
     }
     assert_eq!(o.len, out.len());
     out
@@ -190,6 +203,137 @@ fn arrf_client_gets_all_ranges_and_the_same_answer_as_tcp() {
     }
 }
 
+/// `catalog()` answering DNS cookies.
+fn catalog_with_cookies() -> (Arc<Catalog>, Arc<Cookies>) {
+    let cookies = Arc::new(Cookies::new(CookieMode::On, None, DEFAULT_ROTATION).unwrap());
+    let catalog = Arc::into_inner(catalog())
+        .unwrap()
+        .with_cookies(Some(cookies.clone()));
+    (Arc::new(catalog), cookies)
+}
+
+/// `q` with COOKIE option `data`.
+fn with_cookie_option(q: &Message, data: &[u8]) -> Message {
+    let mut q = q.clone();
+    q.edns
+        .as_mut()
+        .unwrap()
+        .set_option(OPTION_COOKIE, data.to_vec());
+    q
+}
+
+/// Everything the UDP path sends for `q`: the first fragment and the pushed ones.
+fn pushing(f: &Fragmenter, catalog: &Arc<Catalog>, q: &Message) -> Vec<Vec<u8>> {
+    let packet = q.to_wire();
+    let mut out = Vec::new();
+    let mut o = respond(
+        catalog,
+        &packet,
+        Transport::Udp,
+        LOCALHOST,
+        PAYLOAD,
+        &mut out,
+        0,
+    );
+    assert!(o.truncated);
+    let rest = replace_truncated(
+        Some(f),
+        catalog,
+        &packet,
+        LOCALHOST,
+        PAYLOAD,
+        &mut out,
+        &mut o,
+    );
+    std::iter::once(out[..o.len].to_vec()).chain(rest).collect()
+}
+
+#[test]
+fn fragments_are_pushed_only_to_proven_clients_that_ask() {
+    let (catalog, cookies) = catalog_with_cookies();
+    let client_cookie = [7u8; 8];
+    let mut valid = [0u8; RESPONSE_COOKIE_LEN];
+    cookies.write(
+        &client_cookie,
+        LOCALHOST,
+        pqdns_core::time::now(),
+        &mut valid,
+    );
+    let mut forged = valid;
+    forged[RESPONSE_COOKIE_LEN - 1] ^= 1;
+    for mode in [Fragmentation::Arrf, Fragmentation::Qbf] {
+        let s = settings(mode);
+        let f = Fragmenter::new(s).unwrap();
+        let t = f.compact();
+        for (name, qtype) in QUESTIONS {
+            let asking = query(name, qtype, Some(mode.bit() | PUSH));
+            let not_asking = query(name, qtype, Some(mode.bit()));
+            // No cookie, only a client cookie, a forged server cookie, or a valid one without
+            // the flag: the first fragment only, without the flag, with our cookie if the
+            // query had one.
+            for (q, cookie) in [
+                (&asking, None),
+                (&asking, Some(&client_cookie[..])),
+                (&asking, Some(&forged[..])),
+                (&not_asking, Some(&valid[..])),
+            ] {
+                let q = cookie.map_or(q.clone(), |c| with_cookie_option(q, c));
+                let sent = pushing(&f, &catalog, &q);
+                assert_eq!(sent.len(), 1, "{mode} {name} {cookie:?}: pushed");
+                let first = Message::parse_with(&sent[0], t).unwrap();
+                let option = FragOption::find(first.edns.as_ref(), DEFAULT_CODE).unwrap();
+                assert_eq!(option.schemes, mode.bit());
+                let echoed = first.edns.as_ref().unwrap().option(OPTION_COOKIE);
+                assert_eq!(
+                    echoed.map(|c| c[..8].to_vec()),
+                    cookie.map(|c| c[..8].to_vec())
+                );
+                assert!(echoed.is_none_or(|c| c.len() == RESPONSE_COOKIE_LEN));
+            }
+            // Proven and asked: every fragment at once, each within the budget; they make
+            // the complete answer without a single request.
+            let asking = with_cookie_option(&asking, &valid);
+            let sent = pushing(&f, &catalog, &asking);
+            assert!(sent.len() > 1, "{mode} {name}: nothing pushed");
+            assert!(sent.iter().all(|d| d.len() <= usize::from(PAYLOAD)));
+            let messages: Vec<Message> = sent
+                .iter()
+                .map(|d| Message::parse_with(d, t).unwrap())
+                .collect();
+            let option = FragOption::find(messages[0].edns.as_ref(), DEFAULT_CODE).unwrap();
+            assert!(option.push() && option.scheme_bits() == mode.bit());
+            let back = match mode {
+                Fragmentation::Qbf => qbf::reassemble(&messages).unwrap(),
+                _ => {
+                    let mut r = Reassembler::new(Limits::default(), s.rrfrag_type);
+                    let key = Key {
+                        server: "127.0.0.1:53".parse().unwrap(),
+                        id: asking.id,
+                        question: asking.questions[0].clone(),
+                    };
+                    let now = Instant::now();
+                    let mut progress = r.start(key.clone(), messages[0].clone(), now).unwrap();
+                    for m in &messages[1..] {
+                        progress = r.add(&key, m, now).unwrap();
+                    }
+                    let Progress::Complete(m) = progress else {
+                        panic!("{name}: incomplete after the pushed fragments: {progress:?}")
+                    };
+                    m
+                }
+            };
+            let echoed = back.edns.as_ref().unwrap().option(OPTION_COOKIE);
+            assert_eq!(echoed, Some(&valid[..]), "a fresh valid cookie is echoed");
+            let tcp = over_tcp(&catalog, &asking, mode.bit());
+            assert_eq!(
+                (&back.answers, &back.authority, &back.additional),
+                (&tcp.answers, &tcp.authority, &tcp.additional),
+                "{mode} {name} {qtype:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn clients_without_the_option_get_tc_and_fragment_names_are_ordinary_names() {
     let catalog = catalog();
@@ -215,7 +359,15 @@ fn clients_without_the_option_get_tc_and_fragment_names_are_ordinary_names() {
     let f = Fragmenter::new(settings(Fragmentation::Qbf)).unwrap();
     let q = query("?2?www.example.", RrType::A, None);
     let mut out = Vec::new();
-    assert!(answer_request(Some(&f), &catalog, &q.to_wire(), PAYLOAD, &mut out).is_none());
+    assert!(answer_request(
+        Some(&f),
+        &catalog,
+        &q.to_wire(),
+        LOCALHOST,
+        PAYLOAD,
+        &mut out
+    )
+    .is_none());
     // Off: no fragmenter at all.
     assert!(Fragmenter::new(settings(Fragmentation::Off)).is_none());
 }

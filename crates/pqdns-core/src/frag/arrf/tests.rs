@@ -92,6 +92,54 @@ fn every_algorithm_round_trips_byte_identical_and_validates() {
     }
 }
 
+/// Pushed fragments (a proven client, `frag::edns::PUSH`): the first response and the
+/// responses [`pushed_responses`] makes without requests complete every answer, byte for
+/// byte, in one round; each fits the budget and carries the query's ID.
+#[test]
+fn pushed_responses_complete_every_answer_in_one_round() {
+    let mut pushed_any = false;
+    for c in cases() {
+        for full in c.answers.iter().filter(|a| a.to_wire().len() > BUDGET) {
+            if full.to_wire().len() > MAX_MESSAGE {
+                continue;
+            }
+            let first = first_response(full, BUDGET, T).unwrap();
+            let pushed = pushed_responses(full, &first, BUDGET, T).unwrap();
+            assert!(!pushed.is_empty(), "{}: nothing pushed", c.alg);
+            pushed_any = true;
+            let mut r = Reassembler::new(Limits::default(), T);
+            let k = key(full);
+            let now = Instant::now();
+            let mut progress = r.start(k.clone(), first, now).unwrap();
+            for p in &pushed {
+                let wire = p.to_wire_with(Some(T));
+                assert!(wire.len() <= BUDGET, "{}: {} bytes", c.alg, wire.len());
+                assert_eq!(p.id, full.id);
+                progress = r
+                    .add(&k, &Message::parse_with(&wire, Some(T)).unwrap(), now)
+                    .unwrap();
+            }
+            match progress {
+                Progress::Complete(m) => assert_eq!(m.to_wire(), full.to_wire(), "{}", c.alg),
+                Progress::Missing(w) => panic!("{}: still missing {w:?}", c.alg),
+            }
+            // Each response adds exactly the ranges that were not sent.
+            let unsent_bytes: u32 = unsent(&first_response(full, BUDGET, T).unwrap(), T)
+                .unwrap()
+                .iter()
+                .map(|w| w.len)
+                .sum();
+            let pushed_bytes: usize = pushed
+                .iter()
+                .flat_map(|p| &p.answers)
+                .map(|r| RrFrag::from_record(r, T, true).unwrap().unwrap().data.len())
+                .sum();
+            assert_eq!(pushed_bytes, unsent_bytes as usize, "{}", c.alg);
+        }
+    }
+    assert!(pushed_any);
+}
+
 /// Field-by-field samples of the published RRFRAG layout (Goertzen & Stebila; WIRE §3).
 #[test]
 fn rrfrag_wire_samples_match_the_published_layout() {
