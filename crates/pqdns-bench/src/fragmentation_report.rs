@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::message::{Message, Question};
-use pqdns_core::wire::{Edns, FLAG_CD, FLAG_TC};
-use pqdns_core::{Class, RrType};
+use pqdns_core::wire::{Edns, Rcode, FLAG_CD, FLAG_TC};
+use pqdns_core::{Class, Name, RrType};
 use pqdns_resolver::fragment::FragConfig;
 use pqdns_resolver::{Client, TlsOptions, Transport};
 use serde::Serialize;
@@ -129,14 +129,38 @@ fn start_server(server_bin: &Path, dir: &Path, alg: &str, mode: Fragmentation) -
         udp: SocketAddr::from(([127, 0, 0, 1], udp)),
         dot: SocketAddr::from(([127, 0, 0, 1], dot)),
     };
-    // Bounded wait for the listener (signing SPHINCS+ takes a few seconds).
+    // Bounded wait until the zone is served (listeners open before signing ends, and
+    // signing SPHINCS+ takes a few seconds; until then queries are REFUSED).
     for _ in 0..600 {
-        if std::net::TcpStream::connect(server.dot).is_ok() {
+        if std::net::TcpStream::connect(server.dot).is_ok() && serves_zone(server.udp) {
             return server;
         }
         std::thread::sleep(Duration::from_millis(100));
     }
     panic!("pqdns-server for {alg} did not start");
+}
+
+/// True if `server` answers the zone's SOA query over UDP with NOERROR within 100 ms.
+fn serves_zone(server: SocketAddr) -> bool {
+    let Ok(socket) = std::net::UdpSocket::bind("127.0.0.1:0") else {
+        return false;
+    };
+    let soa = Message::query(
+        1,
+        Question {
+            qname: Name::root().prepend_label(b"bench").expect("valid name"),
+            qtype: RrType::SOA,
+            qclass: Class::IN,
+        },
+        false,
+        None,
+    );
+    let mut buf = [0u8; 512];
+    socket.set_read_timeout(Some(Duration::from_millis(100))).is_ok()
+        && socket.send_to(&soa.to_wire(), server).is_ok()
+        && socket
+            .recv(&mut buf)
+            .is_ok_and(|n| Message::parse(&buf[..n]).is_ok_and(|m| m.rcode() == Rcode::NOERROR))
 }
 
 fn lo_counters() -> (u64, u64) {
@@ -284,7 +308,8 @@ fn measure(
         times.push(start.elapsed().as_secs_f64() * 1e3);
         assert!(
             !answer.has_flag(FLAG_TC) && answer.answers.len() >= 2,
-            "{alg} {method} {qtype:?}: incomplete answer"
+            "{alg} {method} {qtype:?}: incomplete answer (RCODE {})",
+            answer.rcode()
         );
         assert!(
             !pushed(method) || info.fragments_pushed || info.bytes_received <= 1232,
