@@ -334,6 +334,25 @@ impl Zone {
         self.soa_fields().map_or(0, |s| s.serial)
     }
 
+    /// Sets the SOA SERIAL field (RFC 1035 §3.3.13: the 32 bits before the last 16 bytes of
+    /// the RDATA). Returns false, changing nothing, without a well-formed SOA.
+    pub fn set_soa_serial(&mut self, serial: u32) -> bool {
+        if self.soa_fields().is_none() {
+            return false;
+        }
+        let Some(rdata) = self
+            .nodes
+            .get_mut(&self.origin)
+            .and_then(|n| n.get_mut(&RrType::SOA))
+            .and_then(|s| s.rdatas.first_mut())
+        else {
+            return false;
+        };
+        let at = rdata.len() - 20;
+        rdata[at..at + 4].copy_from_slice(&serial.to_be_bytes());
+        true
+    }
+
     /// TTL for negative answers and NSEC/NSEC3 records: min(SOA TTL, SOA MINIMUM)
     /// (RFC 2308 §5, RFC 9077 §3).
     pub fn negative_ttl(&self) -> u32 {

@@ -7,6 +7,7 @@ use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Parser;
 use pqdns_core::config::LoadedConfig;
@@ -35,6 +36,11 @@ use tracing_subscriber::EnvFilter;
 /// (keeping the old ones if anything fails) and then sends NOTIFY to the --notify secondaries;
 /// SIGINT and SIGTERM shut down gracefully, without waiting for a load or reload in progress.
 /// Listen addresses and limits are read at start only.
+///
+/// Signatures refresh themselves: when less than a zone's `refresh` setting (default a
+/// quarter of `validity`) is left of them, the zones are re-read and re-signed as on SIGHUP
+/// (retried every minute if that fails). Every reload of a signed zone raises its SOA serial
+/// above the served one unless the file's is higher, and sends NOTIFY.
 ///
 /// Memory: a reload builds the new zones beside the ones being served and swaps them when
 /// complete, so during a reload the server needs about twice the memory of its zones (plus
@@ -384,6 +390,9 @@ fn print_listeners(handle: &ServerHandle, policy: KxPolicy, doh_path: &str) {
     }
 }
 
+/// How long after a failed re-signing it is tried again.
+const REFRESH_RETRY: Duration = Duration::from_secs(60);
+
 /// SIGHUP (reload), SIGINT and SIGTERM (stop), installed before anything is loaded so that a
 /// stop request during a long load or reload is acted on at once.
 struct Signals {
@@ -415,15 +424,34 @@ impl Signals {
         }
     }
 
-    /// Reloads on SIGHUP until SIGINT or SIGTERM. A reload runs beside the signal handling:
-    /// a stop request does not wait for it (the half-done load is dropped), and a SIGHUP
-    /// during a reload starts one more reload after it (the files may have changed since the
-    /// running one read them).
+    /// Reloads on SIGHUP, and re-signs the zones when their signatures are due for refresh
+    /// ([`ServerHandle::refresh_due`]), until SIGINT or SIGTERM. A reload runs beside the
+    /// signal handling: a stop request does not wait for it (the half-done load is dropped),
+    /// and a SIGHUP during a reload starts one more reload after it (the files may have
+    /// changed since the running one read them). A failed re-signing is tried again after
+    /// [`REFRESH_RETRY`] (the previous signatures are served meanwhile).
     async fn serve(&mut self, handle: &ServerHandle) {
         let mut running = None;
         let mut again = false;
+        let mut retry_at: Option<u64> = None;
+        let mut refreshing = false;
         loop {
+            let due = retry_at.or_else(|| handle.refresh_due());
+            let refresh = async {
+                match due {
+                    Some(at) => {
+                        let wait = at.saturating_sub(pqdns_core::time::now());
+                        tokio::time::sleep(Duration::from_secs(wait)).await;
+                    }
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
+                () = refresh, if running.is_none() => {
+                    info!("re-signing zones: signatures are due for refresh");
+                    refreshing = true;
+                    running = Some(Box::pin(handle.reload()));
+                }
                 _ = self.hup.recv() => {
                     if running.is_some() {
                         info!("SIGHUP during a reload: reloading again when it finishes");
@@ -435,10 +463,17 @@ impl Signals {
                 }
                 result = async { running.as_mut().expect("guarded").await }, if running.is_some() => {
                     running = None;
+                    retry_at = None;
                     match result {
                         Ok(reports) => print_ds(&reports),
-                        Err(e) => warn!("reload failed, still serving the previous zones: {e}"),
+                        Err(e) => {
+                            warn!("reload failed, still serving the previous zones: {e}");
+                            if refreshing {
+                                retry_at = Some(pqdns_core::time::now() + REFRESH_RETRY.as_secs());
+                            }
+                        }
                     }
+                    refreshing = false;
                     if std::mem::take(&mut again) {
                         info!("reloading zones again (SIGHUP came during the last reload)");
                         running = Some(Box::pin(handle.reload()));

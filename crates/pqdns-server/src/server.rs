@@ -14,7 +14,7 @@ use tracing::{info, warn};
 use crate::catalog::Catalog;
 use crate::service::Authoritative;
 use crate::settings::Settings;
-use crate::zones::{load_all, LoadError, ZoneReport, ZoneSource};
+use crate::zones::{next_refresh, reload_all, LoadError, ZoneReport, ZoneSource};
 use crate::{metrics, notify};
 
 pub use pqdns_net::{LISTEN_BACKLOG, SHUTDOWN_GRACE};
@@ -70,6 +70,8 @@ pub struct ServerHandle {
     metrics_task: Option<JoinHandle<()>>,
     zones: Vec<ZoneSource>,
     notify: Vec<SocketAddr>,
+    /// When the signatures of the last load need refreshing (UNIX seconds).
+    refresh_at: std::sync::Mutex<Option<u64>>,
     /// Bound addresses.
     pub addrs: BoundAddrs,
 }
@@ -121,6 +123,7 @@ impl Server {
             metrics_task,
             zones: config.zones,
             notify: config.settings.notify.clone(),
+            refresh_at: std::sync::Mutex::new(None),
             addrs,
         })
     }
@@ -154,16 +157,32 @@ impl ServerHandle {
     ///
     /// # Errors
     /// The [`LoadError`] of the first zone that failed.
+    ///
+    /// Signed zones get a SOA serial above the one served, if their file's is not
+    /// ([`crate::zones::load_zone`]), so NOTIFY makes secondaries transfer the new signatures.
     pub async fn load_zones(&self) -> Result<Vec<ZoneReport>, LoadError> {
         let zones = self.zones.clone();
-        let loaded = tokio::task::spawn_blocking(move || load_all(&zones, pqdns_core::time::now()))
-            .await
-            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?;
+        let served = self.service.catalog();
+        let loaded = tokio::task::spawn_blocking(move || {
+            reload_all(&zones, pqdns_core::time::now(), Some(&served))
+        })
+        .await
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?;
         let (catalog, reports) = loaded;
         self.service.set_catalog(catalog);
-        info!(zones = reports.len(), "zones loaded");
+        let refresh_at = next_refresh(&reports);
+        *self.refresh_at.lock().unwrap_or_else(|e| e.into_inner()) = refresh_at;
+        info!(zones = reports.len(), refresh_at, "zones loaded");
         notify::spawn_all(self.service.catalog(), &self.notify);
         Ok(reports)
+    }
+
+    /// When the signatures of the zones loaded last need refreshing, UNIX seconds (the
+    /// earliest expiration minus the zone's `refresh` setting); `None` if no zone is signed
+    /// here. A program serving with this handle calls [`ServerHandle::load_zones`] then
+    /// (pqdns-server does, beside SIGHUP), so no expired signature is ever served.
+    pub fn refresh_due(&self) -> Option<u64> {
+        *self.refresh_at.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Reads the TLS certificate and key files again (regenerating a missing self-signed

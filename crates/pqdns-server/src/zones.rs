@@ -18,6 +18,7 @@ use pqdns_core::config::{ConfigError, LoadedConfig};
 use pqdns_core::dnssec::dnskey::{ds_record, DigestType};
 use pqdns_core::dnssec::existing::{self, UnsignedAlgorithm};
 use pqdns_core::dnssec::sign::{sign_zone, SignError};
+use pqdns_core::serial::Serial;
 use pqdns_core::Record;
 use tracing::{info, warn};
 
@@ -105,6 +106,17 @@ pub struct ZoneReport {
     pub server_table: Option<toml::Table>,
     /// Directory keys live in (also where a generated TLS certificate goes).
     pub key_dir: Option<PathBuf>,
+    /// The SOA serial served (signed zones).
+    pub serial: Option<u32>,
+    /// When the signatures made by this load are to be refreshed, UNIX seconds: their
+    /// expiration minus the `refresh` setting (signed zones; see [`next_refresh`]).
+    pub refresh_at: Option<u64>,
+}
+
+/// The earliest time any of `reports`' zones needs re-signing, UNIX seconds; `None` if none
+/// is signed here.
+pub fn next_refresh(reports: &[ZoneReport]) -> Option<u64> {
+    reports.iter().filter_map(|r| r.refresh_at).min()
 }
 
 /// Reads the zone description of `source`.
@@ -127,11 +139,18 @@ pub fn read_config(source: &ZoneSource) -> Result<LoadedConfig, ConfigError> {
     }
 }
 
-/// Loads, keys and signs one zone; `now` is the signing time in UNIX seconds.
+/// Loads, keys and signs one zone; `now` is the signing time in UNIX seconds. When `served`
+/// (the catalog being served) has the zone and the file's SOA serial is not greater than the
+/// served one (RFC 1982), a signed zone gets the served serial + 1, so that secondaries
+/// transfer the new signatures (a re-signing or a reload of unchanged data).
 ///
 /// # Errors
 /// [`LoadError`] naming the file (and line, for zone-file errors).
-pub fn load_zone(source: &ZoneSource, now: u64) -> Result<(ServedZone, ZoneReport), LoadError> {
+pub fn load_zone(
+    source: &ZoneSource,
+    now: u64,
+    served: Option<&Catalog>,
+) -> Result<(ServedZone, ZoneReport), LoadError> {
     let cfg = read_config(source)?;
     let mut zone = cfg.read_zone()?;
     let mut report = ZoneReport {
@@ -171,7 +190,20 @@ pub fn load_zone(source: &ZoneSource, now: u64) -> Result<(ServedZone, ZoneRepor
         info!(zone = %zone.origin, %source, "zone data had DNSSEC records: {prepared}");
     }
     let policy = cfg.policy(signing, now)?;
+    let refresh = cfg.refresh(signing)?;
     let origin = zone.origin.clone();
+    let served_serial = served
+        .and_then(|c| c.zones().find(|z| z.zone.origin == origin))
+        .map(|z| z.zone.soa_serial());
+    if let Some(old) = served_serial {
+        let file = zone.soa_serial();
+        let newer = Serial(file).partial_cmp(&Serial(old)) == Some(std::cmp::Ordering::Greater);
+        if !newer && zone.set_soa_serial(old.wrapping_add(1)) {
+            info!(zone = %origin, file, served = old, serial = old.wrapping_add(1), "SOA serial raised above the served one");
+        }
+    }
+    report.serial = Some(zone.soa_serial());
+    report.refresh_at = Some(policy.expiration.saturating_sub(refresh));
     let last_decile = std::sync::atomic::AtomicUsize::new(0);
     let progress = |done: usize, total: usize| {
         if total < PROGRESS_LOG_THRESHOLD {
@@ -221,10 +253,23 @@ pub fn load_zone(source: &ZoneSource, now: u64) -> Result<(ServedZone, ZoneRepor
 /// # Errors
 /// The first [`LoadError`].
 pub fn load_all(sources: &[ZoneSource], now: u64) -> Result<(Catalog, Vec<ZoneReport>), LoadError> {
+    reload_all(sources, now, None)
+}
+
+/// [`load_all`] for a server already serving `served`: SOA serials of signed zones never go
+/// back or stay the same ([`load_zone`]).
+///
+/// # Errors
+/// The first [`LoadError`].
+pub fn reload_all(
+    sources: &[ZoneSource],
+    now: u64,
+    served: Option<&Catalog>,
+) -> Result<(Catalog, Vec<ZoneReport>), LoadError> {
     let mut zones = Vec::with_capacity(sources.len());
     let mut reports = Vec::with_capacity(sources.len());
     for source in sources {
-        let (zone, report) = load_zone(source, now)?;
+        let (zone, report) = load_zone(source, now, served)?;
         zones.push(zone);
         reports.push(report);
     }

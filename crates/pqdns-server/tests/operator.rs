@@ -292,3 +292,72 @@ fn a_start_that_cannot_bind_writes_no_files() {
     );
     drop(taken);
 }
+
+/// Signatures refresh themselves: with an 8-second validity re-signed when less than 6 s are
+/// left, a running server re-signs every 2 s or so without SIGHUP. Over 7 s of polling no
+/// RRSIG served is expired, the expiration moves forward, and every re-signing raises the SOA
+/// serial (RFC 1982) so that secondaries see the new signatures.
+#[test]
+fn signatures_are_refreshed_before_they_expire() {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = signed_toml("pqdns.test.", RECORDS).replace(
+        "key_directory = \"keys\"\n",
+        "key_directory = \"keys\"\nvalidity = \"8\"\nrefresh = \"6\"\n",
+    );
+    // A closed standard output sends the "listening" lines to the log.
+    let mut server = Running::start(dir.path(), &toml, closed_stdout());
+    let log = server.wait_for("listening tcp ");
+    let tcp: SocketAddr = log
+        .lines()
+        .find_map(|l| l.split("listening tcp ").nth(1))
+        .and_then(|a| a.split_whitespace().next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    // (SOA serial, RRSIG expiration) as served now.
+    let served = || {
+        let out = dig(tcp, &["+tcp", "+dnssec", "pqdns.test.", "SOA"]);
+        let answer = out.section("ANSWER");
+        let serial: u32 = answer
+            .iter()
+            .find(|r| r.rtype == "SOA")
+            .and_then(|r| r.rdata.split_whitespace().nth(2))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no SOA in:\n{}", out.text));
+        let expiration = answer
+            .iter()
+            .find(|r| r.rtype == "RRSIG")
+            .and_then(|r| r.rdata.split_whitespace().nth(4))
+            .and_then(pqdns_core::time::from_yyyymmddhhmmss)
+            .unwrap_or_else(|| panic!("no RRSIG in:\n{}", out.text));
+        (serial, expiration)
+    };
+    let (first_serial, first_expiration) = served();
+    let mut seen = vec![(first_serial, first_expiration)];
+    for _ in 0..28 {
+        std::thread::sleep(Duration::from_millis(250));
+        let (serial, expiration) = served();
+        let now = pqdns_core::time::now();
+        assert!(
+            expiration > now,
+            "expired RRSIG served: {expiration} at {now}"
+        );
+        seen.push((serial, expiration));
+    }
+    let last = *seen.last().unwrap();
+    assert!(last.1 > first_expiration, "never re-signed: {seen:?}");
+    assert!(
+        pqdns_core::serial::Serial(last.0) > pqdns_core::serial::Serial(first_serial),
+        "serial not raised: {seen:?}"
+    );
+    // Serials only go up, and a new expiration always comes with a new serial.
+    for pair in seen.windows(2) {
+        let ((s0, e0), (s1, e1)) = (pair[0], pair[1]);
+        assert!(s1 == s0 || pqdns_core::serial::Serial(s1) > pqdns_core::serial::Serial(s0));
+        assert!(e1 >= e0);
+        assert!(e1 == e0 || s1 != s0, "{seen:?}");
+    }
+    let log = server.log();
+    assert!(log.contains("re-signing zones"), "{log}");
+    assert!(!log.contains("panicked"), "{log}");
+}
