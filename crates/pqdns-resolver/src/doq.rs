@@ -14,12 +14,20 @@ use rustls::pki_types::ServerName;
 
 use crate::transport::{ExchangeInfo, TransportError, MAX_MESSAGE};
 
+/// Most QUIC connections kept open at once (one per server); beyond it closed connections are
+/// forgotten first, then the longest-held is closed.
+pub const MAX_CONNECTIONS: usize = 256;
+
 /// QUIC connections per server, and the local endpoints they use (one per address family).
 #[derive(Default)]
 pub(crate) struct DoqConnections {
     endpoints: Mutex<[Option<Endpoint>; 2]>,
-    connections: Mutex<HashMap<SocketAddr, Connection>>,
+    /// Each server's connection, and how many connections were opened so far.
+    connections: Mutex<(OpenConnections, u64)>,
 }
+
+/// Each server's connection, with its number in the order of opening.
+type OpenConnections = HashMap<SocketAddr, (Connection, u64)>;
 
 impl DoqConnections {
     /// The open connection to `server`, or a new one made with `tls` for `name`.
@@ -33,7 +41,9 @@ impl DoqConnections {
         let open = {
             let conns = self.connections.lock().unwrap_or_else(|e| e.into_inner());
             conns
+                .0
                 .get(&server)
+                .map(|(c, _)| c)
                 .filter(|c| c.close_reason().is_none())
                 .cloned()
         };
@@ -56,10 +66,22 @@ impl DoqConnections {
             .await
             .map_err(|e| TransportError::Io(std::io::Error::other(e)))?;
         info.new_connection = true;
-        self.connections
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(server, conn.clone());
+        let mut guard = self.connections.lock().unwrap_or_else(|e| e.into_inner());
+        let (conns, opened) = &mut *guard;
+        if conns.len() >= MAX_CONNECTIONS && !conns.contains_key(&server) {
+            conns.retain(|_, (c, _)| c.close_reason().is_none());
+        }
+        if conns.len() >= MAX_CONNECTIONS && !conns.contains_key(&server) {
+            let oldest = conns
+                .iter()
+                .min_by_key(|(_, (_, n))| *n)
+                .map(|(addr, _)| *addr);
+            if let Some((c, _)) = oldest.and_then(|a| conns.remove(&a)) {
+                c.close(0u32.into(), b"connection limit");
+            }
+        }
+        *opened += 1;
+        conns.insert(server, (conn.clone(), *opened));
         Ok(conn)
     }
 
