@@ -156,7 +156,9 @@ fn serves_zone(server: SocketAddr) -> bool {
         None,
     );
     let mut buf = [0u8; 512];
-    socket.set_read_timeout(Some(Duration::from_millis(100))).is_ok()
+    socket
+        .set_read_timeout(Some(Duration::from_millis(100)))
+        .is_ok()
         && socket.send_to(&soa.to_wire(), server).is_ok()
         && socket
             .recv(&mut buf)
