@@ -4,7 +4,8 @@
 # seed* files are committed) and prints libFuzzer's final statistics line (executions,
 # coverage `cov`, features `ft`, corpus size) and any crash artifact. Exits non-zero on a crash.
 # Targets: query (the server's answer engine), message (core message parsing), reassembly
-# (ARRF/QBF), zonefile (master files and TOML zone descriptions). See docs/bench/fuzz.md.
+# (ARRF/QBF), zonefile (master files and TOML zone descriptions), settings (the [server]
+# table), keyfile (BIND key file pairs), doh (DoH request decoding). See docs/bench/fuzz.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${1:?usage: fuzz/campaign.sh TARGET [RUNS]}

@@ -279,6 +279,52 @@ fn status(code: StatusCode, text: &'static str) -> Response<Full<Bytes>> {
     r
 }
 
+/// What a DoH request carries, decided from its method, URI and Content-Type before any body
+/// is read ([`decode_request`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Decoded {
+    /// GET or HEAD: the DNS message decoded from the `dns` parameter (at most
+    /// [`MAX_REQUEST`] bytes).
+    Message(Vec<u8>),
+    /// POST with `application/dns-message`: the DNS message is the body, to be read with a
+    /// limit of [`MAX_REQUEST`] bytes.
+    Body,
+}
+
+/// Decodes the request line and Content-Type of a DoH request for `path` (RFC 8484 §4.1): a
+/// GET or HEAD carries the message in `?dns=` (base64url without padding), a POST in its
+/// body with Content-Type `application/dns-message` (parameters such as `; charset` are
+/// ignored). On error, the status and text to send: 404 for another path, 405 for another
+/// method (the caller adds `Allow`), 400 for a missing or undecodable `dns` parameter, 414 for
+/// one too long for [`MAX_REQUEST`] bytes, 415 for another content type.
+///
+/// Not public API (the module is private); reachable from the fuzz targets under
+/// `cfg(fuzzing)` through `pqdns_net::fuzzing`.
+pub fn decode_request(
+    method: &Method,
+    uri: &http::Uri,
+    content_type: Option<&header::HeaderValue>,
+    path: &str,
+) -> Result<Decoded, (StatusCode, &'static str)> {
+    if uri.path() != path {
+        return Err((StatusCode::NOT_FOUND, "not found\n"));
+    }
+    match *method {
+        Method::GET | Method::HEAD => get_message(uri.query()).map(Decoded::Message),
+        Method::POST => {
+            let content_type = content_type.and_then(|v| v.to_str().ok());
+            if content_type.map(|c| c.split(';').next().unwrap_or("").trim()) != Some(DNS_MESSAGE) {
+                return Err((
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "use Content-Type: application/dns-message\n",
+                ));
+            }
+            Ok(Decoded::Body)
+        }
+        _ => Err((StatusCode::METHOD_NOT_ALLOWED, "use GET or POST\n")),
+    }
+}
+
 /// The `dns` query parameter of a GET, decoded; on error the status and text to send.
 fn get_message(query: Option<&str>) -> Result<Vec<u8>, (StatusCode, &'static str)> {
     let value = query
@@ -327,25 +373,10 @@ async fn answer<S: Service>(
     path: &str,
     limits: StreamLimits,
 ) -> Response<Full<Bytes>> {
-    if req.uri().path() != path {
-        return status(StatusCode::NOT_FOUND, "not found\n");
-    }
-    let message = match *req.method() {
-        Method::GET | Method::HEAD => match get_message(req.uri().query()) {
-            Ok(m) => m,
-            Err((code, text)) => return status(code, text),
-        },
-        Method::POST => {
-            let content_type = req
-                .headers()
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok());
-            if content_type.map(|c| c.split(';').next().unwrap_or("").trim()) != Some(DNS_MESSAGE) {
-                return status(
-                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                    "use Content-Type: application/dns-message\n",
-                );
-            }
+    let content_type = req.headers().get(header::CONTENT_TYPE);
+    let message = match decode_request(req.method(), req.uri(), content_type, path) {
+        Ok(Decoded::Message(m)) => m,
+        Ok(Decoded::Body) => {
             let body = Limited::new(req.into_body(), MAX_REQUEST).collect();
             match timeout(limits.idle, body).await {
                 Ok(Ok(body)) => body.to_bytes().to_vec(),
@@ -359,12 +390,14 @@ async fn answer<S: Service>(
                 Err(_) => return status(StatusCode::REQUEST_TIMEOUT, "body too slow\n"),
             }
         }
-        _ => {
-            let mut r = status(StatusCode::METHOD_NOT_ALLOWED, "use GET or POST\n");
-            r.headers_mut().insert(
-                header::ALLOW,
-                header::HeaderValue::from_static("GET, HEAD, POST"),
-            );
+        Err((code, text)) => {
+            let mut r = status(code, text);
+            if code == StatusCode::METHOD_NOT_ALLOWED {
+                r.headers_mut().insert(
+                    header::ALLOW,
+                    header::HeaderValue::from_static("GET, HEAD, POST"),
+                );
+            }
             return r;
         }
     };

@@ -67,6 +67,14 @@ pub use udp::{
     BATCH, MAX_DATAGRAM, MAX_REPLY_DATAGRAMS, PACE_BURST, PACE_GAP, POLL_INTERVAL, RECV_BUFFER,
 };
 
+/// Internals the fuzz targets drive (`fuzz/`), compiled only under `cfg(fuzzing)`, which
+/// cargo-fuzz sets: not part of the public API.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::doh::{decode_request, Decoded};
+}
+
 /// `tracing` filter directives programs using pqdns-net should add to their log filter
 /// (unless the user's filter names the target): h2 logs a WARN line for every HTTP/2
 /// connection it closes for a stream reset flood, so a remote client could fill the log;

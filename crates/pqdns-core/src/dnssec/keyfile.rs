@@ -333,8 +333,44 @@ impl ZoneKey {
             path: key_path.clone(),
             source,
         })?;
+        crate::atomic_file::warn_if_world_readable(&private_path);
+        let private_text =
+            Zeroizing::new(std::fs::read_to_string(&private_path).map_err(|source| {
+                KeyFileError::Io {
+                    path: private_path.clone(),
+                    source,
+                }
+            })?);
+        ZoneKey::from_texts(
+            &key_text,
+            &private_text,
+            &key_path,
+            &private_path,
+            profile,
+            provider,
+        )
+    }
+
+    /// Reads a key pair from the texts of its `.key` file (a DNSKEY record in master-file
+    /// form) and `.private` file (BIND `Private-key-format: v1.x` fields); `key_path` and
+    /// `private_path` only label errors (nothing is read from disk).
+    ///
+    /// # Errors
+    /// [`KeyFileError::Parse`] naming the file and line, [`KeyFileError::UnknownNumber`] for
+    /// an algorithm outside `profile`, [`KeyFileError::Crypto`] if the provider rejects the
+    /// key material.
+    pub fn from_texts(
+        key_text: &str,
+        private_text: &str,
+        key_path: &Path,
+        private_path: &Path,
+        profile: &Profile,
+        provider: &Provider,
+    ) -> Result<ZoneKey, KeyFileError> {
+        let key_path = key_path.to_path_buf();
+        let private_path = private_path.to_path_buf();
         let records = ZoneFileReader::new(None, Some(3600))
-            .read_str(&key_text, &key_path.to_string_lossy())
+            .read_str(key_text, &key_path.to_string_lossy())
             .map_err(|e| KeyFileError::Parse {
                 path: key_path.clone(),
                 line: e.line,
@@ -362,7 +398,12 @@ impl ZoneKey {
                     profile: profile.name().to_string(),
                 })?;
 
-        let fields = read_private(&private_path, dnskey.algorithm, dnskey.public_key)?;
+        let fields = parse_private(
+            private_text,
+            &private_path,
+            dnskey.algorithm,
+            dnskey.public_key,
+        )?;
         let crypto = |source| KeyFileError::Crypto {
             path: private_path.clone(),
             source,
@@ -381,20 +422,14 @@ impl ZoneKey {
     }
 }
 
-/// Reads a `.private` file for the DNSKEY with algorithm `number` and `public_key`.
-fn read_private(
+/// Parses the text of the `.private` file `path` for the DNSKEY with algorithm `number` and
+/// `public_key`.
+fn parse_private(
+    text: &str,
     path: &Path,
     number: SecAlg,
     public_key: &[u8],
 ) -> Result<PrivateFields, KeyFileError> {
-    crate::atomic_file::warn_if_world_readable(path);
-    let text =
-        Zeroizing::new(
-            std::fs::read_to_string(path).map_err(|source| KeyFileError::Io {
-                path: path.to_path_buf(),
-                source,
-            })?,
-        );
     let parse_err = |line, message: String| KeyFileError::Parse {
         path: path.to_path_buf(),
         line,
