@@ -67,6 +67,20 @@ impl Running {
         panic!("no {needle:?} in the log within 60 s:\n{}", self.log());
     }
 
+    /// Waits for the "listening tcp" line (in the log when standard output is closed); the
+    /// log so far and the address.
+    fn tcp_address(&mut self) -> (String, SocketAddr) {
+        let log = self.wait_for("listening tcp ");
+        let tcp = log
+            .lines()
+            .find_map(|l| l.split("listening tcp ").nth(1))
+            .and_then(|a| a.split_whitespace().next())
+            .unwrap()
+            .parse()
+            .unwrap();
+        (log, tcp)
+    }
+
     fn signal(&self, name: &str) {
         let status = Command::new("kill")
             .args([&format!("-{name}"), &self.child.id().to_string()])
@@ -120,18 +134,11 @@ fn a_closed_stdout_does_not_stop_the_server() {
         &signed_toml("pqdns.test.", RECORDS),
         closed_stdout(),
     );
-    let log = server.wait_for("listening tcp ");
+    let (log, tcp) = server.tcp_address();
     assert!(
         log.contains("writing standard output"),
         "the closed stdout is noted once:\n{log}"
     );
-    let tcp: SocketAddr = log
-        .lines()
-        .find_map(|l| l.split("listening tcp ").nth(1))
-        .and_then(|a| a.split_whitespace().next())
-        .unwrap()
-        .parse()
-        .unwrap();
     let www = |server: SocketAddr| dig(server, &["+tcp", "www.pqdns.test.", "A"]);
     assert_eq!(www(tcp).status(), "NOERROR");
     server.signal("HUP");
@@ -306,14 +313,7 @@ fn signatures_are_refreshed_before_they_expire() {
     );
     // A closed standard output sends the "listening" lines to the log.
     let mut server = Running::start(dir.path(), &toml, closed_stdout());
-    let log = server.wait_for("listening tcp ");
-    let tcp: SocketAddr = log
-        .lines()
-        .find_map(|l| l.split("listening tcp ").nth(1))
-        .and_then(|a| a.split_whitespace().next())
-        .unwrap()
-        .parse()
-        .unwrap();
+    let (_, tcp) = server.tcp_address();
     // (SOA serial, RRSIG expiration) as served now.
     let served = || {
         let out = dig(tcp, &["+tcp", "+dnssec", "pqdns.test.", "SOA"]);

@@ -95,6 +95,15 @@ const QUESTIONS: [(&str, RrType); 3] = [
     ("nope.example.", RrType::A),
 ];
 
+/// The client's reassembly key for the answer to `q` from 127.0.0.1:53.
+fn reassembly_key(q: &Message) -> Key {
+    Key {
+        server: "127.0.0.1:53".parse().unwrap(),
+        id: q.id,
+        question: q.questions[0].clone(),
+    }
+}
+
 fn settings(mode: Fragmentation) -> FragSettings {
     FragSettings {
         mode,
@@ -147,11 +156,7 @@ fn arrf_client_gets_all_ranges_and_the_same_answer_as_tcp() {
         let first = Message::parse_with(&wire, t).unwrap();
         assert!(!first.has_flag(FLAG_TC));
         let mut r = Reassembler::new(Limits::default(), s.rrfrag_type);
-        let key = Key {
-            server: "127.0.0.1:53".parse().unwrap(),
-            id: q.id,
-            question: q.questions[0].clone(),
-        };
+        let key = reassembly_key(&q);
         let now = Instant::now();
         let mut progress = r.start(key.clone(), first, now).unwrap();
         let Progress::Missing(wanted) = &progress else {
@@ -306,11 +311,7 @@ fn fragments_are_pushed_only_to_proven_clients_that_ask() {
                 Fragmentation::Qbf => qbf::reassemble(&messages).unwrap(),
                 _ => {
                     let mut r = Reassembler::new(Limits::default(), s.rrfrag_type);
-                    let key = Key {
-                        server: "127.0.0.1:53".parse().unwrap(),
-                        id: asking.id,
-                        question: asking.questions[0].clone(),
-                    };
+                    let key = reassembly_key(&asking);
                     let now = Instant::now();
                     let mut progress = r.start(key.clone(), messages[0].clone(), now).unwrap();
                     for m in &messages[1..] {
