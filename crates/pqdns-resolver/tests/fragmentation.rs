@@ -157,7 +157,9 @@ fn is_fragment(d: &[u8]) -> bool {
 /// 0) is dropped if `drop(k)`, else sent twice if k % 4 == 1, and held back until the next
 /// datagram if k % 4 == 3 (reordering). At most 10 000 datagrams each way.
 async fn proxy(server: SocketAddr, drop: fn(usize) -> bool) -> (SocketAddr, Arc<Mangled>) {
-    let front = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+    // UDP and TCP on one port (the fallback goes to the same address).
+    let port = pqdns_server::harness::free_dual_port();
+    let front = Arc::new(UdpSocket::bind(("127.0.0.1", port)).await.unwrap());
     let addr = front.local_addr().unwrap();
     let back = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
     back.connect(server).await.unwrap();

@@ -8,9 +8,10 @@ mod common;
 use std::net::SocketAddr;
 use std::path::Path;
 
-use common::{free_dual_port, require, run, TestServer, ORIGIN};
+use common::{require, run, TestServer, ORIGIN};
 use pqdns_core::rdata::to_presentation;
 use pqdns_core::RrType;
+use pqdns_server::harness::free_dual_port;
 
 fn anchor_file(dir: &Path, ds_rdata: &str) -> String {
     // "tag alg digest-type HEX" → trust-anchors { zone static-ds tag alg type "HEX"; };

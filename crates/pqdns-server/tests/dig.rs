@@ -5,7 +5,8 @@
 
 mod common;
 
-use common::{dig, free_dual_port, kdig, TestServer, ORIGIN};
+use common::{dig, kdig, TestServer, ORIGIN};
+use pqdns_server::harness::free_dual_port;
 use pqdns_server::settings::KxPolicy;
 
 fn name(label: &str) -> String {

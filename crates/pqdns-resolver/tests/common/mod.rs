@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use pqdns_core::{Class, Name, Record, RrType};
 use pqdns_resolver::{Client, TlsOptions, Transport, TrustAnchors};
+use pqdns_server::harness::free_dual_port;
 use pqdns_server::settings::Settings;
 use pqdns_server::zones::{load_all, ZoneSource};
 use pqdns_server::{Server, ServerConfig, ServerHandle};
@@ -111,11 +112,9 @@ pub fn serve_toml(
         std::fs::create_dir_all(&keys).unwrap();
         std::fs::write(keys.join(format!("{}ds", ds.owner)), ds_text).unwrap();
     }
-    let port = std::net::UdpSocket::bind("127.0.0.1:0")
-        .and_then(|s| s.local_addr())
-        .unwrap()
-        .port();
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    // One port for UDP and TCP (the fallback): free for both, or another test's TCP
+    // connection may hold it.
+    let addr = SocketAddr::from(([127, 0, 0, 1], free_dual_port()));
     let mut settings = Settings::new(dir.path().join("keys"));
     settings.udp = vec![addr];
     settings.tcp = vec![addr];

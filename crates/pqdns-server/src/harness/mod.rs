@@ -16,6 +16,24 @@ pub use second_opinion::second_opinion;
 
 /// The client address tests and benchmarks answer (127.0.0.1).
 pub const LOCALHOST: std::net::IpAddr = std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+
+/// A 127.0.0.1 port free for both UDP and TCP right now: for a test server listening on both at
+/// one port, and for clients that retry a UDP query over TCP on the same port (delv does for
+/// every DNAME answer without a server cookie). A port free for UDP may be taken for TCP (by
+/// another test's connection), so both are tried.
+///
+/// # Panics
+/// If no such port turns up in 64 tries.
+pub fn free_dual_port() -> u16 {
+    for _ in 0..64 {
+        let tcp = std::net::TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0");
+        let port = tcp.local_addr().expect("a bound address").port();
+        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no port free for both UDP and TCP in 64 tries");
+}
 use crate::catalog::{Catalog, ServedZone};
 
 /// `text` (master-file format relative to `origin`, default TTL 3600) signed with one CSK per

@@ -45,19 +45,6 @@ ns.legacy  A     192.0.2.54
 /// Seconds any client command may run before it is killed.
 pub const CLIENT_TIMEOUT_SECS: u32 = 30;
 
-/// A 127.0.0.1 port free for both UDP and TCP right now, for clients that retry a UDP query
-/// over TCP on the same port (delv does for every DNAME answer without a server cookie).
-pub fn free_dual_port() -> u16 {
-    for _ in 0..64 {
-        let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = tcp.local_addr().unwrap().port();
-        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-    panic!("no port free for both UDP and TCP in 64 tries");
-}
-
 /// A running server with its temporary key directory.
 pub struct TestServer {
     pub dir: tempfile::TempDir,
