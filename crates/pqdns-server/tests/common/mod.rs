@@ -310,39 +310,50 @@ pub fn kdig(server: SocketAddr, args: &[&str]) -> DigOutput {
     DigOutput { text }
 }
 
-/// Builds the Go client once per test run; its path.
+/// Builds the Go module in `tests/DIR` (its dependencies come from the Go module proxy) into a
+/// binary named `name` in a temporary directory; its path.
+fn build_go(dir: &str, name: &str) -> PathBuf {
+    let go = require("go", "golang-go (or Go 1.26+ from go.dev in /usr/local/go)");
+    let out_dir = std::env::temp_dir().join(format!("pqdns-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let bin = out_dir.join(name);
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join(dir);
+    let out = Command::new("timeout")
+        .args([
+            "300",
+            go.to_str().unwrap(),
+            "build",
+            "-o",
+            bin.to_str().unwrap(),
+            ".",
+        ])
+        .current_dir(&src)
+        .env("GOTOOLCHAIN", "local")
+        .env("GOFLAGS", "-mod=mod")
+        .output()
+        .expect("running go build");
+    assert!(
+        out.status.success(),
+        "go build in tests/{dir} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    bin
+}
+
+/// Builds the Go TLS client (tests/go: crypto/tls DoT and DoH) once per test run; its path.
 pub fn go_client() -> PathBuf {
     static CLIENT: OnceLock<PathBuf> = OnceLock::new();
+    CLIENT.get_or_init(|| build_go("go", "tlsclient")).clone()
+}
+
+/// Builds the Go DoQ client (tests/godoq: quic-go over crypto/tls) once per test run; its path.
+pub fn go_doq_client() -> PathBuf {
+    static CLIENT: OnceLock<PathBuf> = OnceLock::new();
     CLIENT
-        .get_or_init(|| {
-            let go = require("go", "golang-go (or Go 1.25+ from go.dev in /usr/local/go)");
-            let out_dir =
-                std::env::temp_dir().join(format!("pqdns-tlsclient-{}", std::process::id()));
-            std::fs::create_dir_all(&out_dir).unwrap();
-            let bin = out_dir.join("tlsclient");
-            let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/go");
-            let out = Command::new("timeout")
-                .args([
-                    "300",
-                    go.to_str().unwrap(),
-                    "build",
-                    "-o",
-                    bin.to_str().unwrap(),
-                    ".",
-                ])
-                .current_dir(&src)
-                .env("GOTOOLCHAIN", "local")
-                .env("GOFLAGS", "-mod=mod")
-                .output()
-                .expect("running go build");
-            assert!(
-                out.status.success(),
-                "go build failed:\n{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            bin
-        })
+        .get_or_init(|| build_go("godoq", "doqclient"))
         .clone()
 }
 
@@ -381,10 +392,19 @@ pub fn parse_response(wire: &[u8]) -> pqdns_core::message::Message {
     pqdns_core::message::Message::parse(wire).expect("the response parses")
 }
 
-/// Runs the Go client; (success, key=value map, raw output).
+/// Runs the Go TLS client; (success, key=value map, raw output).
 pub fn go(args: &[&str]) -> (bool, HashMap<String, String>, String) {
+    run_client(&go_client(), args)
+}
+
+/// Runs the Go DoQ client; (success, key=value map, raw output).
+pub fn go_doq(args: &[&str]) -> (bool, HashMap<String, String>, String) {
+    run_client(&go_doq_client(), args)
+}
+
+fn run_client(program: &Path, args: &[&str]) -> (bool, HashMap<String, String>, String) {
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    let (ok, text) = run(&go_client(), &args);
+    let (ok, text) = run(program, &args);
     (ok, key_values(&text), text)
 }
 
