@@ -39,7 +39,8 @@ const DOQ_PROTOCOL_ERROR: u32 = 0x2;
 const MAX_QUERY_STREAM: usize = 2 + 65_535;
 
 /// A QUIC endpoint on `addr` serving DoQ with `tls` (a TLS 1.3 configuration whose ALPN is
-/// [`ALPN_DOQ`]), idle connections closed after `idle`.
+/// [`ALPN_DOQ`]), idle connections closed after `idle`. Its socket has the UDP listeners'
+/// receive buffer ([`crate::udp::RECV_BUFFER`]), so a burst of handshakes is not dropped.
 ///
 /// # Errors
 /// The operating system's error from binding, or an `InvalidInput` error if `tls` cannot do
@@ -57,7 +58,14 @@ pub(crate) fn bind(
         .max_idle_timeout(idle.try_into().ok())
         .max_concurrent_bidi_streams(VarInt::from_u32(MAX_STREAMS))
         .max_concurrent_uni_streams(VarInt::from_u32(0));
-    Endpoint::server(config, addr)
+    let runtime = quinn::default_runtime()
+        .ok_or_else(|| std::io::Error::other("DoQ needs a tokio runtime"))?;
+    Endpoint::new(
+        quinn::EndpointConfig::default(),
+        Some(config),
+        crate::udp::bind_one(addr)?,
+        runtime,
+    )
 }
 
 /// Accepts DoQ connections on `endpoint` until `shutdown` turns true, then closes them all
