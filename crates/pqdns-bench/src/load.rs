@@ -1,6 +1,7 @@
 //! `pqdns-bench load`: a DNS load generator that works against any server (pqdns-server, NSD,
-//! Knot, BIND…). UDP (RFC 1035 §4.2.1), TCP (RFC 7766), DNS over TLS (RFC 7858) and DNS over
-//! HTTPS (RFC 8484, GET or POST over HTTP/2); a fresh connection (and TLS handshake) per query,
+//! Knot, BIND…). UDP (RFC 1035 §4.2.1), TCP (RFC 7766), DNS over TLS (RFC 7858), DNS over
+//! HTTPS (RFC 8484, GET or POST over HTTP/2) and DNS over QUIC (RFC 9250, quinn: one stream per
+//! query, message ID 0); a fresh connection (and TLS handshake) per query,
 //! one reused connection per worker, or a fresh connection per query resuming the TLS session
 //! (RFC 8446 §2.2); N concurrent workers in a closed loop, or a fixed total rate.
 //!
@@ -9,7 +10,9 @@
 //!   a slow server is not hidden by the client waiting: no coordinated omission) to the
 //!   matching answer, including connect and TLS handshake when the connection is new;
 //! - wire bytes: payload bytes counted at the socket (UDP payloads; TCP payload including TLS
-//!   records and HTTP/2 frames), both directions, ÷ answered queries;
+//!   records and HTTP/2 frames; for DoQ the UDP payloads of each QUIC connection as quinn
+//!   counts them, up to its CONNECTION_CLOSE, which is not counted), both directions,
+//!   ÷ answered queries;
 //! - header bytes: IP/UDP/TCP headers *estimated* by [`HeaderEstimate`];
 //! - CPU: client CPU from getrusage, server CPU from `/proc/PID/stat` ([`crate::proc_stat`]).
 
@@ -39,6 +42,9 @@ pub const MAX_MESSAGE: usize = 65_535;
 pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
 /// Highest latency the histogram records, microseconds (longer ones are clamped): 10 minutes.
 pub const MAX_LATENCY_US: u64 = 600_000_000;
+/// Receive buffer asked for the DoQ client socket, bytes (the kernel caps it at
+/// `net.core.rmem_max`).
+pub const QUIC_RECV_BUFFER: usize = 4 << 20;
 /// TCP maximum segment size assumed for the header estimate on loopback, bytes
 /// (Linux `lo` MTU 65536 − 40 − 12).
 pub const LOOPBACK_MSS: u64 = 65_483;
@@ -58,10 +64,13 @@ pub enum LoadTransport {
     DohPost,
     /// DNS over HTTPS, GET with `?dns=` base64url, HTTP/2.
     DohGet,
+    /// DNS over QUIC (ALPN "doq"), one bidirectional stream per query; fresh or reused
+    /// connections only.
+    Doq,
 }
 
 impl LoadTransport {
-    /// The CLI name (`udp`, `tcp`, `dot`, `doh-post`, `doh-get`).
+    /// The CLI name (`udp`, `tcp`, `dot`, `doh-post`, `doh-get`, `doq`).
     pub fn name(self) -> &'static str {
         match self {
             Self::Udp => "udp",
@@ -69,12 +78,18 @@ impl LoadTransport {
             Self::Dot => "dot",
             Self::DohPost => "doh-post",
             Self::DohGet => "doh-get",
+            Self::Doq => "doq",
         }
     }
 
-    /// True for DoT and DoH.
+    /// True for DoT, DoH and DoQ.
     pub fn is_tls(self) -> bool {
-        matches!(self, Self::Dot | Self::DohPost | Self::DohGet)
+        matches!(self, Self::Dot | Self::DohPost | Self::DohGet | Self::Doq)
+    }
+
+    /// True for the transports carried in UDP datagrams (UDP, DoQ).
+    pub fn is_datagram(self) -> bool {
+        matches!(self, Self::Udp | Self::Doq)
     }
 }
 
@@ -234,6 +249,8 @@ pub enum LoadError {
 struct Shared {
     cfg: LoadConfig,
     tls: Option<Arc<rustls::ClientConfig>>,
+    /// The QUIC client endpoint (one UDP socket) of a DoQ run.
+    quic: Option<quinn::Endpoint>,
     counters: Arc<WireCounters>,
     next: AtomicU64,
     start: Instant,
@@ -308,6 +325,7 @@ enum Conn {
     Tcp(CountingStream<TcpStream>),
     Dot(Box<Tls>),
     Doh(H2Sender),
+    Doq(quinn::Connection),
 }
 
 /// Outcome of one exchange that produced an answer.
@@ -321,6 +339,8 @@ pub(crate) enum ExchangeError {
     Io(#[from] std::io::Error),
     #[error("HTTP: {0}")]
     Http(String),
+    #[error("QUIC: {0}")]
+    Quic(String),
     #[error("bad answer: {0}")]
     BadAnswer(&'static str),
 }
@@ -337,6 +357,9 @@ impl Shared {
             let socket = UdpSocket::bind(local).await?;
             socket.connect(target).await?;
             return Ok(Conn::Udp(socket));
+        }
+        if let Some(endpoint) = &self.quic {
+            return self.connect_quic(endpoint, tally).await;
         }
         let tcp = TcpStream::connect(target).await?;
         tcp.set_nodelay(true)?;
@@ -376,6 +399,39 @@ impl Shared {
         Ok(Conn::Doh(send))
     }
 
+    /// A new QUIC connection to the target, handshake done.
+    async fn connect_quic(
+        &self,
+        endpoint: &quinn::Endpoint,
+        tally: &mut Tally,
+    ) -> Result<Conn, ExchangeError> {
+        let config = self.tls.clone().expect("DoQ runs have a TLS configuration");
+        let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(config)
+            .map_err(|e| ExchangeError::Quic(e.to_string()))?;
+        let name = self
+            .cfg
+            .tls
+            .server_name
+            .clone()
+            .unwrap_or_else(|| self.cfg.target.ip().to_string());
+        let conn = endpoint
+            .connect_with(
+                quinn::ClientConfig::new(Arc::new(crypto)),
+                self.cfg.target,
+                &name,
+            )
+            .map_err(|e| ExchangeError::Quic(e.to_string()))?
+            .await
+            .map_err(|e| ExchangeError::Quic(e.to_string()))?;
+        self.counters.add_connection();
+        tally.handshakes += 1;
+        if let Some(g) = pqdns_net::negotiated_group(&conn) {
+            let mut first = self.first_group.lock().unwrap_or_else(|e| e.into_inner());
+            first.get_or_insert_with(|| format!("{g:?}"));
+        }
+        Ok(Conn::Doq(conn))
+    }
+
     async fn exchange(&self, conn: &mut Conn, wire: &[u8]) -> Result<Answer, ExchangeError> {
         let answer = match conn {
             Conn::Udp(socket) => {
@@ -396,6 +452,7 @@ impl Shared {
             Conn::Tcp(s) => length_prefixed(s, wire).await?,
             Conn::Dot(s) => length_prefixed(s.as_mut(), wire).await?,
             Conn::Doh(send) => self.doh(send, wire).await?,
+            Conn::Doq(conn) => doq_exchange(conn, wire).await?,
         };
         if answer.len() < 12 {
             return Err(ExchangeError::BadAnswer("shorter than a DNS header"));
@@ -470,7 +527,12 @@ impl Shared {
                 None => Instant::now(),
             };
             // IDs differ between workers and between a worker's consecutive queries.
-            let id = (i as u16).wrapping_mul(0x9e37) ^ (worker as u16).rotate_left(7);
+            // DoQ queries carry ID 0 (RFC 9250 §4.2.1): the stream matches the answer.
+            let id = if self.cfg.transport == LoadTransport::Doq {
+                0
+            } else {
+                (i as u16).wrapping_mul(0x9e37) ^ (worker as u16).rotate_left(7)
+            };
             let wire = query_wire(&self.cfg.queries[(i % n) as usize], id, self.cfg.edns);
             tally.queries += 1;
             let attempt = async {
@@ -492,38 +554,100 @@ impl Shared {
                     tally.dns_sent += wire.len() as u64;
                     tally.dns_received += answer.wire.len() as u64;
                     if self.cfg.mode != ConnectionMode::Reuse {
-                        close(conn.take()).await;
+                        self.close(conn.take()).await;
                     }
                 }
                 Ok(Err(e)) => {
                     tally.errors += 1;
                     tally.note_error(e.to_string());
-                    conn = None;
+                    self.close(conn.take()).await;
                 }
                 Err(_) => {
                     tally.timeouts += 1;
-                    conn = None;
+                    self.close(conn.take()).await;
                 }
             }
             if let Some(p) = &self.progress {
                 p.inc(1);
             }
         }
-        close(conn.take()).await;
+        self.close(conn.take()).await;
         tally
+    }
+
+    /// Closes a connection politely (TLS close_notify, TCP FIN, QUIC CONNECTION_CLOSE with
+    /// DOQ_NO_ERROR) so the server sees a normal end; a QUIC connection's datagrams are added
+    /// to the counters here.
+    async fn close(&self, conn: Option<Conn>) {
+        match conn {
+            Some(Conn::Tcp(mut s)) => {
+                let _ = s.shutdown().await;
+            }
+            Some(Conn::Dot(mut s)) => {
+                let _ = s.shutdown().await;
+            }
+            Some(Conn::Doq(c)) => {
+                c.close(0u32.into(), b"");
+                let stats = c.stats();
+                self.counters
+                    .add_sent_datagrams(stats.udp_tx.bytes, stats.udp_tx.datagrams);
+                self.counters
+                    .add_received_datagrams(stats.udp_rx.bytes, stats.udp_rx.datagrams);
+            }
+            Some(Conn::Doh(_)) | Some(Conn::Udp(_)) | None => {}
+        }
     }
 }
 
-/// Closes a connection politely (TLS close_notify, TCP FIN) so the server sees a normal end.
-async fn close(conn: Option<Conn>) {
-    match conn {
-        Some(Conn::Tcp(mut s)) => {
-            let _ = s.shutdown().await;
+/// The QUIC client endpoint of a DoQ run: one UDP socket for `target`'s address family with a
+/// [`QUIC_RECV_BUFFER`]-byte receive buffer (the answers to a batch of 1000 handshakes arrive
+/// together and would overflow the default one).
+fn quic_endpoint(target: SocketAddr) -> std::io::Result<quinn::Endpoint> {
+    let local: SocketAddr = if target.is_ipv4() {
+        ([0, 0, 0, 0], 0).into()
+    } else {
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(local),
+        socket2::Type::DGRAM,
+        Some(socket2::Protocol::UDP),
+    )?;
+    if let Err(e) = socket.set_recv_buffer_size(QUIC_RECV_BUFFER) {
+        tracing::debug!(error = %e, "could not raise the UDP receive buffer");
+    }
+    socket.bind(&local.into())?;
+    let runtime =
+        quinn::default_runtime().ok_or_else(|| std::io::Error::other("no tokio runtime"))?;
+    quinn::Endpoint::new(
+        quinn::EndpointConfig::default(),
+        None,
+        socket.into(),
+        runtime,
+    )
+}
+
+/// One query/answer on a new stream of `conn` (RFC 9250 §4.2): the 2-byte length and the
+/// message, the stream finished, the answer read to the stream's end.
+async fn doq_exchange(conn: &quinn::Connection, wire: &[u8]) -> Result<Vec<u8>, ExchangeError> {
+    let quic = |e: &dyn std::fmt::Display| ExchangeError::Quic(e.to_string());
+    let (mut send, mut recv) = conn.open_bi().await.map_err(|e| quic(&e))?;
+    let mut out = Vec::with_capacity(wire.len() + 2);
+    out.extend_from_slice(&(wire.len() as u16).to_be_bytes());
+    out.extend_from_slice(wire);
+    send.write_all(&out).await.map_err(|e| quic(&e))?;
+    send.finish().map_err(|e| quic(&e))?;
+    let stream = recv
+        .read_to_end(2 + MAX_MESSAGE)
+        .await
+        .map_err(|e| quic(&e))?;
+    match stream.split_first_chunk::<2>() {
+        Some((len, answer)) if usize::from(u16::from_be_bytes(*len)) == answer.len() => {
+            Ok(answer.to_vec())
         }
-        Some(Conn::Dot(mut s)) => {
-            let _ = s.shutdown().await;
-        }
-        Some(Conn::Doh(_)) | Some(Conn::Udp(_)) | None => {}
+        _ => Err(ExchangeError::BadAnswer(
+            "DoQ stream is not one length-prefixed message",
+        )),
     }
 }
 
@@ -567,10 +691,15 @@ pub async fn run(cfg: LoadConfig) -> Result<LoadReport, LoadError> {
     if cfg.rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
         return Err(LoadError::Invalid("rate must be a positive number".into()));
     }
-    let alpn: &[u8] = if cfg.transport == LoadTransport::Dot {
-        b"dot"
-    } else {
-        b"h2"
+    if cfg.transport == LoadTransport::Doq && cfg.mode == ConnectionMode::Resumption {
+        return Err(LoadError::Invalid(
+            "DoQ is measured with fresh or reused connections, not resumption".into(),
+        ));
+    }
+    let alpn: &[u8] = match cfg.transport {
+        LoadTransport::Dot => b"dot",
+        LoadTransport::Doq => pqdns_net::ALPN_DOQ,
+        _ => b"h2",
     };
     let tls = if cfg.transport.is_tls() {
         let resumption = cfg.mode == ConnectionMode::Resumption;
@@ -580,6 +709,11 @@ pub async fn run(cfg: LoadConfig) -> Result<LoadReport, LoadError> {
             resumption,
             cfg.concurrency * 2 + 16,
         )?)
+    } else {
+        None
+    };
+    let quic = if cfg.transport == LoadTransport::Doq {
+        Some(quic_endpoint(cfg.target).map_err(|e| LoadError::Invalid(format!("QUIC: {e}")))?)
     } else {
         None
     };
@@ -597,6 +731,7 @@ pub async fn run(cfg: LoadConfig) -> Result<LoadReport, LoadError> {
         },
         cfg,
         tls,
+        quic,
         counters: Arc::new(WireCounters::default()),
         next: AtomicU64::new(0),
         start,
@@ -614,6 +749,10 @@ pub async fn run(cfg: LoadConfig) -> Result<LoadReport, LoadError> {
         }
     }
     let wall = start.elapsed().as_secs_f64();
+    if let Some(endpoint) = &shared.quic {
+        // Let the CONNECTION_CLOSE frames go out before the endpoint is dropped.
+        endpoint.close(0u32.into(), b"");
+    }
     let client_cpu = (proc_stat::self_cpu_time() - client_cpu_start).as_secs_f64();
     if let Some(p) = &shared.progress {
         p.finish_and_clear();
@@ -663,7 +802,7 @@ fn report(
     let wire = shared.counters.totals();
     let est_headers = HeaderEstimate::estimate(
         &wire,
-        cfg.transport == LoadTransport::Udp,
+        cfg.transport.is_datagram(),
         cfg.target.is_ipv6(),
         LOOPBACK_MSS,
     );

@@ -92,6 +92,22 @@ enum Cmd {
         /// Measure nothing: redraw README.md and the charts from OUTPUT/matrix.json.
         #[arg(long)]
         report_only: bool,
+        /// Measure only these sections (DoT, DoH, DoQ, DNSSEC, DNSSEC+DoT, connection-modes,
+        /// handshake-rate) [default: all].
+        #[arg(long, value_delimiter = ',')]
+        sections: Vec<String>,
+        /// Measure only TLS cells offering these named groups (e.g. X25519,X25519MLKEM768)
+        /// [default: all].
+        #[arg(long, value_delimiter = ',')]
+        kems: Vec<String>,
+        /// Measure only TLS cells with these certificates (ecdsa-p256, ed25519, rsa2048,
+        /// ml-dsa-44, ml-dsa-65, ml-dsa-87) [default: all].
+        #[arg(long, value_delimiter = ',')]
+        certs: Vec<String>,
+        /// Keep the cells of OUTPUT/matrix.json this run does not measure again (re-run part
+        /// of the grid into the full report).
+        #[arg(long)]
+        merge: bool,
     },
     /// Reflection and amplification: streams of queries from one address (as a spoofing
     /// attacker sends them) to a UDP server, per query kind (apex DNSKEY, apex ANY, NXDOMAIN
@@ -496,6 +512,8 @@ struct MatrixArgs {
     server: Option<PathBuf>,
     output: Option<PathBuf>,
     report_only: bool,
+    select: matrix::Selection,
+    merge: bool,
 }
 
 /// Where `matrix` writes unless told: the committed report for the full grid, a scratch
@@ -519,6 +537,8 @@ fn run_matrix(a: MatrixArgs) -> ExitCode {
         server,
         output,
         report_only,
+        select,
+        merge,
     } = a;
     let output = matrix_output(quick, output);
     if report_only {
@@ -544,6 +564,8 @@ fn run_matrix(a: MatrixArgs) -> ExitCode {
     };
     let mut opts = matrix::MatrixOptions::new(quick, binary, output);
     opts.with_10000 = with_10000;
+    opts.select = select;
+    opts.merge = merge;
     if let Some(c) = concurrency {
         opts.concurrency = c;
     }
@@ -794,7 +816,23 @@ fn run(command: Cmd) -> ExitCode {
             server,
             output,
             report_only,
+            sections,
+            kems,
+            certs,
+            merge,
         } => {
+            let mut cert_algorithms = Vec::new();
+            for name in &certs {
+                match server_process::CertAlgorithm::from_name(name) {
+                    Some(a) => cert_algorithms.push(a),
+                    None => {
+                        eprintln!(
+                            "pqdns-bench matrix: --certs: unknown certificate algorithm {name:?}"
+                        );
+                        return ExitCode::from(2);
+                    }
+                }
+            }
             return run_matrix(MatrixArgs {
                 quick,
                 with_10000,
@@ -802,7 +840,13 @@ fn run(command: Cmd) -> ExitCode {
                 server,
                 output,
                 report_only,
-            })
+                select: matrix::Selection {
+                    sections,
+                    kems,
+                    certs: cert_algorithms,
+                },
+                merge,
+            });
         }
         Cmd::Amplification {
             target,

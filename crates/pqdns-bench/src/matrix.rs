@@ -62,6 +62,38 @@ pub struct MatrixOptions {
     pub server_binary: PathBuf,
     /// Output directory (CSV, JSON, markdown, charts).
     pub output: PathBuf,
+    /// Which cells of the grid to measure (default: all).
+    pub select: Selection,
+    /// Keep the cells of `output/matrix.json` that this run does not measure again, so a part
+    /// of the grid can be re-run into the full report.
+    pub merge: bool,
+}
+
+/// A part of the grid: cells whose section, offered named group and certificate are in the
+/// lists; an empty list selects everything. Sections are `DoT`, `DoH`, `DoQ`, `DNSSEC`,
+/// `DNSSEC+DoT`, `connection-modes`, `handshake-rate`; groups and certificates are named as in
+/// the tables (`X25519MLKEM768`, `ml-dsa-44`), case-insensitively.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    /// Grid sections.
+    pub sections: Vec<String>,
+    /// TLS named groups (cells without TLS are not filtered by it).
+    pub kems: Vec<String>,
+    /// Certificate algorithms (cells without TLS are not filtered by it).
+    pub certs: Vec<CertAlgorithm>,
+}
+
+impl Selection {
+    fn selects(&self, plan: &Plan) -> bool {
+        let any = |list: &[String], v: &str| {
+            list.is_empty() || list.iter().any(|x| x.eq_ignore_ascii_case(v))
+        };
+        any(&self.sections, plan.section)
+            && plan.kem.is_none_or(|k| any(&self.kems, k))
+            && (plan.kem.is_none()
+                || self.certs.is_empty()
+                || self.certs.contains(&plan.server.cert))
+    }
 }
 
 impl MatrixOptions {
@@ -81,6 +113,8 @@ impl MatrixOptions {
             handshake_rounds: if quick { 2 } else { 3 },
             server_binary,
             output,
+            select: Selection::default(),
+            merge: false,
         }
     }
 }
@@ -88,9 +122,10 @@ impl MatrixOptions {
 /// One measured cell of the grid.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Cell {
-    /// Grid section: `DoT`, `DoH`, `DNSSEC`, `DNSSEC+DoT`, `connection-modes`, `handshake-rate`.
+    /// Grid section: `DoT`, `DoH`, `DoQ`, `DNSSEC`, `DNSSEC+DoT`, `connection-modes`,
+    /// `handshake-rate`.
     pub section: String,
-    /// Transport (`udp`, `tcp`, `dot`, `doh-post`).
+    /// Transport (`udp`, `tcp`, `dot`, `doh-post`, `doq`).
     pub transport: String,
     /// Connection mode (`fresh`, `reuse`, `resumption`).
     pub mode: String,
@@ -223,7 +258,11 @@ fn plans(opts: &MatrixOptions) -> Vec<Plan> {
     };
     let mut out = Vec::new();
     for &c in &opts.concurrency {
-        for (section, transport) in [("DoT", LoadTransport::Dot), ("DoH", LoadTransport::DohPost)] {
+        for (section, transport) in [
+            ("DoT", LoadTransport::Dot),
+            ("DoH", LoadTransport::DohPost),
+            ("DoQ", LoadTransport::Doq),
+        ] {
             for &kem in kems {
                 for &cert in certs {
                     out.push(tls_plan(section, transport, kem, cert, None, c));
@@ -315,6 +354,7 @@ fn plans(opts: &MatrixOptions) -> Vec<Plan> {
             out.push(p);
         }
     }
+    out.retain(|p| opts.select.selects(p));
     out
 }
 
@@ -325,7 +365,8 @@ fn load_config(
 ) -> Result<LoadConfig, load::LoadError> {
     let target = match plan.transport {
         LoadTransport::Udp | LoadTransport::Tcp => server.dns,
-        LoadTransport::Dot => server.dot,
+        // DoQ listens on UDP at DoT's port number (RFC 9250 shares port 853).
+        LoadTransport::Dot | LoadTransport::Doq => server.dot,
         LoadTransport::DohPost | LoadTransport::DohGet => server.doh,
     };
     let query =
@@ -466,6 +507,43 @@ async fn measure(
     })
 }
 
+/// The cells of `dir/matrix.json` (none if it does not exist) with each one `new` measured
+/// again replaced in place, followed by the cells `new` adds.
+fn merged(dir: &std::path::Path, new: Vec<Cell>) -> Result<Vec<Cell>, MatrixError> {
+    let mut old = match std::fs::read_to_string(dir.join("matrix.json")) {
+        Ok(json) => serde_json::from_str::<Vec<Cell>>(&json)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e.into()),
+    };
+    // handshake-rate cells repeat one key per round: a new run replaces all of them.
+    if new.iter().any(|c| c.section == "handshake-rate") {
+        old.retain(|c| c.section != "handshake-rate");
+    }
+    for cell in new {
+        match old.iter_mut().find(|o| o.key() == cell.key()) {
+            Some(slot) => *slot = cell,
+            None => old.push(cell),
+        }
+    }
+    Ok(old)
+}
+
+impl Cell {
+    /// What identifies a cell of the grid.
+    fn key(&self) -> (&str, &str, &str, &str, &str, &str, usize) {
+        (
+            &self.section,
+            &self.transport,
+            &self.mode,
+            &self.kem,
+            &self.cert,
+            &self.dnssec,
+            self.concurrency,
+        )
+    }
+}
+
 /// Redraws the tables and charts in `opts.output` from its `matrix.json` (no measurement).
 ///
 /// # Errors
@@ -516,7 +594,10 @@ pub async fn run(
             cells[i] = Some(cell);
         }
     }
-    let cells: Vec<Cell> = cells.into_iter().flatten().collect();
+    let mut cells: Vec<Cell> = cells.into_iter().flatten().collect();
+    if opts.merge {
+        cells = merged(&opts.output, cells)?;
+    }
     crate::matrix_report::write(&opts.output, &cells, opts, &skipped)?;
     Ok(cells)
 }

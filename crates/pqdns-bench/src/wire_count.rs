@@ -36,7 +36,7 @@ pub struct WireTotals {
     pub send_calls: u64,
     /// Successful non-empty read calls (datagrams for UDP).
     pub receive_calls: u64,
-    /// TCP connections opened.
+    /// TCP or QUIC connections opened.
     pub connections: u64,
 }
 
@@ -53,7 +53,19 @@ impl WireCounters {
         self.receive_calls.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Counts one TCP connection opened.
+    /// Adds `bytes` sent in `datagrams` datagrams (a QUIC connection's totals).
+    pub fn add_sent_datagrams(&self, bytes: u64, datagrams: u64) {
+        self.sent.fetch_add(bytes, Ordering::Relaxed);
+        self.send_calls.fetch_add(datagrams, Ordering::Relaxed);
+    }
+
+    /// Adds `bytes` received in `datagrams` datagrams (a QUIC connection's totals).
+    pub fn add_received_datagrams(&self, bytes: u64, datagrams: u64) {
+        self.received.fetch_add(bytes, Ordering::Relaxed);
+        self.receive_calls.fetch_add(datagrams, Ordering::Relaxed);
+    }
+
+    /// Counts one TCP or QUIC connection opened.
     pub fn add_connection(&self) {
         self.connections.fetch_add(1, Ordering::Relaxed);
     }
