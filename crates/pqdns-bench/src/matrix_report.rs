@@ -548,6 +548,32 @@ pub fn write(
             "--with-10000"
         }
     );
+    if opts.merge {
+        let list = |v: &[String]| {
+            if v.is_empty() {
+                "all".to_string()
+            } else {
+                v.join(",")
+            }
+        };
+        let certs: Vec<String> = opts
+            .select
+            .certs
+            .iter()
+            .map(|c| c.name().to_string())
+            .collect();
+        let _ = writeln!(
+            md,
+            "This report merges a partial re-run into the earlier one: sections {}, groups {}, \
+             certificates {}, concurrency {:?} were measured again (side by side in one run) with \
+             `pqdns-bench matrix --merge` and these selections; every other cell is from the earlier \
+             run (see `load_avg` in matrix.csv).\n",
+            list(&opts.select.sections),
+            list(&opts.select.kems),
+            list(&certs),
+            opts.concurrency,
+        );
+    }
     md.push_str(DEFINITIONS);
     if !skipped.is_empty() {
         let _ = writeln!(md, "**Skipped** (server did not start):\n");
@@ -558,11 +584,15 @@ pub fn write(
     }
     goals(cells, &mut md);
     let _ = writeln!(md, "## Tables\n");
-    for &c in opts.concurrency.iter().chain(if opts.with_10000 {
-        &[10_000][..]
-    } else {
-        &[][..]
-    }) {
+    // Every step some cell has (a merged report keeps the earlier run's 10,000 batches).
+    let mut steps: Vec<usize> = cells
+        .iter()
+        .filter(|c| matches!(c.section.as_str(), "DoT" | "DoH" | "DoQ"))
+        .map(|c| c.concurrency)
+        .collect();
+    steps.sort_unstable();
+    steps.dedup();
+    for c in steps {
         tls_table(cells, &paper, "DoT", c, &mut md);
         tls_table(cells, &paper, "DoH", c, &mut md);
         tls_table(cells, &paper, "DoQ", c, &mut md);
