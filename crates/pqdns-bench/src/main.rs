@@ -28,7 +28,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Load generator for any DNS server (pqdns-server, NSD, Knot, BIND): UDP, TCP, DoT, DoH;
+    /// Load generator for any DNS server (pqdns-server, NSD, Knot, BIND): UDP, TCP, DoT, DoH, DoQ;
     /// reports latency percentiles, throughput, errors, bytes on the wire per query (counted
     /// at the socket, TLS records included; IP/TCP headers estimated), client CPU and, with
     /// --server-pid, server CPU and peak RSS from /proc.

@@ -160,6 +160,10 @@ pub struct SigningConfig {
     /// Re-sign when less than this much validity is left (`3d12h`, seconds, …); default a
     /// quarter of `validity`, as Knot DNS does. A running pqdns-server re-signs by itself then.
     pub refresh: Option<String>,
+    /// How the SOA serial of a (re-)signed zone is chosen: `increment` (default), `unixtime`,
+    /// `dateserial` or `keep`; see [`crate::serial::SerialPolicy`].
+    #[serde(default)]
+    pub serial: crate::serial::SerialPolicy,
     /// How far before now the inception is set, for clock skew (`1h`).
     #[serde(default = "default_skew")]
     pub inception_offset: String,

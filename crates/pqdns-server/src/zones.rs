@@ -18,7 +18,6 @@ use pqdns_core::config::{ConfigError, LoadedConfig};
 use pqdns_core::dnssec::dnskey::{ds_record, DigestType};
 use pqdns_core::dnssec::existing::{self, UnsignedAlgorithm};
 use pqdns_core::dnssec::sign::{sign_zone, SignError};
-use pqdns_core::serial::Serial;
 use pqdns_core::Record;
 use tracing::{info, warn};
 
@@ -139,10 +138,13 @@ pub fn read_config(source: &ZoneSource) -> Result<LoadedConfig, ConfigError> {
     }
 }
 
-/// Loads, keys and signs one zone; `now` is the signing time in UNIX seconds. When `served`
-/// (the catalog being served) has the zone and the file's SOA serial is not greater than the
-/// served one (RFC 1982), a signed zone gets the served serial + 1, so that secondaries
-/// transfer the new signatures (a re-signing or a reload of unchanged data).
+/// Loads, keys and signs one zone; `now` is the signing time in UNIX seconds. A signed zone's
+/// SOA serial follows the `[signing] serial` policy ([`SerialPolicy`]): when `served` (the
+/// catalog being served) has the zone, the new serial is newer than the served one (RFC 1982)
+/// unless the policy is `keep`, so that secondaries transfer the new signatures (a re-signing
+/// or a reload of unchanged data).
+///
+/// [`SerialPolicy`]: pqdns_core::serial::SerialPolicy
 ///
 /// # Errors
 /// [`LoadError`] naming the file (and line, for zone-file errors).
@@ -195,12 +197,10 @@ pub fn load_zone(
     let served_serial = served
         .and_then(|c| c.zones().find(|z| z.zone.origin == origin))
         .map(|z| z.zone.soa_serial());
-    if let Some(old) = served_serial {
-        let file = zone.soa_serial();
-        let newer = Serial(file).partial_cmp(&Serial(old)) == Some(std::cmp::Ordering::Greater);
-        if !newer && zone.set_soa_serial(old.wrapping_add(1)) {
-            info!(zone = %origin, file, served = old, serial = old.wrapping_add(1), "SOA serial raised above the served one");
-        }
+    let file = zone.soa_serial();
+    let serial = signing.serial.next(file, served_serial, now);
+    if serial != file && zone.set_soa_serial(serial) {
+        info!(zone = %origin, file, served = served_serial, serial, policy = ?signing.serial, "SOA serial set");
     }
     report.serial = Some(zone.soa_serial());
     report.refresh_at = Some(policy.expiration.saturating_sub(refresh));

@@ -304,6 +304,58 @@ fn a_start_that_cannot_bind_writes_no_files() {
 /// left, a running server re-signs every 2 s or so without SIGHUP. Over 7 s of polling no
 /// RRSIG served is expired, the expiration moves forward, and every re-signing raises the SOA
 /// serial (RFC 1982) so that secondaries see the new signatures.
+/// (SOA serial, expiration of its RRSIG in UNIX seconds) of `pqdns.test.` as the server on
+/// `tcp` serves it now.
+fn served_soa(tcp: SocketAddr) -> (u32, u64) {
+    let out = dig(tcp, &["+tcp", "+dnssec", "pqdns.test.", "SOA"]);
+    let answer = out.section("ANSWER");
+    let serial: u32 = answer
+        .iter()
+        .find(|r| r.rtype == "SOA")
+        .and_then(|r| r.rdata.split_whitespace().nth(2))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no SOA in:\n{}", out.text));
+    let expiration = answer
+        .iter()
+        .find(|r| r.rtype == "RRSIG")
+        .and_then(|r| r.rdata.split_whitespace().nth(4))
+        .and_then(pqdns_core::time::from_yyyymmddhhmmss)
+        .unwrap_or_else(|| panic!("no RRSIG in:\n{}", out.text));
+    (serial, expiration)
+}
+
+#[test]
+fn dateserial_policy_numbers_the_changes_of_the_day() {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = signed_toml("pqdns.test.", RECORDS).replace(
+        "key_directory = \"keys\"\n",
+        "key_directory = \"keys\"\nvalidity = \"8\"\nrefresh = \"6\"\nserial = \"dateserial\"\n",
+    );
+    let today = || {
+        let date = &pqdns_core::time::to_yyyymmddhhmmss(pqdns_core::time::now())[..8];
+        date.parse::<u32>().unwrap() * 100
+    };
+    let day_before = today();
+    let mut server = Running::start(dir.path(), &toml, closed_stdout());
+    let (_, tcp) = server.tcp_address();
+    let (first, _) = served_soa(tcp);
+    assert!(
+        first == day_before || first == today(),
+        "the first signing is YYYYMMDD00: {first}"
+    );
+    // The refresh re-signs 2 s after the start: the day's second serial.
+    let mut serial = first;
+    for _ in 0..40 {
+        std::thread::sleep(Duration::from_millis(200));
+        serial = served_soa(tcp).0;
+        if serial != first {
+            break;
+        }
+    }
+    assert_eq!(serial, first + 1, "the re-signing is the day's change 01");
+    assert!(!server.log().contains("panicked"));
+}
+
 #[test]
 fn signatures_are_refreshed_before_they_expire() {
     let dir = tempfile::tempdir().unwrap();
@@ -314,24 +366,7 @@ fn signatures_are_refreshed_before_they_expire() {
     // A closed standard output sends the "listening" lines to the log.
     let mut server = Running::start(dir.path(), &toml, closed_stdout());
     let (_, tcp) = server.tcp_address();
-    // (SOA serial, RRSIG expiration) as served now.
-    let served = || {
-        let out = dig(tcp, &["+tcp", "+dnssec", "pqdns.test.", "SOA"]);
-        let answer = out.section("ANSWER");
-        let serial: u32 = answer
-            .iter()
-            .find(|r| r.rtype == "SOA")
-            .and_then(|r| r.rdata.split_whitespace().nth(2))
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("no SOA in:\n{}", out.text));
-        let expiration = answer
-            .iter()
-            .find(|r| r.rtype == "RRSIG")
-            .and_then(|r| r.rdata.split_whitespace().nth(4))
-            .and_then(pqdns_core::time::from_yyyymmddhhmmss)
-            .unwrap_or_else(|| panic!("no RRSIG in:\n{}", out.text));
-        (serial, expiration)
-    };
+    let served = || served_soa(tcp);
     let (first_serial, first_expiration) = served();
     let mut seen = vec![(first_serial, first_expiration)];
     for _ in 0..28 {
