@@ -164,6 +164,10 @@ pub struct SigningConfig {
     /// `dateserial` or `keep`; see [`crate::serial::SerialPolicy`].
     #[serde(default)]
     pub serial: crate::serial::SerialPolicy,
+    /// CDS/CDNSKEY at the apex for the parent: `none` (default), `always` or `delete`; see
+    /// [`crate::dnssec::cds::CdsPublish`].
+    #[serde(default)]
+    pub cds: crate::dnssec::cds::CdsPublish,
     /// How far before now the inception is set, for clock skew (`1h`).
     #[serde(default = "default_skew")]
     pub inception_offset: String,

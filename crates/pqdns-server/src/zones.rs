@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use pqdns_core::atomic_file::{write_atomic, FileMode};
 use pqdns_core::config::{ConfigError, LoadedConfig};
+use pqdns_core::dnssec::cds;
 use pqdns_core::dnssec::dnskey::{ds_record, DigestType};
 use pqdns_core::dnssec::existing::{self, UnsignedAlgorithm};
 use pqdns_core::dnssec::sign::{sign_zone, SignError};
@@ -76,6 +77,14 @@ pub enum LoadError {
         file: String,
         /// The DNSKEY left without signatures of its algorithm.
         error: UnsignedAlgorithm,
+    },
+    /// The CDS/CDNSKEY records could not be added (a key of another zone).
+    #[error("{file}: CDS/CDNSKEY: {error}")]
+    Cds {
+        /// The zone description.
+        file: String,
+        /// Why the zone refused the record.
+        error: pqdns_core::zone::ZoneError,
     },
     /// The DS file could not be written.
     #[error("{}: {error}", path.display())]
@@ -202,6 +211,12 @@ pub fn load_zone(
     if serial != file && zone.set_soa_serial(serial) {
         info!(zone = %origin, file, served = served_serial, serial, policy = ?signing.serial, "SOA serial set");
     }
+    for record in cds::records(&keys, signing.cds) {
+        zone.insert(record).map_err(|error| LoadError::Cds {
+            file: source.to_string(),
+            error,
+        })?;
+    }
     report.serial = Some(zone.soa_serial());
     report.refresh_at = Some(policy.expiration.saturating_sub(refresh));
     let last_decile = std::sync::atomic::AtomicUsize::new(0);
@@ -224,13 +239,7 @@ pub fn load_zone(
         zone = %origin, %source, rrsets = stats.rrsets, signatures = stats.signatures,
         denial_records = stats.denial_records, keys = keys.len(), "zone signed"
     );
-    let seps: Vec<_> = keys.iter().filter(|k| k.is_sep()).collect();
-    let ds_keys = if seps.is_empty() {
-        keys.iter().collect()
-    } else {
-        seps
-    };
-    report.ds = ds_keys
+    report.ds = cds::ds_keys(&keys)
         .iter()
         .filter_map(|k| ds_record(&k.dnskey_record(), DigestType::Sha256))
         .collect();

@@ -324,6 +324,89 @@ fn served_soa(tcp: SocketAddr) -> (u32, u64) {
     (serial, expiration)
 }
 
+/// `cds = "always"` publishes CDS/CDNSKEY for the KSK, equal to the DS file and signed by the
+/// KSK (RFC 7344 §4.1); `cds = "delete"` publishes the RFC 8078 §4 deletion records.
+#[test]
+fn cds_and_cdnskey_follow_the_ksk_and_can_ask_for_deletion() {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = signed_toml("pqdns.test.", RECORDS).replace(
+        "key_directory = \"keys\"\n",
+        "key_directory = \"keys\"\nkeys = \"ksk-zsk\"\ncds = \"always\"\n",
+    );
+    let mut server = Running::start(dir.path(), &toml, closed_stdout());
+    let (_, tcp) = server.tcp_address();
+    let hex = |text: &str| text.replace(' ', "").to_ascii_uppercase();
+    let ds_file = std::fs::read_to_string(dir.path().join("keys/pqdns.test.ds")).unwrap();
+    // "pqdns.test. TTL IN DS tag alg digest-type digest"
+    let ds: Vec<String> = ds_file
+        .lines()
+        .map(|l| hex(&l.split_whitespace().skip(4).collect::<Vec<_>>().join(" ")))
+        .collect();
+    assert_eq!(ds.len(), 1, "{ds_file}");
+    let ksk_tag = ds_file.split_whitespace().nth(4).unwrap().to_string();
+
+    let out = dig(tcp, &["+tcp", "+dnssec", "pqdns.test.", "CDS"]);
+    let answer = out.section("ANSWER");
+    let cds: Vec<String> = answer
+        .iter()
+        .filter(|r| r.rtype == "CDS")
+        .map(|r| hex(&r.rdata))
+        .collect();
+    assert_eq!(cds, ds, "CDS equals the DS the server wrote:\n{}", out.text);
+    let signer_tags: Vec<&str> = answer
+        .iter()
+        .filter(|r| r.rtype == "RRSIG")
+        .filter_map(|r| r.rdata.split_whitespace().nth(6))
+        .collect();
+    assert_eq!(
+        signer_tags,
+        [ksk_tag.as_str()],
+        "signed by the KSK:\n{}",
+        out.text
+    );
+
+    let out = dig(tcp, &["+tcp", "+dnssec", "pqdns.test.", "CDNSKEY"]);
+    let cdnskey: Vec<_> = out
+        .section("ANSWER")
+        .into_iter()
+        .filter(|r| r.rtype == "CDNSKEY")
+        .collect();
+    let dnskey = dig(tcp, &["+tcp", "pqdns.test.", "DNSKEY"]);
+    let ksk = dnskey
+        .section("ANSWER")
+        .into_iter()
+        .find(|r| r.rdata.starts_with("257 "))
+        .expect("a KSK");
+    assert_eq!(cdnskey.len(), 1, "{}", out.text);
+    assert_eq!(hex(&cdnskey[0].rdata), hex(&ksk.rdata));
+
+    // The operator asks the parent to remove the DS: reload with cds = "delete".
+    std::fs::write(
+        dir.path().join("zone.toml"),
+        toml.replace("cds = \"always\"", "cds = \"delete\""),
+    )
+    .unwrap();
+    server.signal("HUP");
+    server.wait_for("zones loaded");
+    let deletion = |rtype: &str| {
+        dig(tcp, &["+tcp", "pqdns.test.", rtype])
+            .section("ANSWER")
+            .into_iter()
+            .map(|r| r.rdata)
+            .collect::<Vec<_>>()
+    };
+    let mut cds = deletion("CDS");
+    for _ in 0..50 {
+        if cds == ["0 0 0 00"] {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        cds = deletion("CDS");
+    }
+    assert_eq!(cds, ["0 0 0 00"]);
+    assert_eq!(deletion("CDNSKEY"), ["0 3 0 AA=="]);
+}
+
 #[test]
 fn dateserial_policy_numbers_the_changes_of_the_day() {
     let dir = tempfile::tempdir().unwrap();

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use pqdns_core::atomic_file::{AtomicFile, FileMode};
 use pqdns_core::config::LoadedConfig;
+use pqdns_core::dnssec::cds;
 use pqdns_core::dnssec::dnskey::{ds_record, DigestType, DnskeyRef};
 use pqdns_core::dnssec::existing::{self, ExistingDnssec};
 use pqdns_core::dnssec::keyfile::{KeyFileFormat, KeyRole, ZoneKey};
@@ -334,14 +335,21 @@ fn sign_job_from_toml(a: &SignArgs) -> Result<SignJob, String> {
     let signing = cfg
         .signing()
         .ok_or_else(|| format!("{}: no [signing] table", a.input.display()))?;
-    let zone = cfg.read_zone().map_err(|e| e.to_string())?;
+    let mut zone = cfg.read_zone().map_err(|e| e.to_string())?;
     let (keys, written) = cfg.keys(true).map_err(|e| e.to_string())?;
     for path in written {
         tracing::info!(file = %path.display(), "generated key file");
     }
-    let policy = cfg
-        .policy(signing, time::now())
-        .map_err(|e| e.to_string())?;
+    let now = time::now();
+    let policy = cfg.policy(signing, now).map_err(|e| e.to_string())?;
+    // Signed offline, the zone has no served serial to move past: the policy applies to the
+    // file's serial alone.
+    let serial = signing.serial.next(zone.soa_serial(), None, now);
+    zone.set_soa_serial(serial);
+    for record in cds::records(&keys, signing.cds) {
+        zone.insert(record)
+            .map_err(|e| format!("{}: CDS/CDNSKEY: {e}", a.input.display()))?;
+    }
     let existing = if a.keep_dnskeys {
         ExistingDnssec::KeepDnskeys
     } else {

@@ -6,6 +6,7 @@ mod backend_awslc;
 mod backend_fips205;
 #[cfg(feature = "liboqs")]
 mod backend_liboqs;
+pub mod cds;
 pub mod denial;
 #[cfg(feature = "aws-lc")]
 mod der;

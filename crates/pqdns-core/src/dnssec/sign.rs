@@ -245,7 +245,8 @@ pub fn sign_zone(
     Ok(stats)
 }
 
-/// Keys of algorithm `alg` that sign RRsets of `rtype`: KSKs (SEP) for DNSKEY, ZSKs for the
+/// Keys of algorithm `alg` that sign RRsets of `rtype`: KSKs (SEP) for DNSKEY and for CDS and
+/// CDNSKEY (which RFC 7344 §4.1 wants signed by a key the parent's DS points to), ZSKs for the
 /// rest; a key is used for both when its algorithm has only one kind (CSK).
 /// Each key comes with its precomputed key tag.
 fn signers<'k>(
@@ -255,7 +256,7 @@ fn signers<'k>(
     rtype: RrType,
 ) -> impl Iterator<Item = (&'k ZoneKey, &'k u16)> {
     let of_alg = move || keys.iter().zip(tags).filter(move |(k, _)| k.number == alg);
-    let want_sep = rtype == RrType::DNSKEY;
+    let want_sep = matches!(rtype, RrType::DNSKEY | RrType::CDS | RrType::CDNSKEY);
     let has_wanted = of_alg().any(|(k, _)| k.is_sep() == want_sep);
     of_alg().filter(move |(k, _)| !has_wanted || k.is_sep() == want_sep)
 }
