@@ -38,9 +38,12 @@ const DOQ_PROTOCOL_ERROR: u32 = 0x2;
 /// Largest stream a query may take: the length prefix and a 65535-byte message.
 const MAX_QUERY_STREAM: usize = 2 + 65_535;
 
-/// A QUIC endpoint on `addr` serving DoQ with `tls` (a TLS 1.3 configuration whose ALPN is
-/// [`ALPN_DOQ`]), idle connections closed after `idle`. Its socket has the UDP listeners'
-/// receive buffer ([`crate::udp::RECV_BUFFER`]), so a burst of handshakes is not dropped.
+/// `count` QUIC endpoints (at least one) on `addr` serving DoQ with `tls` (a TLS 1.3
+/// configuration whose ALPN is [`ALPN_DOQ`]), idle connections closed after `idle`. Their
+/// sockets come from [`crate::udp::bind`]: the UDP listeners' receive buffer, so a burst of
+/// handshakes is not dropped, and with more than one, `SO_REUSEPORT` on one port. A client's
+/// datagrams then always reach the endpoint that knows its connection as long as its address
+/// and port stay the same, so connection migration (RFC 9000 §9) is refused when `count` > 1.
 ///
 /// # Errors
 /// The operating system's error from binding, or an `InvalidInput` error if `tls` cannot do
@@ -49,10 +52,12 @@ pub(crate) fn bind(
     addr: SocketAddr,
     tls: Arc<rustls::ServerConfig>,
     idle: Duration,
-) -> std::io::Result<Endpoint> {
+    count: usize,
+) -> std::io::Result<Vec<Endpoint>> {
     let crypto = QuicServerConfig::try_from(tls)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    config.migration(count <= 1);
     let transport = Arc::get_mut(&mut config.transport).expect("a fresh transport config");
     transport
         .max_idle_timeout(idle.try_into().ok())
@@ -60,12 +65,19 @@ pub(crate) fn bind(
         .max_concurrent_uni_streams(VarInt::from_u32(0));
     let runtime = quinn::default_runtime()
         .ok_or_else(|| std::io::Error::other("DoQ needs a tokio runtime"))?;
-    Endpoint::new(
-        quinn::EndpointConfig::default(),
-        Some(config),
-        crate::udp::bind_one(addr)?,
-        runtime,
-    )
+    crate::udp::bind(addr, count)?
+        .into_iter()
+        .map(|socket| {
+            // quinn makes the socket non-blocking, so the receive timeout udp::bind sets for
+            // its serving threads has no effect here.
+            Endpoint::new(
+                quinn::EndpointConfig::default(),
+                Some(config.clone()),
+                socket,
+                Arc::clone(&runtime),
+            )
+        })
+        .collect()
 }
 
 /// Accepts DoQ connections on `endpoint` until `shutdown` turns true, then closes them all

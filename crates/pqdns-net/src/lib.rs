@@ -53,10 +53,10 @@ pub use doh::{ABUSE_LOG_INTERVAL, CLOSE_GRACE, DNS_MESSAGE, MAX_H2_STREAMS, MAX_
 pub use doq::{negotiated_group, ALPN_DOQ, MAX_STREAMS};
 pub use limit::{ConnLimiter, ConnPermit};
 pub use listeners::{
-    listen_tcp, BoundAddrs, ListenConfig, ListenError, Listeners, DEFAULT_DEFERRED_TIMEOUT_SECS,
-    DEFAULT_DOH_PATH, DEFAULT_IDLE_TIMEOUT_SECS, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_MAX_CONNECTIONS_PER_IP, DEFAULT_MAX_DEFERRED, DEFAULT_UDP_THREADS, LISTEN_BACKLOG,
-    SHUTDOWN_GRACE,
+    default_doq_endpoints, listen_tcp, BoundAddrs, ListenConfig, ListenError, Listeners,
+    DEFAULT_DEFERRED_TIMEOUT_SECS, DEFAULT_DOH_PATH, DEFAULT_IDLE_TIMEOUT_SECS,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP, DEFAULT_MAX_DEFERRED,
+    DEFAULT_UDP_THREADS, LISTEN_BACKLOG, SHUTDOWN_GRACE,
 };
 pub use service::{
     Event, HandshakeFailure, NoTransfer, OwnedRequest, Reply, Request, ResponseInfo, Service,

@@ -80,6 +80,12 @@ pub struct ListenConfig {
     pub doh_path: String,
     /// Threads, each with its own `SO_REUSEPORT` socket, per UDP address (at least 1).
     pub udp_threads: usize,
+    /// QUIC endpoints, each with its own `SO_REUSEPORT` socket, per DoQ address (at least 1;
+    /// default: the available cores, at most 8). quinn makes a connection's first server
+    /// flight, certificate signature included, under its endpoint's lock, so one endpoint
+    /// signs handshakes one at a time while its socket fills; the kernel spreads clients over
+    /// the sockets by address and port.
+    pub doq_endpoints: usize,
     /// How long a TCP, DoT, DoH or DoQ connection may sit idle, a TLS handshake may take, and
     /// any single write may block.
     pub idle_timeout: Duration,
@@ -95,6 +101,11 @@ pub struct ListenConfig {
     pub tls: TlsSettings,
 }
 
+/// The default [`ListenConfig::doq_endpoints`]: the available cores, 1 to 8.
+pub fn default_doq_endpoints() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 8))
+}
+
 impl ListenConfig {
     /// No listeners, default limits, and a self-signed certificate kept in
     /// `generated_cert_dir` if DoT or DoH listeners are added.
@@ -107,6 +118,7 @@ impl ListenConfig {
             doq: Vec::new(),
             doh_path: DEFAULT_DOH_PATH.into(),
             udp_threads: DEFAULT_UDP_THREADS,
+            doq_endpoints: default_doq_endpoints(),
             idle_timeout: Duration::from_secs(DEFAULT_IDLE_TIMEOUT_SECS),
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
@@ -244,12 +256,13 @@ impl Listeners {
         if let Some(cert) = &certificate {
             let config = tls::server_config(c.tls.policy, Arc::clone(cert), &[ALPN_DOQ])?;
             for &addr in &c.doq {
-                let endpoint = doq::bind(addr, Arc::clone(&config), c.idle_timeout)
+                let group = doq::bind(addr, Arc::clone(&config), c.idle_timeout, c.doq_endpoints)
                     .map_err(bind_err("DoQ", addr))?;
-                addrs
-                    .doq
-                    .push(endpoint.local_addr().map_err(bind_err("DoQ", addr))?);
-                quic.push(endpoint);
+                let first = group.first().map(|e| e.local_addr());
+                if let Some(local) = first {
+                    addrs.doq.push(local.map_err(bind_err("DoQ", addr))?);
+                }
+                quic.push(group);
             }
         }
 
@@ -297,12 +310,19 @@ impl Listeners {
             };
             tasks.push(task);
         }
-        for endpoint in quic {
+        for group in quic {
+            // The endpoints of one address share its connection limits.
             let limiter = ConnLimiter::new(c.max_connections, c.max_connections_per_ip);
-            let (service, rx) = (Arc::clone(&service), rx.clone());
-            tasks.push(tokio::spawn(doq::serve(
-                endpoint, service, limiter, limits, rx,
-            )));
+            for endpoint in group {
+                let (service, rx) = (Arc::clone(&service), rx.clone());
+                tasks.push(tokio::spawn(doq::serve(
+                    endpoint,
+                    service,
+                    Arc::clone(&limiter),
+                    limits,
+                    rx,
+                )));
+            }
         }
         Ok(Listeners {
             shutdown: tx,

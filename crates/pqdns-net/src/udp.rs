@@ -81,7 +81,11 @@ pub fn bind(addr: SocketAddr, count: usize) -> io::Result<Vec<UdpSocket>> {
     let mut sockets: Vec<UdpSocket> = Vec::with_capacity(count.max(1));
     let mut addr = addr;
     while sockets.len() < count.max(1) {
-        let socket = new_socket(addr)?;
+        let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+        // A burst of datagrams (many QUIC handshakes at once, too) would overflow the default.
+        if let Err(e) = socket.set_recv_buffer_size(RECV_BUFFER) {
+            debug!(%addr, error = %e, "could not raise the UDP receive buffer");
+        }
         socket.set_read_timeout(Some(POLL_INTERVAL))?;
         if count > 1 {
             socket.set_reuse_port(true)?;
@@ -93,28 +97,6 @@ pub fn bind(addr: SocketAddr, count: usize) -> io::Result<Vec<UdpSocket>> {
         sockets.push(socket);
     }
     Ok(sockets)
-}
-
-/// A UDP socket for `addr`'s address family with a [`RECV_BUFFER`]-byte receive buffer (a
-/// burst of datagrams, such as many QUIC handshakes at once, would overflow the default one
-/// and be dropped), not yet bound.
-fn new_socket(addr: SocketAddr) -> io::Result<Socket> {
-    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
-    if let Err(e) = socket.set_recv_buffer_size(RECV_BUFFER) {
-        debug!(%addr, error = %e, "could not raise the UDP receive buffer");
-    }
-    Ok(socket)
-}
-
-/// A UDP socket bound on `addr` with a [`RECV_BUFFER`]-byte receive buffer, for an event-driven
-/// user such as the QUIC endpoint (which makes it non-blocking).
-///
-/// # Errors
-/// The operating system's error from creating or binding the socket.
-pub(crate) fn bind_one(addr: SocketAddr) -> io::Result<UdpSocket> {
-    let socket = new_socket(addr)?;
-    socket.bind(&addr.into())?;
-    Ok(socket.into())
 }
 
 /// One thread's buffers: [`BATCH`] receive slots of [`MAX_DATAGRAM`] bytes and as many responses.

@@ -13,6 +13,8 @@
 //! udp_payload = 1232          # bytes, EDNS UDP payload size offered and accepted (512..=4096)
 //! udp_threads = 1             # threads (and SO_REUSEPORT sockets) per UDP address; one thread
 //!                             # answers some 300k queries/s from prepared answers
+//! doq_endpoints = 2           # QUIC endpoints (SO_REUSEPORT sockets) per DoQ address; default
+//!                             # the cores (quinn signs one endpoint's handshakes one by one)
 //! answer_cache_mib = 32       # MiB of prepared responses per catalog; 0 builds each anew
 //! tcp_idle_timeout = 10       # seconds a TCP/DoT/DoH connection may sit idle (RFC 7766 §6.2.3)
 //! max_connections = 512       # per stream listener (TCP, DoT, DoH each)
@@ -142,6 +144,8 @@ pub struct ServerTable {
     pub udp_payload: Option<u16>,
     /// Threads (and sockets) per UDP address.
     pub udp_threads: Option<usize>,
+    /// QUIC endpoints (and sockets) per DoQ address.
+    pub doq_endpoints: Option<usize>,
     /// Prepared-answer budget, MiB.
     pub answer_cache_mib: Option<usize>,
     /// Stream idle timeout, seconds.
@@ -236,6 +240,9 @@ pub struct Settings {
     pub udp_payload: u16,
     /// Threads, each with its own `SO_REUSEPORT` socket, per UDP address (1 to 64).
     pub udp_threads: usize,
+    /// QUIC endpoints, each with its own `SO_REUSEPORT` socket, per DoQ address (1 to 64;
+    /// see [`ListenConfig::doq_endpoints`]).
+    pub doq_endpoints: usize,
     /// Memory budget of prepared answers (replayed responses), in bytes; 0 disables them.
     pub answer_cache_bytes: usize,
     /// Stream idle timeout.
@@ -276,6 +283,7 @@ impl Settings {
             doh_path: DEFAULT_DOH_PATH.into(),
             udp_payload: DEFAULT_UDP_PAYLOAD,
             udp_threads: DEFAULT_UDP_THREADS,
+            doq_endpoints: pqdns_net::default_doq_endpoints(),
             answer_cache_bytes: DEFAULT_ANSWER_CACHE_MIB << 20,
             idle_timeout: Duration::from_secs(DEFAULT_IDLE_TIMEOUT_SECS),
             max_connections: DEFAULT_MAX_CONNECTIONS,
@@ -336,13 +344,20 @@ impl Settings {
             }
             s.udp_payload = p as u16;
         }
-        if let Some(n) = pick(&|t| t.udp_threads.map(|v| v as u64)) {
-            if !(1..=MAX_UDP_THREADS as u64).contains(&n) {
-                return Err(SettingsError::Invalid(format!(
-                    "udp_threads {n} is outside 1..={MAX_UDP_THREADS}"
-                )));
+        let sockets = |name: &str, n: u64| {
+            if (1..=MAX_UDP_THREADS as u64).contains(&n) {
+                Ok(n as usize)
+            } else {
+                Err(SettingsError::Invalid(format!(
+                    "{name} {n} is outside 1..={MAX_UDP_THREADS}"
+                )))
             }
-            s.udp_threads = n as usize;
+        };
+        if let Some(n) = pick(&|t| t.udp_threads.map(|v| v as u64)) {
+            s.udp_threads = sockets("udp_threads", n)?;
+        }
+        if let Some(n) = pick(&|t| t.doq_endpoints.map(|v| v as u64)) {
+            s.doq_endpoints = sockets("doq_endpoints", n)?;
         }
         if let Some(mib) = pick(&|t| t.answer_cache_mib.map(|v| v as u64)) {
             s.answer_cache_bytes = usize::try_from(mib)
@@ -476,6 +491,7 @@ impl Settings {
         c.doq.clone_from(&self.doq);
         c.doh_path.clone_from(&self.doh_path);
         c.udp_threads = self.udp_threads;
+        c.doq_endpoints = self.doq_endpoints;
         c.idle_timeout = self.idle_timeout;
         c.max_connections = self.max_connections;
         c.max_connections_per_ip = self.max_connections_per_ip;
@@ -511,12 +527,27 @@ mod tests {
         assert!(s.tcp.is_empty());
         assert_eq!(s.dot, vec![DEFAULT_DOT_ADDR.parse::<SocketAddr>().unwrap()]);
         assert_eq!(s.udp_payload, 1400);
+        assert_eq!(s.doq_endpoints, pqdns_net::default_doq_endpoints());
         assert_eq!(s.tls.policy, KxPolicy::PqOnly);
         assert_eq!(s.tls.certificate_algorithm, Some(CertAlgorithm::MlDsa65));
         assert_eq!(s.tls.names, ["dns.example"]);
         assert_eq!(s.listen_config().tls.names, ["dns.example"]);
 
         assert!(s.axfr_allow.is_empty() && s.notify.is_empty() && s.metrics.is_none());
+        let sockets = |text: &str| {
+            let t: toml::Table = toml::from_str(text).unwrap();
+            let table = ServerTable::parse(&t, Path::new("s.toml")).unwrap();
+            Settings::from_tables(&[(table, PathBuf::new())], PathBuf::new())
+        };
+        let s = sockets("doq_endpoints = 3\nudp_threads = 2\n").unwrap();
+        assert_eq!((s.doq_endpoints, s.udp_threads), (3, 2));
+        assert_eq!(s.listen_config().doq_endpoints, 3);
+        for bad in ["doq_endpoints = 0", "udp_threads = 65"] {
+            assert!(
+                matches!(sockets(bad), Err(SettingsError::Invalid(_))),
+                "{bad}"
+            );
+        }
 
         let xfr: toml::Table = toml::from_str(
             "axfr_allow = [\"127.0.0.1\", \"2001:db8::/32\"]\nnotify = [\"192.0.2.1\", \"[::1]:30053\"]\nmetrics = \"127.0.0.1:9153\"\n",
