@@ -42,7 +42,11 @@ pub const MAX_MESSAGE: usize = 65_535;
 pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
 /// Highest latency the histogram records, microseconds (longer ones are clamped): 10 minutes.
 pub const MAX_LATENCY_US: u64 = 600_000_000;
-/// Receive buffer asked for the DoQ client socket, bytes (the kernel caps it at
+/// Most UDP sockets (QUIC endpoints) of a DoQ run: one per worker up to this many, so that
+/// a server spreading clients over `SO_REUSEPORT` sockets by address and port sees many
+/// clients, as it would in the field.
+pub const QUIC_CLIENT_SOCKETS: usize = 256;
+/// Receive buffer asked for each DoQ client socket, bytes (the kernel caps it at
 /// `net.core.rmem_max`).
 pub const QUIC_RECV_BUFFER: usize = 4 << 20;
 /// TCP maximum segment size assumed for the header estimate on loopback, bytes
@@ -249,8 +253,9 @@ pub enum LoadError {
 struct Shared {
     cfg: LoadConfig,
     tls: Option<Arc<rustls::ClientConfig>>,
-    /// The QUIC client endpoint (one UDP socket) of a DoQ run.
-    quic: Option<quinn::Endpoint>,
+    /// The QUIC client endpoints (one UDP socket each) of a DoQ run; worker `w` uses
+    /// endpoint `w % len`.
+    quic: Vec<quinn::Endpoint>,
     counters: Arc<WireCounters>,
     next: AtomicU64,
     start: Instant,
@@ -346,7 +351,7 @@ pub(crate) enum ExchangeError {
 }
 
 impl Shared {
-    async fn connect(&self, tally: &mut Tally) -> Result<Conn, ExchangeError> {
+    async fn connect(&self, worker: usize, tally: &mut Tally) -> Result<Conn, ExchangeError> {
         let target = self.cfg.target;
         if self.cfg.transport == LoadTransport::Udp {
             let local: SocketAddr = if target.is_ipv4() {
@@ -358,7 +363,8 @@ impl Shared {
             socket.connect(target).await?;
             return Ok(Conn::Udp(socket));
         }
-        if let Some(endpoint) = &self.quic {
+        if !self.quic.is_empty() {
+            let endpoint = &self.quic[worker % self.quic.len()];
             return self.connect_quic(endpoint, tally).await;
         }
         let tcp = TcpStream::connect(target).await?;
@@ -537,7 +543,7 @@ impl Shared {
             tally.queries += 1;
             let attempt = async {
                 if conn.is_none() {
-                    conn = Some(self.connect(&mut tally).await?);
+                    conn = Some(self.connect(worker, &mut tally).await?);
                 }
                 let c = conn.as_mut().expect("connected above");
                 self.exchange(c, &wire).await
@@ -599,9 +605,9 @@ impl Shared {
     }
 }
 
-/// The QUIC client endpoint of a DoQ run: one UDP socket for `target`'s address family with a
-/// [`QUIC_RECV_BUFFER`]-byte receive buffer (the answers to a batch of 1000 handshakes arrive
-/// together and would overflow the default one).
+/// A QUIC client endpoint of a DoQ run: one UDP socket for `target`'s address family with a
+/// [`QUIC_RECV_BUFFER`]-byte receive buffer (the answers to a batch of handshakes arrive
+/// together and could overflow the default one).
 fn quic_endpoint(target: SocketAddr) -> std::io::Result<quinn::Endpoint> {
     let local: SocketAddr = if target.is_ipv4() {
         ([0, 0, 0, 0], 0).into()
@@ -713,9 +719,12 @@ pub async fn run(cfg: LoadConfig) -> Result<LoadReport, LoadError> {
         None
     };
     let quic = if cfg.transport == LoadTransport::Doq {
-        Some(quic_endpoint(cfg.target).map_err(|e| LoadError::Invalid(format!("QUIC: {e}")))?)
+        (0..cfg.concurrency.min(QUIC_CLIENT_SOCKETS))
+            .map(|_| quic_endpoint(cfg.target))
+            .collect::<std::io::Result<Vec<_>>>()
+            .map_err(|e| LoadError::Invalid(format!("QUIC: {e}")))?
     } else {
-        None
+        Vec::new()
     };
     let progress = progress_bar(&cfg);
     let server_sampler = cfg
@@ -749,7 +758,7 @@ pub async fn run(cfg: LoadConfig) -> Result<LoadReport, LoadError> {
         }
     }
     let wall = start.elapsed().as_secs_f64();
-    if let Some(endpoint) = &shared.quic {
+    for endpoint in &shared.quic {
         // Let the CONNECTION_CLOSE frames go out before the endpoint is dropped.
         endpoint.close(0u32.into(), b"");
     }
