@@ -89,7 +89,8 @@ enum Cmd {
         /// target/pqdns-bench/matrix-quick, so the demo does not overwrite the committed report].
         #[arg(long)]
         output: Option<PathBuf>,
-        /// Measure nothing: redraw README.md and the charts from OUTPUT/matrix.json.
+        /// Measure nothing: redraw README.md and the charts from OUTPUT/matrix.json (give
+        /// the selection and --merge of the run that wrote it, for its note).
         #[arg(long)]
         report_only: bool,
         /// Measure only these sections (DoT, DoH, DoQ, DNSSEC, DNSSEC+DoT, connection-modes,
@@ -544,6 +545,8 @@ fn run_matrix(a: MatrixArgs) -> ExitCode {
     if report_only {
         let mut opts = matrix::MatrixOptions::new(quick, PathBuf::new(), output);
         opts.with_10000 = with_10000;
+        opts.select = select;
+        opts.merge = merge;
         if let Some(c) = concurrency {
             opts.concurrency = c;
         }
