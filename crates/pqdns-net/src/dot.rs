@@ -66,7 +66,8 @@ pub(crate) async fn handshake<S: Service>(
                  pq-strict allow only X25519MLKEM768 and SECP256R1MLKEM768)"
             } else {
                 "the client accepts no signature algorithm of the server's certificate (a \
-                 client without ML-DSA against an ML-DSA certificate)"
+                 client without ML-DSA against an ML-DSA certificate, or one accepting only \
+                 ML-DSA against a classical certificate)"
             };
             info!(peer = %client, reason = reason.name(), "{name} handshake refused: {why}");
         }

@@ -1,16 +1,17 @@
 //! TLS client configuration for DoT and DoH clients (the resolver's transports, the load
 //! generator): rustls with the aws-lc-rs provider, TLS 1.3 only (hybrid key exchange needs
 //! it), X25519MLKEM768 offered first, or only hybrid groups ([`ClientOptions::pq_only`]), or one
-//! chosen named group (RFC 8446 §4.2.7); ALPN; session resumption (RFC 8446 §2.2) with an
+//! chosen named group (RFC 8446 §4.2.7); only ML-DSA server authentication if asked
+//! ([`ClientOptions::pq_certificates_only`]); ALPN; session resumption (RFC 8446 §2.2) with an
 //! in-memory cache or none; and the certificates to trust ([`Roots`]): PEM files (CA
 //! certificates or a server's self-signed certificate), the system store, or, for test
 //! servers only, [`Roots::DangerAcceptAnyCertificate`].
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use rustls::crypto::aws_lc_rs;
-use rustls::NamedGroup;
+use rustls::crypto::{aws_lc_rs, WebPkiSupportedAlgorithms};
+use rustls::{NamedGroup, SignatureScheme};
 
 use crate::tls::{is_hybrid, read_certificates, TlsError};
 
@@ -41,6 +42,11 @@ pub struct ClientOptions {
     pub group: Option<NamedGroup>,
     /// Offer only hybrid post-quantum groups, so a classical-only server fails the handshake.
     pub pq_only: bool,
+    /// Accept only post-quantum server authentication: offer and accept only the ML-DSA
+    /// signature schemes (FIPS 204; draft-ietf-tls-mldsa), for the handshake signature
+    /// (CertificateVerify) and for every signature of the certificate chain, so a server with
+    /// a classical certificate fails the handshake.
+    pub pq_certificates_only: bool,
     /// ALPN protocols to offer, most preferred first (e.g. `dot`, or `h2`).
     pub alpn: Vec<Vec<u8>>,
     /// TLS sessions remembered for resumption; 0 turns resumption off.
@@ -57,6 +63,7 @@ impl ClientOptions {
             roots,
             group: None,
             pq_only: false,
+            pq_certificates_only: false,
             alpn: Vec::new(),
             session_cache: DEFAULT_SESSION_CACHE,
         }
@@ -170,12 +177,19 @@ pub fn client_config(opts: &ClientOptions) -> Result<Arc<rustls::ClientConfig>, 
         let why = if opts.pq_only { " with pq-only" } else { "" };
         return Err(ClientTlsError::NoGroup(format!("{asked}{why}")));
     }
+    if opts.pq_certificates_only {
+        provider.signature_verification_algorithms =
+            ml_dsa_only(provider.signature_verification_algorithms);
+    }
+    let algorithms = provider.signature_verification_algorithms;
     let builder = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
         .with_protocol_versions(&[&rustls::version::TLS13])?;
     let mut config = match &opts.roots {
         Roots::DangerAcceptAnyCertificate => builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(danger::AcceptAnyCertificate::new()))
+            .with_custom_certificate_verifier(Arc::new(danger::AcceptAnyCertificate::with(
+                algorithms,
+            )))
             .with_no_client_auth(),
         roots => builder
             .with_root_certificates(root_store(roots)?)
@@ -187,6 +201,33 @@ pub fn client_config(opts: &ClientOptions) -> Result<Arc<rustls::ClientConfig>, 
         n => rustls::client::Resumption::in_memory_sessions(n),
     };
     Ok(Arc::new(config))
+}
+
+/// `all` restricted to the ML-DSA-44/65/87 signature schemes, for both the TLS 1.3 handshake
+/// signature and certificate chains (built once; rustls wants `'static` tables).
+fn ml_dsa_only(all: WebPkiSupportedAlgorithms) -> WebPkiSupportedAlgorithms {
+    static ONLY: OnceLock<WebPkiSupportedAlgorithms> = OnceLock::new();
+    *ONLY.get_or_init(|| {
+        let ml_dsa = [
+            SignatureScheme::ML_DSA_44,
+            SignatureScheme::ML_DSA_65,
+            SignatureScheme::ML_DSA_87,
+        ];
+        let mapping: Vec<_> = all
+            .mapping
+            .iter()
+            .filter(|(scheme, _)| ml_dsa.contains(scheme))
+            .copied()
+            .collect();
+        let chain: Vec<_> = mapping
+            .iter()
+            .flat_map(|(_, algs)| algs.iter().copied())
+            .collect();
+        WebPkiSupportedAlgorithms {
+            all: Box::leak(chain.into_boxed_slice()),
+            mapping: Box::leak(mapping.into_boxed_slice()),
+        }
+    })
 }
 
 /// Certificate verification switched off ([`Roots::DangerAcceptAnyCertificate`]).
@@ -204,9 +245,14 @@ pub mod danger {
         /// The verifier with every signature algorithm of the aws-lc-rs provider.
         #[allow(clippy::new_without_default)]
         pub fn new() -> AcceptAnyCertificate {
-            AcceptAnyCertificate(
+            Self::with(
                 rustls::crypto::aws_lc_rs::default_provider().signature_verification_algorithms,
             )
+        }
+
+        /// The verifier checking handshake signatures with `algorithms` only.
+        pub fn with(algorithms: rustls::crypto::WebPkiSupportedAlgorithms) -> AcceptAnyCertificate {
+            AcceptAnyCertificate(algorithms)
         }
     }
 

@@ -85,6 +85,10 @@ struct Cli {
     /// Refuse TLS handshakes that do not negotiate a hybrid post-quantum group.
     #[arg(long)]
     pq_only: bool,
+    /// Refuse DoT/DoH/DoQ servers that do not authenticate with ML-DSA (FIPS 204): only
+    /// ML-DSA signatures are accepted, in the handshake and in the certificate chain.
+    #[arg(long)]
+    pq_certificates_only: bool,
     /// Secure only if every link of the chain is post-quantum: the trust anchor or DS must
     /// match a post-quantum key that signs the DNSKEY RRset, and every RRset must carry a
     /// verified post-quantum signature; otherwise Bogus, naming the classical link (departs
@@ -435,6 +439,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
     };
     let tls = TlsOptions {
         pq_only: cli.pq_only,
+        pq_certificates_only: cli.pq_certificates_only,
         insecure: cli.insecure_tls,
         ca_files: if cli.tls_ca.is_empty() {
             default_ca_files()
@@ -513,6 +518,12 @@ fn main() -> ExitCode {
                 outln!("{}", serde_json::to_string(&j).unwrap_or_default());
             } else {
                 eprintln!("pqdns-resolve: {}", f.message);
+                if cli.pq_certificates_only && f.message.contains("Handshake") {
+                    eprintln!(
+                        "pqdns-resolve: (--pq-certificates-only accepts only ML-DSA server \
+                         certificates; the server may have a classical one)"
+                    );
+                }
             }
             f.code
         }

@@ -87,6 +87,10 @@ pub enum TransportError {
 pub struct TlsOptions {
     /// Refuse handshakes that do not negotiate a hybrid post-quantum group.
     pub pq_only: bool,
+    /// Refuse servers that do not authenticate with ML-DSA: only ML-DSA signature schemes are
+    /// offered and accepted, for the handshake and the certificate chain
+    /// ([`pqdns_net::tls_client::ClientOptions::pq_certificates_only`]).
+    pub pq_certificates_only: bool,
     /// Accept any certificate (self-signed test servers). Never the default.
     pub insecure: bool,
     /// PEM files with CA certificates (or a server's self-signed certificate) to trust; empty
@@ -660,6 +664,7 @@ pub fn tls_config(
     };
     let mut client = ClientOptions::new(roots).with_alpn(alpn);
     client.pq_only = opts.pq_only;
+    client.pq_certificates_only = opts.pq_certificates_only;
     client_config(&client).map_err(|e| TransportError::TlsSetup(e.to_string()))
 }
 

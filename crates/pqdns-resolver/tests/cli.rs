@@ -179,6 +179,36 @@ fn ml_dsa_certificate_is_verified_and_named() {
             "{flag}: {out}"
         );
     }
+    // --pq-certificates-only accepts it, and refuses the classical certificate of another
+    // server over each transport.
+    let at = server_arg(served.dot.unwrap());
+    let strict = [
+        "--pq-certificates-only",
+        "--tls-ca",
+        "keys/pqdns-server.crt",
+    ];
+    let (code, out, err) = resolve(
+        cwd,
+        &[&strict[..], &["--dot", &at, "www.example.com"]].concat(),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let classical =
+        default_zone_with(|s| s.tls.certificate_algorithm = Some(CertAlgorithm::EcdsaP256));
+    for (flag, addr) in [
+        ("--doh", classical.doh),
+        ("--dot", classical.dot),
+        ("--doq", classical.doq),
+    ] {
+        let at = server_arg(addr.unwrap());
+        let args = [&strict[..], &[flag, &at, "www.example.com"]].concat();
+        let (code, out, err) = resolve(classical.dir.path(), &args);
+        assert_ne!(
+            code, 0,
+            "{flag}: a classical certificate is refused: {out}{err}"
+        );
+        let (code, out, err) = resolve(classical.dir.path(), &args[1..]);
+        assert_eq!(code, 0, "{flag}: accepted without the flag: {out}{err}");
+    }
     // The same server's certificate does not verify against another CA.
     let other = tempfile::tempdir().unwrap();
     let other_ca = other.path().join("ca.pem");

@@ -12,7 +12,8 @@
 //!   exchange group;
 //! - `pqdns_tls_handshake_failures_total{transport,reason}`: handshakes that failed, by
 //!   reason: `no-shared-group` (a classical-only client under `pq-only`/`pq-strict`),
-//!   `no-shared-signature-scheme` (a client without ML-DSA against an ML-DSA certificate),
+//!   `no-shared-signature-scheme` (a client without ML-DSA against an ML-DSA certificate, or
+//!   a client accepting only ML-DSA against a classical one),
 //!   `timeout`, `other`;
 //! - `pqdns_connections_refused_total{transport}`: stream connections closed at once because a
 //!   connection cap was reached (RFC 7766 §6.2.2);
