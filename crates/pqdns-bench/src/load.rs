@@ -411,9 +411,8 @@ impl Shared {
         endpoint: &quinn::Endpoint,
         tally: &mut Tally,
     ) -> Result<Conn, ExchangeError> {
-        let config = self.tls.clone().expect("DoQ runs have a TLS configuration");
-        let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(config)
-            .map_err(|e| ExchangeError::Quic(e.to_string()))?;
+        let tls = self.tls.clone().expect("DoQ runs have a TLS configuration");
+        let config = pqdns_net::doq_client_config(tls).map_err(ExchangeError::Quic)?;
         let name = self
             .cfg
             .tls
@@ -421,11 +420,7 @@ impl Shared {
             .clone()
             .unwrap_or_else(|| self.cfg.target.ip().to_string());
         let conn = endpoint
-            .connect_with(
-                quinn::ClientConfig::new(Arc::new(crypto)),
-                self.cfg.target,
-                &name,
-            )
+            .connect_with(config, self.cfg.target, &name)
             .map_err(|e| ExchangeError::Quic(e.to_string()))?
             .await
             .map_err(|e| ExchangeError::Quic(e.to_string()))?;

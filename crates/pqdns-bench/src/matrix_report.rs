@@ -652,10 +652,11 @@ included) plus *estimated* IP/TCP/UDP headers (20 B IPv4 + 32 B TCP with timesta
 SYN-ACK, ACK, FIN×2, ACK×2 per connection; no link layer); per query at N = 1, per batch at N > 1. The study \
 counted captured frames incl. link-layer headers. DoQ: the UDP payloads quinn counts on each client \
 connection (both ways, its CONNECTION_CLOSE not included) plus 28 B per datagram. QUIC pads every \
-datagram that carries an Initial packet to 1200 bytes (RFC 9000 §14.1), and quinn probes the path MTU \
-with datagrams of up to 1452 bytes on every new connection: for a one-query connection the client's \
-probes alone are about 30 % of the bytes (one 20-query run against an ECDSA-certified server: 15.2 kB \
-per fresh query with probing, 9.8 kB with the client's probing off).\n\
+datagram that carries an Initial packet to 1200 bytes (RFC 9000 §14.1). Path-MTU discovery is off \
+in pqdns's DoQ server and clients (`pqdns_net::doq_client_config`): quinn's probes, up to 1452 bytes on \
+every new connection, doubled the bytes of a one-query connection (`pqdns-bench load --transport doq \
+--mode fresh` against an ECDSA-certified server: 15.2 kB per query with probing on both sides, 7.0 kB \
+without).\n\
 - **connection-modes** and **handshake-rate** rows: closed loop with N workers for a fixed time; \
 latency is per query (p50), bytes and server CPU per query.\n\
 - **Client CPU (%)**: the load generator's CPU time ÷ wall time ÷ cores, over all runs of the cell. **Server CPU (%)**: peak over \

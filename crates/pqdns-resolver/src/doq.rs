@@ -8,7 +8,6 @@ use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 
-use quinn::crypto::rustls::QuicClientConfig;
 use quinn::{Connection, Endpoint};
 use rustls::pki_types::ServerName;
 
@@ -51,9 +50,7 @@ impl DoqConnections {
             return Ok(c);
         }
         let endpoint = self.endpoint(server)?;
-        let crypto = QuicClientConfig::try_from(tls)
-            .map_err(|e| TransportError::TlsSetup(format!("QUIC: {e}")))?;
-        let config = quinn::ClientConfig::new(Arc::new(crypto));
+        let config = pqdns_net::doq_client_config(tls).map_err(TransportError::TlsSetup)?;
         let name = match &name {
             ServerName::DnsName(n) => n.as_ref().to_string(),
             ServerName::IpAddress(ip) => std::net::IpAddr::from(*ip).to_string(),
