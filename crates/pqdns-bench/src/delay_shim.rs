@@ -1,7 +1,8 @@
 //! A delay shim standing in for netem (the kernel here has no `sch_netem`): a UDP and TCP relay
 //! on loopback that holds every datagram and every TCP read for half the round-trip time in
 //! each direction, and the first client→server bytes of a TCP connection for one more RTT (the
-//! SYN / SYN-ACK exchange the local accept skips). Order is kept per direction.
+//! SYN / SYN-ACK exchange the local accept skips). Order is kept per direction, and each hold
+//! ends within about 0.1 ms of its time ([`wait_until`]).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -131,9 +132,19 @@ async fn relay(
     }
 }
 
-/// Sleeps until `at`, without touching the timer (1 ms granularity) when it has passed.
+/// What [`wait_until`] leaves to a precise sleep: tokio's timer wakes up to one 1 ms tick late.
+const TIMER_SLACK: Duration = Duration::from_millis(2);
+
+/// Sleeps until `at` to within about 0.1 ms: tokio's timer (1 ms ticks, rounded up, so each
+/// hold would be up to 1 ms long and a handshake of several flights several ms slow) for all
+/// but [`TIMER_SLACK`], then a thread of the blocking pool sleeping the rest with the
+/// operating system's timer.
 async fn wait_until(at: Instant) {
-    if at > Instant::now() {
-        tokio::time::sleep_until(at).await;
+    if let Some(coarse) = at.checked_sub(TIMER_SLACK).filter(|c| *c > Instant::now()) {
+        tokio::time::sleep_until(coarse).await;
+    }
+    let rest = at.saturating_duration_since(Instant::now());
+    if !rest.is_zero() {
+        let _ = tokio::task::spawn_blocking(move || std::thread::sleep(rest)).await;
     }
 }

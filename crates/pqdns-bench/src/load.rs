@@ -153,6 +153,9 @@ pub struct LoadConfig {
     pub tls: TlsClientOptions,
     /// DoH URI path.
     pub doh_path: String,
+    /// DoQ: UDP payload bytes of the client's QUIC datagrams (at least 1200, QUIC's minimum;
+    /// see [`pqdns_net::doq_client_config`]).
+    pub doq_datagram_size: u16,
     /// Per-query timeout (connect, handshake and exchange).
     pub timeout: Duration,
     /// Server process to sample for CPU and memory.
@@ -412,7 +415,8 @@ impl Shared {
         tally: &mut Tally,
     ) -> Result<Conn, ExchangeError> {
         let tls = self.tls.clone().expect("DoQ runs have a TLS configuration");
-        let config = pqdns_net::doq_client_config(tls).map_err(ExchangeError::Quic)?;
+        let config = pqdns_net::doq_client_config(tls, self.cfg.doq_datagram_size)
+            .map_err(ExchangeError::Quic)?;
         let name = self
             .cfg
             .tls

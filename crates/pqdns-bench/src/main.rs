@@ -326,6 +326,12 @@ struct LoadArgs {
     /// DoH URI path.
     #[arg(long, default_value = "/dns-query")]
     doh_path: String,
+    /// DoQ: UDP payload bytes of this client's QUIC datagrams (1200..=65527; 1452 lets a
+    /// server with an ML-DSA-44 certificate answer a round trip sooner where the path carries
+    /// it).
+    #[arg(long, value_name = "BYTES", default_value_t = 1200,
+          value_parser = clap::value_parser!(u16).range(1200..=65527))]
+    doq_datagram_size: u16,
     /// Per-query timeout, seconds (connect + handshake + exchange).
     #[arg(long, default_value_t = 5.0)]
     timeout: f64,
@@ -396,6 +402,7 @@ impl LoadArgs {
                 server_name: self.server_name,
             },
             doh_path: self.doh_path,
+            doq_datagram_size: self.doq_datagram_size,
             timeout: Duration::from_secs_f64(self.timeout),
             server_pid: self.server_pid,
             progress: !self.quiet,

@@ -394,6 +394,7 @@ fn load_config(
             ..TlsClientOptions::default()
         },
         doh_path: "/dns-query".into(),
+        doq_datagram_size: pqdns_net::DOQ_MIN_DATAGRAM,
         // A lost UDP datagram is not retried: it counts as a failure after 2 s.
         timeout: Duration::from_secs(match (plan.transport, plan.concurrency) {
             (LoadTransport::Udp, _) => 2,

@@ -43,6 +43,7 @@ fn config(
         },
         tls: TlsClientOptions::default(),
         doh_path: "/dns-query".into(),
+        doq_datagram_size: pqdns_net::DOQ_MIN_DATAGRAM,
         timeout: IO_TIMEOUT,
         server_pid: None,
         progress: false,
@@ -198,8 +199,13 @@ impl PqdnsServer {
         let (catalog, _) = load_all(&sources, pqdns_core::time::now()).unwrap();
         let mut settings = Settings::new(dir.path().join("keys"));
         let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
-        (settings.udp, settings.tcp, settings.dot, settings.doh) =
-            (vec![any], vec![any], vec![any], vec![any]);
+        (
+            settings.udp,
+            settings.tcp,
+            settings.dot,
+            settings.doh,
+            settings.doq,
+        ) = (vec![any], vec![any], vec![any], vec![any], vec![any]);
         // The load generator is one client: response-rate limiting would measure itself.
         settings.rrl.rate = 0;
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -310,6 +316,48 @@ fn dot_counts_tls_records_handshakes_resumption_and_the_group() {
         assert_eq!((doh.answered, doh.errors), (n, 0), "{doh:?}");
         assert_eq!(doh.dns_received_per_query, 59.0);
     }
+}
+
+#[test]
+fn doq_counts_connections_datagrams_and_the_group() {
+    let server = PqdnsServer::start(ORIGIN, RECORDS);
+    let n = 5;
+    let doq = |mode, datagram| {
+        let mut cfg = tls_config(&server, "X25519MLKEM768", mode, n);
+        cfg.target = server.handle().addrs.doq[0];
+        cfg.transport = LoadTransport::Doq;
+        cfg.doq_datagram_size = datagram;
+        run(cfg)
+    };
+    let fresh = doq(ConnectionMode::Fresh, 1200);
+    assert_eq!((fresh.answered, fresh.errors), (n, 0), "{fresh:?}");
+    assert_eq!((fresh.tls_handshakes, fresh.wire.connections), (n, n));
+    assert_eq!(fresh.tls_group.as_deref(), Some("X25519MLKEM768"));
+    assert_eq!(fresh.dns_received_per_query, 59.0);
+    // The hybrid ClientHello takes two Initial datagrams, each padded to 1200 bytes.
+    assert!(fresh.wire.send_calls >= 2 * n, "{fresh:?}");
+    assert!(fresh.wire_sent_per_query >= 2400.0, "{fresh:?}");
+    // Headers are estimated per datagram (IPv4 + UDP), not per TCP segment.
+    let datagrams = fresh.wire.send_calls + fresh.wire.receive_calls;
+    assert_eq!(
+        fresh.est_headers.sent + fresh.est_headers.received,
+        28 * datagrams
+    );
+
+    let big = doq(ConnectionMode::Fresh, 1452);
+    assert_eq!(big.answered, n, "{big:?}");
+    assert!(
+        big.wire_sent_per_query >= 2904.0,
+        "two 1452-byte Initials: {big:?}"
+    );
+
+    let reused = doq(ConnectionMode::Reuse, 1200);
+    assert_eq!(
+        (reused.answered, reused.tls_handshakes),
+        (n, 1),
+        "{reused:?}"
+    );
+    assert!(reused.wire_sent_per_query * 2.0 < fresh.wire_sent_per_query);
 }
 
 /// NSD 4.6 on 127.0.0.1 serving `records` with minimal responses (as pqdns-server answers).

@@ -155,18 +155,39 @@ async fn handshake<S: Service>(
     None
 }
 
+/// The smallest UDP payload of a datagram carrying a client's Initial packet, bytes
+/// (RFC 9000 §14.1), and quinn's default datagram size.
+pub const MIN_DATAGRAM: u16 = 1200;
+
 /// A DoQ client configuration over `tls` (a TLS 1.3 client configuration whose ALPN is
-/// [`ALPN_DOQ`]), for the resolver and the load generator. Path-MTU discovery (RFC 9000
-/// §14.3) is off on both sides: DNS messages fit in QUIC's minimum 1200-byte datagrams or take
-/// a few, while the probes cost each short-lived connection some 30 % more bytes.
+/// [`ALPN_DOQ`]), for the resolver and the load generator, sending datagrams of
+/// `datagram_size` bytes of UDP payload (at least [`MIN_DATAGRAM`]; the path must carry them,
+/// since quinn never goes below it).
+///
+/// Initial datagrams are padded to that size, and before the client's address is validated a
+/// server may send only three times the bytes it received (RFC 9000 §8.1). With a hybrid
+/// key share the ClientHello fills two Initial datagrams: at 1200 bytes they allow 7.2 kB,
+/// less than the first flight of a server with an ML-DSA-44 certificate (about 7.8 kB), which
+/// then waits a round trip for the client's ACK; at 1452 bytes (Ethernet's 1500 minus IPv6
+/// and UDP headers) they allow 8.7 kB and the flight fits.
+///
+/// Path-MTU discovery (RFC 9000 §14.3) is off on both sides: DNS messages fit in a datagram
+/// or take a few, while the probes cost each short-lived connection about as many bytes again.
 ///
 /// # Errors
 /// A message if `tls` cannot do QUIC (no TLS 1.3 or no TLS_AES_128_GCM_SHA256 cipher suite).
-pub fn client_config(tls: Arc<rustls::ClientConfig>) -> Result<quinn::ClientConfig, String> {
+pub fn client_config(
+    tls: Arc<rustls::ClientConfig>,
+    datagram_size: u16,
+) -> Result<quinn::ClientConfig, String> {
     let crypto =
         quinn::crypto::rustls::QuicClientConfig::try_from(tls).map_err(|e| format!("QUIC: {e}"))?;
+    let size = datagram_size.max(MIN_DATAGRAM);
     let mut transport = quinn::TransportConfig::default();
-    transport.mtu_discovery_config(None);
+    transport
+        .mtu_discovery_config(None)
+        .initial_mtu(size)
+        .min_mtu(size);
     let mut config = quinn::ClientConfig::new(Arc::new(crypto));
     config.transport_config(Arc::new(transport));
     Ok(config)

@@ -50,7 +50,10 @@ pub mod tls_client;
 mod udp;
 
 pub use doh::{ABUSE_LOG_INTERVAL, CLOSE_GRACE, DNS_MESSAGE, MAX_H2_STREAMS, MAX_REQUEST};
-pub use doq::{client_config as doq_client_config, negotiated_group, ALPN_DOQ, MAX_STREAMS};
+pub use doq::{
+    client_config as doq_client_config, negotiated_group, ALPN_DOQ, MAX_STREAMS,
+    MIN_DATAGRAM as DOQ_MIN_DATAGRAM,
+};
 pub use limit::{ConnLimiter, ConnPermit};
 pub use listeners::{
     default_doq_endpoints, listen_tcp, BoundAddrs, ListenConfig, ListenError, Listeners,

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use quinn::{Connection, Endpoint};
 use rustls::pki_types::ServerName;
@@ -34,7 +34,7 @@ impl DoqConnections {
         &self,
         server: SocketAddr,
         name: ServerName<'static>,
-        tls: Arc<rustls::ClientConfig>,
+        config: quinn::ClientConfig,
         info: &mut ExchangeInfo,
     ) -> Result<Connection, TransportError> {
         let open = {
@@ -50,7 +50,6 @@ impl DoqConnections {
             return Ok(c);
         }
         let endpoint = self.endpoint(server)?;
-        let config = pqdns_net::doq_client_config(tls).map_err(TransportError::TlsSetup)?;
         let name = match &name {
             ServerName::DnsName(n) => n.as_ref().to_string(),
             ServerName::IpAddress(ip) => std::net::IpAddr::from(*ip).to_string(),
@@ -99,16 +98,17 @@ impl DoqConnections {
         Ok(endpoint)
     }
 
-    /// Sends the DNS message `wire` (ID 0) to `server` on a new stream and returns the answer.
+    /// Sends the DNS message `wire` (ID 0) to `server` on a new stream (a new connection made
+    /// with `config` if none is open) and returns the answer.
     pub(crate) async fn exchange(
         &self,
         server: SocketAddr,
         name: ServerName<'static>,
-        tls: Arc<rustls::ClientConfig>,
+        config: quinn::ClientConfig,
         wire: &[u8],
         info: &mut ExchangeInfo,
     ) -> Result<(Vec<u8>, Connection), TransportError> {
-        let conn = self.connection(server, name, tls, info).await?;
+        let conn = self.connection(server, name, config, info).await?;
         let len = u16::try_from(wire.len())
             .map_err(|_| TransportError::BadAnswer("query over 65535 bytes".into()))?;
         let quic =

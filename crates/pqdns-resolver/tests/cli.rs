@@ -179,6 +179,28 @@ fn ml_dsa_certificate_is_verified_and_named() {
             "{flag}: {out}"
         );
     }
+    // Larger QUIC datagrams (the server's first flight then fits its anti-amplification
+    // allowance) work the same; QUIC's minimum is the floor.
+    let at = server_arg(served.doq.unwrap());
+    let ca = ["--tls-ca", "keys/pqdns-server.crt"];
+    let (code, out, err) = resolve(
+        cwd,
+        &[
+            &ca[..],
+            &[
+                "--doq",
+                "--doq-datagram-size",
+                "1452",
+                &at,
+                "www.example.com",
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(";; status: Secure"), "{out}");
+    let (code, _, err) = resolve(cwd, &["--doq", "--doq-datagram-size", "1199", &at, "x."]);
+    assert_eq!(code, 2, "below QUIC's minimum: {err}");
     // --pq-certificates-only accepts it, and refuses the classical certificate of another
     // server over each transport.
     let at = server_arg(served.dot.unwrap());
