@@ -161,13 +161,22 @@ impl ServerHandle {
     /// Signed zones get a SOA serial above the one served, if their file's is not
     /// ([`crate::zones::load_zone`]), so NOTIFY makes secondaries transfer the new signatures.
     pub async fn load_zones(&self) -> Result<Vec<ZoneReport>, LoadError> {
+        self.load_zones_at(pqdns_core::time::now()).await
+    }
+
+    /// [`ServerHandle::load_zones`] signing at `now` (UNIX seconds) instead of the system
+    /// clock: signature inception and expiration, the refresh time and time-based SOA serials
+    /// follow `now`. For tests and simulations that drive a zone through days or months of
+    /// re-signing in seconds (with [`ServerHandle::refresh_due`] as the schedule).
+    ///
+    /// # Errors
+    /// The [`LoadError`] of the first zone that failed.
+    pub async fn load_zones_at(&self, now: u64) -> Result<Vec<ZoneReport>, LoadError> {
         let zones = self.zones.clone();
         let served = self.service.catalog();
-        let loaded = tokio::task::spawn_blocking(move || {
-            reload_all(&zones, pqdns_core::time::now(), Some(&served))
-        })
-        .await
-        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?;
+        let loaded = tokio::task::spawn_blocking(move || reload_all(&zones, now, Some(&served)))
+            .await
+            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?;
         let (catalog, reports) = loaded;
         self.service.set_catalog(catalog);
         let refresh_at = next_refresh(&reports);
@@ -179,7 +188,9 @@ impl ServerHandle {
 
     /// When the signatures of the zones loaded last need refreshing, UNIX seconds (the
     /// earliest expiration minus the zone's `refresh` setting); `None` if no zone is signed
-    /// here. A program serving with this handle calls [`ServerHandle::load_zones`] then
+    /// here, or before this handle loaded zones itself (a catalog handed to [`Server::bind`]
+    /// comes without its refresh times: call [`ServerHandle::load_zones`] to start the
+    /// schedule). A program serving with this handle calls [`ServerHandle::load_zones`] then
     /// (pqdns-server does, beside SIGHUP), so no expired signature is ever served.
     pub fn refresh_due(&self) -> Option<u64> {
         *self.refresh_at.lock().unwrap_or_else(|e| e.into_inner())

@@ -45,6 +45,17 @@ impl Served {
         let handle = self.handle.as_ref().unwrap();
         self.rt.block_on(handle.reload()).unwrap();
     }
+
+    /// Re-reads and re-signs the zone as if the time were `now` (UNIX seconds).
+    pub fn reload_at(&self, now: u64) {
+        let handle = self.handle.as_ref().unwrap();
+        self.rt.block_on(handle.load_zones_at(now)).unwrap();
+    }
+
+    /// When the served signatures are due for refresh (UNIX seconds).
+    pub fn refresh_due(&self) -> Option<u64> {
+        self.handle.as_ref().unwrap().refresh_due()
+    }
 }
 
 impl Drop for Served {
