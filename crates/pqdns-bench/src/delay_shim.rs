@@ -2,7 +2,7 @@
 //! on loopback that holds every datagram and every TCP read for half the round-trip time in
 //! each direction, and the first client→server bytes of a TCP connection for one more RTT (the
 //! SYN / SYN-ACK exchange the local accept skips). Order is kept per direction, and each hold
-//! ends within about 0.1 ms of its time ([`wait_until`]).
+//! ends within about 0.1 ms of its time (tokio's timer, then a blocking sleep).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
