@@ -457,7 +457,9 @@ impl Shared {
             Conn::Tcp(s) => length_prefixed(s, wire).await?,
             Conn::Dot(s) => length_prefixed(s.as_mut(), wire).await?,
             Conn::Doh(send) => self.doh(send, wire).await?,
-            Conn::Doq(conn) => doq_exchange(conn, wire).await?,
+            Conn::Doq(conn) => pqdns_net::doq_query(conn, wire)
+                .await
+                .map_err(|e| ExchangeError::Quic(e.to_string()))?,
         };
         if answer.len() < 12 {
             return Err(ExchangeError::BadAnswer("shorter than a DNS header"));
@@ -630,30 +632,6 @@ fn quic_endpoint(target: SocketAddr) -> std::io::Result<quinn::Endpoint> {
         socket.into(),
         runtime,
     )
-}
-
-/// One query/answer on a new stream of `conn` (RFC 9250 §4.2): the 2-byte length and the
-/// message, the stream finished, the answer read to the stream's end.
-async fn doq_exchange(conn: &quinn::Connection, wire: &[u8]) -> Result<Vec<u8>, ExchangeError> {
-    let quic = |e: &dyn std::fmt::Display| ExchangeError::Quic(e.to_string());
-    let (mut send, mut recv) = conn.open_bi().await.map_err(|e| quic(&e))?;
-    let mut out = Vec::with_capacity(wire.len() + 2);
-    out.extend_from_slice(&(wire.len() as u16).to_be_bytes());
-    out.extend_from_slice(wire);
-    send.write_all(&out).await.map_err(|e| quic(&e))?;
-    send.finish().map_err(|e| quic(&e))?;
-    let stream = recv
-        .read_to_end(2 + MAX_MESSAGE)
-        .await
-        .map_err(|e| quic(&e))?;
-    match stream.split_first_chunk::<2>() {
-        Some((len, answer)) if usize::from(u16::from_be_bytes(*len)) == answer.len() => {
-            Ok(answer.to_vec())
-        }
-        _ => Err(ExchangeError::BadAnswer(
-            "DoQ stream is not one length-prefixed message",
-        )),
-    }
 }
 
 /// One query/answer over a stream with the 2-byte length prefix (RFC 1035 §4.2.2), written in

@@ -35,7 +35,8 @@ pub const MAX_STREAMS: u32 = 100;
 const DOQ_NO_ERROR: u32 = 0x0;
 const DOQ_INTERNAL_ERROR: u32 = 0x1;
 const DOQ_PROTOCOL_ERROR: u32 = 0x2;
-/// Largest stream a query may take: the length prefix and a 65535-byte message.
+/// Largest stream one message may take, either way: the length prefix and a 65535-byte
+/// message.
 const MAX_QUERY_STREAM: usize = 2 + 65_535;
 
 /// `count` QUIC endpoints (at least one) on `addr` serving DoQ with `tls` (a TLS 1.3
@@ -191,6 +192,49 @@ pub fn client_config(
     let mut config = quinn::ClientConfig::new(Arc::new(crypto));
     config.transport_config(Arc::new(transport));
     Ok(config)
+}
+
+/// Why a DoQ query on a client connection failed ([`query`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum QueryError {
+    /// The query is longer than the 2-byte length prefix can say (65535 bytes).
+    #[error("query over 65535 bytes")]
+    TooLong,
+    /// The connection or stream failed (closed, reset, timed out by QUIC).
+    #[error("QUIC: {0}")]
+    Quic(String),
+    /// The server's side of the stream is not one length-prefixed message.
+    #[error("DoQ stream is not one length-prefixed message (RFC 9250 §4.2)")]
+    NotOneMessage,
+}
+
+/// Sends the DNS message `wire` (its ID must be 0, RFC 9250 §4.2.1) on a new bidirectional
+/// stream of the client connection `conn`, as a 2-byte length and the message, finishes the
+/// stream, and returns the message the server sends before finishing its side (RFC 9250
+/// §4.2), at most 65535 bytes.
+///
+/// # Errors
+/// [`QueryError`].
+pub async fn query(conn: &Connection, wire: &[u8]) -> Result<Vec<u8>, QueryError> {
+    let len = u16::try_from(wire.len()).map_err(|_| QueryError::TooLong)?;
+    let quic = |e: &dyn std::fmt::Display| QueryError::Quic(e.to_string());
+    let (mut send, mut recv) = conn.open_bi().await.map_err(|e| quic(&e))?;
+    let mut out = Vec::with_capacity(wire.len() + 2);
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(wire);
+    send.write_all(&out).await.map_err(|e| quic(&e))?;
+    send.finish().map_err(|e| quic(&e))?;
+    let stream = recv
+        .read_to_end(MAX_QUERY_STREAM)
+        .await
+        .map_err(|e| quic(&e))?;
+    match stream.split_first_chunk::<2>() {
+        Some((len, answer)) if usize::from(u16::from_be_bytes(*len)) == answer.len() => {
+            Ok(answer.to_vec())
+        }
+        _ => Err(QueryError::NotOneMessage),
+    }
 }
 
 /// The key exchange group `conn`'s handshake negotiated.

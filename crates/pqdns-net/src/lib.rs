@@ -51,8 +51,8 @@ mod udp;
 
 pub use doh::{ABUSE_LOG_INTERVAL, CLOSE_GRACE, DNS_MESSAGE, MAX_H2_STREAMS, MAX_REQUEST};
 pub use doq::{
-    client_config as doq_client_config, negotiated_group, ALPN_DOQ, MAX_STREAMS,
-    MIN_DATAGRAM as DOQ_MIN_DATAGRAM,
+    client_config as doq_client_config, negotiated_group, query as doq_query, QueryError, ALPN_DOQ,
+    MAX_STREAMS, MIN_DATAGRAM as DOQ_MIN_DATAGRAM,
 };
 pub use limit::{ConnLimiter, ConnPermit};
 pub use listeners::{

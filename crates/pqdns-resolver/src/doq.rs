@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use quinn::{Connection, Endpoint};
 use rustls::pki_types::ServerName;
 
-use crate::transport::{ExchangeInfo, TransportError, MAX_MESSAGE};
+use crate::transport::{ExchangeInfo, TransportError};
 
 /// Most QUIC connections kept open at once (one per server); beyond it closed connections are
 /// forgotten first, then the longest-held is closed.
@@ -109,27 +109,12 @@ impl DoqConnections {
         info: &mut ExchangeInfo,
     ) -> Result<(Vec<u8>, Connection), TransportError> {
         let conn = self.connection(server, name, config, info).await?;
-        let len = u16::try_from(wire.len())
-            .map_err(|_| TransportError::BadAnswer("query over 65535 bytes".into()))?;
-        let quic =
-            |e: &dyn std::fmt::Display| TransportError::Io(std::io::Error::other(e.to_string()));
-        let (mut send, mut recv) = conn.open_bi().await.map_err(|e| quic(&e))?;
-        send.write_all(&len.to_be_bytes())
-            .await
-            .map_err(|e| quic(&e))?;
-        send.write_all(wire).await.map_err(|e| quic(&e))?;
-        send.finish().map_err(|e| quic(&e))?;
-        let stream = recv
-            .read_to_end(2 + MAX_MESSAGE)
-            .await
-            .map_err(|e| quic(&e))?;
-        match stream.split_first_chunk::<2>() {
-            Some((len, answer)) if usize::from(u16::from_be_bytes(*len)) == answer.len() => {
-                Ok((answer.to_vec(), conn))
+        match pqdns_net::doq_query(&conn, wire).await {
+            Ok(answer) => Ok((answer, conn)),
+            Err(e @ pqdns_net::QueryError::Quic(_)) => {
+                Err(TransportError::Io(std::io::Error::other(e.to_string())))
             }
-            _ => Err(TransportError::BadAnswer(
-                "DoQ stream is not one length-prefixed message (RFC 9250 §4.2)".into(),
-            )),
+            Err(e) => Err(TransportError::BadAnswer(e.to_string())),
         }
     }
 }
