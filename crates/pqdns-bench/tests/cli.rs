@@ -108,7 +108,8 @@ fn matrix_quick_does_not_overwrite_the_committed_report() {
 }
 
 /// `handshakes` (docs/bench/handshakes.md) against pqdns-server children: one row per
-/// certificate and transport, every fresh handshake hybrid, and the charts written.
+/// certificate and transport (DoQ with 1200- and 1452-byte datagrams), every fresh handshake
+/// hybrid, and the charts written.
 #[test]
 fn handshakes_report_has_a_row_per_certificate_and_transport() {
     let dir = tempfile::tempdir().unwrap();
@@ -138,8 +139,10 @@ fn handshakes_report_has_a_row_per_certificate_and_transport() {
         [
             ("ecdsa-p256", "dot"),
             ("ecdsa-p256", "doq"),
+            ("ecdsa-p256", "doq-1452"),
             ("ml-dsa-44", "dot"),
-            ("ml-dsa-44", "doq")
+            ("ml-dsa-44", "doq"),
+            ("ml-dsa-44", "doq-1452")
         ],
         "{csv}"
     );
