@@ -12,6 +12,7 @@
 //! denial = "nsec3"                   # or "nsec"; NSEC3 defaults per RFC 9276
 //! validity = "14d"
 //! refresh = "3d12h"                  # re-sign when less than this is left (default validity/4)
+//! jitter = "12h"                     # spread new expirations over this (default validity/28)
 //! key_directory = "keys"
 //! profile = "default"
 //! keep_dnskeys = false               # true: keep DNSKEYs found in the zone data
@@ -160,6 +161,10 @@ pub struct SigningConfig {
     /// Re-sign when less than this much validity is left (`3d12h`, seconds, …); default a
     /// quarter of `validity`, as Knot DNS does. A running pqdns-server re-signs by itself then.
     pub refresh: Option<String>,
+    /// New signatures expire up to this much earlier than `validity` says, chosen per RRset,
+    /// so that later refreshes come in batches (RFC 6781 §4.4.2.2); default 1/28 of
+    /// `validity` (12 h of 14 d, as BIND's default).
+    pub jitter: Option<String>,
     /// How the SOA serial of a (re-)signed zone is chosen: `increment` (default), `unixtime`,
     /// `dateserial` or `keep`; see [`crate::serial::SerialPolicy`].
     #[serde(default)]
@@ -442,18 +447,11 @@ impl LoadedConfig {
     /// # Errors
     /// [`ConfigError`] for an unparsable duration, or a refresh not shorter than the validity.
     pub fn refresh(&self, signing: &SigningConfig) -> Result<u64, ConfigError> {
-        let parse = |text: &str, what: &str| {
-            parse_ttl(text).map(u64::from).ok_or_else(|| {
-                self.invalid(format!(
-                    "bad {what} {text:?}: use seconds or units like 14d, 1h"
-                ))
-            })
-        };
-        let validity = parse(&signing.validity, "validity")?;
+        let validity = self.duration(&signing.validity, "validity")?;
         let Some(text) = &signing.refresh else {
             return Ok(validity / 4);
         };
-        let refresh = parse(text, "refresh")?;
+        let refresh = self.duration(text, "refresh")?;
         if refresh >= validity {
             return Err(self.invalid(format!(
                 "refresh {text:?} must be shorter than validity {:?}",
@@ -461,6 +459,35 @@ impl LoadedConfig {
             )));
         }
         Ok(refresh)
+    }
+
+    /// The jitter of new signatures' expirations, in seconds: `jitter`, or 1/28 of `validity`.
+    ///
+    /// # Errors
+    /// [`ConfigError`] for an unparsable duration, or a jitter that leaves no time between the
+    /// refresh and the earliest expiration (`jitter + refresh >= validity`).
+    pub fn jitter(&self, signing: &SigningConfig) -> Result<u64, ConfigError> {
+        let validity = self.duration(&signing.validity, "validity")?;
+        let Some(text) = &signing.jitter else {
+            return Ok(validity / 28);
+        };
+        let jitter = self.duration(text, "jitter")?;
+        if jitter + self.refresh(signing)? >= validity {
+            return Err(self.invalid(format!(
+                "jitter {text:?} plus refresh must be shorter than validity {:?}",
+                signing.validity
+            )));
+        }
+        Ok(jitter)
+    }
+
+    /// `text` as a duration in seconds (`14d`, `3600`).
+    fn duration(&self, text: &str, what: &str) -> Result<u64, ConfigError> {
+        parse_ttl(text).map(u64::from).ok_or_else(|| {
+            self.invalid(format!(
+                "bad {what} {text:?}: use seconds or units like 14d, 1h"
+            ))
+        })
     }
 
     /// The key directory, resolved against the TOML file's directory.
@@ -580,6 +607,20 @@ mod tests {
             "{err}"
         );
         assert!(refresh("refresh = \"soon\"").is_err());
+    }
+
+    #[test]
+    fn jitter_defaults_to_a_28th_of_the_validity_and_leaves_time_before_expiry() {
+        let jitter = |signing: &str| {
+            let cfg = loaded(signing);
+            cfg.jitter(cfg.signing().unwrap())
+        };
+        assert_eq!(jitter("").unwrap(), 12 * 3600);
+        assert_eq!(jitter("jitter = \"1h\"").unwrap(), 3600);
+        let err = jitter("validity = \"1d\"\nrefresh = \"12h\"\njitter = \"12h\"")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("plus refresh"), "{err}");
     }
 
     #[test]

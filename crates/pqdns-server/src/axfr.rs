@@ -1,5 +1,4 @@
-//! Zone transfers out: AXFR (RFC 5936) and IXFR answered with the whole zone (RFC 1995 §4),
-//! synchronously and without I/O. The stream transports decide who may transfer
+//! Zone transfers out: AXFR (RFC 5936) and IXFR (RFC 1995), synchronously and without I/O. The stream transports decide who may transfer
 //! ([`crate::acl::AllowList`]) and write the messages this module builds.
 //!
 //! - **Content** (RFC 5936 §2.2, §3): the signed zone as served: the SOA, then every RRset of
@@ -16,9 +15,11 @@
 //! - **Errors**: a transfer of a name that is not the apex of a zone we serve, or of a class
 //!   other than IN, is answered NOTAUTH (§2.2.1 note e). TSIG and SIG(0) are not implemented:
 //!   a request carrying a TSIG record is REFUSED rather than answered unsigned.
-//! - **IXFR** (RFC 1995): we keep no history, so a request whose SOA serial is older than ours
-//!   gets the whole zone in AXFR form (§4); one whose serial is the same or newer (RFC 1982
-//!   serial arithmetic) gets the single current SOA (§2).
+//! - **IXFR** (RFC 1995): a request whose SOA serial the zone's journal reaches back to
+//!   ([`crate::journal`]) gets the differences since (§4: the current SOA, then per version the
+//!   old SOA, deletions, new SOA, additions, then the current SOA again); one whose serial is
+//!   the same or newer (RFC 1982 serial arithmetic) gets the single current SOA (§2); any other
+//!   gets the whole zone in AXFR form (§4).
 //! - **UDP**: RFC 5936 §4.2 leaves AXFR over UDP undefined and names no RCODE; the UDP path
 //!   answers AXFR and IXFR with REFUSED, as it does for clients outside the allow-list, so the
 //!   reply reveals nothing about the allow-list. DoH answers them REFUSED too.
@@ -37,6 +38,7 @@ use pqdns_core::{Class, Name, RrType, Zone};
 
 use crate::answer::MAX_STREAM_MESSAGE;
 use crate::catalog::Catalog;
+use crate::journal::Change;
 use crate::query;
 
 /// QTYPE IXFR (RFC 1995 §3).
@@ -53,6 +55,8 @@ enum Pos {
     Node(Name, RrType, usize),
     /// The NSEC3 RRset at hashed `name`, record `index` (RDATAs, then RRSIGs).
     Nsec3(Name, usize),
+    /// IXFR: record `index` of journal change `change` (counted from the client's serial).
+    Change(usize, usize),
     /// The trailing SOA.
     TrailingSoa,
 }
@@ -87,6 +91,8 @@ enum Phase {
     Leading,
     Node,
     Nsec3,
+    /// Journal change number.
+    Change(usize),
     Trailing,
 }
 
@@ -96,6 +102,7 @@ impl Rec<'_> {
             Phase::Leading => Pos::LeadingSoa,
             Phase::Node => Pos::Node(self.owner.clone(), self.key, self.index),
             Phase::Nsec3 => Pos::Nsec3(self.owner.clone(), self.index),
+            Phase::Change(change) => Pos::Change(change, self.index),
             Phase::Trailing => Pos::TrailingSoa,
         }
     }
@@ -113,6 +120,8 @@ pub struct Transfer {
     qclass: Class,
     /// EDNS flags (DO) of the OPT record for the first message, when the query had one.
     opt: Option<u16>,
+    /// IXFR answered from the journal: the client's serial.
+    ixfr_from: Option<u32>,
     state: State,
     messages: usize,
     records: usize,
@@ -130,8 +139,8 @@ impl Transfer {
         let qname = q.qname.to_name();
         let served = catalog
             .find(&qname, RrType::SOA)
-            .map(|z| &z.zone)
-            .filter(|z| z.origin == qname && q.qclass == Class::IN);
+            .filter(|z| z.zone.origin == qname && q.qclass == Class::IN);
+        let mut ixfr_from = None;
         let state = if q
             .message
             .records(Section::Additional)
@@ -144,12 +153,16 @@ impl Transfer {
                 .records(Section::Authority)
                 .find(|r| r.rtype() == RrType::SOA)
                 .and_then(|r| Soa::parse(&r.rdata()).map(|s| s.serial));
-            match (q.qtype, client_serial, zone.soa_fields()) {
+            match (q.qtype, client_serial, zone.zone.soa_fields()) {
                 // RFC 1995 §2: "If an IXFR query with the same or newer version number than
                 // that of the server is received, it is replied to with a single SOA record".
                 // Serials 2^31 apart compare neither way (RFC 1982 §3.2): the whole zone then.
                 (IXFR, Some(theirs), Some(ours)) if Serial(theirs) >= Serial(ours.serial) => {
                     State::SoaOnly
+                }
+                (IXFR, Some(theirs), _) => {
+                    ixfr_from = zone.journal.since(theirs).map(|_| theirs);
+                    State::Records(Pos::LeadingSoa)
                 }
                 _ => State::Records(Pos::LeadingSoa),
             }
@@ -170,6 +183,7 @@ impl Transfer {
             qtype: q.qtype,
             qclass: q.qclass,
             opt: q.edns.map(|e| if e.dnssec_ok() { EDNS_DO } else { 0 }),
+            ixfr_from,
             state,
             messages: 0,
             records: 0,
@@ -199,6 +213,11 @@ impl Transfer {
         self.messages
     }
 
+    /// Whether the transfer sends journal differences (IXFR) rather than the whole zone.
+    pub fn is_incremental(&self) -> bool {
+        self.ixfr_from.is_some()
+    }
+
     /// Records written so far (both SOA copies included).
     pub fn records(&self) -> usize {
         self.records
@@ -218,7 +237,7 @@ impl Transfer {
             let _fits = w.set_opt(crate::answer::DEFAULT_UDP_PAYLOAD, 0, flags);
         }
         let catalog = Arc::clone(&self.catalog);
-        let zone = catalog.find(&self.origin, RrType::SOA).map(|z| &z.zone);
+        let zone = catalog.find(&self.origin, RrType::SOA);
         let len = match (state, zone) {
             (State::Done, _) => return None,
             (State::Error(rcode), _) => w.finish(rcode),
@@ -227,7 +246,7 @@ impl Transfer {
             (State::SoaOnly, Some(zone)) => {
                 w.set_flag(FLAG_AA);
                 let m = w.mark();
-                write_apex_soa(&mut w, zone);
+                write_apex_soa(&mut w, &zone.zone);
                 if w.commit(m).is_err() {
                     w.finish(Rcode::SERVFAIL)
                 } else {
@@ -239,7 +258,12 @@ impl Transfer {
                 w.set_flag(FLAG_AA);
                 let mut stopped_at = None;
                 let mut written = 0;
-                for rec in records_from(zone, &pos) {
+                let changes = self.ixfr_from.and_then(|from| zone.journal.since(from));
+                let records = match changes {
+                    Some(changes) => journal_records_from(&zone.zone, changes, &pos),
+                    None => records_from(&zone.zone, &pos),
+                };
+                for rec in records {
                     let m = w.mark();
                     w.record(
                         Section::Answer,
@@ -329,29 +353,71 @@ fn node_records<'z>(
         })
 }
 
+/// Every record of an IXFR answered from `changes` (RFC 1995 §4), from `pos` on: the current
+/// SOA, each change's records (old SOA, deletions, new SOA, additions), the current SOA.
+fn journal_records_from<'z>(
+    zone: &'z Zone,
+    changes: &'z [Arc<Change>],
+    pos: &Pos,
+) -> Box<dyn Iterator<Item = Rec<'z>> + 'z> {
+    let (first, skip) = match pos {
+        Pos::LeadingSoa => (0, 0),
+        Pos::Change(change, index) => (*change, *index),
+        _ => (changes.len(), 0),
+    };
+    let leading = matches!(pos, Pos::LeadingSoa).then(|| apex_soa(zone, Phase::Leading));
+    let body = changes
+        .iter()
+        .enumerate()
+        .skip(first)
+        .flat_map(move |(c, change)| {
+            let from = if c == first { skip } else { 0 };
+            change
+                .records()
+                .iter()
+                .enumerate()
+                .skip(from)
+                .map(move |(i, r)| Rec {
+                    owner: &r.owner,
+                    rtype: r.rtype,
+                    ttl: r.ttl,
+                    rdata: &r.rdata,
+                    phase: Phase::Change(c),
+                    key: r.rtype,
+                    index: i,
+                })
+        });
+    Box::new(
+        leading
+            .flatten()
+            .into_iter()
+            .chain(body)
+            .chain(apex_soa(zone, Phase::Trailing)),
+    )
+}
+
+/// `zone`'s apex SOA record as a record to send in `phase`.
+fn apex_soa(zone: &Zone, phase: Phase) -> Option<Rec<'_>> {
+    let (owner, node) = zone.nodes.get_key_value(&zone.origin)?;
+    let set = node.get(&RrType::SOA)?;
+    Some(Rec {
+        owner,
+        rtype: RrType::SOA,
+        ttl: set.ttl,
+        rdata: set.rdatas.first()?,
+        phase,
+        key: RrType::SOA,
+        index: 0,
+    })
+}
+
 /// Every record to send from `pos` to the end of the transfer.
 ///
 /// RFC 5936 §2.2: "the first message MUST begin with the SOA resource record of the zone, and
 /// the last message MUST conclude with the same SOA resource record."
 fn records_from<'z>(zone: &'z Zone, pos: &Pos) -> Box<dyn Iterator<Item = Rec<'z>> + 'z> {
-    let apex = zone
-        .nodes
-        .get_key_value(&zone.origin)
-        .and_then(|(apex, node)| Some((apex, node.get(&RrType::SOA)?)))
-        .and_then(|(apex, set)| Some((apex, set.ttl, set.rdatas.first()?.as_slice())));
-    let soa = move |phase| {
-        apex.map(|(owner, ttl, rdata)| Rec {
-            owner,
-            rtype: RrType::SOA,
-            ttl,
-            rdata,
-            phase,
-            key: RrType::SOA,
-            index: 0,
-        })
-    };
     let leading = matches!(pos, Pos::LeadingSoa)
-        .then(|| soa(Phase::Leading))
+        .then(|| apex_soa(zone, Phase::Leading))
         .flatten();
     let (node_start, node_from) = match pos {
         Pos::LeadingSoa => (Some(Bound::Unbounded), None),
@@ -379,7 +445,7 @@ fn records_from<'z>(zone: &'z Zone, pos: &Pos) -> Box<dyn Iterator<Item = Rec<'z
             Some(Bound::Included(name.clone())),
             Some((name.clone(), *index)),
         ),
-        Pos::TrailingSoa => (None, None),
+        Pos::TrailingSoa | Pos::Change(..) => (None, None),
     };
     let nsec3 = nsec3_start.into_iter().flat_map(move |start| {
         let from = nsec3_index.clone();
@@ -417,7 +483,7 @@ fn records_from<'z>(zone: &'z Zone, pos: &Pos) -> Box<dyn Iterator<Item = Rec<'z
             .into_iter()
             .chain(nodes)
             .chain(nsec3)
-            .chain(soa(Phase::Trailing)),
+            .chain(apex_soa(zone, Phase::Trailing)),
     )
 }
 
@@ -608,6 +674,79 @@ mod tests {
             zone.record_count() + 1,
             "whole zone, SOA twice (RFC 1995 §4)"
         );
+    }
+
+    /// The next version of `zone`: `change` applied, the serial raised.
+    fn next_version(zone: &ServedZone, change: impl FnOnce(&mut Zone)) -> ServedZone {
+        let mut z = zone.zone.clone();
+        change(&mut z);
+        z.set_soa_serial(z.soa_serial() + 1);
+        ServedZone::new(z).after(Some(zone))
+    }
+
+    #[test]
+    fn ixfr_sends_the_journal_differences_and_applying_them_gives_the_zone() {
+        let first = catalog().zones().next().unwrap().clone();
+        let txt: Name = "host7.xfr.test.".parse().unwrap();
+        let second = next_version(&first, |z| {
+            z.insert(Record {
+                owner: "new.xfr.test.".parse().unwrap(),
+                rtype: RrType::A,
+                class: Class::IN,
+                ttl: 300,
+                rdata: vec![192, 0, 2, 99],
+            })
+            .unwrap();
+        });
+        let third = next_version(&second, |z| {
+            z.nodes.get_mut(&txt).unwrap().remove(&RrType::TXT);
+        });
+        assert_eq!(third.journal.changes().len(), 2);
+        let catalog = Arc::new(Catalog::new([third.clone()]).unwrap());
+        let mut q = request(&origin(), IXFR, false);
+        q.authority.push(soa_record(SERIAL));
+        let records: Vec<Record> = run(&catalog, &q)
+            .into_iter()
+            .flat_map(|(_, m)| m.answers)
+            .collect();
+        let soas: Vec<u32> = records
+            .iter()
+            .filter(|r| r.rtype == RrType::SOA)
+            .map(|r| Soa::parse(&r.rdata).unwrap().serial)
+            .collect();
+        // RFC 1995 §4: current, (old, new) per version, current.
+        let (s1, s3) = (SERIAL, SERIAL + 2);
+        assert_eq!(soas, [s3, s1, s1 + 1, s1 + 1, s3, s3]);
+        // Apply the differences to the first version: the result is the third.
+        let mut have: Vec<_> = first.zone.records().iter().map(key).collect();
+        // Each change is: old SOA, deletions, new SOA, additions.
+        let mut adding = true;
+        for r in &records[1..records.len() - 1] {
+            if r.rtype == RrType::SOA {
+                adding = !adding;
+                if adding {
+                    have.retain(|k| k.1 != RrType::SOA.0);
+                    have.push(key(r));
+                }
+                continue;
+            }
+            if adding {
+                have.push(key(r));
+            } else {
+                let at = have.iter().position(|k| *k == key(r)).expect("deleted record exists");
+                have.swap_remove(at);
+            }
+        }
+        let mut want: Vec<_> = third.zone.records().iter().map(key).collect();
+        have.sort();
+        want.sort();
+        assert!(have == want, "differences applied give the current zone");
+        assert!(records.len() < first.zone.record_count() / 4, "far smaller than AXFR");
+
+        // A serial the journal does not reach back to gets the whole zone.
+        q.authority[0] = soa_record(SERIAL - 1);
+        let total: usize = run(&catalog, &q).iter().map(|(_, m)| m.answers.len()).sum();
+        assert_eq!(total, third.zone.record_count() + 1);
     }
 
     #[test]

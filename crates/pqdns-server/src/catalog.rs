@@ -16,6 +16,7 @@ use pqdns_core::{Name, RrType, Zone};
 use crate::answer_cache::AnswerCache;
 use crate::cookie::Cookies;
 use crate::identity::Identity;
+use crate::journal::{Change, Journal};
 
 /// A zone ready to answer from, with its NSEC3 parameters if it is signed with NSEC3.
 #[derive(Clone, Debug)]
@@ -26,6 +27,8 @@ pub struct ServedZone {
     pub nsec3: Option<Nsec3Params>,
     /// The signed ladders of an MTL-signed zone: its full signatures at the apex.
     pub mtl_ladders: Vec<MtlLadder>,
+    /// The differences that led to this version, for IXFR (empty for a zone loaded afresh).
+    pub journal: Journal,
 }
 
 /// A full MTL signature at a zone's apex (the signer puts them on the SOA and DNSKEY RRSIGs,
@@ -89,7 +92,25 @@ impl ServedZone {
             zone,
             nsec3,
             mtl_ladders,
+            journal: Journal::default(),
         }
+    }
+
+    /// This zone as the next version of `served` (the same zone as served so far, if it was):
+    /// its journal is `served`'s with the difference appended ([`Journal::with`]).
+    pub fn after(mut self, served: Option<&ServedZone>) -> ServedZone {
+        if let Some(old) = served {
+            let change = Change::between(&old.zone, &self.zone);
+            if !change.is_empty() {
+                tracing::info!(
+                    zone = %self.zone.origin, from = change.from, to = change.to,
+                    deleted = change.deleted(), added = change.added(), bytes = change.bytes(),
+                    "zone changed"
+                );
+            }
+            self.journal = old.journal.with(change);
+        }
+        self
     }
 }
 
@@ -157,6 +178,11 @@ impl Catalog {
     /// The zones, in canonical order of their origins.
     pub fn zones(&self) -> impl Iterator<Item = &ServedZone> {
         self.zones.values()
+    }
+
+    /// The zone whose apex is `origin`, if served.
+    pub fn zone(&self, origin: &Name) -> Option<&ServedZone> {
+        self.zones.get(origin)
     }
 
     /// The zone to answer `qname`/`qtype` from, or `None` if we are not authoritative.

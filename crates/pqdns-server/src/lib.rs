@@ -47,6 +47,7 @@ mod fragment;
 #[cfg(any(test, feature = "test-util"))]
 pub mod harness;
 pub mod identity;
+pub mod journal;
 mod metrics;
 mod notify;
 mod query;

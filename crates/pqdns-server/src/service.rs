@@ -351,7 +351,8 @@ impl Transfer for ZoneTransfer {
         match end {
             TransferEnd::Complete => info!(
                 %peer, %zone, qtype = %self.xfr.qtype(), rcode = %self.xfr.rcode(),
-                messages = self.xfr.messages(), records = self.xfr.records(), "zone transfer"
+                incremental = self.xfr.is_incremental(), messages = self.xfr.messages(),
+                records = self.xfr.records(), "zone transfer"
             ),
             TransferEnd::Shutdown => warn!(%peer, %zone, "zone transfer cut short by shutdown"),
             _ => warn!(%peer, %zone, "zone transfer aborted: write timed out or failed"),

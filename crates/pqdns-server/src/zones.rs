@@ -18,7 +18,7 @@ use pqdns_core::config::{ConfigError, LoadedConfig};
 use pqdns_core::dnssec::cds;
 use pqdns_core::dnssec::dnskey::{ds_record, DigestType};
 use pqdns_core::dnssec::existing::{self, UnsignedAlgorithm};
-use pqdns_core::dnssec::sign::{sign_zone, SignError};
+use pqdns_core::dnssec::sign::{resign_zone, Incremental, SignError};
 use pqdns_core::Record;
 use tracing::{info, warn};
 
@@ -116,8 +116,8 @@ pub struct ZoneReport {
     pub key_dir: Option<PathBuf>,
     /// The SOA serial served (signed zones).
     pub serial: Option<u32>,
-    /// When the signatures made by this load are to be refreshed, UNIX seconds: their
-    /// expiration minus the `refresh` setting (signed zones; see [`next_refresh`]).
+    /// When the zone's signatures are to be refreshed, UNIX seconds: the earliest expiration
+    /// minus the `refresh` setting (signed zones; see [`next_refresh`]).
     pub refresh_at: Option<u64>,
 }
 
@@ -147,7 +147,12 @@ pub fn read_config(source: &ZoneSource) -> Result<LoadedConfig, ConfigError> {
     }
 }
 
-/// Loads, keys and signs one zone; `now` is the signing time in UNIX seconds. A signed zone's
+/// Loads, keys and signs one zone; `now` is the signing time in UNIX seconds.
+///
+/// When `served` has the zone, its signatures are kept for the RRsets that did not change and
+/// that expire later than `now` + `refresh` + a quarter of the `jitter` (the quarter makes
+/// refreshes come in batches); only the rest is signed ([`resign_zone`]). The difference to the
+/// served version is appended to the zone's IXFR journal ([`ServedZone::after`]). A signed zone's
 /// SOA serial follows the `[signing] serial` policy ([`SerialPolicy`]): when `served` (the
 /// catalog being served) has the zone, the new serial is newer than the served one (RFC 1982)
 /// unless the policy is `keep`, so that secondaries transfer the new signatures (a re-signing
@@ -183,7 +188,8 @@ pub fn load_zone(
             "zone loaded (unsigned)"
         };
         info!(zone = %zone.origin, %source, records = zone.record_count(), signatures, "{kind}");
-        return Ok((ServedZone::new(zone), report));
+        let previous = served.and_then(|c| c.zone(&zone.origin));
+        return Ok((ServedZone::new(zone).after(previous), report));
     };
     let key_dir = cfg.key_directory(signing);
     let (keys, written) = cfg.keys(true)?;
@@ -202,10 +208,10 @@ pub fn load_zone(
     }
     let policy = cfg.policy(signing, now)?;
     let refresh = cfg.refresh(signing)?;
+    let jitter = cfg.jitter(signing)?;
     let origin = zone.origin.clone();
-    let served_serial = served
-        .and_then(|c| c.zones().find(|z| z.zone.origin == origin))
-        .map(|z| z.zone.soa_serial());
+    let previous = served.and_then(|c| c.zone(&origin));
+    let served_serial = previous.map(|z| z.zone.soa_serial());
     let file = zone.soa_serial();
     let serial = signing.serial.next(file, served_serial, now);
     if serial != file && zone.set_soa_serial(serial) {
@@ -218,7 +224,6 @@ pub fn load_zone(
         })?;
     }
     report.serial = Some(zone.soa_serial());
-    report.refresh_at = Some(policy.expiration.saturating_sub(refresh));
     let last_decile = std::sync::atomic::AtomicUsize::new(0);
     let progress = |done: usize, total: usize| {
         if total < PROGRESS_LOG_THRESHOLD {
@@ -229,16 +234,24 @@ pub fn load_zone(
             info!(zone = %origin, done, total, "signing: {}%", decile * 10);
         }
     };
-    let stats =
-        sign_zone(&mut zone, &keys, &policy, &progress).map_err(|error| LoadError::Sign {
+    let incremental = Incremental {
+        previous: previous.map(|z| &z.zone),
+        keep_expiring_after: now + refresh + jitter / 4,
+        jitter,
+    };
+    let stats = resign_zone(&mut zone, &keys, &policy, &incremental, &progress).map_err(
+        |error| LoadError::Sign {
             file: source.to_string(),
             zone: origin.to_string(),
             error,
-        })?;
+        },
+    )?;
     info!(
         zone = %origin, %source, rrsets = stats.rrsets, signatures = stats.signatures,
-        denial_records = stats.denial_records, keys = keys.len(), "zone signed"
+        kept = stats.kept, denial_records = stats.denial_records, keys = keys.len(),
+        "zone signed"
     );
+    report.refresh_at = stats.earliest_expiration.map(|e| e.saturating_sub(refresh));
     report.ds = cds::ds_keys(&keys)
         .iter()
         .filter_map(|k| ds_record(&k.dnskey_record(), DigestType::Sha256))
@@ -254,7 +267,7 @@ pub fn load_zone(
     report.ds_path = Some(ds_path);
     report.written_keys = written;
     report.key_dir = Some(key_dir);
-    Ok((ServedZone::new(zone), report))
+    Ok((ServedZone::new(zone).after(previous), report))
 }
 
 /// Loads every zone and builds the catalog; fails as a whole if any zone fails.

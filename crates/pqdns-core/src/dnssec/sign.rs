@@ -2,6 +2,12 @@
 //! authoritative RRset (not over delegation NS or glue, §2.2), DS signed at the parent side, and
 //! an NSEC (RFC 4034 §4) or NSEC3 (RFC 5155 §7.1) chain. Signing runs on all cores (rayon).
 //!
+//! Re-signing ([`resign_zone`]) keeps the signatures of an earlier signing of the zone for
+//! RRsets that did not change, by keys still in use, while they have time left: a one-record
+//! change costs the signatures of that RRset, of the SOA and of the denial records around the
+//! name, not the whole zone's. New expirations can be spread by a jitter so that later refreshes
+//! come in batches rather than all at once (RFC 6781 §4.4.2.2).
+//!
 //! Keys with a batch interface (MTL mode, [`super::mtl`]) sign all their RRsets as one series
 //! with one ladder signature: full signatures on the apex SOA and DNSKEY RRsets, condensed ones
 //! elsewhere, as Verisign's MTL-mode signer does (draft-fregly-dnsop-slh-dsa-mtl-dnssec).
@@ -14,7 +20,8 @@ use super::algorithm::SecAlg;
 use super::keyfile::ZoneKey;
 use super::nsec3::{hashed_owner_name, Nsec3Params, MAX_ITERATIONS};
 use super::provider::CryptoError;
-use super::rrsig::{label_count, signed_data, RrsigFields};
+use super::rrsig::{label_count, signed_data, Rrsig, RrsigFields};
+use sha2::{Digest, Sha256};
 use crate::name::Name;
 use crate::rr::{Class, RrType};
 use crate::zone::{Authority, RRset, Zone};
@@ -85,10 +92,32 @@ pub enum SignError {
 pub struct SignStats {
     /// RRsets signed.
     pub rrsets: usize,
-    /// RRSIG records made.
+    /// RRSIG records in the zone afterwards (made and kept).
     pub signatures: usize,
+    /// Of those, signatures kept from the previous signing ([`Incremental::previous`]).
+    pub kept: usize,
     /// NSEC or NSEC3 records made.
     pub denial_records: usize,
+    /// The earliest expiration of any RRSIG in the zone, UNIX seconds (`None` without any):
+    /// when less than the refresh period is left before it, the zone needs re-signing.
+    pub earliest_expiration: Option<u64>,
+}
+
+/// What [`resign_zone`] may keep from an earlier signing, and how it spreads expirations.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Incremental<'z> {
+    /// The zone as signed before (as served). An RRSIG of it is kept when its RRset has the
+    /// same owner, type, TTL and RDATA set now, its key is still a signing key (same DNSKEY
+    /// RDATA at the previous apex, and no other key there with its algorithm and key tag), and
+    /// it expires after `keep_expiring_after`. Keys with a batch interface (MTL mode) always
+    /// sign afresh.
+    pub previous: Option<&'z Zone>,
+    /// UNIX seconds: signatures expiring at or before this are made anew.
+    pub keep_expiring_after: u64,
+    /// Each new signature's expiration is [`SigningPolicy::expiration`] minus up to this many
+    /// seconds, chosen per RRset (from a SHA-256 of its owner name, type and the inception),
+    /// so that expirations spread over the jitter window (0: none).
+    pub jitter: u64,
 }
 
 /// One RRset to sign.
@@ -110,6 +139,22 @@ pub fn sign_zone(
     zone: &mut Zone,
     keys: &[ZoneKey],
     policy: &SigningPolicy,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<SignStats, SignError> {
+    resign_zone(zone, keys, policy, &Incremental::default(), progress)
+}
+
+/// [`sign_zone`] keeping what `incremental` allows from an earlier signing and spreading new
+/// expirations by its jitter. The denial chain is rebuilt whole (hashing, no signing); its
+/// records keep their signatures where they did not change.
+///
+/// # Errors
+/// As [`sign_zone`].
+pub fn resign_zone(
+    zone: &mut Zone,
+    keys: &[ZoneKey],
+    policy: &SigningPolicy,
+    incremental: &Incremental<'_>,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<SignStats, SignError> {
     if keys.is_empty() {
@@ -171,16 +216,26 @@ pub fn sign_zone(
             &zone.nodes[&job.owner][&job.rtype]
         }
     };
+    let keeper = Keeper::new(incremental, keys, &tags);
+    let kept = AtomicUsize::new(0);
     let mut results: Vec<(usize, Vec<Vec<u8>>)> = jobs
         .par_iter()
         .enumerate()
         .map(|(i, job)| {
             let set = set_of(job);
+            let before = keeper.previous_rrsigs(job, set);
+            let expiration = policy.expiration - jitter(job, policy, incremental.jitter);
             let mut sigs = Vec::new();
             for &alg in &algorithms {
                 for (key, &tag) in signers(keys, &tags, alg, job.rtype) {
-                    if key.key.as_batch().is_none() {
-                        sigs.push(sign_rrset(zone, job, set, key, tag, policy)?);
+                    if key.key.as_batch().is_some() {
+                        continue;
+                    }
+                    if let Some(old) = keeper.keep(before, job, set, (keys, key, tag)) {
+                        kept.fetch_add(1, Ordering::Relaxed);
+                        sigs.push(old.to_vec());
+                    } else {
+                        sigs.push(sign_rrset(zone, job, set, key, tag, policy, expiration)?);
                     }
                 }
             }
@@ -197,7 +252,15 @@ pub fn sign_zone(
         let mut mine = Vec::new();
         for (i, job) in jobs.iter().enumerate() {
             if signers(keys, &tags, key.number, job.rtype).any(|(s, _)| std::ptr::eq(s, key)) {
-                let fields = rrsig_fields(zone, job, set_of(job), key, tags[k], policy);
+                let fields = rrsig_fields(
+                    zone,
+                    job,
+                    set_of(job),
+                    key,
+                    tags[k],
+                    policy,
+                    policy.expiration,
+                );
                 let data = signed_data(
                     &fields,
                     &job.owner,
@@ -225,8 +288,9 @@ pub fn sign_zone(
 
     let mut stats = SignStats {
         rrsets: total,
-        signatures: 0,
+        kept: kept.into_inner(),
         denial_records,
+        ..SignStats::default()
     };
     for (i, sigs) in results {
         let job = &jobs[i];
@@ -239,6 +303,11 @@ pub fn sign_zone(
         }
         .expect("job refers to an existing RRset");
         stats.signatures += sigs.len();
+        let expirations = sigs
+            .iter()
+            .filter_map(|s| Rrsig::parse(s))
+            .map(|s| u64::from(s.fields.expiration));
+        stats.earliest_expiration = stats.earliest_expiration.into_iter().chain(expirations).min();
         set.rrsig_ttl = set.ttl;
         set.rrsigs = sigs;
     }
@@ -261,6 +330,113 @@ fn signers<'k>(
     of_alg().filter(move |(k, _)| !has_wanted || k.is_sep() == want_sep)
 }
 
+/// Seconds taken off the expiration of `job`'s new signatures: up to `jitter`, the same for
+/// one RRset and inception.
+fn jitter(job: &Job, policy: &SigningPolicy, jitter: u64) -> u64 {
+    if jitter == 0 {
+        return 0;
+    }
+    let mut h = Sha256::new();
+    h.update(job.owner.as_wire());
+    h.update(job.rtype.0.to_be_bytes());
+    h.update(policy.inception.to_be_bytes());
+    let digest = h.finalize();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    u64::from_be_bytes(first) % (jitter + 1)
+}
+
+/// Which signatures of the previous signing may stay ([`Incremental`]).
+struct Keeper<'z> {
+    previous: Option<&'z Zone>,
+    keep_expiring_after: u64,
+    /// Per key (as in the key list): whether the previous apex had exactly its DNSKEY for its
+    /// algorithm and key tag.
+    known: Vec<bool>,
+}
+
+impl<'z> Keeper<'z> {
+    fn new(incremental: &Incremental<'z>, keys: &[ZoneKey], tags: &[u16]) -> Keeper<'z> {
+        let previous = incremental.previous;
+        let dnskeys = previous
+            .and_then(|p| p.rrset(&p.origin, RrType::DNSKEY))
+            .map_or(&[][..], |s| &s.rdatas[..]);
+        let known = keys
+            .iter()
+            .zip(tags)
+            .map(|(key, &tag)| {
+                let rdata = key.dnskey_rdata();
+                let same_id = dnskeys.iter().filter(|d| {
+                    d.get(3) == Some(&key.number.0) && super::dnskey::key_tag(d) == tag
+                });
+                same_id.clone().count() == 1 && same_id.clone().all(|d| *d == rdata)
+            })
+            .collect();
+        Keeper {
+            previous,
+            keep_expiring_after: incremental.keep_expiring_after,
+            known,
+        }
+    }
+
+    /// The previous RRSIGs of `job`'s RRset when its data is unchanged (empty otherwise).
+    fn previous_rrsigs(&self, job: &Job, set: &RRset) -> &'z [Vec<u8>] {
+        let Some(previous) = self.previous else {
+            return &[];
+        };
+        let before = if job.nsec3 {
+            previous.nsec3.get(&job.owner)
+        } else {
+            previous.rrset(&job.owner, job.rtype)
+        };
+        match before {
+            Some(b) if b.ttl == set.ttl && same_rdatas(&b.rdatas, &set.rdatas) => &b.rrsigs,
+            _ => &[],
+        }
+    }
+
+    /// The RRSIG of `before` by `key` (of `keys`) that may stay, if any.
+    fn keep(
+        &self,
+        before: &'z [Vec<u8>],
+        job: &Job,
+        set: &RRset,
+        (keys, key, tag): (&[ZoneKey], &ZoneKey, u16),
+    ) -> Option<&'z [u8]> {
+        let index = keys.iter().position(|k| std::ptr::eq(k, key))?;
+        if !self.known[index] {
+            return None;
+        }
+        before.iter().map(Vec::as_slice).find(|rdata| {
+            Rrsig::parse(rdata).is_some_and(|sig| {
+                let f = &sig.fields;
+                f.type_covered == job.rtype
+                    && f.algorithm == key.number
+                    && f.key_tag == tag
+                    && f.original_ttl == set.ttl
+                    && f.labels == label_count(&job.owner)
+                    && f.signer == key.owner
+                    && u64::from(f.expiration) > self.keep_expiring_after
+            })
+        })
+    }
+}
+
+/// Whether two RDATA lists hold the same records (in any order).
+fn same_rdatas(a: &[Vec<u8>], b: &[Vec<u8>]) -> bool {
+    if a == b {
+        return true;
+    }
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut a: Vec<&Vec<u8>> = a.iter().collect();
+    let mut b: Vec<&Vec<u8>> = b.iter().collect();
+    a.sort();
+    b.sort();
+    a == b
+}
+
 fn rrsig_fields(
     zone: &Zone,
     job: &Job,
@@ -268,13 +444,14 @@ fn rrsig_fields(
     key: &ZoneKey,
     key_tag: u16,
     policy: &SigningPolicy,
+    expiration: u64,
 ) -> RrsigFields {
     RrsigFields {
         type_covered: job.rtype,
         algorithm: key.number,
         labels: label_count(&job.owner),
         original_ttl: set.ttl,
-        expiration: policy.expiration as u32,
+        expiration: expiration as u32,
         inception: policy.inception as u32,
         key_tag,
         signer: zone.origin.clone(),
@@ -288,8 +465,9 @@ fn sign_rrset(
     key: &ZoneKey,
     key_tag: u16,
     policy: &SigningPolicy,
+    expiration: u64,
 ) -> Result<Vec<u8>, SignError> {
-    let fields = rrsig_fields(zone, job, set, key, key_tag, policy);
+    let fields = rrsig_fields(zone, job, set, key, key_tag, policy, expiration);
     let data = signed_data(
         &fields,
         &job.owner,
@@ -424,4 +602,191 @@ fn build_nsec3(zone: &mut Zone, params: &Nsec3Params) -> Result<usize, SignError
         );
     }
     Ok(entries.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dnssec::algorithm::Algorithm;
+    use crate::dnssec::keyfile::KeyRole;
+    use crate::dnssec::profile::Profile;
+    use crate::dnssec::provider::Provider;
+    use crate::dnssec::verify::{verify_zone, VerifyOptions};
+    use crate::zonefile::ZoneFileReader;
+
+    const TEXT: &str = "@ SOA ns hm 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\nwww A 192.0.2.2\n\
+                        sub NS ns.sub\nns.sub A 192.0.2.3\nb.ent A 192.0.2.4\nz TXT last\n";
+    const DAY: u64 = 86_400;
+
+    fn origin() -> Name {
+        "example.".parse().unwrap()
+    }
+
+    fn zone(extra: &str) -> Zone {
+        let recs = ZoneFileReader::new(Some(origin()), Some(60))
+            .read_str(&format!("{TEXT}{extra}"), "t")
+            .unwrap();
+        Zone::from_records(origin(), recs).unwrap()
+    }
+
+    fn key(role: KeyRole) -> ZoneKey {
+        ZoneKey::generate(
+            &origin(),
+            Algorithm::EcdsaP256Sha256,
+            role,
+            &Profile::default_profile(),
+            &Provider::default_provider(),
+            60,
+        )
+        .unwrap()
+    }
+
+    fn policy(now: u64, denial: Denial) -> SigningPolicy {
+        SigningPolicy {
+            inception: now - 3600,
+            expiration: now + 14 * DAY,
+            denial,
+        }
+    }
+
+    /// Every RRSIG of `zone` as (owner, covered type, RDATA).
+    fn rrsigs(zone: &Zone) -> Vec<(Name, RrType, Vec<u8>)> {
+        let nodes = zone
+            .nodes
+            .iter()
+            .flat_map(|(n, node)| node.iter().map(move |(t, s)| (n, *t, s)));
+        let hashed = zone.nsec3.iter().map(|(n, s)| (n, RrType::NSEC3, s));
+        nodes
+            .chain(hashed)
+            .flat_map(|(n, t, s)| s.rrsigs.iter().map(move |r| (n.clone(), t, r.clone())))
+            .collect()
+    }
+
+    fn assert_valid(zone: &Zone, now: u64) {
+        let opts = VerifyOptions {
+            now,
+            signatures_only: false,
+        };
+        let report = verify_zone(
+            zone,
+            &Profile::default_profile(),
+            &Provider::default_provider(),
+            &opts,
+        );
+        assert!(report.failures.is_empty(), "{:?}", report.failures);
+        assert!(report.signatures_valid > 0);
+    }
+
+    /// A one-record change re-signs its RRset, the SOA (new serial) and the denial records whose
+    /// content changed, and keeps every other signature byte for byte.
+    fn one_record_change_keeps_the_rest(denial: Denial) {
+        let now = 1_800_000_000;
+        let keys = [key(KeyRole::Ksk), key(KeyRole::Zsk)];
+        let mut before = zone("");
+        sign_zone(&mut before, &keys, &policy(now, denial.clone()), &|_, _| {}).unwrap();
+        let mut after = zone("new TXT added\n");
+        after.set_soa_serial(2);
+        let later = now + DAY;
+        let incremental = Incremental {
+            previous: Some(&before),
+            keep_expiring_after: later + 3 * DAY,
+            jitter: 0,
+        };
+        let stats = resign_zone(
+            &mut after,
+            &keys,
+            &policy(later, denial),
+            &incremental,
+            &|_, _| {},
+        )
+        .unwrap();
+        assert_valid(&after, later);
+        let old = rrsigs(&before);
+        let changed: Vec<(Name, RrType)> = rrsigs(&after)
+            .into_iter()
+            .filter(|s| !old.contains(s))
+            .map(|(n, t, _)| (n, t))
+            .collect();
+        assert_eq!(stats.kept + changed.len(), stats.signatures);
+        assert!(changed.contains(&(origin(), RrType::SOA)), "{changed:?}");
+        assert!(changed.contains(&("new.example.".parse().unwrap(), RrType::TXT)));
+        assert!(!changed.contains(&(origin(), RrType::DNSKEY)), "{changed:?}");
+        assert!(
+            !changed.contains(&("www.example.".parse().unwrap(), RrType::A)),
+            "{changed:?}"
+        );
+        // The SOA, the new TXT, and at most three denial records (new name, its predecessor,
+        // and for NSEC3 a changed neighbour) are signed afresh.
+        assert!(changed.len() <= 5, "{changed:?}");
+        assert!(stats.kept >= stats.signatures - 5);
+    }
+
+    #[test]
+    fn nsec_zone_change_resigns_only_what_changed() {
+        one_record_change_keeps_the_rest(Denial::Nsec);
+    }
+
+    #[test]
+    fn nsec3_zone_change_resigns_only_what_changed() {
+        one_record_change_keeps_the_rest(Denial::Nsec3(Nsec3Params {
+            iterations: 0,
+            salt: Vec::new(),
+            opt_out: false,
+        }));
+    }
+
+    #[test]
+    fn signatures_close_to_expiry_and_of_replaced_keys_are_made_anew() {
+        let now = 1_800_000_000;
+        let old_zsk = key(KeyRole::Zsk);
+        let ksk = key(KeyRole::Ksk);
+        let mut before = zone("");
+        let nsec = policy(now, Denial::Nsec);
+        let mut keys = vec![ksk, old_zsk];
+        sign_zone(&mut before, &keys, &nsec, &|_, _| {}).unwrap();
+
+        // Nothing changed, but every signature expires before the threshold: all anew.
+        let mut same = zone("");
+        let incremental = Incremental {
+            previous: Some(&before),
+            keep_expiring_after: now + 14 * DAY,
+            jitter: 0,
+        };
+        let stats = resign_zone(&mut same, &keys, &nsec, &incremental, &|_, _| {}).unwrap();
+        assert_eq!(stats.kept, 0);
+        assert_eq!(rrsigs(&same).len(), rrsigs(&before).len());
+
+        // A new ZSK: only the KSK's DNSKEY signature could stay, but the DNSKEY RRset changed.
+        keys[1] = key(KeyRole::Zsk);
+        let mut rekeyed = zone("");
+        let incremental = Incremental {
+            previous: Some(&before),
+            keep_expiring_after: now,
+            jitter: 0,
+        };
+        let stats = resign_zone(&mut rekeyed, &keys, &nsec, &incremental, &|_, _| {}).unwrap();
+        assert_eq!(stats.kept, 0);
+        assert_valid(&rekeyed, now);
+    }
+
+    #[test]
+    fn jitter_spreads_expirations_within_the_window() {
+        let now = 1_800_000_000;
+        let keys = [key(KeyRole::Csk)];
+        let mut z = zone("");
+        let incremental = Incremental {
+            jitter: DAY,
+            ..Incremental::default()
+        };
+        let p = policy(now, Denial::Nsec);
+        let stats = resign_zone(&mut z, &keys, &p, &incremental, &|_, _| {}).unwrap();
+        let expirations: std::collections::BTreeSet<u64> = rrsigs(&z)
+            .iter()
+            .map(|(_, _, r)| u64::from(Rrsig::parse(r).unwrap().fields.expiration))
+            .collect();
+        assert!(expirations.len() > 3, "{expirations:?}");
+        assert!(expirations.iter().all(|&e| e >= p.expiration - DAY && e <= p.expiration));
+        assert_eq!(stats.earliest_expiration, expirations.first().copied());
+        assert_valid(&z, now);
+    }
 }

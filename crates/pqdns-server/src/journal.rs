@@ -1,0 +1,306 @@
+//! The IXFR journal (RFC 1995 §4): the differences between successive versions of a served
+//! zone, so that a secondary at an older serial receives only what changed instead of the whole
+//! zone (AXFR). An ML-DSA-44 signature is 2420 bytes: re-transferring a whole signed zone for a
+//! one-record change costs megabytes where the difference costs a few kilobytes.
+//!
+//! - **Differences** ([`Change::between`]) are computed record by record, RRSIGs included, over
+//!   the name tree and the NSEC3 tree of two versions of a zone: what a reload or a re-signing
+//!   changed. The apex SOA is not part of them: it frames each difference (RFC 1995 §4: old SOA,
+//!   deletions, new SOA, additions).
+//! - **Continuity**: a [`Journal`] holds a chain of differences, each starting at the serial the
+//!   one before ended at. A change whose data differs while the serial does not (serial policy
+//!   `keep`, or an unsigned zone reloaded without a new serial) cannot be told apart by a
+//!   secondary, so it empties the journal: IXFR falls back to the whole zone.
+//! - **Bound**: at most [`DEFAULT_MAX_BYTES`] of records (uncompressed wire size) per zone; the
+//!   oldest differences are dropped first, and a request from before the oldest one kept gets
+//!   the whole zone (RFC 1995 §4).
+//!
+//! The journal lives in memory, beside the zone it describes: after a restart, secondaries
+//! transfer the whole zone once.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use pqdns_core::serial::Serial;
+use pqdns_core::zone::{Node, RRset};
+use pqdns_core::{Class, Name, Record, RrType, Zone};
+
+/// The default bound of one zone's journal: 64 MiB of records in uncompressed wire form.
+pub const DEFAULT_MAX_BYTES: usize = 64 << 20;
+
+/// The difference between two versions of a zone, in IXFR order.
+#[derive(Debug)]
+pub struct Change {
+    /// SOA serial of the older version.
+    pub from: u32,
+    /// SOA serial of the newer version.
+    pub to: u32,
+    /// The old SOA, the records deleted, the new SOA, the records added (RFC 1995 §4).
+    records: Vec<Record>,
+    /// How many records were deleted.
+    deleted: usize,
+    /// Uncompressed wire size of `records`, bytes.
+    bytes: usize,
+}
+
+impl Change {
+    /// What changed from `old` to `new` (two versions of the same zone): every record (RRSIGs
+    /// included) of `old` that `new` lacks is deleted, every record of `new` that `old` lacks is
+    /// added; a TTL change deletes and adds the RRset. The apex SOAs frame the difference.
+    pub fn between(old: &Zone, new: &Zone) -> Change {
+        let mut deleted = vec![apex_soa(old)];
+        let mut added = vec![apex_soa(new)];
+        let apex = &new.origin;
+        let mut names: Vec<&Name> = old.nodes.keys().chain(new.nodes.keys()).collect();
+        names.sort();
+        names.dedup();
+        let empty = Node::new();
+        for name in names {
+            let before = old.nodes.get(name).unwrap_or(&empty);
+            let after = new.nodes.get(name).unwrap_or(&empty);
+            let mut types: Vec<&RrType> = before.keys().chain(after.keys()).collect();
+            types.sort();
+            types.dedup();
+            for &rtype in types {
+                let (b, a) = (before.get(&rtype), after.get(&rtype));
+                let soa_data = name == apex && rtype == RrType::SOA;
+                differ(name, rtype, b, a, soa_data, &mut deleted, &mut added);
+            }
+        }
+        let mut hashed: Vec<&Name> = old.nsec3.keys().chain(new.nsec3.keys()).collect();
+        hashed.sort();
+        hashed.dedup();
+        for name in hashed {
+            let (b, a) = (old.nsec3.get(name), new.nsec3.get(name));
+            differ(name, RrType::NSEC3, b, a, false, &mut deleted, &mut added);
+        }
+        let count = deleted.len();
+        deleted.extend(added);
+        let bytes = deleted
+            .iter()
+            .map(|r| r.owner.wire_len() + 10 + r.rdata.len())
+            .sum();
+        Change {
+            from: old.soa_serial(),
+            to: new.soa_serial(),
+            records: deleted,
+            deleted: count,
+            bytes,
+        }
+    }
+
+    /// The records in IXFR order: old SOA, deletions, new SOA, additions.
+    pub fn records(&self) -> &[Record] {
+        &self.records
+    }
+
+    /// Records deleted (the old SOA not counted).
+    pub fn deleted(&self) -> usize {
+        self.deleted - 1
+    }
+
+    /// Records added (the new SOA not counted).
+    pub fn added(&self) -> usize {
+        self.records.len() - self.deleted - 1
+    }
+
+    /// Whether nothing but the SOA changed (not even its serial).
+    pub fn is_empty(&self) -> bool {
+        self.records.len() == 2 && self.records[0] == self.records[1]
+    }
+
+    /// Uncompressed wire size of the records, SOAs included, bytes.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+/// The SOA record at the apex of `zone` (empty RDATA if it has none, which a loaded zone
+/// always has).
+fn apex_soa(zone: &Zone) -> Record {
+    Record {
+        owner: zone.origin.clone(),
+        rtype: RrType::SOA,
+        class: Class::IN,
+        ttl: zone.soa_ttl(),
+        rdata: zone.soa().to_vec(),
+    }
+}
+
+/// Appends to `deleted` and `added` the difference between two versions of the RRset
+/// `owner`/`rtype` (data, unless `skip_data`, then RRSIGs).
+fn differ(
+    owner: &Name,
+    rtype: RrType,
+    before: Option<&RRset>,
+    after: Option<&RRset>,
+    skip_data: bool,
+    deleted: &mut Vec<Record>,
+    added: &mut Vec<Record>,
+) {
+    let record = |rtype, ttl, rdata: &Vec<u8>| Record {
+        owner: owner.clone(),
+        rtype,
+        class: Class::IN,
+        ttl,
+        rdata: rdata.clone(),
+    };
+    let (data_b, sigs_b) = parts(before);
+    let (data_a, sigs_a) = parts(after);
+    let kinds = [(rtype, data_b, data_a), (RrType::RRSIG, sigs_b, sigs_a)];
+    for (kind, (ttl_b, b), (ttl_a, a)) in kinds.into_iter().skip(usize::from(skip_data)) {
+        let same_ttl = ttl_b == ttl_a;
+        deleted.extend(minus(b, a, same_ttl).into_iter().map(|r| record(kind, ttl_b, r)));
+        added.extend(minus(a, b, same_ttl).into_iter().map(|r| record(kind, ttl_a, r)));
+    }
+}
+
+/// An RRset's (TTL, RDATAs) and (RRSIG TTL, RRSIGs); nothing for no RRset.
+type Parts<'s> = ((u32, &'s [Vec<u8>]), (u32, &'s [Vec<u8>]));
+
+fn parts(set: Option<&RRset>) -> Parts<'_> {
+    set.map_or(((0, &[]), (0, &[])), |s| {
+        ((s.ttl, &s.rdatas[..]), (s.rrsig_ttl, &s.rrsigs[..]))
+    })
+}
+
+/// The RDATAs of `a` that are not in `b` (all of `a` unless `compare`).
+fn minus<'a>(a: &'a [Vec<u8>], b: &[Vec<u8>], compare: bool) -> Vec<&'a Vec<u8>> {
+    if !compare {
+        return a.iter().collect();
+    }
+    // Small RRsets are compared directly, large ones through a set.
+    if b.len() > 16 {
+        let set: HashSet<&[u8]> = b.iter().map(Vec::as_slice).collect();
+        return a.iter().filter(|r| !set.contains(r.as_slice())).collect();
+    }
+    a.iter().filter(|r| !b.contains(r)).collect()
+}
+
+/// A chain of [`Change`]s of one zone, oldest first, bounded in bytes. Cloning is cheap (the
+/// changes are shared).
+#[derive(Clone, Debug)]
+pub struct Journal {
+    changes: Vec<Arc<Change>>,
+    bytes: usize,
+    max_bytes: usize,
+}
+
+impl Default for Journal {
+    fn default() -> Journal {
+        Journal::new(DEFAULT_MAX_BYTES)
+    }
+}
+
+impl Journal {
+    /// An empty journal holding at most `max_bytes` of records.
+    pub fn new(max_bytes: usize) -> Journal {
+        Journal {
+            changes: Vec::new(),
+            bytes: 0,
+            max_bytes,
+        }
+    }
+
+    /// This journal with `change` appended. The oldest changes are dropped to stay within the
+    /// bound; the result is empty when `change` alone exceeds it, when it does not start where
+    /// the last change ended, or when it changes data without a newer serial.
+    pub fn with(&self, change: Change) -> Journal {
+        if change.is_empty() {
+            return self.clone();
+        }
+        let continues = self.changes.last().is_none_or(|last| last.to == change.from);
+        let newer = Serial(change.to) > Serial(change.from);
+        if !continues || !newer || change.bytes > self.max_bytes {
+            return Journal::new(self.max_bytes);
+        }
+        let mut changes = self.changes.clone();
+        let mut bytes = self.bytes + change.bytes;
+        changes.push(Arc::new(change));
+        let mut first = 0;
+        while bytes > self.max_bytes {
+            bytes -= changes[first].bytes;
+            first += 1;
+        }
+        changes.drain(..first);
+        Journal {
+            changes,
+            bytes,
+            max_bytes: self.max_bytes,
+        }
+    }
+
+    /// The changes that lead from `serial` to the current version, oldest first; `None` when
+    /// the journal does not reach back to `serial`.
+    pub fn since(&self, serial: u32) -> Option<&[Arc<Change>]> {
+        let first = self.changes.iter().position(|c| c.from == serial)?;
+        Some(&self.changes[first..])
+    }
+
+    /// The changes held, oldest first.
+    pub fn changes(&self) -> &[Arc<Change>] {
+        &self.changes
+    }
+
+    /// Uncompressed wire size of all records held, bytes.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pqdns_core::zonefile::ZoneFileReader;
+
+    use super::*;
+
+    fn zone(serial: u32, extra: &str) -> Zone {
+        let origin: Name = "j.test.".parse().unwrap();
+        let text = format!("@ SOA ns hm {serial} 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n{extra}");
+        let records = ZoneFileReader::new(Some(origin.clone()), Some(60))
+            .read_str(&text, "t")
+            .unwrap();
+        Zone::from_records(origin, records).unwrap()
+    }
+
+    #[test]
+    fn a_change_lists_deletions_and_additions_between_the_soas() {
+        let old = zone(1, "a A 192.0.2.2\nb TXT x\n");
+        let new = zone(2, "a A 192.0.2.3\nb 120 TXT x\nc AAAA ::1\n");
+        let change = Change::between(&old, &new);
+        let shown: Vec<String> = change.records().iter().map(|r| r.to_string()).collect();
+        // a: one A replaced; b: a TTL change deletes and adds; c: added.
+        assert_eq!((change.deleted(), change.added()), (2, 3), "{shown:#?}");
+        assert_eq!((change.from, change.to), (1, 2));
+        assert!(shown[0].contains("SOA") && shown[0].contains(" 1 "), "{shown:#?}");
+        assert!(shown[3].contains("SOA") && shown[3].contains(" 2 "), "{shown:#?}");
+        assert!(shown[1..3].iter().any(|r| r.contains("192.0.2.2")));
+        assert!(shown[4..].iter().any(|r| r.contains("192.0.2.3")));
+        assert!(shown[4..].iter().any(|r| r.starts_with("b.j.test.\t120")), "{shown:#?}");
+        assert!(Change::between(&old, &old).is_empty());
+    }
+
+    #[test]
+    fn the_journal_chains_versions_drops_the_oldest_and_resets_on_a_gap() {
+        let v: Vec<Zone> = (1..=4).map(|i| zone(i, &format!("a TXT v{i}\n"))).collect();
+        let one = Change::between(&v[0], &v[1]);
+        let bound = one.bytes() * 2;
+        let j = Journal::new(bound)
+            .with(one)
+            .with(Change::between(&v[1], &v[2]));
+        assert_eq!(j.since(1).map(<[_]>::len), Some(2));
+        assert_eq!(j.since(2).map(<[_]>::len), Some(1));
+        assert!(j.since(3).is_none(), "the current serial needs no change");
+        // A third change exceeds the bound: the oldest goes.
+        let j = j.with(Change::between(&v[2], &v[3]));
+        assert!(j.since(1).is_none());
+        assert_eq!(j.since(2).map(<[_]>::len), Some(2));
+        assert!(j.bytes() <= bound);
+        // Data changed under the same serial, or a change that skips a version: reset.
+        let same_serial = zone(4, "a TXT other\n");
+        assert!(j.with(Change::between(&v[3], &same_serial)).changes().is_empty());
+        assert!(j.with(Change::between(&v[0], &v[1])).changes().is_empty());
+        // An unchanged reload keeps the journal.
+        assert_eq!(j.with(Change::between(&v[3], &v[3])).changes().len(), 2);
+    }
+}
