@@ -11,6 +11,7 @@ pub mod delay_shim;
 pub mod fragmentation_report;
 pub mod genzone;
 pub mod handshake_report;
+pub mod lifecycle_report;
 pub mod load;
 pub mod matrix;
 pub mod matrix_report;

@@ -11,8 +11,8 @@ use pqdns_bench::load::{self, ConnectionMode, Limit, LoadConfig, LoadTransport};
 use pqdns_bench::query_source::{self, EdnsOptions};
 use pqdns_bench::tls_client::{self, TlsClientOptions};
 use pqdns_bench::{
-    fragmentation_report, genzone, handshake_report, matrix, mtl_report, resolver_report,
-    server_process, signing_report,
+    fragmentation_report, genzone, handshake_report, lifecycle_report, matrix, mtl_report,
+    resolver_report, server_process, signing_report,
 };
 use pqdns_core::atomic_file::{write_atomic, FileMode};
 use pqdns_core::dnssec::Algorithm;
@@ -170,6 +170,23 @@ enum Cmd {
         max_single_thread: f64,
         /// Output prefix: writes PREFIX.csv and PREFIX.json.
         #[arg(long, default_value = "docs/bench/signing")]
+        output: PathBuf,
+    },
+    /// Zone-maintenance report: CPU and time to absorb a one-record change incrementally
+    /// against re-signing the whole zone, and IXFR against AXFR bytes (docs/bench/lifecycle.md).
+    Lifecycle {
+        /// Zone sizes, host records.
+        #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
+        sizes: Vec<usize>,
+        /// Algorithms (names as in `pqdns-zone algorithms`).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "ECDSAP256SHA256,ML-DSA-44,Falcon-512"
+        )]
+        algorithms: Vec<String>,
+        /// Output prefix: writes PREFIX.csv, PREFIX.json and PREFIX-{cpu,bytes}.{svg,png}.
+        #[arg(long, default_value = "docs/bench/lifecycle")]
         output: PathBuf,
     },
     /// MTL-mode report: condensed and full signature sizes and verification cost (cached
@@ -781,6 +798,20 @@ fn write_report<T: serde::Serialize>(output: &std::path::Path, csv: &str, rows: 
     ExitCode::SUCCESS
 }
 
+/// The algorithms named, or `None` after saying which name is unknown.
+fn algorithms_named(names: &[String]) -> Option<Vec<Algorithm>> {
+    names
+        .iter()
+        .map(|name| {
+            let alg = Algorithm::from_name(name);
+            if alg.is_none() {
+                eprintln!("pqdns-bench: unknown algorithm {name:?}");
+            }
+            alg
+        })
+        .collect()
+}
+
 fn main() -> ExitCode {
     let code = run(Cli::parse().command);
     // A reader that closed the pipe is not a failure; a full disk under `> file` is.
@@ -889,22 +920,35 @@ fn run(command: Cmd) -> ExitCode {
                 return ExitCode::from(2);
             }
         }
+        Cmd::Lifecycle {
+            sizes,
+            algorithms,
+            output,
+        } => {
+            let Some(algs) = algorithms_named(&algorithms) else {
+                return ExitCode::from(2);
+            };
+            let rows = match lifecycle_report::run(&algs, &sizes) {
+                Ok(rows) => rows,
+                Err(e) => {
+                    eprintln!("pqdns-bench lifecycle: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            if let Err(e) = lifecycle_report::charts(&output, &rows) {
+                eprintln!("pqdns-bench: charts: {e}");
+            }
+            return write_report(&output, &lifecycle_report::to_csv(&rows), &rows);
+        }
         Cmd::Signing {
             delegations,
             algorithms,
             max_single_thread,
             output,
         } => {
-            let mut algs = Vec::new();
-            for name in &algorithms {
-                match Algorithm::from_name(name) {
-                    Some(a) => algs.push(a),
-                    None => {
-                        eprintln!("pqdns-bench: unknown algorithm {name:?}");
-                        return ExitCode::from(2);
-                    }
-                }
-            }
+            let Some(algs) = algorithms_named(&algorithms) else {
+                return ExitCode::from(2);
+            };
             let rows = signing_report::run(&algs, delegations, max_single_thread);
             return write_report(&output, &signing_report::to_csv(&rows), &rows);
         }
@@ -923,16 +967,10 @@ fn run(command: Cmd) -> ExitCode {
                 opts.delegations = d;
             }
             if !algorithms.is_empty() {
-                opts.algorithms.clear();
-                for name in &algorithms {
-                    match Algorithm::from_name(name) {
-                        Some(a) => opts.algorithms.push(a),
-                        None => {
-                            eprintln!("pqdns-bench: unknown algorithm {name:?}");
-                            return ExitCode::from(2);
-                        }
-                    }
-                }
+                let Some(algs) = algorithms_named(&algorithms) else {
+                    return ExitCode::from(2);
+                };
+                opts.algorithms = algs;
             }
             // After every step: files only (a long run leaves its results behind as it goes).
             let save = |report: &mtl_report::Report| {

@@ -242,23 +242,6 @@ impl Name {
     pub fn wildcard_of_parent(&self) -> Option<Name> {
         self.parent().and_then(|p| p.prepend_label(b"*").ok())
     }
-
-    /// Labels right to left, the order canonical comparison uses.
-    fn labels_rev(&self) -> impl Iterator<Item = &[u8]> {
-        let mut offsets = [0u8; 128];
-        let mut n = 0;
-        let mut pos = 0;
-        while self.wire[pos] != 0 {
-            offsets[n] = pos as u8;
-            n += 1;
-            pos += 1 + self.wire[pos] as usize;
-        }
-        (0..n).rev().map(move |i| {
-            let start = offsets[i] as usize;
-            let len = self.wire[start] as usize;
-            &self.wire[start + 1..start + 1 + len]
-        })
-    }
 }
 
 /// Length of the uncompressed name at the start of `data`, in bytes, checked: labels of at
@@ -417,26 +400,60 @@ impl Ord for Name {
     /// Canonical DNS name order, RFC 4034 §6.1: labels compared right to left as lowercase byte
     /// strings, a missing label sorting first.
     fn cmp(&self, other: &Name) -> Ordering {
-        let mut a = self.labels_rev();
-        let mut b = other.labels_rev();
-        loop {
-            match (a.next(), b.next()) {
-                (None, None) => return Ordering::Equal,
-                (None, Some(_)) => return Ordering::Less,
-                (Some(_), None) => return Ordering::Greater,
-                (Some(x), Some(y)) => {
-                    let ord = x
-                        .iter()
-                        .map(u8::to_ascii_lowercase)
-                        .cmp(y.iter().map(u8::to_ascii_lowercase));
-                    if ord != Ordering::Equal {
-                        return ord;
-                    }
-                }
-            }
+        let (a, b) = (&*self.wire, &*other.wire);
+        let (na, nb) = (label_count_of(a), label_count_of(b));
+        // Align the rightmost labels: skip the extra leftmost labels of the longer name.
+        let (a_rest, b_rest) = (
+            skip_labels(a, na.saturating_sub(nb)),
+            skip_labels(b, nb.saturating_sub(na)),
+        );
+        match cmp_aligned(a_rest, b_rest, na.min(nb)) {
+            Ordering::Equal => na.cmp(&nb),
+            ord => ord,
         }
     }
 }
+
+/// Labels in the uncompressed wire name `wire`, the root not counted.
+fn label_count_of(wire: &[u8]) -> usize {
+    let (mut n, mut pos) = (0, 0);
+    while wire[pos] != 0 {
+        n += 1;
+        pos += 1 + wire[pos] as usize;
+    }
+    n
+}
+
+/// `wire` after its first `n` labels.
+fn skip_labels(wire: &[u8], n: usize) -> &[u8] {
+    (0..n).fold(wire, |w, _| &w[1 + w[0] as usize..])
+}
+
+/// Canonical order of two wire names of `n` labels each: the rightmost labels first.
+fn cmp_aligned(a: &[u8], b: &[u8], n: usize) -> Ordering {
+    if n == 0 {
+        return Ordering::Equal;
+    }
+    let (la, lb) = (1 + a[0] as usize, 1 + b[0] as usize);
+    match cmp_aligned(&a[la..], &b[lb..], n - 1) {
+        Ordering::Equal => cmp_label(&a[1..la], &b[1..lb]),
+        ord => ord,
+    }
+}
+
+/// Two labels as lowercase byte strings (RFC 4034 §6.1); names of one zone share their
+/// rightmost labels, so equal labels are checked first.
+fn cmp_label(x: &[u8], y: &[u8]) -> Ordering {
+    if x.eq_ignore_ascii_case(y) {
+        return Ordering::Equal;
+    }
+    x.iter()
+        .zip(y)
+        .map(|(p, q)| p.to_ascii_lowercase().cmp(&q.to_ascii_lowercase()))
+        .find(|o| o.is_ne())
+        .unwrap_or_else(|| x.len().cmp(&y.len()))
+}
+
 impl PartialOrd for Name {
     fn partial_cmp(&self, other: &Name) -> Option<Ordering> {
         Some(self.cmp(other))
@@ -508,6 +525,47 @@ mod tests {
         let names: Vec<Name> = ordered.iter().map(|s| n(s)).collect();
         for pair in names.windows(2) {
             assert_eq!(pair[0].cmp(&pair[1]), Ordering::Less, "{:?}", pair);
+        }
+    }
+
+    #[test]
+    fn order_is_the_reversed_lowercase_label_sequence() {
+        // The definition of RFC 4034 §6.1, spelled out, against every pair of these names.
+        let reference = |name: &Name| -> Vec<Vec<u8>> {
+            let mut labels: Vec<Vec<u8>> = name.labels().map(|l| l.to_ascii_lowercase()).collect();
+            labels.reverse();
+            labels
+        };
+        let names: Vec<Name> = [
+            ".",
+            "a.",
+            "A.",
+            "a.b.",
+            "b.a.",
+            "aa.",
+            "a.aa.",
+            "ab.a.",
+            "Ab.A.",
+            "\\000.a.",
+            "\\255.a.",
+            "a\\000.a.",
+            "x.y.z.",
+            "x.Y.z.",
+            "w.x.y.z.",
+            "z.",
+            "www.example.",
+            "WWW.example.",
+            "www1.example.",
+            "ww.example.",
+            "*.example.",
+        ]
+        .iter()
+        .map(|s| n(s))
+        .collect();
+        for a in &names {
+            for b in &names {
+                assert_eq!(a.cmp(b), reference(a).cmp(&reference(b)), "{a} vs {b}");
+            }
         }
     }
 

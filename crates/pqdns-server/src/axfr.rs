@@ -733,7 +733,10 @@ mod tests {
             if adding {
                 have.push(key(r));
             } else {
-                let at = have.iter().position(|k| *k == key(r)).expect("deleted record exists");
+                let at = have
+                    .iter()
+                    .position(|k| *k == key(r))
+                    .expect("deleted record exists");
                 have.swap_remove(at);
             }
         }
@@ -741,7 +744,10 @@ mod tests {
         have.sort();
         want.sort();
         assert!(have == want, "differences applied give the current zone");
-        assert!(records.len() < first.zone.record_count() / 4, "far smaller than AXFR");
+        assert!(
+            records.len() < first.zone.record_count() / 4,
+            "far smaller than AXFR"
+        );
 
         // A serial the journal does not reach back to gets the whole zone.
         q.authority[0] = soa_record(SERIAL - 1);

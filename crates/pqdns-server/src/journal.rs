@@ -150,8 +150,16 @@ fn differ(
     let kinds = [(rtype, data_b, data_a), (RrType::RRSIG, sigs_b, sigs_a)];
     for (kind, (ttl_b, b), (ttl_a, a)) in kinds.into_iter().skip(usize::from(skip_data)) {
         let same_ttl = ttl_b == ttl_a;
-        deleted.extend(minus(b, a, same_ttl).into_iter().map(|r| record(kind, ttl_b, r)));
-        added.extend(minus(a, b, same_ttl).into_iter().map(|r| record(kind, ttl_a, r)));
+        deleted.extend(
+            minus(b, a, same_ttl)
+                .into_iter()
+                .map(|r| record(kind, ttl_b, r)),
+        );
+        added.extend(
+            minus(a, b, same_ttl)
+                .into_iter()
+                .map(|r| record(kind, ttl_a, r)),
+        );
     }
 }
 
@@ -209,7 +217,10 @@ impl Journal {
         if change.is_empty() {
             return self.clone();
         }
-        let continues = self.changes.last().is_none_or(|last| last.to == change.from);
+        let continues = self
+            .changes
+            .last()
+            .is_none_or(|last| last.to == change.from);
         let newer = Serial(change.to) > Serial(change.from);
         if !continues || !newer || change.bytes > self.max_bytes {
             return Journal::new(self.max_bytes);
@@ -272,11 +283,20 @@ mod tests {
         // a: one A replaced; b: a TTL change deletes and adds; c: added.
         assert_eq!((change.deleted(), change.added()), (2, 3), "{shown:#?}");
         assert_eq!((change.from, change.to), (1, 2));
-        assert!(shown[0].contains("SOA") && shown[0].contains(" 1 "), "{shown:#?}");
-        assert!(shown[3].contains("SOA") && shown[3].contains(" 2 "), "{shown:#?}");
+        assert!(
+            shown[0].contains("SOA") && shown[0].contains(" 1 "),
+            "{shown:#?}"
+        );
+        assert!(
+            shown[3].contains("SOA") && shown[3].contains(" 2 "),
+            "{shown:#?}"
+        );
         assert!(shown[1..3].iter().any(|r| r.contains("192.0.2.2")));
         assert!(shown[4..].iter().any(|r| r.contains("192.0.2.3")));
-        assert!(shown[4..].iter().any(|r| r.starts_with("b.j.test.\t120")), "{shown:#?}");
+        assert!(
+            shown[4..].iter().any(|r| r.starts_with("b.j.test.\t120")),
+            "{shown:#?}"
+        );
         assert!(Change::between(&old, &old).is_empty());
     }
 
@@ -298,7 +318,10 @@ mod tests {
         assert!(j.bytes() <= bound);
         // Data changed under the same serial, or a change that skips a version: reset.
         let same_serial = zone(4, "a TXT other\n");
-        assert!(j.with(Change::between(&v[3], &same_serial)).changes().is_empty());
+        assert!(j
+            .with(Change::between(&v[3], &same_serial))
+            .changes()
+            .is_empty());
         assert!(j.with(Change::between(&v[0], &v[1])).changes().is_empty());
         // An unchanged reload keeps the journal.
         assert_eq!(j.with(Change::between(&v[3], &v[3])).changes().len(), 2);

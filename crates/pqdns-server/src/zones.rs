@@ -239,13 +239,14 @@ pub fn load_zone(
         keep_expiring_after: now + refresh + jitter / 4,
         jitter,
     };
-    let stats = resign_zone(&mut zone, &keys, &policy, &incremental, &progress).map_err(
-        |error| LoadError::Sign {
-            file: source.to_string(),
-            zone: origin.to_string(),
-            error,
-        },
-    )?;
+    let stats =
+        resign_zone(&mut zone, &keys, &policy, &incremental, &progress).map_err(|error| {
+            LoadError::Sign {
+                file: source.to_string(),
+                zone: origin.to_string(),
+                error,
+            }
+        })?;
     info!(
         zone = %origin, %source, rrsets = stats.rrsets, signatures = stats.signatures,
         kept = stats.kept, denial_records = stats.denial_records, keys = keys.len(),

@@ -185,3 +185,175 @@ fn assert_no_secret_in(log: &str, private_file: &Path) {
         }
     }
 }
+
+/// Issue 13, must-show 4: the server is killed (SIGKILL) in the middle of re-signing a zone
+/// that just gained an algorithm (ECDSA → ECDSA + ML-DSA-44, the first step of an algorithm
+/// rollover), and started again. No key is lost or changed, the new algorithm's keys written
+/// before the signing survive whole (private key files 0600), the DS file is whole, and the
+/// restarted server serves the zone signed with both algorithms: its AXFR, read back by `dig`,
+/// verifies completely (every RRset signed by each algorithm, NSEC chain whole).
+#[test]
+fn killed_mid_resigning_restarts_with_every_key_and_a_valid_zone() {
+    use std::os::unix::fs::PermissionsExt;
+
+    require("kill", "procps");
+    let dir = tempfile::tempdir().unwrap();
+    let zone = dir.path().join("zone.toml");
+    let mut hosts = String::new();
+    for i in 0..6_000 {
+        hosts.push_str(&format!("host{i} A 10.0.{}.{}\n", i >> 8 & 255, i & 255));
+    }
+    let write_zone = |algorithms: &str, extra: &str| {
+        std::fs::write(dir.path().join("hosts.zone"), format!("{hosts}{extra}")).unwrap();
+        std::fs::write(
+            &zone,
+            format!(
+                "origin = \"pqdns.test.\"\nrecords = '''\n@ SOA ns1 hostmaster 1 7200 3600 1209600 300\n\
+                 @ NS ns1\nns1 A 127.0.0.1\n$INCLUDE hosts.zone\n'''\n[signing]\nalgorithms = [{algorithms}]\n\
+                 keys = \"ksk-zsk\"\ndenial = \"nsec\"\nkey_directory = \"keys\"\n[server]\n\
+                 udp = [\"127.0.0.1:0\"]\ntcp = [\"127.0.0.1:0\"]\ndot = []\ndoh = []\ndoq = []\n\
+                 axfr_allow = [\"127.0.0.1\"]\n"
+            ),
+        )
+        .unwrap();
+    };
+    let start = |log: &Path| {
+        let (child, rx) = spawn_server(&["--zone", zone.to_str().unwrap()], dir.path(), log);
+        let tcp = loop {
+            let line = rx
+                .recv_timeout(Duration::from_secs(120))
+                .expect("server printed its listeners");
+            if let Some(a) = line.strip_prefix("listening tcp ") {
+                break a.parse::<SocketAddr>().unwrap();
+            }
+        };
+        // The listeners come up before the zones are loaded.
+        assert!(
+            (0..2400).any(|_| {
+                std::thread::sleep(Duration::from_millis(50));
+                std::fs::read_to_string(log)
+                    .unwrap()
+                    .contains("zone signed")
+            }),
+            "the zone was not signed within 120 s"
+        );
+        (child, tcp)
+    };
+    let keys_dir = dir.path().join("keys");
+    let key_files = || -> std::collections::BTreeMap<String, Vec<u8>> {
+        std::fs::read_dir(&keys_dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "key" || e == "private"))
+            .map(|p| {
+                (
+                    p.file_name().unwrap().to_string_lossy().into_owned(),
+                    std::fs::read(&p).unwrap(),
+                )
+            })
+            .collect()
+    };
+
+    write_zone("\"ECDSAP256SHA256\"", "");
+    let first_log = dir.path().join("first.log");
+    let (mut child, _) = start(&first_log);
+    let classical = key_files();
+    assert_eq!(
+        classical.len(),
+        4,
+        "ECDSA KSK and ZSK: {:?}",
+        classical.keys()
+    );
+
+    write_zone(
+        "\"ECDSAP256SHA256\", \"ML-DSA-44\"",
+        "new-host A 192.0.2.250\n",
+    );
+    let before_hup = std::fs::read_to_string(&first_log).unwrap().len();
+    signal(&child, "HUP");
+    // Kill as soon as the re-signing has made progress, before it ends.
+    let killed_mid_signing = (0..2000).any(|_| {
+        let log = std::fs::read_to_string(&first_log).unwrap();
+        let reload = &log[before_hup..];
+        if reload.contains("signing: ") && !reload.contains("zone signed") {
+            signal(&child, "KILL");
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+        false
+    });
+    let _ = child.wait();
+    let log = std::fs::read_to_string(&first_log).unwrap();
+    assert!(
+        killed_mid_signing,
+        "no signing progress seen to kill during:\n{log}"
+    );
+    assert!(
+        !log[before_hup..].contains("zone signed"),
+        "killed after the re-signing ended:\n{log}"
+    );
+
+    let after_kill = key_files();
+    for (name, bytes) in &classical {
+        assert_eq!(after_kill.get(name), Some(bytes), "{name} lost or changed");
+    }
+    assert_eq!(
+        after_kill.len(),
+        8,
+        "ML-DSA-44 KSK and ZSK written whole: {:?}\n{log}",
+        after_kill.keys()
+    );
+    for name in after_kill.keys().filter(|n| n.ends_with(".private")) {
+        let mode = std::fs::metadata(keys_dir.join(name))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{name}");
+    }
+    let ds = std::fs::read_to_string(keys_dir.join("pqdns.test.ds")).unwrap();
+    assert!(
+        ds.lines().count() >= 1 && ds.lines().all(|l| l.contains("\tDS\t")),
+        "{ds}"
+    );
+
+    let (mut child, tcp) = start(&dir.path().join("second.log"));
+    assert_eq!(
+        key_files(),
+        after_kill,
+        "the restart generated or changed no key"
+    );
+    let axfr = dig(tcp, &["+tcp", "+onesoa", "pqdns.test.", "AXFR"]);
+    // dig prints the transfer as master-file lines (comments start with ';').
+    let text = &axfr.text;
+    let origin: pqdns_core::Name = "pqdns.test.".parse().unwrap();
+    let records = pqdns_core::zonefile::ZoneFileReader::new(Some(origin.clone()), None)
+        .read_str(text, "axfr")
+        .unwrap();
+    let served = pqdns_core::Zone::from_records(origin, records).unwrap();
+    assert!(served
+        .rrset(
+            &"new-host.pqdns.test.".parse().unwrap(),
+            pqdns_core::RrType::A
+        )
+        .is_some());
+    let report = pqdns_core::dnssec::verify::verify_zone(
+        &served,
+        &pqdns_core::dnssec::Profile::default_profile(),
+        &pqdns_core::dnssec::Provider::default_provider(),
+        &pqdns_core::dnssec::verify::VerifyOptions {
+            now: pqdns_core::time::now(),
+            signatures_only: false,
+        },
+    );
+    assert!(
+        report.failures.is_empty(),
+        "{:?}",
+        &report.failures[..report.failures.len().min(5)]
+    );
+    assert!(
+        report.signatures_valid > 2 * 6_000,
+        "both algorithms sign: {report:?}"
+    );
+    signal(&child, "TERM");
+    assert!(wait_exit(&mut child).success());
+}

@@ -15,7 +15,7 @@ use pqdns_core::dnssec::dnskey::{ds_record, DigestType, DnskeyRef};
 use pqdns_core::dnssec::existing::{self, ExistingDnssec};
 use pqdns_core::dnssec::keyfile::{KeyFileFormat, KeyRole, ZoneKey};
 use pqdns_core::dnssec::nsec3::Nsec3Params;
-use pqdns_core::dnssec::sign::{sign_zone, Denial, SigningPolicy};
+use pqdns_core::dnssec::sign::{resign_zone, Denial, Incremental, SigningPolicy};
 use pqdns_core::dnssec::verify::{verify_zone, VerifyOptions};
 use pqdns_core::dnssec::{Algorithm, Profile, Provider};
 use pqdns_core::zonefile::{parse_ttl, ZoneFileReader};
@@ -324,6 +324,8 @@ struct SignJob {
     zone: Zone,
     keys: Vec<ZoneKey>,
     policy: SigningPolicy,
+    /// Seconds new expirations may be moved earlier (`[signing] jitter`; 0 for a master file).
+    jitter: u64,
     existing: ExistingDnssec,
     profile: Profile,
     provider: Provider,
@@ -342,6 +344,7 @@ fn sign_job_from_toml(a: &SignArgs) -> Result<SignJob, String> {
     }
     let now = time::now();
     let policy = cfg.policy(signing, now).map_err(|e| e.to_string())?;
+    let jitter = cfg.jitter(signing).map_err(|e| e.to_string())?;
     // Signed offline, the zone has no served serial to move past: the policy applies to the
     // file's serial alone.
     let serial = signing.serial.next(zone.soa_serial(), None, now);
@@ -359,6 +362,7 @@ fn sign_job_from_toml(a: &SignArgs) -> Result<SignJob, String> {
         zone,
         keys,
         policy,
+        jitter,
         existing,
         profile: cfg.profile(signing).map_err(|e| e.to_string())?,
         provider: cfg.provider(signing).map_err(|e| e.to_string())?,
@@ -412,6 +416,7 @@ fn sign_job_from_master(a: &SignArgs) -> Result<SignJob, String> {
         zone,
         keys,
         policy,
+        jitter: 0,
         existing,
         profile,
         provider,
@@ -434,7 +439,11 @@ fn sign(a: &SignArgs) -> Result<ExitCode, String> {
     }
     let bar = progress_bar(zone.nodes.len());
     let started = std::time::Instant::now();
-    let stats = sign_zone(zone, &job.keys, &job.policy, &|done, total| {
+    let spread = Incremental {
+        jitter: job.jitter,
+        ..Incremental::default()
+    };
+    let stats = resign_zone(zone, &job.keys, &job.policy, &spread, &|done, total| {
         if let Some(b) = &bar {
             b.set_length(total as u64);
             b.set_position(done as u64);

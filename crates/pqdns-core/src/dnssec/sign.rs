@@ -21,10 +21,10 @@ use super::keyfile::ZoneKey;
 use super::nsec3::{hashed_owner_name, Nsec3Params, MAX_ITERATIONS};
 use super::provider::CryptoError;
 use super::rrsig::{label_count, signed_data, Rrsig, RrsigFields};
-use sha2::{Digest, Sha256};
 use crate::name::Name;
 use crate::rr::{Class, RrType};
 use crate::zone::{Authority, RRset, Zone};
+use sha2::{Digest, Sha256};
 
 /// Authenticated denial of existence to build.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -307,7 +307,11 @@ pub fn resign_zone(
             .iter()
             .filter_map(|s| Rrsig::parse(s))
             .map(|s| u64::from(s.fields.expiration));
-        stats.earliest_expiration = stats.earliest_expiration.into_iter().chain(expirations).min();
+        stats.earliest_expiration = stats
+            .earliest_expiration
+            .into_iter()
+            .chain(expirations)
+            .min();
         set.rrsig_ttl = set.ttl;
         set.rrsigs = sigs;
     }
@@ -710,7 +714,10 @@ mod tests {
         assert_eq!(stats.kept + changed.len(), stats.signatures);
         assert!(changed.contains(&(origin(), RrType::SOA)), "{changed:?}");
         assert!(changed.contains(&("new.example.".parse().unwrap(), RrType::TXT)));
-        assert!(!changed.contains(&(origin(), RrType::DNSKEY)), "{changed:?}");
+        assert!(
+            !changed.contains(&(origin(), RrType::DNSKEY)),
+            "{changed:?}"
+        );
         assert!(
             !changed.contains(&("www.example.".parse().unwrap(), RrType::A)),
             "{changed:?}"
@@ -785,7 +792,9 @@ mod tests {
             .map(|(_, _, r)| u64::from(Rrsig::parse(r).unwrap().fields.expiration))
             .collect();
         assert!(expirations.len() > 3, "{expirations:?}");
-        assert!(expirations.iter().all(|&e| e >= p.expiration - DAY && e <= p.expiration));
+        assert!(expirations
+            .iter()
+            .all(|&e| e >= p.expiration - DAY && e <= p.expiration));
         assert_eq!(stats.earliest_expiration, expirations.first().copied());
         assert_valid(&z, now);
     }

@@ -52,6 +52,11 @@ impl Served {
         self.rt.block_on(handle.load_zones_at(now)).unwrap();
     }
 
+    /// The zones being served.
+    pub fn catalog(&self) -> std::sync::Arc<pqdns_server::catalog::Catalog> {
+        self.handle.as_ref().unwrap().catalog()
+    }
+
     /// When the served signatures are due for refresh (UNIX seconds).
     pub fn refresh_due(&self) -> Option<u64> {
         self.handle.as_ref().unwrap().refresh_due()
