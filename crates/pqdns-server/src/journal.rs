@@ -18,7 +18,7 @@
 //! The journal lives in memory, beside the zone it describes: after a restart, secondaries
 //! transfer the whole zone once.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use pqdns_core::serial::Serial;
@@ -51,27 +51,15 @@ impl Change {
         let mut deleted = vec![apex_soa(old)];
         let mut added = vec![apex_soa(new)];
         let apex = &new.origin;
-        let mut names: Vec<&Name> = old.nodes.keys().chain(new.nodes.keys()).collect();
-        names.sort();
-        names.dedup();
         let empty = Node::new();
-        for name in names {
-            let before = old.nodes.get(name).unwrap_or(&empty);
-            let after = new.nodes.get(name).unwrap_or(&empty);
-            let mut types: Vec<&RrType> = before.keys().chain(after.keys()).collect();
-            types.sort();
-            types.dedup();
-            for &rtype in types {
-                let (b, a) = (before.get(&rtype), after.get(&rtype));
+        for (name, before, after) in side_by_side(&old.nodes, &new.nodes) {
+            let (before, after) = (before.unwrap_or(&empty), after.unwrap_or(&empty));
+            for (&rtype, b, a) in side_by_side(before, after) {
                 let soa_data = name == apex && rtype == RrType::SOA;
                 differ(name, rtype, b, a, soa_data, &mut deleted, &mut added);
             }
         }
-        let mut hashed: Vec<&Name> = old.nsec3.keys().chain(new.nsec3.keys()).collect();
-        hashed.sort();
-        hashed.dedup();
-        for name in hashed {
-            let (b, a) = (old.nsec3.get(name), new.nsec3.get(name));
+        for (name, b, a) in side_by_side(&old.nsec3, &new.nsec3) {
             differ(name, RrType::NSEC3, b, a, false, &mut deleted, &mut added);
         }
         let count = deleted.len();
@@ -113,6 +101,29 @@ impl Change {
     pub fn bytes(&self) -> usize {
         self.bytes
     }
+}
+
+/// The keys of two maps in order, each with its value in either map: one pass over both, one
+/// key comparison per step (canonical name comparisons are what a zone-sized difference
+/// costs).
+fn side_by_side<'m, K: Ord, V>(
+    a: &'m BTreeMap<K, V>,
+    b: &'m BTreeMap<K, V>,
+) -> impl Iterator<Item = (&'m K, Option<&'m V>, Option<&'m V>)> + 'm {
+    let (mut a, mut b) = (a.iter().peekable(), b.iter().peekable());
+    std::iter::from_fn(move || match (a.peek(), b.peek()) {
+        (None, None) => None,
+        (Some(_), None) => a.next().map(|(k, v)| (k, Some(v), None)),
+        (None, Some(_)) => b.next().map(|(k, v)| (k, None, Some(v))),
+        (Some((ka, _)), Some((kb, _))) => match ka.cmp(kb) {
+            std::cmp::Ordering::Less => a.next().map(|(k, v)| (k, Some(v), None)),
+            std::cmp::Ordering::Greater => b.next().map(|(k, v)| (k, None, Some(v))),
+            std::cmp::Ordering::Equal => {
+                let (k, va) = a.next()?;
+                b.next().map(|(_, vb)| (k, Some(va), Some(vb)))
+            }
+        },
+    })
 }
 
 /// The SOA record at the apex of `zone` (empty RDATA if it has none, which a loaded zone

@@ -261,8 +261,8 @@ fn nsd_transfers_pqc_signed_zone_and_serves_identical_signatures() {
         );
     }
 
-    // A reload with a bumped serial: NOTIFY makes NSD transfer the new version (if NSD asks by
-    // IXFR, we answer with the whole zone).
+    // A reload with a bumped serial: NOTIFY makes NSD transfer the new version (NSD asks by
+    // IXFR; the journal answers with the difference: the new SOA's RRSIGs).
     bump_serial(&server, SERIAL + 1);
     server.block_on(server.handle().reload()).unwrap();
     nsd.wait_for_serial(SERIAL + 1);

@@ -20,9 +20,10 @@ use super::algorithm::SecAlg;
 use super::keyfile::ZoneKey;
 use super::nsec3::{hashed_owner_name, Nsec3Params, MAX_ITERATIONS};
 use super::provider::CryptoError;
-use super::rrsig::{label_count, signed_data, Rrsig, RrsigFields};
+use super::rrsig::{label_count, signed_data, RrsigFields};
 use crate::name::Name;
 use crate::rr::{Class, RrType};
+use crate::wire::rdata::Rrsig as RrsigView;
 use crate::zone::{Authority, RRset, Zone};
 use sha2::{Digest, Sha256};
 
@@ -199,7 +200,7 @@ pub fn resign_zone(
         }
     };
 
-    let jobs = collect_jobs(zone);
+    let (jobs, sets): (Vec<Job>, Vec<&RRset>) = collect_jobs(zone).into_iter().unzip();
     let tags: Vec<u16> = keys.iter().map(ZoneKey::key_tag).collect();
     let total = jobs.len();
     let done = AtomicUsize::new(0);
@@ -209,21 +210,15 @@ pub fn resign_zone(
         a.dedup();
         a
     };
-    let set_of = |job: &Job| -> &RRset {
-        if job.nsec3 {
-            &zone.nsec3[&job.owner]
-        } else {
-            &zone.nodes[&job.owner][&job.rtype]
-        }
-    };
     let keeper = Keeper::new(incremental, keys, &tags);
+    let previous = keeper.previous_sets(&jobs);
     let kept = AtomicUsize::new(0);
     let mut results: Vec<(usize, Vec<Vec<u8>>)> = jobs
         .par_iter()
         .enumerate()
         .map(|(i, job)| {
-            let set = set_of(job);
-            let before = keeper.previous_rrsigs(job, set);
+            let set = sets[i];
+            let before = unchanged(previous[i], set);
             let expiration = policy.expiration - jitter(job, policy, incremental.jitter);
             let mut sigs = Vec::new();
             for &alg in &algorithms {
@@ -252,20 +247,13 @@ pub fn resign_zone(
         let mut mine = Vec::new();
         for (i, job) in jobs.iter().enumerate() {
             if signers(keys, &tags, key.number, job.rtype).any(|(s, _)| std::ptr::eq(s, key)) {
-                let fields = rrsig_fields(
-                    zone,
-                    job,
-                    set_of(job),
-                    key,
-                    tags[k],
-                    policy,
-                    policy.expiration,
-                );
+                let fields =
+                    rrsig_fields(zone, job, sets[i], key, tags[k], policy, policy.expiration);
                 let data = signed_data(
                     &fields,
                     &job.owner,
                     Class::IN,
-                    set_of(job).rdatas.iter().map(Vec::as_slice),
+                    sets[i].rdatas.iter().map(Vec::as_slice),
                 );
                 let full =
                     job.owner == zone.origin && matches!(job.rtype, RrType::SOA | RrType::DNSKEY);
@@ -292,21 +280,24 @@ pub fn resign_zone(
         denial_records,
         ..SignStats::default()
     };
-    for (i, sigs) in results {
-        let job = &jobs[i];
-        let set = if job.nsec3 {
-            zone.nsec3.get_mut(&job.owner)
-        } else {
-            zone.nodes
-                .get_mut(&job.owner)
-                .and_then(|n| n.get_mut(&job.rtype))
-        }
-        .expect("job refers to an existing RRset");
+    drop(sets);
+    // The results are in job order, which is the zone's own order: one walk stores them.
+    let mut next = jobs
+        .iter()
+        .zip(results.into_iter().map(|(_, sigs)| sigs))
+        .peekable();
+    let mut store = |owner: &Name, rtype: RrType, nsec3: bool, set: &mut RRset| {
+        let is_next = |(job, _): &(&Job, Vec<Vec<u8>>)| {
+            job.nsec3 == nsec3 && job.rtype == rtype && job.owner == *owner
+        };
+        let Some((_, sigs)) = next.next_if(is_next) else {
+            return;
+        };
         stats.signatures += sigs.len();
         let expirations = sigs
             .iter()
-            .filter_map(|s| Rrsig::parse(s))
-            .map(|s| u64::from(s.fields.expiration));
+            .filter_map(|s| RrsigView::parse(s))
+            .map(|s| u64::from(s.expiration));
         stats.earliest_expiration = stats
             .earliest_expiration
             .into_iter()
@@ -314,6 +305,14 @@ pub fn resign_zone(
             .min();
         set.rrsig_ttl = set.ttl;
         set.rrsigs = sigs;
+    };
+    for (owner, node) in zone.nodes.iter_mut() {
+        for (rtype, set) in node.iter_mut() {
+            store(owner, *rtype, false, set);
+        }
+    }
+    for (owner, set) in zone.nsec3.iter_mut() {
+        store(owner, RrType::NSEC3, true, set);
     }
     Ok(stats)
 }
@@ -383,20 +382,31 @@ impl<'z> Keeper<'z> {
         }
     }
 
-    /// The previous RRSIGs of `job`'s RRset when its data is unchanged (empty otherwise).
-    fn previous_rrsigs(&self, job: &Job, set: &RRset) -> &'z [Vec<u8>] {
+    /// Each job's RRset in the previous zone, if any: one walk along both, as the jobs are in
+    /// the zone's order.
+    fn previous_sets(&self, jobs: &[Job]) -> Vec<Option<&'z RRset>> {
         let Some(previous) = self.previous else {
-            return &[];
+            return vec![None; jobs.len()];
         };
-        let before = if job.nsec3 {
-            previous.nsec3.get(&job.owner)
-        } else {
-            previous.rrset(&job.owner, job.rtype)
-        };
-        match before {
-            Some(b) if b.ttl == set.ttl && same_rdatas(&b.rdatas, &set.rdatas) => &b.rrsigs,
-            _ => &[],
-        }
+        let mut nodes = previous.nodes.iter().peekable();
+        let mut hashed = previous.nsec3.iter().peekable();
+        jobs.iter()
+            .map(|job| {
+                if job.nsec3 {
+                    while hashed.next_if(|(n, _)| **n < job.owner).is_some() {}
+                    hashed
+                        .peek()
+                        .filter(|(n, _)| **n == job.owner)
+                        .map(|(_, s)| *s)
+                } else {
+                    while nodes.next_if(|(n, _)| **n < job.owner).is_some() {}
+                    nodes
+                        .peek()
+                        .filter(|(n, _)| **n == job.owner)
+                        .and_then(|(_, node)| node.get(&job.rtype))
+                }
+            })
+            .collect()
     }
 
     /// The RRSIG of `before` by `key` (of `keys`) that may stay, if any.
@@ -412,8 +422,7 @@ impl<'z> Keeper<'z> {
             return None;
         }
         before.iter().map(Vec::as_slice).find(|rdata| {
-            Rrsig::parse(rdata).is_some_and(|sig| {
-                let f = &sig.fields;
+            RrsigView::parse(rdata).is_some_and(|f| {
                 f.type_covered == job.rtype
                     && f.algorithm == key.number
                     && f.key_tag == tag
@@ -423,6 +432,15 @@ impl<'z> Keeper<'z> {
                     && u64::from(f.expiration) > self.keep_expiring_after
             })
         })
+    }
+}
+
+/// The RRSIGs of `before`, the previous version of `set`, when its data is unchanged (empty
+/// otherwise).
+fn unchanged<'z>(before: Option<&'z RRset>, set: &RRset) -> &'z [Vec<u8>] {
+    match before {
+        Some(b) if b.ttl == set.ttl && same_rdatas(&b.rdatas, &set.rdatas) => &b.rrsigs,
+        _ => &[],
     }
 }
 
@@ -486,7 +504,7 @@ fn sign_rrset(
     Ok(fields.rdata(&sig))
 }
 
-fn collect_jobs(zone: &Zone) -> Vec<Job> {
+fn collect_jobs(zone: &Zone) -> Vec<(Job, &RRset)> {
     let mut jobs = Vec::new();
     for (name, node) in &zone.nodes {
         let authority = zone.authority(name);
@@ -500,20 +518,22 @@ fn collect_jobs(zone: &Zone) -> Vec<Job> {
                 Authority::Glue => false,
             };
             if signed {
-                jobs.push(Job {
+                let job = Job {
                     owner: name.clone(),
                     rtype: *rtype,
                     nsec3: false,
-                });
+                };
+                jobs.push((job, set));
             }
         }
     }
-    for name in zone.nsec3.keys() {
-        jobs.push(Job {
+    for (name, set) in &zone.nsec3 {
+        let job = Job {
             owner: name.clone(),
             rtype: RrType::NSEC3,
             nsec3: true,
-        });
+        };
+        jobs.push((job, set));
     }
     jobs
 }
@@ -789,7 +809,7 @@ mod tests {
         let stats = resign_zone(&mut z, &keys, &p, &incremental, &|_, _| {}).unwrap();
         let expirations: std::collections::BTreeSet<u64> = rrsigs(&z)
             .iter()
-            .map(|(_, _, r)| u64::from(Rrsig::parse(r).unwrap().fields.expiration))
+            .map(|(_, _, r)| u64::from(RrsigView::parse(r).unwrap().expiration))
             .collect();
         assert!(expirations.len() > 3, "{expirations:?}");
         assert!(expirations
