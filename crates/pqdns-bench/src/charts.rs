@@ -28,6 +28,14 @@ macro_rules! svg_and_png {
     }};
 }
 
+/// `output` with `suffix` appended to its file name (`docs/bench/x` + `-cpu` →
+/// `docs/bench/x-cpu`): the stem of one of a report's charts.
+pub fn suffixed(output: &Path, suffix: &str) -> std::path::PathBuf {
+    let mut s = output.as_os_str().to_owned();
+    s.push(suffix);
+    std::path::PathBuf::from(s)
+}
+
 /// Writes `STEM.svg` and `STEM.png`: one horizontal bar per `(label, value)`.
 ///
 /// # Errors

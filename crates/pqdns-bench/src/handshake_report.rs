@@ -178,11 +178,7 @@ pub fn charts(rows: &[Row], output: &std::path::Path) -> crate::charts::DrawResu
             .map(|r| (format!("{} {}", r.transport, r.cert), value(r)))
             .collect()
     };
-    let stem = |suffix: &str| {
-        let mut s = output.as_os_str().to_owned();
-        s.push(suffix);
-        std::path::PathBuf::from(s)
-    };
+    let stem = |suffix: &str| crate::charts::suffixed(output, suffix);
     crate::charts::bars(
         &stem("-latency"),
         &format!("Query on a new connection, {max} ms RTT (median)"),

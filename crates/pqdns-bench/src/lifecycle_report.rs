@@ -198,11 +198,7 @@ pub fn charts(output: &Path, rows: &[Row]) -> crate::charts::DrawResult {
             .map(|r| (format!("{} {}k", r.algorithm, r.records / 1000), value(r)))
             .collect()
     };
-    let stem = |suffix: &str| {
-        let mut s = output.as_os_str().to_owned();
-        s.push(suffix);
-        std::path::PathBuf::from(s)
-    };
+    let stem = |suffix: &str| crate::charts::suffixed(output, suffix);
     crate::charts::bars(
         &stem("-cpu"),
         "One-record change: CPU of whole-zone re-signing ÷ incremental",
