@@ -16,19 +16,26 @@
 //! key_directory = "keys"
 //! profile = "default"
 //! keep_dnskeys = false               # true: keep DNSKEYs found in the zone data
+//! propagation_delay = "1h"           # rollover waits (dnssec::rollover)
+//! parent_ds_ttl = "1d"
+//! parent_propagation_delay = "1h"
 //! ```
+//!
+//! Changing `algorithms` of a served zone starts an algorithm rollover
+//! ([`crate::dnssec::rollover`]), whose state is kept in [`LoadedConfig::key_state_path`].
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::dnssec::algorithm::Algorithm;
+use crate::dnssec::algorithm::{Algorithm, SecAlg};
 use crate::dnssec::existing::ExistingDnssec;
 use crate::dnssec::keyfile::{find_key_files, KeyFileError, KeyRole, ZoneKey};
 use crate::dnssec::nsec3::Nsec3Params;
 use crate::dnssec::profile::{Profile, ProfileError};
 use crate::dnssec::provider::Provider;
+use crate::dnssec::rollover::{KeyState, KeyStateError, Next, Step, Timings};
 use crate::dnssec::sign::{Denial, SigningPolicy};
 use crate::name::Name;
 use crate::zone::{Zone, ZoneError};
@@ -89,6 +96,9 @@ pub enum ConfigError {
     /// A key file problem.
     #[error(transparent)]
     Key(#[from] KeyFileError),
+    /// The rollover state file could not be read or written.
+    #[error(transparent)]
+    KeyState(#[from] KeyStateError),
     /// A profile problem.
     #[error("{}: {source}", path.display())]
     Profile {
@@ -135,6 +145,21 @@ pub struct CustomProfile {
 
 fn default_profile_name() -> String {
     "default".into()
+}
+
+/// What [`LoadedConfig::rollover_keys`] found and did.
+#[derive(Debug)]
+pub struct RolloverKeys {
+    /// The keys that sign: those of every algorithm in `state`.
+    pub keys: Vec<ZoneKey>,
+    /// Key files generated.
+    pub written: Vec<PathBuf>,
+    /// The algorithm state after the steps.
+    pub state: KeyState,
+    /// The steps taken now, in order.
+    pub steps: Vec<Step>,
+    /// What the rollover waits for next.
+    pub next: Next,
 }
 
 /// The `[signing]` table.
@@ -189,6 +214,16 @@ pub struct SigningConfig {
     pub provider: String,
     /// DNSKEY TTL in seconds (default: the zone's default TTL).
     pub dnskey_ttl: Option<u32>,
+    /// Time for a change of the zone to reach all its secondaries (`1h`), a wait of each
+    /// rollover step ([`crate::dnssec::rollover`]).
+    #[serde(default = "default_propagation_delay")]
+    pub propagation_delay: String,
+    /// TTL of the zone's DS RRset at the parent (`1d`).
+    #[serde(default = "default_parent_ds_ttl")]
+    pub parent_ds_ttl: String,
+    /// Time for a DS change to reach every server of the parent (`1h`).
+    #[serde(default = "default_propagation_delay")]
+    pub parent_propagation_delay: String,
     /// Keep DNSKEYs in the zone data that are not signing keys (e.g. pre-published for a
     /// rollover) instead of removing them; see `dnssec::existing`.
     #[serde(default)]
@@ -200,6 +235,12 @@ fn default_validity() -> String {
 }
 fn default_skew() -> String {
     "1h".into()
+}
+fn default_propagation_delay() -> String {
+    "1h".into()
+}
+fn default_parent_ds_ttl() -> String {
+    "1d".into()
 }
 fn default_key_dir() -> PathBuf {
     PathBuf::from("keys")
@@ -438,6 +479,7 @@ impl LoadedConfig {
             inception: now.saturating_sub(u64::from(skew)),
             expiration: now + u64::from(validity),
             denial,
+            unpublished: Vec::new(),
         })
     }
 
@@ -502,6 +544,55 @@ impl LoadedConfig {
             .join(format!("{}.ds", zone_file_stem(&self.origin)))
     }
 
+    /// Where the zone's algorithm rollover state is kept: `<key_dir>/<zone>.keystate`
+    /// ([`KeyState`]).
+    pub fn key_state_path(&self, signing: &SigningConfig) -> PathBuf {
+        self.key_directory(signing)
+            .join(format!("{}.keystate", zone_file_stem(&self.origin)))
+    }
+
+    /// The configured algorithms as numbers under the zone's profile, with their names: what
+    /// a rollover heads for ([`KeyState::advance`]).
+    ///
+    /// # Errors
+    /// As [`LoadedConfig::algorithms`], or an algorithm the profile has no number for.
+    pub fn wanted_algorithms(
+        &self,
+        signing: &SigningConfig,
+    ) -> Result<Vec<(SecAlg, String)>, ConfigError> {
+        let profile = self.profile(signing)?;
+        self.algorithms(signing)?
+            .into_iter()
+            .map(|alg| {
+                let number = profile.number(alg).ok_or_else(|| {
+                    self.invalid(format!(
+                        "profile {:?} has no number for {alg}",
+                        profile.name()
+                    ))
+                })?;
+                Ok((number, alg.to_string()))
+            })
+            .collect()
+    }
+
+    /// The rollover waits of the `[signing]` table, with `max_ttl` (seconds) the zone's
+    /// largest TTL and the DNSKEY TTL from `dnskey_ttl` or the default TTL.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] for an unparsable duration.
+    pub fn timings(&self, signing: &SigningConfig, max_ttl: u32) -> Result<Timings, ConfigError> {
+        Ok(Timings {
+            dnskey_ttl: u64::from(signing.dnskey_ttl.unwrap_or(self.config.default_ttl)),
+            max_ttl: u64::from(max_ttl),
+            propagation_delay: self.duration(&signing.propagation_delay, "propagation_delay")?,
+            parent_ds_ttl: self.duration(&signing.parent_ds_ttl, "parent_ds_ttl")?,
+            parent_propagation_delay: self.duration(
+                &signing.parent_propagation_delay,
+                "parent_propagation_delay",
+            )?,
+        })
+    }
+
     /// Where `pqdns-zone sign` writes the signed zone unless told otherwise: the zone file's
     /// name with `.signed` appended, or `<zone>.zone.signed` beside the TOML file for inline
     /// records.
@@ -518,6 +609,45 @@ impl LoadedConfig {
         }
     }
 
+    /// The keys to sign `zone` with at `now` (UNIX seconds), after taking the algorithm
+    /// rollover steps due ([`crate::dnssec::rollover`]): reads the key state (every configured
+    /// algorithm active when there is none yet), advances it towards the configured
+    /// algorithms, generates the keys of new algorithms, keeps those of outgoing ones, and
+    /// writes the state back when it changed (atomically, after the keys it names).
+    ///
+    /// # Errors
+    /// As [`LoadedConfig::keys`]; [`ConfigError::KeyState`] for an unreadable or unwritable
+    /// state file.
+    pub fn rollover_keys(
+        &self,
+        signing: &SigningConfig,
+        zone: &Zone,
+        now: u64,
+    ) -> Result<RolloverKeys, ConfigError> {
+        let wanted = self.wanted_algorithms(signing)?;
+        let timings = self.timings(signing, zone.max_ttl())?;
+        let path = self.key_state_path(signing);
+        let stored = KeyState::read(&path)?;
+        let mut state = stored
+            .clone()
+            .unwrap_or_else(|| KeyState::initial(&wanted, now));
+        let steps = state.advance(&wanted, &timings, now);
+        let (mut keys, written) = self.keys_keeping(true, &state.signing())?;
+        let in_state = state.signing();
+        keys.retain(|k| in_state.contains(&k.number));
+        if stored.as_ref() != Some(&state) {
+            state.write(&path)?;
+        }
+        let next = state.next(&wanted, &timings, now);
+        Ok(RolloverKeys {
+            keys,
+            written,
+            state,
+            steps,
+            next,
+        })
+    }
+
     /// Loads the zone's keys from the key directory and, if `generate` is set, creates the
     /// missing ones (a KSK and a ZSK, or a CSK, per algorithm). Returns the keys and the paths
     /// of the files written.
@@ -526,6 +656,19 @@ impl LoadedConfig {
     /// [`ConfigError`] for unreadable or mismatched key files, or a missing key with
     /// `generate` off (the message says which key and where it was looked for).
     pub fn keys(&self, generate: bool) -> Result<(Vec<ZoneKey>, Vec<PathBuf>), ConfigError> {
+        self.keys_keeping(generate, &[])
+    }
+
+    /// [`LoadedConfig::keys`], also keeping the keys found for the algorithms `also` (the
+    /// outgoing algorithms of a rollover; none is generated for them).
+    ///
+    /// # Errors
+    /// As [`LoadedConfig::keys`].
+    pub fn keys_keeping(
+        &self,
+        generate: bool,
+        also: &[SecAlg],
+    ) -> Result<(Vec<ZoneKey>, Vec<PathBuf>), ConfigError> {
         let signing = self
             .signing()
             .ok_or_else(|| self.invalid("no [signing] table".into()))?;
@@ -569,9 +712,9 @@ impl LoadedConfig {
                 keys.push(key);
             }
         }
-        // Keys in the directory for algorithms no longer configured are left out of signing.
+        // Keys in the directory for algorithms no longer configured (nor kept) are left out.
         let numbers: Vec<_> = wanted.iter().filter_map(|a| profile.number(*a)).collect();
-        keys.retain(|k| numbers.contains(&k.number));
+        keys.retain(|k| numbers.contains(&k.number) || also.contains(&k.number));
         Ok((keys, written))
     }
 }

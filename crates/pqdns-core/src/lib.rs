@@ -22,7 +22,12 @@
 //! let (profile, provider) = (Profile::default_profile(), Provider::default_provider());
 //! let csk = ZoneKey::generate(&origin, Algorithm::Ed25519, KeyRole::Csk, &profile, &provider, 3600)?;
 //! let now = pqdns_core::time::now();
-//! let policy = SigningPolicy { inception: now - 3600, expiration: now + 86400, denial: Denial::Nsec };
+//! let policy = SigningPolicy {
+//!     inception: now - 3600,
+//!     expiration: now + 86400,
+//!     denial: Denial::Nsec,
+//!     unpublished: Vec::new(),
+//! };
 //! let stats = sign_zone(&mut zone, &[csk], &policy, &|_, _| {})?;
 //! let options = VerifyOptions { now, signatures_only: false };
 //! let report = verify_zone(&zone, &profile, &provider, &options);

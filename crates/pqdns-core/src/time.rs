@@ -55,6 +55,20 @@ pub fn to_yyyymmddhhmmss(secs: u64) -> String {
     )
 }
 
+/// Formats seconds since the UNIX epoch for people: `YYYY-MM-DD HH:MM:SS UTC`.
+pub fn to_display(secs: u64) -> String {
+    let t = to_yyyymmddhhmmss(secs);
+    format!(
+        "{}-{}-{} {}:{}:{} UTC",
+        &t[..4],
+        &t[4..6],
+        &t[6..8],
+        &t[8..10],
+        &t[10..12],
+        &t[12..]
+    )
+}
+
 /// Parses a time given on a command line: a UNIX time in seconds or `YYYYMMDDHHMMSS` (UTC).
 pub fn parse_cli_time(text: &str) -> Option<u64> {
     if text.len() == 14 {
@@ -90,6 +104,7 @@ mod tests {
         assert_eq!(from_yyyymmddhhmmss("20000229000000"), Some(951_782_400));
         assert_eq!(from_yyyymmddhhmmss("20001301000000"), None);
         assert_eq!(parse_cli_time("1700000000"), Some(1_700_000_000));
+        assert_eq!(to_display(1_795_000_000), "2026-11-18 11:06:40 UTC");
     }
 
     #[test]

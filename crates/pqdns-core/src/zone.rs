@@ -473,12 +473,23 @@ impl Zone {
 
     /// Number of records including signatures.
     pub fn record_count(&self) -> usize {
-        let sets = self
-            .nodes
+        self.all_rrsets()
+            .map(|s| s.rdatas.len() + s.rrsigs.len())
+            .sum()
+    }
+
+    /// The largest TTL of any RRset, in seconds (0 for an empty zone): how long a resolver
+    /// may hold any of its data.
+    pub fn max_ttl(&self) -> u32 {
+        self.all_rrsets().map(|s| s.ttl).max().unwrap_or(0)
+    }
+
+    /// Every RRset, NSEC3 included.
+    fn all_rrsets(&self) -> impl Iterator<Item = &RRset> {
+        self.nodes
             .values()
             .flat_map(|n| n.values())
-            .chain(self.nsec3.values());
-        sets.map(|s| s.rdatas.len() + s.rrsigs.len()).sum()
+            .chain(self.nsec3.values())
     }
 }
 

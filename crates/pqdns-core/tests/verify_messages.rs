@@ -42,6 +42,7 @@ fn sign(denial: Denial) -> Result<Zone, SignError> {
         inception: NOW - 3600,
         expiration: NOW + 86_400,
         denial,
+        unpublished: Vec::new(),
     };
     sign_zone(&mut zone, &[key], &policy, &|_, _| {})?;
     Ok(zone)

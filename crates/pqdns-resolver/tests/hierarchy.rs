@@ -4,9 +4,10 @@
 //! DS alone, over UDP, TCP, DoT and DoH, in forwarding and iterative mode; plus Bogus cases
 //! (wrong anchor, expired signatures, require-pq) and agreement with BIND's delv.
 
+mod common;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use pqdns_core::config::LoadedConfig;
@@ -479,49 +480,11 @@ fn verdicts_agree_with_delv_on_a_classical_zone() {
         );
         for (name, t) in [("www.dual.tld.", "A"), ("nope.dual.tld.", "A")] {
             let ours = resolve(&running.rt, &r, name, RrType::from_mnemonic(t).unwrap());
-            let delv = delv(h.dir.path(), addr, &record, name, t);
+            let delv = common::delv(h.dir.path(), addr, &record, name, t);
             // "; fully validated" or "; negative response, fully validated".
             let delv_secure = delv.contains("fully validated");
             assert_eq!(ours.is_secure(), expect_secure, "{name}: {ours:?}");
             assert_eq!(delv_secure, expect_secure, "{name}: delv said:\n{delv}");
         }
     }
-}
-
-fn delv(dir: &Path, server: SocketAddr, ds: &pqdns_core::Record, name: &str, t: &str) -> String {
-    let rdata = pqdns_core::rdata::to_presentation(RrType::DS, &ds.rdata);
-    let f: Vec<&str> = rdata.split_whitespace().collect();
-    let anchor = dir.join("delv-anchor.conf");
-    std::fs::write(
-        &anchor,
-        format!(
-            "trust-anchors {{ {} static-ds {} {} {} \"{}\"; }};\n",
-            ds.owner,
-            f[0],
-            f[1],
-            f[2],
-            f[3..].concat()
-        ),
-    )
-    .unwrap();
-    let out = Command::new("timeout")
-        .args(["30", "delv", "-a"])
-        .arg(&anchor)
-        .arg(format!(
-            "+root={}",
-            ds.owner.to_string().trim_end_matches('.')
-        ))
-        .arg(format!("@{}", server.ip()))
-        .args(["-p", &server.port().to_string(), name, t])
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run delv ({e}): apt-get install bind9-dnsutils"));
-    assert!(
-        out.status.code() != Some(127),
-        "delv missing: apt-get install bind9-dnsutils"
-    );
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }

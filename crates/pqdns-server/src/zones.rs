@@ -14,10 +14,11 @@
 use std::path::{Path, PathBuf};
 
 use pqdns_core::atomic_file::{write_atomic, FileMode};
-use pqdns_core::config::{ConfigError, LoadedConfig};
+use pqdns_core::config::{ConfigError, LoadedConfig, RolloverKeys};
 use pqdns_core::dnssec::cds;
 use pqdns_core::dnssec::dnskey::{ds_record, DigestType};
 use pqdns_core::dnssec::existing::{self, UnsignedAlgorithm};
+use pqdns_core::dnssec::rollover::Next;
 use pqdns_core::dnssec::sign::{resign_zone, Incremental, SignError};
 use pqdns_core::Record;
 use tracing::{info, warn};
@@ -192,9 +193,18 @@ pub fn load_zone(
         return Ok((ServedZone::new(zone).after(previous), report));
     };
     let key_dir = cfg.key_directory(signing);
-    let (keys, written) = cfg.keys(true)?;
+    let RolloverKeys {
+        keys,
+        written,
+        state,
+        steps,
+        next,
+    } = cfg.rollover_keys(signing, &zone, now)?;
     for path in &written {
         info!(zone = %zone.origin, file = %path.display(), "generated key file");
+    }
+    for step in &steps {
+        info!(zone = %zone.origin, "algorithm rollover: {step}");
     }
     let prepared =
         existing::prepare(&mut zone, &keys, cfg.existing_dnssec(signing)).map_err(|error| {
@@ -206,7 +216,8 @@ pub fn load_zone(
     if !prepared.is_empty() {
         info!(zone = %zone.origin, %source, "zone data had DNSSEC records: {prepared}");
     }
-    let policy = cfg.policy(signing, now)?;
+    let mut policy = cfg.policy(signing, now)?;
+    policy.unpublished = state.unpublished();
     let refresh = cfg.refresh(signing)?;
     let jitter = cfg.jitter(signing)?;
     let origin = zone.origin.clone();
@@ -217,7 +228,8 @@ pub fn load_zone(
     if serial != file && zone.set_soa_serial(serial) {
         info!(zone = %origin, file, served = served_serial, serial, policy = ?signing.serial, "SOA serial set");
     }
-    for record in cds::records(&keys, signing.cds) {
+    let ds_set = state.ds_set();
+    for record in cds::records(&keys, &ds_set, signing.cds) {
         zone.insert(record).map_err(|error| LoadError::Cds {
             file: source.to_string(),
             error,
@@ -252,8 +264,29 @@ pub fn load_zone(
         kept = stats.kept, denial_records = stats.denial_records, keys = keys.len(),
         "zone signed"
     );
-    report.refresh_at = stats.earliest_expiration.map(|e| e.saturating_sub(refresh));
-    report.ds = cds::ds_keys(&keys)
+    let step_at = match &next {
+        Next::At(at, steps) => {
+            let steps: Vec<String> = steps.iter().map(ToString::to_string).collect();
+            info!(zone = %origin, at, "algorithm rollover: next step {}", steps.join(", "));
+            Some(*at)
+        }
+        Next::ParentDs => {
+            info!(
+                zone = %origin, %source,
+                "algorithm rollover: waiting for the parent's DS RRset to equal the DS file \
+                 (and CDS); then run `pqdns-zone rollover --ds-published` on this zone and reload"
+            );
+            None
+        }
+        Next::Settled => None,
+    };
+    report.refresh_at = stats
+        .earliest_expiration
+        .map(|e| e.saturating_sub(refresh))
+        .into_iter()
+        .chain(step_at)
+        .min();
+    report.ds = cds::ds_keys(&keys, &ds_set)
         .iter()
         .filter_map(|k| ds_record(&k.dnskey_record(), DigestType::Sha256))
         .collect();

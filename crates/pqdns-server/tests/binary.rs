@@ -310,6 +310,20 @@ fn killed_mid_resigning_restarts_with_every_key_and_a_valid_zone() {
             .mode();
         assert_eq!(mode & 0o777, 0o600, "{name}");
     }
+    // The rollover state was written whole, before the signing it drives: ML-DSA-44 signs,
+    // unpublished, as the first step of adding an algorithm.
+    let state = pqdns_core::dnssec::rollover::KeyState::read(&keys_dir.join("pqdns.test.keystate"))
+        .unwrap()
+        .unwrap();
+    let phases: Vec<_> = state
+        .algorithms
+        .iter()
+        .map(|a| (a.number, a.phase))
+        .collect();
+    {
+        use pqdns_core::dnssec::rollover::Phase;
+        assert_eq!(phases, [(13, Phase::Active), (18, Phase::Signing)]);
+    }
     let ds = std::fs::read_to_string(keys_dir.join("pqdns.test.ds")).unwrap();
     assert!(
         ds.lines().count() >= 1 && ds.lines().all(|l| l.contains("\tDS\t")),
@@ -336,8 +350,30 @@ fn killed_mid_resigning_restarts_with_every_key_and_a_valid_zone() {
             pqdns_core::RrType::A
         )
         .is_some());
-    let report = pqdns_core::dnssec::verify::verify_zone(
+    // The ML-DSA-44 keys sign without being published yet: the DNSKEY RRset is ECDSA's, and
+    // the ML-DSA-44 signatures verify with the key files.
+    let dnskey_algorithms: Vec<u8> = served
+        .rrset(&served.origin, pqdns_core::RrType::DNSKEY)
+        .unwrap()
+        .rdatas
+        .iter()
+        .map(|k| k[3])
+        .collect();
+    assert_eq!(dnskey_algorithms, [13, 13]);
+    let unpublished: Vec<Vec<u8>> = after_kill
+        .iter()
+        .filter(|(name, _)| name.contains("+018+") && name.ends_with(".key"))
+        .flat_map(|(_, text)| {
+            pqdns_core::zonefile::ZoneFileReader::new(None, Some(3600))
+                .read_str(std::str::from_utf8(text).unwrap(), "key")
+                .unwrap()
+        })
+        .map(|r| r.rdata)
+        .collect();
+    assert_eq!(unpublished.len(), 2);
+    let report = pqdns_core::dnssec::verify::verify_zone_with(
         &served,
+        &unpublished,
         &pqdns_core::dnssec::Profile::default_profile(),
         &pqdns_core::dnssec::Provider::default_provider(),
         &pqdns_core::dnssec::verify::VerifyOptions {

@@ -15,8 +15,9 @@ use pqdns_core::dnssec::dnskey::{ds_record, DigestType, DnskeyRef};
 use pqdns_core::dnssec::existing::{self, ExistingDnssec};
 use pqdns_core::dnssec::keyfile::{KeyFileFormat, KeyRole, ZoneKey};
 use pqdns_core::dnssec::nsec3::Nsec3Params;
+use pqdns_core::dnssec::rollover::{KeyState, Next};
 use pqdns_core::dnssec::sign::{resign_zone, Denial, Incremental, SigningPolicy};
-use pqdns_core::dnssec::verify::{verify_zone, VerifyOptions};
+use pqdns_core::dnssec::verify::{verify_zone_with, VerifyOptions};
 use pqdns_core::dnssec::{Algorithm, Profile, Provider};
 use pqdns_core::zonefile::{parse_ttl, ZoneFileReader};
 use pqdns_core::{outln, stdout, time, Name, RrType, Zone};
@@ -45,6 +46,10 @@ enum Command {
     Verify(VerifyArgs),
     /// Print DS records for the SEP keys (KSKs) in a .key file or zone file.
     Ds(DsArgs),
+    /// Show a zone's algorithm rollover: each algorithm's phase, the DS set asked of the
+    /// parent, and the next step with its date. A rollover starts when `[signing] algorithms`
+    /// of a signed zone changes; pqdns-server (or `pqdns-zone sign`) takes the steps.
+    Rollover(RolloverArgs),
     /// Print the algorithm table: name, number per profile, key and signature sizes.
     Algorithms,
 }
@@ -190,10 +195,28 @@ struct VerifyArgs {
     /// Only check the signatures present (no completeness, no NSEC/NSEC3 chain).
     #[arg(long)]
     signatures_only: bool,
+    /// A .key file (or zone file) with DNSKEYs that sign the zone without being published, as
+    /// in the first step of an algorithm rollover; their signatures are checked too.
+    /// Repeatable.
+    #[arg(long = "unpublished-key", value_name = "FILE")]
+    unpublished_keys: Vec<PathBuf>,
     #[command(flatten)]
     read: ReadArgs,
     #[command(flatten)]
     crypto: CryptoArgs,
+}
+
+#[derive(Args)]
+struct RolloverArgs {
+    /// The zone description (TOML).
+    zone: PathBuf,
+    /// Record that the parent's DS RRset now equals the DS set the zone asks for (its `.ds`
+    /// file and CDS records), so that the rollover can go on; then reload the server.
+    #[arg(long)]
+    ds_published: bool,
+    /// The time to show the state at: UNIX seconds or YYYYMMDDHHMMSS. Default: now.
+    #[arg(long)]
+    at: Option<String>,
 }
 
 #[derive(Args)]
@@ -227,6 +250,7 @@ fn main() -> ExitCode {
         Command::Sign(a) => sign(&a),
         Command::Verify(a) => verify(&a),
         Command::Ds(a) => ds(&a),
+        Command::Rollover(a) => rollover(&a),
         Command::Algorithms => {
             algorithms();
             Ok(ExitCode::SUCCESS)
@@ -338,18 +362,25 @@ fn sign_job_from_toml(a: &SignArgs) -> Result<SignJob, String> {
         .signing()
         .ok_or_else(|| format!("{}: no [signing] table", a.input.display()))?;
     let mut zone = cfg.read_zone().map_err(|e| e.to_string())?;
-    let (keys, written) = cfg.keys(true).map_err(|e| e.to_string())?;
-    for path in written {
+    let now = time::now();
+    let rollover = cfg
+        .rollover_keys(signing, &zone, now)
+        .map_err(|e| e.to_string())?;
+    for path in &rollover.written {
         tracing::info!(file = %path.display(), "generated key file");
     }
-    let now = time::now();
-    let policy = cfg.policy(signing, now).map_err(|e| e.to_string())?;
+    for step in &rollover.steps {
+        tracing::info!(zone = %zone.origin, "algorithm rollover: {step}");
+    }
+    let keys = rollover.keys;
+    let mut policy = cfg.policy(signing, now).map_err(|e| e.to_string())?;
+    policy.unpublished = rollover.state.unpublished();
     let jitter = cfg.jitter(signing).map_err(|e| e.to_string())?;
     // Signed offline, the zone has no served serial to move past: the policy applies to the
     // file's serial alone.
     let serial = signing.serial.next(zone.soa_serial(), None, now);
     zone.set_soa_serial(serial);
-    for record in cds::records(&keys, signing.cds) {
+    for record in cds::records(&keys, &rollover.state.ds_set(), signing.cds) {
         zone.insert(record)
             .map_err(|e| format!("{}: CDS/CDNSKEY: {e}", a.input.display()))?;
     }
@@ -401,6 +432,7 @@ fn sign_job_from_master(a: &SignArgs) -> Result<SignJob, String> {
         inception: now.saturating_sub(u64::from(duration(&a.inception_offset)?)),
         expiration: now + u64::from(duration(&a.validity)?),
         denial,
+        unpublished: Vec::new(),
     };
     let output = a.output.clone().unwrap_or_else(|| {
         let mut p = a.input.clone().into_os_string();
@@ -458,7 +490,14 @@ fn sign(a: &SignArgs) -> Result<ExitCode, String> {
         now: time::now(),
         signatures_only: false,
     };
-    let report = verify_zone(zone, &job.profile, &job.provider, &opts);
+    // Keys of an algorithm rollover's first step sign without being published.
+    let unpublished: Vec<Vec<u8>> = job
+        .keys
+        .iter()
+        .filter(|k| job.policy.unpublished.contains(&k.number))
+        .map(ZoneKey::dnskey_rdata)
+        .collect();
+    let report = verify_zone_with(zone, &unpublished, &job.profile, &job.provider, &opts);
     if !report.is_ok() {
         for f in report.failures.iter().take(10) {
             tracing::error!(zone = %zone.origin, "verification: {f}");
@@ -511,7 +550,11 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode, String> {
         now,
         signatures_only: a.signatures_only,
     };
-    let report = verify_zone(&zone, &profile, &provider, &opts);
+    let mut unpublished = Vec::new();
+    for file in &a.unpublished_keys {
+        unpublished.extend(dnskeys_in(file)?.into_iter().map(|r| r.rdata));
+    }
+    let report = verify_zone_with(&zone, &unpublished, &profile, &provider, &opts);
     for f in &report.failures {
         outln!("FAIL {f}");
     }
@@ -529,16 +572,107 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode, String> {
     })
 }
 
-fn ds(a: &DsArgs) -> Result<ExitCode, String> {
-    let records = ZoneFileReader::new(None, Some(3600))
-        .read_file(&a.file)
+fn rollover(a: &RolloverArgs) -> Result<ExitCode, String> {
+    let cfg = LoadedConfig::read(&a.zone).map_err(|e| e.to_string())?;
+    let signing = cfg
+        .signing()
+        .ok_or_else(|| format!("{}: no [signing] table", a.zone.display()))?;
+    let now = match &a.at {
+        Some(t) => time::parse_cli_time(t).ok_or_else(|| format!("bad time {t:?}"))?,
+        None => time::now(),
+    };
+    let path = cfg.key_state_path(signing);
+    let mut state = KeyState::read(&path)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| {
+            format!(
+                "{}: no rollover state yet; pqdns-server or `pqdns-zone sign` writes it when \
+                 it first signs the zone",
+                path.display()
+            )
+        })?;
+    if a.ds_published {
+        if !state.confirm_ds(now) {
+            return Err(format!(
+                "{}: no algorithm waits for the parent's DS RRset",
+                cfg.origin
+            ));
+        }
+        state.write(&path).map_err(|e| e.to_string())?;
+        outln!(
+            "recorded: the parent's DS RRset equals the requested DS set at {}",
+            time::to_display(now)
+        );
+    }
+    let zone = cfg.read_zone().map_err(|e| e.to_string())?;
+    let wanted = cfg.wanted_algorithms(signing).map_err(|e| e.to_string())?;
+    let timings = cfg
+        .timings(signing, zone.max_ttl())
         .map_err(|e| e.to_string())?;
+    outln!("zone {} ({})", cfg.origin, path.display());
+    outln!("{:<20} {:<12} since", "algorithm", "phase");
+    for alg in &state.algorithms {
+        let phase = format!("{:?}", alg.phase).to_lowercase();
+        outln!(
+            "{:<20} {phase:<12} {}",
+            alg.name,
+            time::to_display(alg.since)
+        );
+    }
+    let names = |numbers: Vec<pqdns_core::dnssec::SecAlg>| {
+        let names: Vec<&str> = state
+            .algorithms
+            .iter()
+            .filter(|s| numbers.iter().any(|n| n.0 == s.number))
+            .map(|s| s.name.as_str())
+            .collect();
+        names.join(", ")
+    };
+    outln!("DS set asked of the parent: {}", names(state.ds_set()));
+    if let Some(at) = state.ds_confirmed_at {
+        outln!("parent's DS confirmed: {}", time::to_display(at));
+    }
+    let due = state.clone().advance(&wanted, &timings, now);
+    if !due.is_empty() {
+        let due: Vec<String> = due.iter().map(ToString::to_string).collect();
+        outln!("due now, at the server's next reload: {}", due.join(", "));
+        return Ok(ExitCode::SUCCESS);
+    }
+    match state.next(&wanted, &timings, now) {
+        Next::Settled => outln!("next: nothing, every algorithm is active"),
+        Next::ParentDs => outln!(
+            "next: the parent's DS RRset must equal the DS set above (see {}); then run \
+             `pqdns-zone rollover --ds-published {}` and reload the server",
+            cfg.ds_path(signing).display(),
+            a.zone.display()
+        ),
+        Next::At(at, steps) => {
+            let steps: Vec<String> = steps.iter().map(ToString::to_string).collect();
+            outln!("next: {} at {}", steps.join(", "), time::to_display(at));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The DNSKEY records of a .key file or zone file.
+fn dnskeys_in(file: &Path) -> Result<Vec<pqdns_core::Record>, String> {
+    let records = ZoneFileReader::new(None, Some(3600))
+        .read_file(file)
+        .map_err(|e| e.to_string())?;
+    Ok(records
+        .into_iter()
+        .filter(|r| r.rtype == RrType::DNSKEY)
+        .collect())
+}
+
+fn ds(a: &DsArgs) -> Result<ExitCode, String> {
+    let records = dnskeys_in(&a.file)?;
     let digest = match a.digest {
         Digest::Sha256 => DigestType::Sha256,
         Digest::Sha384 => DigestType::Sha384,
     };
     let mut printed = 0;
-    for r in records.iter().filter(|r| r.rtype == RrType::DNSKEY) {
+    for r in &records {
         if DnskeyRef::parse(&r.rdata).is_some_and(|k| k.is_sep()) {
             if let Some(ds) = ds_record(r, digest) {
                 outln!("{ds}");

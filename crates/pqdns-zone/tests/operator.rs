@@ -436,3 +436,132 @@ fn ldns_keygen_keys_sign_here_and_our_keys_sign_with_ldns_signzone() {
         }
     }
 }
+
+/// A TOML zone description signed with `algorithms`, keys in `keys/`, 300 s TTLs.
+fn write_rollover_zone(dir: &Path, algorithms: &str) {
+    std::fs::write(
+        dir.join("zone.toml"),
+        format!(
+            "origin = \"example.\"\ndefault_ttl = 300\nfile = \"ex.zone\"\n[signing]\n\
+             algorithms = [{algorithms}]\nkeys = \"ksk-zsk\"\ndenial = \"nsec\"\n\
+             cds = \"always\"\npropagation_delay = \"60\"\nkey_directory = \"keys\"\n"
+        ),
+    )
+    .unwrap();
+}
+
+/// The algorithm numbers of the DNSKEY records and of the RRSIGs in a signed zone file.
+fn algorithms_in(signed: &str) -> (Vec<String>, Vec<String>) {
+    let mut dnskey = Vec::new();
+    let mut rrsig = Vec::new();
+    for line in signed.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        match f.get(3) {
+            Some(&"DNSKEY") => dnskey.push(f[6].to_string()),
+            Some(&"RRSIG") => rrsig.push(f[5].to_string()),
+            _ => {}
+        }
+    }
+    for v in [&mut dnskey, &mut rrsig] {
+        v.sort();
+        v.dedup();
+    }
+    (dnskey, rrsig)
+}
+
+#[test]
+fn an_algorithm_rollover_starts_when_the_algorithms_change_and_rollover_shows_it() {
+    let dir = setup();
+    let d = dir.path();
+    write_rollover_zone(d, "\"ECDSAP256SHA256\"");
+    let o = run(d, &["sign", "zone.toml"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(d, &["rollover", "zone.toml"]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("ECDSAP256SHA256      active"), "{out}");
+    assert!(
+        out.contains("DS set asked of the parent: ECDSAP256SHA256"),
+        "{out}"
+    );
+    assert!(out.contains("next: nothing"), "{out}");
+
+    // The operator asks for ML-DSA-44: its keys sign everything, unpublished.
+    write_rollover_zone(d, "\"ML-DSA-44\"");
+    let o = run(d, &["sign", "zone.toml"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("ML-DSA-44: (new) → signing"),
+        "{}",
+        text(&o)
+    );
+    let signed = std::fs::read_to_string(d.join("ex.zone.signed")).unwrap();
+    assert_eq!(
+        algorithms_in(&signed),
+        (
+            vec!["13".to_string()],
+            vec!["13".to_string(), "18".to_string()]
+        )
+    );
+    // The parent is still to point at the ECDSA key only.
+    let cds: Vec<&str> = signed.lines().filter(|l| l.contains("\tCDS\t")).collect();
+    assert!(
+        !cds.is_empty()
+            && cds
+                .iter()
+                .all(|l| l.split_whitespace().nth(5) == Some("13")),
+        "{cds:?}"
+    );
+    // Verification needs the unpublished keys to check their signatures.
+    let o = run(d, &["verify", "ex.zone.signed"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("no DNSKEY at example. with key tag"),
+        "{}",
+        text(&o)
+    );
+    let ml_dsa_keys: Vec<String> = std::fs::read_dir(d.join("keys"))
+        .unwrap()
+        .map(|e| e.unwrap().path().display().to_string())
+        .filter(|p| p.contains("+018+") && p.ends_with(".key"))
+        .collect();
+    assert_eq!(ml_dsa_keys.len(), 2, "{ml_dsa_keys:?}");
+    let mut args = vec!["verify", "ex.zone.signed"];
+    for k in &ml_dsa_keys {
+        args.extend(["--unpublished-key", k.as_str()]);
+    }
+    let o = run(d, &args);
+    assert!(o.status.success(), "{}", text(&o));
+
+    let o = run(d, &["rollover", "zone.toml"]);
+    let out = text(&o);
+    assert!(out.contains("ML-DSA-44            signing"), "{out}");
+    // Published after the largest TTL (300 s) and the propagation delay (60 s).
+    let state = std::fs::read_to_string(d.join("keys/example.keystate")).unwrap();
+    let since: u64 = state
+        .lines()
+        .filter_map(|l| l.strip_prefix("since = "))
+        .map(|v| v.parse().unwrap())
+        .max()
+        .unwrap();
+    let next = format!(
+        "next: ML-DSA-44: signing → published at {}",
+        pqdns_core::time::to_display(since + 360)
+    );
+    assert!(out.contains(&next), "{next}\n{out}");
+    let later = (since + 360).to_string();
+    let o = run(d, &["rollover", "zone.toml", "--at", &later]);
+    assert!(
+        text(&o).contains("due now, at the server's next reload: ML-DSA-44: signing → published"),
+        "{}",
+        text(&o)
+    );
+    // Nothing waits for the parent yet.
+    let o = run(d, &["rollover", "--ds-published", "zone.toml"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("no algorithm waits for the parent"),
+        "{}",
+        text(&o)
+    );
+}

@@ -4,6 +4,7 @@
 
 use crate::dnssec::dnskey::{ds_record, DigestType};
 use crate::dnssec::keyfile::ZoneKey;
+use crate::dnssec::SecAlg;
 use crate::rr::{Class, Record, RrType};
 
 /// What the apex publishes for the parent, the `[signing] cds` setting.
@@ -22,21 +23,37 @@ pub enum CdsPublish {
     Delete,
 }
 
-/// The keys of `keys` a DS record should point to: those with the SEP flag (KSKs), or all of
-/// them when none has it (RFC 4034 §2.1.1 makes SEP a hint only).
-pub fn ds_keys(keys: &[ZoneKey]) -> Vec<&ZoneKey> {
-    let seps: Vec<&ZoneKey> = keys.iter().filter(|k| k.is_sep()).collect();
-    if seps.is_empty() {
-        keys.iter().collect()
-    } else {
-        seps
+/// The keys of `keys` a DS record should point to, for the algorithms `algorithms` (the
+/// requested DS set of a rollover, [`super::rollover::KeyState::ds_set`]): per algorithm, its
+/// keys with the SEP flag (KSKs), or all of them when none has it (RFC 4034 §2.1.1 makes SEP
+/// a hint only).
+pub fn ds_keys<'k>(keys: &'k [ZoneKey], algorithms: &[SecAlg]) -> Vec<&'k ZoneKey> {
+    let of = |alg: SecAlg| keys.iter().filter(move |k| k.number == alg);
+    algorithms
+        .iter()
+        .flat_map(|&alg| {
+            let has_sep = of(alg).any(ZoneKey::is_sep);
+            of(alg).filter(move |k| !has_sep || k.is_sep())
+        })
+        .collect()
+}
+
+/// The distinct algorithms of `keys`, in order of first appearance.
+pub fn algorithms_of(keys: &[ZoneKey]) -> Vec<SecAlg> {
+    let mut algs: Vec<SecAlg> = Vec::new();
+    for k in keys {
+        if !algs.contains(&k.number) {
+            algs.push(k.number);
+        }
     }
+    algs
 }
 
 /// The CDS and CDNSKEY records `publish` asks for, owned by `keys`' zone apex with the keys'
-/// TTL (the DNSKEY TTL); empty for [`CdsPublish::None`] or no keys. RDATA is in wire format:
+/// TTL (the DNSKEY TTL), for the DS keys ([`ds_keys`]) of `algorithms`; empty for
+/// [`CdsPublish::None`] or no keys. RDATA is in wire format:
 /// CDS as DS (RFC 4034 §5.1, SHA-256 digest), CDNSKEY as DNSKEY (RFC 4034 §2.1).
-pub fn records(keys: &[ZoneKey], publish: CdsPublish) -> Vec<Record> {
+pub fn records(keys: &[ZoneKey], algorithms: &[SecAlg], publish: CdsPublish) -> Vec<Record> {
     let Some(first) = keys.first() else {
         return Vec::new();
     };
@@ -49,7 +66,7 @@ pub fn records(keys: &[ZoneKey], publish: CdsPublish) -> Vec<Record> {
     };
     match publish {
         CdsPublish::None => Vec::new(),
-        CdsPublish::Always => ds_keys(keys)
+        CdsPublish::Always => ds_keys(keys, algorithms)
             .into_iter()
             .flat_map(|k| {
                 let dnskey = k.dnskey_record();
@@ -84,7 +101,7 @@ mod tests {
     #[test]
     fn always_publishes_the_ksk_as_its_ds_and_dnskey() {
         let keys = [key(KeyRole::Zsk), key(KeyRole::Ksk)];
-        let records = records(&keys, CdsPublish::Always);
+        let records = records(&keys, &algorithms_of(&keys), CdsPublish::Always);
         let ksk = keys[1].dnskey_record();
         let ds = ds_record(&ksk, DigestType::Sha256).unwrap();
         assert_eq!(records.len(), 2);
@@ -100,11 +117,13 @@ mod tests {
         // Without a KSK, the single key is the one the DS points to.
         let csk = [key(KeyRole::Csk)];
         assert_eq!(records_of(&csk, RrType::CDNSKEY), [csk[0].dnskey_rdata()]);
-        assert!(super::records(&keys, CdsPublish::None).is_empty());
+        assert!(super::records(&keys, &algorithms_of(&keys), CdsPublish::None).is_empty());
+        // Only the algorithms asked for: none here.
+        assert!(super::records(&keys, &[SecAlg(13)], CdsPublish::Always).is_empty());
     }
 
     fn records_of(keys: &[ZoneKey], rtype: RrType) -> Vec<Vec<u8>> {
-        records(keys, CdsPublish::Always)
+        records(keys, &algorithms_of(keys), CdsPublish::Always)
             .into_iter()
             .filter(|r| r.rtype == rtype)
             .map(|r| r.rdata)
@@ -113,7 +132,7 @@ mod tests {
 
     #[test]
     fn delete_is_the_rfc_8078_deletion_pair() {
-        let text: Vec<String> = records(&[key(KeyRole::Csk)], CdsPublish::Delete)
+        let text: Vec<String> = records(&[key(KeyRole::Csk)], &[], CdsPublish::Delete)
             .iter()
             .map(|r| r.to_string())
             .collect();

@@ -413,6 +413,7 @@ mod tests {
             inception: 0,
             expiration: 1 << 31,
             denial,
+            unpublished: Vec::new(),
         };
         sign_zone(&mut z, &[key], &policy, &|_, _| {}).unwrap();
         z

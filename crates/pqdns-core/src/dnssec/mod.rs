@@ -17,6 +17,7 @@ pub mod mtl;
 pub mod nsec3;
 pub mod profile;
 pub mod provider;
+pub mod rollover;
 pub mod rrsig;
 pub mod sign;
 pub mod validate;

@@ -46,6 +46,10 @@ pub struct SigningPolicy {
     pub expiration: u64,
     /// Denial of existence.
     pub denial: Denial,
+    /// Algorithms whose keys sign every RRset while their DNSKEYs stay out of the apex
+    /// DNSKEY RRset: the first step of an algorithm rollover (RFC 6781 §4.1.4,
+    /// [`super::rollover::Phase::Signing`]). Usually empty.
+    pub unpublished: Vec<SecAlg>,
 }
 
 /// Why signing failed.
@@ -182,9 +186,11 @@ pub fn resign_zone(
     }
     strip_dnssec(zone);
     let apex = zone.origin.clone();
-    for key in keys {
-        let ttl = key.ttl;
-        insert_rdata(zone, &apex, RrType::DNSKEY, ttl, key.dnskey_rdata());
+    for key in keys
+        .iter()
+        .filter(|k| !policy.unpublished.contains(&k.number))
+    {
+        insert_rdata(zone, &apex, RrType::DNSKEY, key.ttl, key.dnskey_rdata());
     }
     let denial_records = match &policy.denial {
         Denial::Nsec => build_nsec(zone),
@@ -670,6 +676,7 @@ mod tests {
             inception: now - 3600,
             expiration: now + 14 * DAY,
             denial,
+            unpublished: Vec::new(),
         }
     }
 

@@ -96,7 +96,21 @@ pub fn verify_zone(
     provider: &Provider,
     opts: &VerifyOptions,
 ) -> VerifyReport {
-    let keys = zone
+    verify_zone_with(zone, &[], profile, provider, opts)
+}
+
+/// [`verify_zone`] for a zone whose apex also has signing keys that are not published:
+/// `unpublished` holds their DNSKEY RDATA (wire format), used as if it were in the apex
+/// DNSKEY RRset, so their signatures are checked and every RRset must carry one of their
+/// algorithms too (the first step of an algorithm rollover, RFC 6781 §4.1.4).
+pub fn verify_zone_with(
+    zone: &Zone,
+    unpublished: &[Vec<u8>],
+    profile: &Profile,
+    provider: &Provider,
+    opts: &VerifyOptions,
+) -> VerifyReport {
+    let mut keys: BTreeMap<&Name, Vec<&[u8]>> = zone
         .nodes
         .iter()
         .filter_map(|(name, node)| {
@@ -104,6 +118,11 @@ pub fn verify_zone(
                 .map(|s| (name, s.rdatas.iter().map(Vec::as_slice).collect()))
         })
         .collect();
+    if !unpublished.is_empty() {
+        keys.entry(&zone.origin)
+            .or_default()
+            .extend(unpublished.iter().map(Vec::as_slice));
+    }
     let mut checker = Checker {
         zone,
         profile,

@@ -115,7 +115,18 @@ pub fn serve_toml(
     tls: bool,
     configure: impl FnOnce(&mut Settings),
 ) -> Served {
-    let sources = vec![ZoneSource::File(file)];
+    serve_tomls(dir, vec![file], tls, configure)
+}
+
+/// [`serve_toml`] for several zone descriptions; the trust anchors and the DS file are the
+/// first zone's.
+pub fn serve_tomls(
+    dir: tempfile::TempDir,
+    files: Vec<std::path::PathBuf>,
+    tls: bool,
+    configure: impl FnOnce(&mut Settings),
+) -> Served {
+    let sources: Vec<ZoneSource> = files.into_iter().map(ZoneSource::File).collect();
     let (catalog, reports) = load_all(&sources, pqdns_core::time::now()).unwrap();
     let mut anchors = TrustAnchors::default();
     let mut ds_text = String::new();
@@ -203,4 +214,50 @@ where
 /// A UDP client without fragmentation (TC → TCP).
 pub fn udp_client(timeout: Duration) -> Client {
     Client::new(Transport::Udp, timeout, TlsOptions::default()).unwrap()
+}
+
+/// BIND's delv asking `server` for `name` `t`, with the DS record `ds` as its only trust
+/// anchor (`+root` at its owner): its whole output.
+pub fn delv(
+    dir: &std::path::Path,
+    server: SocketAddr,
+    ds: &pqdns_core::Record,
+    name: &str,
+    t: &str,
+) -> String {
+    let rdata = pqdns_core::rdata::to_presentation(RrType::DS, &ds.rdata);
+    let f: Vec<&str> = rdata.split_whitespace().collect();
+    let anchor = dir.join("delv-anchor.conf");
+    std::fs::write(
+        &anchor,
+        format!(
+            "trust-anchors {{ {} static-ds {} {} {} \"{}\"; }};\n",
+            ds.owner,
+            f[0],
+            f[1],
+            f[2],
+            f[3..].concat()
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new("timeout")
+        .args(["30", "delv", "-a"])
+        .arg(&anchor)
+        .arg(format!(
+            "+root={}",
+            ds.owner.to_string().trim_end_matches('.')
+        ))
+        .arg(format!("@{}", server.ip()))
+        .args(["-p", &server.port().to_string(), name, t])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run delv ({e}): apt-get install bind9-dnsutils"));
+    assert!(
+        out.status.code() != Some(127),
+        "delv missing: apt-get install bind9-dnsutils"
+    );
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
