@@ -80,7 +80,7 @@ fn zone_signing(c: &mut Criterion) {
         inception: 1_750_000_000,
         expiration: 1_760_000_000,
         denial: Denial::Nsec,
-        unpublished: Vec::new(),
+        published_dnskeys: None,
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut group = c.benchmark_group("sign_zone_1500_delegations");

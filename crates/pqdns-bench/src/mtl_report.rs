@@ -296,7 +296,7 @@ pub fn run(opts: &Options, progress: &dyn Fn(&Report)) -> Report {
         inception: now - 3600,
         expiration: now + 14 * 86_400,
         denial: Denial::Nsec,
-        unpublished: Vec::new(),
+        published_dnskeys: None,
     };
     for &alg in &opts.algorithms {
         let key = ZoneKey::generate(&origin, alg, KeyRole::Csk, &profile, &provider, 3600)

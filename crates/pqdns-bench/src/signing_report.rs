@@ -62,7 +62,7 @@ fn sign_once(zone: &Zone, key: &ZoneKey, threads: usize) -> (f64, Zone, usize) {
         inception: now - 3600,
         expiration: now + 14 * 86_400,
         denial: Denial::Nsec,
-        unpublished: Vec::new(),
+        published_dnskeys: None,
     };
     let start = Instant::now();
     let stats = pool

@@ -64,7 +64,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         inception: now - 3600,
         expiration: now + 14 * 86400,
         denial: Denial::Nsec3(Nsec3Params::default()),
-        unpublished: Vec::new(),
+        published_dnskeys: None,
     };
     let stats = sign_zone(&mut zone, &keys, &policy, &|_, _| {})?;
     println!(

@@ -35,9 +35,10 @@ use crate::dnssec::keyfile::{find_key_files, KeyFileError, KeyRole, ZoneKey};
 use crate::dnssec::nsec3::Nsec3Params;
 use crate::dnssec::profile::{Profile, ProfileError};
 use crate::dnssec::provider::Provider;
-use crate::dnssec::rollover::{KeyState, KeyStateError, Next, Step, Timings};
+use crate::dnssec::rollover::{KeyState, KeyStateError, Next, Step, Timings, Usage};
 use crate::dnssec::sign::{Denial, SigningPolicy};
 use crate::name::Name;
+use crate::rr::Record;
 use crate::zone::{Zone, ZoneError};
 use crate::zonefile::{parse_ttl, ZoneFileError, ZoneFileReader, MAX_TTL};
 
@@ -150,10 +151,21 @@ fn default_profile_name() -> String {
 /// What [`LoadedConfig::rollover_keys`] found and did.
 #[derive(Debug)]
 pub struct RolloverKeys {
-    /// The keys that sign: those of every algorithm in `state`.
-    pub keys: Vec<ZoneKey>,
+    /// The keys that sign now.
+    pub signing: Vec<ZoneKey>,
+    /// The apex DNSKEY RRset to publish: DNSKEY RDATA, wire format (for
+    /// [`SigningPolicy::published_dnskeys`]).
+    pub published: Vec<Vec<u8>>,
+    /// DNSKEY RDATA of the keys that sign without being published (the first step of an
+    /// algorithm rollover), for [`crate::dnssec::verify::verify_zone_with`].
+    pub unpublished: Vec<Vec<u8>>,
+    /// DNSKEY records of the keys the parent's DS RRset is to point to (the `.ds` file,
+    /// CDS/CDNSKEY).
+    pub ds: Vec<Record>,
     /// Key files generated.
     pub written: Vec<PathBuf>,
+    /// Key files moved to `<key_dir>/retired/` (`.key` paths).
+    pub retired: Vec<PathBuf>,
     /// The algorithm state after the steps.
     pub state: KeyState,
     /// The steps taken now, in order.
@@ -224,6 +236,12 @@ pub struct SigningConfig {
     /// Time for a DS change to reach every server of the parent (`1h`).
     #[serde(default = "default_propagation_delay")]
     pub parent_propagation_delay: String,
+    /// How long a KSK is active before pqdns-server replaces it by a double-DS rollover
+    /// (`365d`); default for ever. Not with `keys = "csk"`.
+    pub ksk_lifetime: Option<String>,
+    /// How long a ZSK is active before pqdns-server replaces it by pre-publication (`90d`);
+    /// default for ever. Not with `keys = "csk"`.
+    pub zsk_lifetime: Option<String>,
     /// Keep DNSKEYs in the zone data that are not signing keys (e.g. pre-published for a
     /// rollover) instead of removing them; see `dnssec::existing`.
     #[serde(default)]
@@ -479,7 +497,7 @@ impl LoadedConfig {
             inception: now.saturating_sub(u64::from(skew)),
             expiration: now + u64::from(validity),
             denial,
-            unpublished: Vec::new(),
+            published_dnskeys: None,
         })
     }
 
@@ -575,13 +593,26 @@ impl LoadedConfig {
             .collect()
     }
 
-    /// The rollover waits of the `[signing]` table, with `max_ttl` (seconds) the zone's
-    /// largest TTL and the DNSKEY TTL from `dnskey_ttl` or the default TTL.
+    /// The rollover waits and key lifetimes of the `[signing]` table, with `max_ttl` (seconds)
+    /// the zone's largest TTL and the DNSKEY TTL from `dnskey_ttl` or the default TTL.
     ///
     /// # Errors
-    /// [`ConfigError::Invalid`] for an unparsable duration.
+    /// [`ConfigError::Invalid`] for an unparsable duration, or a key lifetime with CSKs.
     pub fn timings(&self, signing: &SigningConfig, max_ttl: u32) -> Result<Timings, ConfigError> {
+        let lifetime = |text: &Option<String>, what: &str| {
+            let Some(text) = text else {
+                return Ok(None);
+            };
+            if signing.keys == KeyLayout::Csk {
+                return Err(self.invalid(format!(
+                    "{what} needs keys = \"ksk-zsk\": CSK rollovers are not supported"
+                )));
+            }
+            self.duration(text, what).map(Some)
+        };
         Ok(Timings {
+            ksk_lifetime: lifetime(&signing.ksk_lifetime, "ksk_lifetime")?,
+            zsk_lifetime: lifetime(&signing.zsk_lifetime, "zsk_lifetime")?,
             dnskey_ttl: u64::from(signing.dnskey_ttl.unwrap_or(self.config.default_ttl)),
             max_ttl: u64::from(max_ttl),
             propagation_delay: self.duration(&signing.propagation_delay, "propagation_delay")?,
@@ -609,15 +640,16 @@ impl LoadedConfig {
         }
     }
 
-    /// The keys to sign `zone` with at `now` (UNIX seconds), after taking the algorithm
-    /// rollover steps due ([`crate::dnssec::rollover`]): reads the key state (every configured
-    /// algorithm active when there is none yet), advances it towards the configured
-    /// algorithms, generates the keys of new algorithms, keeps those of outgoing ones, and
-    /// writes the state back when it changed (atomically, after the keys it names).
+    /// The keys to sign `zone` with at `now` (UNIX seconds), after taking the rollover steps
+    /// due ([`crate::dnssec::rollover`]): reads the key state (every configured algorithm and
+    /// its keys active when there is none yet), advances it towards the configured
+    /// algorithms, generates the keys of new algorithms and the successors of keys past their
+    /// lifetime, writes the state back when it changed (atomically, after the keys it names),
+    /// and moves the key files the state no longer names into `<key_dir>/retired/`.
     ///
     /// # Errors
     /// As [`LoadedConfig::keys`]; [`ConfigError::KeyState`] for an unreadable or unwritable
-    /// state file.
+    /// state file; [`ConfigError::Invalid`] for a key file that cannot be moved.
     pub fn rollover_keys(
         &self,
         signing: &SigningConfig,
@@ -631,21 +663,118 @@ impl LoadedConfig {
         let mut state = stored
             .clone()
             .unwrap_or_else(|| KeyState::initial(&wanted, now));
-        let steps = state.advance(&wanted, &timings, now);
-        let (mut keys, written) = self.keys_keeping(true, &state.signing())?;
-        let in_state = state.signing();
-        keys.retain(|k| in_state.contains(&k.number));
+        let mut steps = state.advance(&wanted, &timings, now);
+        let (mut keys, mut written) = self.keys_keeping(true, &state.signing())?;
+        let ids: Vec<(SecAlg, u16, u16)> = keys
+            .iter()
+            .map(|k| (k.number, k.key_tag(), k.flags))
+            .collect();
+        state.register(&ids, now);
+        for (alg, flags) in state.rolls_due(&timings, now) {
+            let key = self.successor(signing, alg, flags, &keys)?;
+            let (k, p) = key.write_files(&self.key_directory(signing))?;
+            written.extend([k, p]);
+            steps.push(state.start_roll(alg, flags, key.key_tag(), now));
+            keys.push(key);
+        }
+        steps.extend(state.advance(&wanted, &timings, now));
         if stored.as_ref() != Some(&state) {
             state.write(&path)?;
         }
+        let (keys, unnamed): (Vec<ZoneKey>, Vec<ZoneKey>) = keys
+            .into_iter()
+            .partition(|k| state.usage(k.number, k.key_tag(), k.flags) != Usage::default());
+        let retired = self.retire_files(signing, &unnamed)?;
+        let usage = |k: &ZoneKey| state.usage(k.number, k.key_tag(), k.flags);
+        let published = keys
+            .iter()
+            .filter(|k| usage(k).published)
+            .map(ZoneKey::dnskey_rdata)
+            .collect();
+        let unpublished = keys
+            .iter()
+            .filter(|k| !usage(k).published && usage(k).signs)
+            .map(ZoneKey::dnskey_rdata)
+            .collect();
+        let ds = keys
+            .iter()
+            .filter(|k| usage(k).in_ds_set)
+            .map(ZoneKey::dnskey_record)
+            .collect();
+        let signing_keys = keys.into_iter().filter(|k| usage(k).signs).collect();
         let next = state.next(&wanted, &timings, now);
         Ok(RolloverKeys {
-            keys,
+            signing: signing_keys,
+            published,
+            unpublished,
+            ds,
             written,
+            retired,
             state,
             steps,
             next,
         })
+    }
+
+    /// A new key of `alg` and `flags` (a KSK or ZSK) to replace one of `keys`, with a key tag
+    /// none of them has.
+    fn successor(
+        &self,
+        signing: &SigningConfig,
+        alg: SecAlg,
+        flags: u16,
+        keys: &[ZoneKey],
+    ) -> Result<ZoneKey, ConfigError> {
+        let profile = self.profile(signing)?;
+        let provider = self.provider(signing)?;
+        let algorithm = profile
+            .algorithm(alg)
+            .ok_or_else(|| self.invalid(format!("profile has no algorithm {alg}")))?;
+        let role = if flags & 1 == 1 {
+            KeyRole::Ksk
+        } else {
+            KeyRole::Zsk
+        };
+        let ttl = signing.dnskey_ttl.unwrap_or(self.config.default_ttl);
+        loop {
+            let key = ZoneKey::generate(&self.origin, algorithm, role, &profile, &provider, ttl)?;
+            let tag = key.key_tag();
+            if !keys.iter().any(|k| k.number == alg && k.key_tag() == tag) {
+                return Ok(key);
+            }
+        }
+    }
+
+    /// Moves the files of `keys` into `<key_dir>/retired/` (kept, never deleted); returns
+    /// the new paths of the `.key` files.
+    fn retire_files(
+        &self,
+        signing: &SigningConfig,
+        keys: &[ZoneKey],
+    ) -> Result<Vec<PathBuf>, ConfigError> {
+        let dir = self.key_directory(signing);
+        let retired = dir.join("retired");
+        let mut moved = Vec::new();
+        for key in keys {
+            let stem = key.file_stem();
+            for ext in ["key", "private"] {
+                let from = dir.join(format!("{stem}.{ext}"));
+                let to = retired.join(format!("{stem}.{ext}"));
+                std::fs::create_dir_all(&retired)
+                    .and_then(|()| std::fs::rename(&from, &to))
+                    .map_err(|e| {
+                        self.invalid(format!(
+                            "moving {} to {}: {e}",
+                            from.display(),
+                            retired.display()
+                        ))
+                    })?;
+                if ext == "key" {
+                    moved.push(to);
+                }
+            }
+        }
+        Ok(moved)
     }
 
     /// Loads the zone's keys from the key directory and, if `generate` is set, creates the

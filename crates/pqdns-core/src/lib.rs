@@ -26,7 +26,7 @@
 //!     inception: now - 3600,
 //!     expiration: now + 86400,
 //!     denial: Denial::Nsec,
-//!     unpublished: Vec::new(),
+//!     published_dnskeys: None,
 //! };
 //! let stats = sign_zone(&mut zone, &[csk], &policy, &|_, _| {})?;
 //! let options = VerifyOptions { now, signatures_only: false };

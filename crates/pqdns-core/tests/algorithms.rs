@@ -94,7 +94,7 @@ fn policy(denial: Denial) -> SigningPolicy {
         inception: NOW - 3600,
         expiration: NOW + 86_400,
         denial,
-        unpublished: Vec::new(),
+        published_dnskeys: None,
     }
 }
 

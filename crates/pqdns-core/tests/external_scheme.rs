@@ -101,7 +101,7 @@ fn an_external_scheme_signs_and_verifies_a_zone() {
         inception: now - 60,
         expiration: now + 3600,
         denial: Denial::Nsec,
-        unpublished: Vec::new(),
+        published_dnskeys: None,
     };
     sign_zone(&mut zone, &keys, &policy, &|_, _| {}).unwrap();
     let rrsig = &zone.rrset(&origin, RrType::SOA).unwrap().rrsigs[0];

@@ -58,7 +58,7 @@ fn signed(alg: Algorithm, denial: Denial) -> Zone {
         inception: NOW - 3600,
         expiration: NOW + 86_400,
         denial,
-        unpublished: Vec::new(),
+        published_dnskeys: None,
     };
     sign_zone(&mut zone, &keys, &policy, &|_, _| {}).unwrap();
     zone

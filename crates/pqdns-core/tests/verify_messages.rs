@@ -42,7 +42,7 @@ fn sign(denial: Denial) -> Result<Zone, SignError> {
         inception: NOW - 3600,
         expiration: NOW + 86_400,
         denial,
-        unpublished: Vec::new(),
+        published_dnskeys: None,
     };
     sign_zone(&mut zone, &[key], &policy, &|_, _| {})?;
     Ok(zone)

@@ -66,7 +66,7 @@ fn signed_zone(origin: &Name) -> Result<(Zone, Vec<u8>), Box<dyn Error>> {
         inception: now - 3600,
         expiration: now + 7 * 86400,
         denial: Denial::Nsec,
-        unpublished: Vec::new(),
+        published_dnskeys: None,
     };
     sign_zone(&mut zone, std::slice::from_ref(&csk), &policy, &|_, _| {})?;
     let ds = ds_record(&csk.dnskey_record(), DigestType::Sha256).ok_or("no DS for the CSK")?;

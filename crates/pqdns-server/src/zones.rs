@@ -194,17 +194,23 @@ pub fn load_zone(
     };
     let key_dir = cfg.key_directory(signing);
     let RolloverKeys {
-        keys,
+        signing: keys,
+        published,
+        ds: ds_keys,
         written,
-        state,
+        retired,
         steps,
         next,
+        ..
     } = cfg.rollover_keys(signing, &zone, now)?;
     for path in &written {
         info!(zone = %zone.origin, file = %path.display(), "generated key file");
     }
     for step in &steps {
-        info!(zone = %zone.origin, "algorithm rollover: {step}");
+        info!(zone = %zone.origin, "rollover: {step}");
+    }
+    for path in &retired {
+        info!(zone = %zone.origin, file = %path.display(), "retired key file moved");
     }
     let prepared =
         existing::prepare(&mut zone, &keys, cfg.existing_dnssec(signing)).map_err(|error| {
@@ -217,7 +223,7 @@ pub fn load_zone(
         info!(zone = %zone.origin, %source, "zone data had DNSSEC records: {prepared}");
     }
     let mut policy = cfg.policy(signing, now)?;
-    policy.unpublished = state.unpublished();
+    policy.published_dnskeys = Some(published);
     let refresh = cfg.refresh(signing)?;
     let jitter = cfg.jitter(signing)?;
     let origin = zone.origin.clone();
@@ -228,8 +234,7 @@ pub fn load_zone(
     if serial != file && zone.set_soa_serial(serial) {
         info!(zone = %origin, file, served = served_serial, serial, policy = ?signing.serial, "SOA serial set");
     }
-    let ds_set = state.ds_set();
-    for record in cds::records(&keys, &ds_set, signing.cds) {
+    for record in cds::records(&ds_keys, signing.cds) {
         zone.insert(record).map_err(|error| LoadError::Cds {
             file: source.to_string(),
             error,
@@ -267,13 +272,13 @@ pub fn load_zone(
     let step_at = match &next {
         Next::At(at, steps) => {
             let steps: Vec<String> = steps.iter().map(ToString::to_string).collect();
-            info!(zone = %origin, at, "algorithm rollover: next step {}", steps.join(", "));
+            info!(zone = %origin, at, "rollover: next step {}", steps.join(", "));
             Some(*at)
         }
         Next::ParentDs => {
             info!(
                 zone = %origin, %source,
-                "algorithm rollover: waiting for the parent's DS RRset to equal the DS file \
+                "rollover: waiting for the parent's DS RRset to equal the DS file \
                  (and CDS); then run `pqdns-zone rollover --ds-published` on this zone and reload"
             );
             None
@@ -286,9 +291,9 @@ pub fn load_zone(
         .into_iter()
         .chain(step_at)
         .min();
-    report.ds = cds::ds_keys(&keys, &ds_set)
+    report.ds = ds_keys
         .iter()
-        .filter_map(|k| ds_record(&k.dnskey_record(), DigestType::Sha256))
+        .filter_map(|k| ds_record(k, DigestType::Sha256))
         .collect();
     let ds_path = cfg.ds_path(signing);
     let text: String = report.ds.iter().map(|r| format!("{r}\n")).collect();

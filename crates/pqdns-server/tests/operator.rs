@@ -219,7 +219,7 @@ fn a_pre_signed_zone_is_logged_as_such() {
         inception: now - 3600,
         expiration: now + 86_400,
         denial: Denial::Nsec,
-        unpublished: Vec::new(),
+        published_dnskeys: None,
     };
     sign_zone(&mut zone, &[key], &policy, &|_, _| {}).unwrap();
     let mut text = Vec::new();

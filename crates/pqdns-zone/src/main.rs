@@ -46,9 +46,10 @@ enum Command {
     Verify(VerifyArgs),
     /// Print DS records for the SEP keys (KSKs) in a .key file or zone file.
     Ds(DsArgs),
-    /// Show a zone's algorithm rollover: each algorithm's phase, the DS set asked of the
-    /// parent, and the next step with its date. A rollover starts when `[signing] algorithms`
-    /// of a signed zone changes; pqdns-server (or `pqdns-zone sign`) takes the steps.
+    /// Show a zone's rollovers: each algorithm's and key's phase, the DS set asked of the
+    /// parent, and the next step with its date. An algorithm rollover starts when `[signing]
+    /// algorithms` of a signed zone changes, a key rollover when a key reaches
+    /// `ksk_lifetime`/`zsk_lifetime`; pqdns-server (or `pqdns-zone sign`) takes the steps.
     Rollover(RolloverArgs),
     /// Print the algorithm table: name, number per profile, key and signature sizes.
     Algorithms,
@@ -370,17 +371,20 @@ fn sign_job_from_toml(a: &SignArgs) -> Result<SignJob, String> {
         tracing::info!(file = %path.display(), "generated key file");
     }
     for step in &rollover.steps {
-        tracing::info!(zone = %zone.origin, "algorithm rollover: {step}");
+        tracing::info!(zone = %zone.origin, "rollover: {step}");
     }
-    let keys = rollover.keys;
+    for path in &rollover.retired {
+        tracing::info!(file = %path.display(), "retired key file moved");
+    }
+    let keys = rollover.signing;
     let mut policy = cfg.policy(signing, now).map_err(|e| e.to_string())?;
-    policy.unpublished = rollover.state.unpublished();
+    policy.published_dnskeys = Some(rollover.published);
     let jitter = cfg.jitter(signing).map_err(|e| e.to_string())?;
     // Signed offline, the zone has no served serial to move past: the policy applies to the
     // file's serial alone.
     let serial = signing.serial.next(zone.soa_serial(), None, now);
     zone.set_soa_serial(serial);
-    for record in cds::records(&keys, &rollover.state.ds_set(), signing.cds) {
+    for record in cds::records(&rollover.ds, signing.cds) {
         zone.insert(record)
             .map_err(|e| format!("{}: CDS/CDNSKEY: {e}", a.input.display()))?;
     }
@@ -432,7 +436,7 @@ fn sign_job_from_master(a: &SignArgs) -> Result<SignJob, String> {
         inception: now.saturating_sub(u64::from(duration(&a.inception_offset)?)),
         expiration: now + u64::from(duration(&a.validity)?),
         denial,
-        unpublished: Vec::new(),
+        published_dnskeys: None,
     };
     let output = a.output.clone().unwrap_or_else(|| {
         let mut p = a.input.clone().into_os_string();
@@ -491,11 +495,12 @@ fn sign(a: &SignArgs) -> Result<ExitCode, String> {
         signatures_only: false,
     };
     // Keys of an algorithm rollover's first step sign without being published.
+    let published = job.policy.published_dnskeys.as_ref();
     let unpublished: Vec<Vec<u8>> = job
         .keys
         .iter()
-        .filter(|k| job.policy.unpublished.contains(&k.number))
         .map(ZoneKey::dnskey_rdata)
+        .filter(|rdata| published.is_some_and(|p| !p.contains(rdata)))
         .collect();
     let report = verify_zone_with(zone, &unpublished, &job.profile, &job.provider, &opts);
     if !report.is_ok() {
@@ -612,12 +617,17 @@ fn rollover(a: &RolloverArgs) -> Result<ExitCode, String> {
     outln!("zone {} ({})", cfg.origin, path.display());
     outln!("{:<20} {:<12} since", "algorithm", "phase");
     for alg in &state.algorithms {
-        let phase = format!("{:?}", alg.phase).to_lowercase();
+        let phase = alg.phase.name();
         outln!(
             "{:<20} {phase:<12} {}",
             alg.name,
             time::to_display(alg.since)
         );
+    }
+    outln!("{:<30} {:<12} since", "key", "phase");
+    for key in &state.keys {
+        let (label, phase) = (state.label(key), key.phase.name());
+        outln!("{label:<30} {phase:<12} {}", time::to_display(key.since));
     }
     let names = |numbers: Vec<pqdns_core::dnssec::SecAlg>| {
         let names: Vec<&str> = state

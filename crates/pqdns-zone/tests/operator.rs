@@ -485,6 +485,12 @@ fn an_algorithm_rollover_starts_when_the_algorithms_change_and_rollover_shows_it
         "{out}"
     );
     assert!(out.contains("next: nothing"), "{out}");
+    let keys: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("ECDSAP256SHA256 KSK") || l.starts_with("ECDSAP256SHA256 ZSK"))
+        .collect();
+    assert_eq!(keys.len(), 2, "a KSK and a ZSK, active: {out}");
+    assert!(keys.iter().all(|l| l.contains(" active ")), "{out}");
 
     // The operator asks for ML-DSA-44: its keys sign everything, unpublished.
     write_rollover_zone(d, "\"ML-DSA-44\"");

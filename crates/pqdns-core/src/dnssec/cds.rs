@@ -3,8 +3,6 @@
 //! between (RFC 7344 §4), or remove it (RFC 8078 §4, "delete DNSSEC").
 
 use crate::dnssec::dnskey::{ds_record, DigestType};
-use crate::dnssec::keyfile::ZoneKey;
-use crate::dnssec::SecAlg;
 use crate::rr::{Class, Record, RrType};
 
 /// What the apex publishes for the parent, the `[signing] cds` setting.
@@ -23,38 +21,13 @@ pub enum CdsPublish {
     Delete,
 }
 
-/// The keys of `keys` a DS record should point to, for the algorithms `algorithms` (the
-/// requested DS set of a rollover, [`super::rollover::KeyState::ds_set`]): per algorithm, its
-/// keys with the SEP flag (KSKs), or all of them when none has it (RFC 4034 §2.1.1 makes SEP
-/// a hint only).
-pub fn ds_keys<'k>(keys: &'k [ZoneKey], algorithms: &[SecAlg]) -> Vec<&'k ZoneKey> {
-    let of = |alg: SecAlg| keys.iter().filter(move |k| k.number == alg);
-    algorithms
-        .iter()
-        .flat_map(|&alg| {
-            let has_sep = of(alg).any(ZoneKey::is_sep);
-            of(alg).filter(move |k| !has_sep || k.is_sep())
-        })
-        .collect()
-}
-
-/// The distinct algorithms of `keys`, in order of first appearance.
-pub fn algorithms_of(keys: &[ZoneKey]) -> Vec<SecAlg> {
-    let mut algs: Vec<SecAlg> = Vec::new();
-    for k in keys {
-        if !algs.contains(&k.number) {
-            algs.push(k.number);
-        }
-    }
-    algs
-}
-
-/// The CDS and CDNSKEY records `publish` asks for, owned by `keys`' zone apex with the keys'
-/// TTL (the DNSKEY TTL), for the DS keys ([`ds_keys`]) of `algorithms`; empty for
-/// [`CdsPublish::None`] or no keys. RDATA is in wire format:
-/// CDS as DS (RFC 4034 §5.1, SHA-256 digest), CDNSKEY as DNSKEY (RFC 4034 §2.1).
-pub fn records(keys: &[ZoneKey], algorithms: &[SecAlg], publish: CdsPublish) -> Vec<Record> {
-    let Some(first) = keys.first() else {
+/// The CDS and CDNSKEY records `publish` asks for, for `dnskeys`: the DNSKEY records the
+/// parent's DS RRset is to point to (the KSKs in the requested DS set,
+/// [`super::rollover::Usage::in_ds_set`]), owned by the zone apex with the DNSKEY TTL; empty
+/// for [`CdsPublish::None`] or no keys. RDATA is in wire format: CDS as DS (RFC 4034 §5.1,
+/// SHA-256 digest), CDNSKEY as DNSKEY (RFC 4034 §2.1).
+pub fn records(dnskeys: &[Record], publish: CdsPublish) -> Vec<Record> {
+    let Some(first) = dnskeys.first() else {
         return Vec::new();
     };
     let record = |rtype, rdata| Record {
@@ -66,14 +39,13 @@ pub fn records(keys: &[ZoneKey], algorithms: &[SecAlg], publish: CdsPublish) -> 
     };
     match publish {
         CdsPublish::None => Vec::new(),
-        CdsPublish::Always => ds_keys(keys, algorithms)
-            .into_iter()
-            .flat_map(|k| {
-                let dnskey = k.dnskey_record();
+        CdsPublish::Always => dnskeys
+            .iter()
+            .flat_map(|dnskey| {
                 let cds =
-                    ds_record(&dnskey, DigestType::Sha256).map(|ds| record(RrType::CDS, ds.rdata));
+                    ds_record(dnskey, DigestType::Sha256).map(|ds| record(RrType::CDS, ds.rdata));
                 cds.into_iter()
-                    .chain([record(RrType::CDNSKEY, dnskey.rdata)])
+                    .chain([record(RrType::CDNSKEY, dnskey.rdata.clone())])
             })
             .collect(),
         // RFC 8078 §4: key tag 0, algorithm 0, digest type 0, digest 0x00; flags 0,
@@ -88,21 +60,22 @@ pub fn records(keys: &[ZoneKey], algorithms: &[SecAlg], publish: CdsPublish) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dnssec::keyfile::KeyRole;
+    use crate::dnssec::keyfile::{KeyRole, ZoneKey};
     use crate::dnssec::{Algorithm, Profile, Provider};
     use crate::Name;
 
-    fn key(role: KeyRole) -> ZoneKey {
+    fn key(role: KeyRole) -> Record {
         let origin: Name = "example.".parse().unwrap();
         let (profile, provider) = (Profile::default_profile(), Provider::default_provider());
-        ZoneKey::generate(&origin, Algorithm::Ed25519, role, &profile, &provider, 600).unwrap()
+        ZoneKey::generate(&origin, Algorithm::Ed25519, role, &profile, &provider, 600)
+            .unwrap()
+            .dnskey_record()
     }
 
     #[test]
-    fn always_publishes_the_ksk_as_its_ds_and_dnskey() {
-        let keys = [key(KeyRole::Zsk), key(KeyRole::Ksk)];
-        let records = records(&keys, &algorithms_of(&keys), CdsPublish::Always);
-        let ksk = keys[1].dnskey_record();
+    fn always_publishes_each_key_as_its_ds_and_dnskey() {
+        let ksk = key(KeyRole::Ksk);
+        let records = records(std::slice::from_ref(&ksk), CdsPublish::Always);
         let ds = ds_record(&ksk, DigestType::Sha256).unwrap();
         assert_eq!(records.len(), 2);
         assert_eq!(
@@ -114,25 +87,13 @@ mod tests {
             (RrType::CDNSKEY, &ksk.rdata)
         );
         assert!(records.iter().all(|r| r.owner == ksk.owner && r.ttl == 600));
-        // Without a KSK, the single key is the one the DS points to.
-        let csk = [key(KeyRole::Csk)];
-        assert_eq!(records_of(&csk, RrType::CDNSKEY), [csk[0].dnskey_rdata()]);
-        assert!(super::records(&keys, &algorithms_of(&keys), CdsPublish::None).is_empty());
-        // Only the algorithms asked for: none here.
-        assert!(super::records(&keys, &[SecAlg(13)], CdsPublish::Always).is_empty());
-    }
-
-    fn records_of(keys: &[ZoneKey], rtype: RrType) -> Vec<Vec<u8>> {
-        records(keys, &algorithms_of(keys), CdsPublish::Always)
-            .into_iter()
-            .filter(|r| r.rtype == rtype)
-            .map(|r| r.rdata)
-            .collect()
+        assert!(super::records(&[ksk], CdsPublish::None).is_empty());
+        assert!(super::records(&[], CdsPublish::Always).is_empty());
     }
 
     #[test]
     fn delete_is_the_rfc_8078_deletion_pair() {
-        let text: Vec<String> = records(&[key(KeyRole::Csk)], &[], CdsPublish::Delete)
+        let text: Vec<String> = records(&[key(KeyRole::Csk)], CdsPublish::Delete)
             .iter()
             .map(|r| r.to_string())
             .collect();

@@ -413,7 +413,7 @@ mod tests {
             inception: 0,
             expiration: 1 << 31,
             denial,
-            unpublished: Vec::new(),
+            published_dnskeys: None,
         };
         sign_zone(&mut z, &[key], &policy, &|_, _| {}).unwrap();
         z

@@ -23,8 +23,20 @@
 //!    which the algorithm is gone from the zone.
 //!
 //! Adding an algorithm (dual signing) is the incoming half alone; removing one is the outgoing
-//! half alone, allowed only while another algorithm is in the requested DS set. Times are UNIX
-//! seconds from the caller, so tests drive a rollover at any speed.
+//! half alone, allowed only while another algorithm is in the requested DS set.
+//!
+//! Within an active algorithm, keys are replaced when they reach their lifetime (`ksk_lifetime`,
+//! `zsk_lifetime`), one role at a time, and only while no algorithm rollover runs ([`KeyPhase`]):
+//! - a ZSK by **pre-publication** (RFC 7583 §3.2.1): the new ZSK is published without signing
+//!   for the DNSKEY TTL plus the propagation delay, then signs while the old one stays
+//!   published, unused, for the zone's largest TTL plus the propagation delay (cached
+//!   signatures by it expire), then goes;
+//! - a KSK by **double-DS** (RFC 7583 §3.3.2): the new KSK's DS joins the requested DS set
+//!   before its DNSKEY is published; once the parent's DS RRset is confirmed and its TTL has
+//!   passed, the new KSK replaces the old one in the DNSKEY RRset, and the old DS stays
+//!   requested for the DNSKEY TTL plus the propagation delay.
+//!
+//! Times are UNIX seconds from the caller, so tests drive a rollover at any speed.
 
 use std::fmt;
 use std::io;
@@ -68,6 +80,18 @@ impl Phase {
     fn waits_for_parent(self) -> bool {
         matches!(self, Phase::Submitted | Phase::Withdrawn)
     }
+
+    /// The phase's name in the state file and in logs (`signing`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Signing => "signing",
+            Phase::Published => "published",
+            Phase::Submitted => "submitted",
+            Phase::Active => "active",
+            Phase::Withdrawn => "withdrawn",
+            Phase::Unpublished => "unpublished",
+        }
+    }
 }
 
 /// One algorithm of the zone and its phase.
@@ -83,6 +107,69 @@ pub struct AlgorithmState {
     pub since: u64,
 }
 
+/// Where one key stands within its algorithm (RFC 7583 §3.2.1 and §3.3.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeyPhase {
+    /// A new ZSK published ahead of use, not signing (pre-publication).
+    Prepublished,
+    /// A new KSK whose DS is asked of the parent before its DNSKEY is published (double-DS).
+    Submitted,
+    /// In use: signs, is published, and a KSK's DS is requested.
+    Active,
+    /// Replaced: a ZSK stays published, not signing, until its signatures are out of caches;
+    /// a KSK's DS stays requested, its DNSKEY gone, until its DNSKEY is out of caches.
+    Retired,
+}
+
+impl KeyPhase {
+    /// The phase's name in the state file and in logs (`prepublished`).
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyPhase::Prepublished => "prepublished",
+            KeyPhase::Submitted => "submitted",
+            KeyPhase::Active => "active",
+            KeyPhase::Retired => "retired",
+        }
+    }
+}
+
+/// One key of the zone and its phase, named by algorithm, key tag and flags.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyEntry {
+    /// Algorithm number (RFC 4034 §2.1.3).
+    pub algorithm: u8,
+    /// Key tag (RFC 4034 Appendix B).
+    pub tag: u16,
+    /// DNSKEY flags: 257 for a KSK (SEP), 256 for a ZSK.
+    pub flags: u16,
+    /// Its phase.
+    pub phase: KeyPhase,
+    /// When it entered the phase, UNIX seconds.
+    pub since: u64,
+}
+
+impl KeyEntry {
+    fn is_sep(&self) -> bool {
+        self.flags & 1 == 1
+    }
+
+    fn is(&self, algorithm: u8, tag: u16, flags: u16) -> bool {
+        (self.algorithm, self.tag, self.flags) == (algorithm, tag, flags)
+    }
+}
+
+/// What a key does in the zone now ([`KeyState::usage`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// It signs RRsets (its role's: the DNSKEY RRset for a KSK, the rest for a ZSK).
+    pub signs: bool,
+    /// Its DNSKEY is in the apex DNSKEY RRset.
+    pub published: bool,
+    /// The parent's DS RRset is to point to it (CDS/CDNSKEY, the `.ds` file).
+    pub in_ds_set: bool,
+}
+
 /// The waits between steps, in seconds (RFC 7583 §3.3 names).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timings {
@@ -96,6 +183,10 @@ pub struct Timings {
     pub parent_ds_ttl: u64,
     /// Time for a DS change to reach every server of the parent ("Dreg" after submission).
     pub parent_propagation_delay: u64,
+    /// How long a KSK is active before it is replaced ("Lksk"); `None`: for ever.
+    pub ksk_lifetime: Option<u64>,
+    /// How long a ZSK is active before it is replaced ("Lzsk"); `None`: for ever.
+    pub zsk_lifetime: Option<u64>,
 }
 
 impl Timings {
@@ -113,6 +204,25 @@ impl Timings {
     fn after_parent(&self) -> u64 {
         self.parent_ds_ttl + self.parent_propagation_delay
     }
+
+    /// How long `key`'s phase lasts when it ends by time alone.
+    fn key_duration(&self, key: &KeyEntry) -> Option<u64> {
+        match (key.phase, key.is_sep()) {
+            (KeyPhase::Prepublished, _) | (KeyPhase::Retired, true) => {
+                Some(self.dnskey_ttl + self.propagation_delay)
+            }
+            (KeyPhase::Retired, false) => Some(self.max_ttl + self.propagation_delay),
+            (KeyPhase::Submitted | KeyPhase::Active, _) => None,
+        }
+    }
+
+    fn lifetime(&self, key: &KeyEntry) -> Option<u64> {
+        if key.is_sep() {
+            self.ksk_lifetime
+        } else {
+            self.zsk_lifetime
+        }
+    }
 }
 
 /// A zone's algorithms and where each stands: the file `<key_dir>/<zone>.keystate` (TOML),
@@ -126,31 +236,31 @@ pub struct KeyState {
     /// The algorithms, in the order they entered the zone.
     #[serde(default, rename = "algorithm")]
     pub algorithms: Vec<AlgorithmState>,
+    /// The keys of those algorithms.
+    #[serde(default, rename = "key")]
+    pub keys: Vec<KeyEntry>,
 }
 
 /// A change [`KeyState::advance`] made, for the log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Step {
-    /// The algorithm's name.
-    pub name: String,
-    /// The phase left (`None`: the algorithm is new).
-    pub from: Option<Phase>,
-    /// The phase entered (`None`: the algorithm left the zone).
-    pub to: Option<Phase>,
+    /// The algorithm's name, or for a key its algorithm, role and key tag
+    /// (`ECDSAP256SHA256 ZSK 12345`).
+    pub subject: String,
+    /// The phase left (`None`: new).
+    pub from: Option<&'static str>,
+    /// The phase entered (`None`: it left the zone).
+    pub to: Option<&'static str>,
 }
 
 impl fmt::Display for Step {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let phase = |p: Option<Phase>, none: &'static str| match p {
-            Some(p) => format!("{p:?}").to_lowercase(),
-            None => none.to_string(),
-        };
         write!(
             f,
             "{}: {} → {}",
-            self.name,
-            phase(self.from, "(new)"),
-            phase(self.to, "removed")
+            self.subject,
+            self.from.unwrap_or("(new)"),
+            self.to.unwrap_or("removed")
         )
     }
 }
@@ -195,6 +305,7 @@ impl KeyState {
     pub fn initial(wanted: &[(SecAlg, String)], now: u64) -> KeyState {
         KeyState {
             ds_confirmed_at: None,
+            keys: Vec::new(),
             algorithms: wanted
                 .iter()
                 .map(|(number, name)| AlgorithmState {
@@ -251,28 +362,131 @@ impl KeyState {
         self.algorithms.iter().map(|a| SecAlg(a.number)).collect()
     }
 
-    /// Algorithm numbers whose keys sign without their DNSKEYs being published.
-    pub fn unpublished(&self) -> Vec<SecAlg> {
-        self.numbers(|p| !p.is_published())
-    }
-
     /// Algorithm numbers the parent's DS RRset is to point to (CDS/CDNSKEY, the `.ds` file).
     pub fn ds_set(&self) -> Vec<SecAlg> {
-        self.numbers(Phase::in_ds_set)
-    }
-
-    fn numbers(&self, pick: impl Fn(Phase) -> bool) -> Vec<SecAlg> {
         self.algorithms
             .iter()
-            .filter(|a| pick(a.phase))
+            .filter(|a| a.phase.in_ds_set())
             .map(|a| SecAlg(a.number))
             .collect()
     }
 
+    /// What the key with this algorithm, key tag and flags does now; nothing for a key the
+    /// state does not name.
+    pub fn usage(&self, algorithm: SecAlg, tag: u16, flags: u16) -> Usage {
+        let alg = self.algorithms.iter().find(|a| a.number == algorithm.0);
+        let key = self.keys.iter().find(|k| k.is(algorithm.0, tag, flags));
+        let (Some(alg), Some(key)) = (alg, key) else {
+            return Usage::default();
+        };
+        let sep = key.is_sep();
+        Usage {
+            signs: key.phase == KeyPhase::Active,
+            published: alg.phase.is_published()
+                && match key.phase {
+                    KeyPhase::Active | KeyPhase::Prepublished => true,
+                    KeyPhase::Retired => !sep,
+                    KeyPhase::Submitted => false,
+                },
+            in_ds_set: sep && alg.phase.in_ds_set() && key.phase != KeyPhase::Prepublished,
+        }
+    }
+
+    /// Names the keys `found` (algorithm, key tag, flags) of every algorithm whose keys the
+    /// state does not name yet (a new algorithm, or a state written before keys were tracked),
+    /// as active since `now`.
+    pub fn register(&mut self, found: &[(SecAlg, u16, u16)], now: u64) {
+        for a in &self.algorithms {
+            if self.keys.iter().any(|k| k.algorithm == a.number) {
+                continue;
+            }
+            let new = found.iter().filter(|(alg, _, _)| alg.0 == a.number);
+            self.keys.extend(new.map(|&(alg, tag, flags)| KeyEntry {
+                algorithm: alg.0,
+                tag,
+                flags,
+                phase: KeyPhase::Active,
+                since: now,
+            }));
+        }
+        self.keys
+            .sort_by_key(|k| (k.algorithm, std::cmp::Reverse(k.flags)));
+    }
+
+    /// The keys (algorithm and flags) that have reached their lifetime at `now` and are to
+    /// be replaced: none while an algorithm rollover runs or another key of the same
+    /// algorithm and role is being replaced.
+    pub fn rolls_due(&self, timings: &Timings, now: u64) -> Vec<(SecAlg, u16)> {
+        if self.algorithms.iter().any(|a| a.phase != Phase::Active) {
+            return Vec::new();
+        }
+        let busy = |k: &KeyEntry| {
+            self.keys.iter().any(|o| {
+                o.algorithm == k.algorithm && o.flags == k.flags && o.phase != KeyPhase::Active
+            })
+        };
+        let mut due: Vec<(SecAlg, u16)> = self
+            .keys
+            .iter()
+            .filter(|k| k.phase == KeyPhase::Active && !busy(k))
+            .filter(|k| timings.lifetime(k).is_some_and(|l| now >= k.since + l))
+            .map(|k| (SecAlg(k.algorithm), k.flags))
+            .collect();
+        due.dedup();
+        due
+    }
+
+    /// Starts replacing the active key of `algorithm` and `flags` with the key of tag `tag`:
+    /// a ZSK is pre-published, a KSK's DS submitted.
+    pub fn start_roll(&mut self, algorithm: SecAlg, flags: u16, tag: u16, now: u64) -> Step {
+        let key = KeyEntry {
+            algorithm: algorithm.0,
+            tag,
+            flags,
+            phase: if flags & 1 == 1 {
+                KeyPhase::Submitted
+            } else {
+                KeyPhase::Prepublished
+            },
+            since: now,
+        };
+        if key.phase == KeyPhase::Submitted {
+            self.ds_confirmed_at = None;
+        }
+        let step = Step {
+            subject: self.label(&key),
+            from: None,
+            to: Some(key.phase.name()),
+        };
+        self.keys.push(key);
+        step
+    }
+
+    /// How `key` is named in logs: algorithm, role and key tag (`ECDSAP256SHA256 KSK 12345`).
+    pub fn label(&self, key: &KeyEntry) -> String {
+        format!("{} {}", self.role_label(key), key.tag)
+    }
+
+    /// `ECDSAP256SHA256 KSK`.
+    fn role_label(&self, key: &KeyEntry) -> String {
+        let name = self
+            .algorithms
+            .iter()
+            .find(|a| a.number == key.algorithm)
+            .map_or_else(|| key.algorithm.to_string(), |a| a.name.clone());
+        let role = if key.is_sep() { "KSK" } else { "ZSK" };
+        format!("{name} {role}")
+    }
+
+    fn waits_for_parent(&self) -> bool {
+        self.algorithms.iter().any(|a| a.phase.waits_for_parent())
+            || self.keys.iter().any(|k| k.phase == KeyPhase::Submitted)
+    }
+
     /// Records that the parent's DS RRset now equals the requested DS set. Returns `false`
-    /// (and changes nothing) when no algorithm waits for the parent.
+    /// (and changes nothing) when nothing waits for the parent.
     pub fn confirm_ds(&mut self, now: u64) -> bool {
-        if !self.algorithms.iter().any(|a| a.phase.waits_for_parent()) {
+        if !self.waits_for_parent() {
             return false;
         }
         self.ds_confirmed_at = Some(now);
@@ -297,14 +511,70 @@ impl KeyState {
                     since: now,
                 });
                 steps.push(Step {
-                    name: name.clone(),
+                    subject: name.clone(),
                     from: None,
-                    to: Some(Phase::Signing),
+                    to: Some(Phase::Signing.name()),
                 });
             }
         }
-        while let Some(step) = self.step(wanted, timings, now) {
-            steps.push(step);
+        loop {
+            let taken = match self.step(wanted, timings, now) {
+                Some(step) => vec![step],
+                None => self.key_steps(timings, now),
+            };
+            if taken.is_empty() {
+                return steps;
+            }
+            steps.extend(taken);
+        }
+    }
+
+    /// The first key step due at `now`, taken: a new key becoming active (the key it
+    /// replaces retires with it), or a retired key leaving.
+    fn key_steps(&mut self, timings: &Timings, now: u64) -> Vec<Step> {
+        let parent_done = self
+            .ds_confirmed_at
+            .is_some_and(|c| now >= c + timings.after_parent());
+        let Some(i) = self.keys.iter().position(|k| {
+            let due = timings.key_duration(k).is_some_and(|d| now >= k.since + d);
+            match k.phase {
+                KeyPhase::Prepublished | KeyPhase::Retired => due,
+                KeyPhase::Submitted => parent_done,
+                KeyPhase::Active => false,
+            }
+        }) else {
+            return Vec::new();
+        };
+        let key = self.keys[i].clone();
+        let mut steps = Vec::new();
+        if key.phase == KeyPhase::Retired {
+            steps.push(Step {
+                subject: self.label(&key),
+                from: Some(key.phase.name()),
+                to: None,
+            });
+            self.keys.remove(i);
+            return steps;
+        }
+        for j in 0..self.keys.len() {
+            let k = &self.keys[j];
+            let replaced =
+                k.algorithm == key.algorithm && k.flags == key.flags && k.phase == KeyPhase::Active;
+            let (from, to) = if j == i {
+                (key.phase, KeyPhase::Active)
+            } else if replaced {
+                (KeyPhase::Active, KeyPhase::Retired)
+            } else {
+                continue;
+            };
+            steps.push(Step {
+                subject: self.label(k),
+                from: Some(from.name()),
+                to: Some(to.name()),
+            });
+            let k = &mut self.keys[j];
+            k.phase = to;
+            k.since = now;
         }
         steps
     }
@@ -355,6 +625,7 @@ impl KeyState {
         })?;
         let from = self.algorithms[index].phase;
         let name = self.algorithms[index].name.clone();
+        let number = self.algorithms[index].number;
         match to {
             Some(phase) => {
                 let a = &mut self.algorithms[index];
@@ -366,38 +637,67 @@ impl KeyState {
             }
             None => {
                 self.algorithms.remove(index);
+                self.keys.retain(|k| k.algorithm != number);
             }
         }
         Some(Step {
-            name,
-            from: Some(from),
-            to,
+            subject: name,
+            from: Some(from.name()),
+            to: to.map(Phase::name),
         })
     }
 
     /// The next steps after `now` towards `wanted` under `timings`, and when they are due;
     /// [`Next::ParentDs`] when the rollover waits for the operator instead. `self` is taken to
-    /// be advanced to `now` already.
+    /// be advanced to `now` already. A key reaching its lifetime shows as a step into
+    /// `prepublished` (ZSK) or `submitted` (KSK) of a key yet to be made.
     pub fn next(&self, wanted: &[(SecAlg, String)], timings: &Timings, now: u64) -> Next {
         // Between these times nothing changes, so the first at which advancing does anything
         // is the next step.
-        let mut times: Vec<u64> = self
+        let algorithms = self
             .algorithms
             .iter()
-            .filter_map(|a| timings.duration(a.phase).map(|d| a.since + d))
+            .filter_map(|a| timings.duration(a.phase).map(|d| a.since + d));
+        let keys = self.keys.iter().filter_map(|k| {
+            let end = timings.key_duration(k).or(match k.phase {
+                KeyPhase::Active => timings.lifetime(k),
+                _ => None,
+            });
+            end.map(|d| k.since + d)
+        });
+        let mut times: Vec<u64> = algorithms
+            .chain(keys)
             .chain(self.ds_confirmed_at.map(|c| c + timings.after_parent()))
             .filter(|&t| t > now)
             .collect();
         times.sort_unstable();
         for t in times {
-            let steps = self.clone().advance(wanted, timings, t);
+            let mut ahead = self.clone();
+            let mut steps = ahead.advance(wanted, timings, t);
+            for (alg, flags) in ahead.rolls_due(timings, t) {
+                let new = KeyEntry {
+                    algorithm: alg.0,
+                    tag: 0,
+                    flags,
+                    phase: KeyPhase::Active,
+                    since: t,
+                };
+                let phase = if flags & 1 == 1 {
+                    KeyPhase::Submitted
+                } else {
+                    KeyPhase::Prepublished
+                };
+                steps.push(Step {
+                    subject: format!("{} (new key)", ahead.role_label(&new)),
+                    from: None,
+                    to: Some(phase.name()),
+                });
+            }
             if !steps.is_empty() {
                 return Next::At(t, steps);
             }
         }
-        if self.ds_confirmed_at.is_none()
-            && self.algorithms.iter().any(|a| a.phase.waits_for_parent())
-        {
+        if self.ds_confirmed_at.is_none() && self.waits_for_parent() {
             Next::ParentDs
         } else {
             Next::Settled
@@ -415,6 +715,8 @@ mod tests {
         propagation_delay: 60,
         parent_ds_ttl: 900,
         parent_propagation_delay: 120,
+        ksk_lifetime: None,
+        zsk_lifetime: None,
     };
 
     fn alg(n: u8) -> (SecAlg, String) {
@@ -528,10 +830,7 @@ mod tests {
         let Next::At(at, steps) = state.next(&wanted, &T, 20) else {
             panic!()
         };
-        assert_eq!(
-            (at, steps[0].to),
-            (20 + 900 + 120, Some(Phase::Unpublished))
-        );
+        assert_eq!((at, steps[0].to), (20 + 900 + 120, Some("unpublished")));
         assert!(!KeyState::default().confirm_ds(5));
         std::fs::write(&path, "algorithm = 3\n").unwrap();
         let err = KeyState::read(&path).unwrap_err().to_string();
@@ -556,9 +855,112 @@ mod tests {
         // After publication it is unpublished first, for a DNSKEY TTL.
         state.advance(&[alg(13)], &T, 700);
         assert_eq!(phases(&state), vec![(13, Active), (18, Unpublished)]);
-        assert_eq!(state.unpublished(), vec![SecAlg(18)]);
+        assert!(!state.algorithms[1].phase.is_published());
         assert_eq!(state.signing(), vec![SecAlg(13), SecAlg(18)]);
         state.advance(&[alg(13)], &T, 700 + 360);
         assert_eq!(phases(&state), vec![(13, Active)]);
+    }
+
+    /// An ECDSA (13) zone with KSK 100 and ZSK 200, active since 0, and [`T`] with the
+    /// given KSK and ZSK lifetimes.
+    fn keyed(ksk_lifetime: Option<u64>, zsk_lifetime: Option<u64>) -> (KeyState, Timings) {
+        let mut state = KeyState::initial(&[alg(13)], 0);
+        state.register(&[(SecAlg(13), 100, 257), (SecAlg(13), 200, 256)], 0);
+        let t = Timings {
+            ksk_lifetime,
+            zsk_lifetime,
+            ..T
+        };
+        (state, t)
+    }
+
+    fn usage(state: &KeyState, tag: u16, flags: u16) -> (bool, bool, bool) {
+        let u = state.usage(SecAlg(13), tag, flags);
+        (u.signs, u.published, u.in_ds_set)
+    }
+
+    #[test]
+    fn a_zsk_is_replaced_by_pre_publication() {
+        let (mut state, t) = keyed(None, Some(1000));
+        assert_eq!(
+            state.next(&[alg(13)], &t, 10),
+            Next::At(
+                1000,
+                vec![Step {
+                    subject: "alg13 ZSK (new key)".into(),
+                    from: None,
+                    to: Some("prepublished")
+                }]
+            )
+        );
+        assert!(state.rolls_due(&t, 999).is_empty());
+        assert_eq!(state.rolls_due(&t, 1000), [(SecAlg(13), 256)]);
+        state.start_roll(SecAlg(13), 256, 300, 1000);
+        // Only one replacement at a time.
+        assert!(state.rolls_due(&t, 5000).is_empty());
+        // (signs, published, in DS set)
+        assert_eq!(usage(&state, 300, 256), (false, true, false));
+        assert_eq!(usage(&state, 200, 256), (true, true, false));
+        assert!(state.advance(&[alg(13)], &t, 1000 + 359).is_empty());
+        let steps: Vec<String> = state
+            .advance(&[alg(13)], &t, 1360)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                "alg13 ZSK 200: active → retired",
+                "alg13 ZSK 300: prepublished → active"
+            ]
+        );
+        assert_eq!(usage(&state, 300, 256), (true, true, false));
+        assert_eq!(usage(&state, 200, 256), (false, true, false));
+        // The old ZSK's signatures may be cached for the largest TTL.
+        assert!(state.advance(&[alg(13)], &t, 1360 + 659).is_empty());
+        assert_eq!(state.advance(&[alg(13)], &t, 1360 + 660).len(), 1);
+        assert_eq!(usage(&state, 200, 256), (false, false, false));
+        assert_eq!(usage(&state, 100, 257), (true, true, true));
+        assert_eq!(state.rolls_due(&t, 1360 + 1000), [(SecAlg(13), 256)]);
+    }
+
+    #[test]
+    fn a_ksk_is_replaced_by_double_ds() {
+        let (mut state, t) = keyed(Some(1000), None);
+        assert_eq!(state.rolls_due(&t, 1000), [(SecAlg(13), 257)]);
+        state.start_roll(SecAlg(13), 257, 101, 1000);
+        // The new KSK's DS is asked for before its DNSKEY appears.
+        assert_eq!(usage(&state, 101, 257), (false, false, true));
+        assert_eq!(usage(&state, 100, 257), (true, true, true));
+        assert_eq!(state.next(&[alg(13)], &t, 1000), Next::ParentDs);
+        assert!(state.advance(&[alg(13)], &t, 9_000_000).is_empty());
+        assert!(state.confirm_ds(1100));
+        let Next::At(at, steps) = state.next(&[alg(13)], &t, 1100) else {
+            panic!()
+        };
+        assert_eq!(at, 1100 + 900 + 120);
+        assert_eq!(steps.len(), 2);
+        state.advance(&[alg(13)], &t, at);
+        assert_eq!(usage(&state, 101, 257), (true, true, true));
+        // The old DS stays asked for while the old DNSKEY may be cached.
+        assert_eq!(usage(&state, 100, 257), (false, false, true));
+        assert!(state.advance(&[alg(13)], &t, at + 359).is_empty());
+        state.advance(&[alg(13)], &t, at + 360);
+        assert_eq!(usage(&state, 100, 257), (false, false, false));
+        assert_eq!(state.keys.len(), 2);
+    }
+
+    #[test]
+    fn keys_wait_while_an_algorithm_rollover_runs_and_leave_with_their_algorithm() {
+        let (mut state, t) = keyed(Some(10), Some(10));
+        state.advance(&[alg(18)], &t, 100);
+        state.register(&[(SecAlg(18), 7, 257), (SecAlg(18), 8, 256)], 100);
+        assert!(state.rolls_due(&t, 200).is_empty());
+        // The new algorithm's keys sign, unpublished.
+        let u = state.usage(SecAlg(18), 8, 256);
+        assert!(u.signs && !u.published);
+        let (_, end) = drive(&mut state, &[alg(18)], 100);
+        assert!(state.keys.iter().all(|k| k.algorithm == 18), "{state:?}");
+        assert!(!state.rolls_due(&t, end).is_empty());
     }
 }

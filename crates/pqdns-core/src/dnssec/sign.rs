@@ -46,10 +46,11 @@ pub struct SigningPolicy {
     pub expiration: u64,
     /// Denial of existence.
     pub denial: Denial,
-    /// Algorithms whose keys sign every RRset while their DNSKEYs stay out of the apex
-    /// DNSKEY RRset: the first step of an algorithm rollover (RFC 6781 §4.1.4,
-    /// [`super::rollover::Phase::Signing`]). Usually empty.
-    pub unpublished: Vec<SecAlg>,
+    /// The apex DNSKEY RRset (RDATA, wire format, with the signing keys' TTL) when it is not
+    /// simply the signing keys': during rollovers keys are published without signing
+    /// (pre-publication) or sign without being published (RFC 6781 §4.1.4;
+    /// [`super::rollover`]). `None`: the signing keys'.
+    pub published_dnskeys: Option<Vec<Vec<u8>>>,
 }
 
 /// Why signing failed.
@@ -186,11 +187,17 @@ pub fn resign_zone(
     }
     strip_dnssec(zone);
     let apex = zone.origin.clone();
-    for key in keys
-        .iter()
-        .filter(|k| !policy.unpublished.contains(&k.number))
-    {
-        insert_rdata(zone, &apex, RrType::DNSKEY, key.ttl, key.dnskey_rdata());
+    match &policy.published_dnskeys {
+        Some(dnskeys) => {
+            for rdata in dnskeys {
+                insert_rdata(zone, &apex, RrType::DNSKEY, keys[0].ttl, rdata.clone());
+            }
+        }
+        None => {
+            for key in keys {
+                insert_rdata(zone, &apex, RrType::DNSKEY, key.ttl, key.dnskey_rdata());
+            }
+        }
     }
     let denial_records = match &policy.denial {
         Denial::Nsec => build_nsec(zone),
@@ -676,7 +683,7 @@ mod tests {
             inception: now - 3600,
             expiration: now + 14 * DAY,
             denial,
-            unpublished: Vec::new(),
+            published_dnskeys: None,
         }
     }
 

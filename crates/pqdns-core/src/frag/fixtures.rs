@@ -89,7 +89,7 @@ fn signed(alg: Algorithm, profile: &Profile) -> Zone {
         inception: 1_749_000_000,
         expiration: 1_751_000_000,
         denial: Denial::Nsec3(Nsec3Params::default()),
-        unpublished: Vec::new(),
+        published_dnskeys: None,
     };
     sign_zone(&mut zone, &keys, &policy, &|_, _| {}).unwrap();
     zone

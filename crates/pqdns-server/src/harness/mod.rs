@@ -65,7 +65,7 @@ pub fn signed_catalog(
         inception: 1_700_000_000,
         expiration: 1_900_000_000,
         denial,
-        unpublished: Vec::new(),
+        published_dnskeys: None,
     };
     sign_zone(&mut zone, &keys, &policy, &|_, _| {}).expect("the test zone signs");
     Catalog::new([ServedZone::new(zone)]).expect("one zone")
