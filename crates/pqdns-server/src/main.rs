@@ -18,7 +18,7 @@ use pqdns_server::catalog::Catalog;
 use pqdns_server::cookie::CookieMode;
 use pqdns_server::identity::parse_nsid;
 use pqdns_server::settings::{parse_notify_target, CertAlgorithm, KxPolicy, ServerTable, Settings};
-use pqdns_server::zones::{read_config, ZoneReport, ZoneSource};
+use pqdns_server::zones::{read_config, zone_files, ZoneReport, ZoneSource};
 use pqdns_server::{Server, ServerConfig, ServerHandle};
 use tracing::{error, info, warn};
 use tracing_subscriber::EnvFilter;
@@ -35,6 +35,7 @@ use tracing_subscriber::EnvFilter;
 /// Signals: SIGHUP re-reads the TLS certificate and key and re-reads and re-signs all zones
 /// (keeping the old ones if anything fails) and then sends NOTIFY to the --notify secondaries;
 /// SIGINT and SIGTERM shut down gracefully, without waiting for a load or reload in progress.
+/// With --watch, a changed zone description or zone file starts the same reload.
 /// Listen addresses and limits are read at start only.
 ///
 /// Signatures refresh themselves: when less than a zone's `refresh` setting (default a
@@ -161,6 +162,12 @@ struct Cli {
     #[arg(long, value_name = "N")]
     rrl_rate: Option<u32>,
 
+    /// Watch the zone descriptions and their zone files: every SECONDS, a file whose size or
+    /// modification time changed makes the server reload as on SIGHUP. 0 (the default):
+    /// reload on SIGHUP only. `$INCLUDE`d files are not watched.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    watch: u64,
+
     /// Log filter: a level (error, warn, info, debug, trace) or tracing-subscriber directives
     /// such as `pqdns_server=debug` (debug shows TLS key exchange groups per connection).
     #[arg(long, value_name = "FILTER", default_value = "info")]
@@ -222,7 +229,8 @@ fn run(cli: Cli) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("starting the runtime: {e}"))?;
-    let result = runtime.block_on(serve(sources, settings));
+    let watch = (cli.watch > 0).then(|| Duration::from_secs(cli.watch));
+    let result = runtime.block_on(serve(sources, settings, watch));
     // A zone load still running when a signal came is abandoned, not waited for.
     runtime.shutdown_background();
     result
@@ -303,8 +311,13 @@ fn settings(
 
 /// Binds, loads the zones (answering REFUSED until they are in), prints what an operator
 /// needs, and serves until SIGINT or SIGTERM, which also cut the initial load short.
-async fn serve(sources: Vec<ZoneSource>, settings: Settings) -> Result<(), String> {
+async fn serve(
+    sources: Vec<ZoneSource>,
+    settings: Settings,
+    watch: Option<Duration>,
+) -> Result<(), String> {
     let mut signals = Signals::install()?;
+    let watcher = watch.map(|every| Watcher::new(every, &sources));
     let policy = settings.tls.policy;
     let doh_path = settings.doh_path.clone();
     let config = ServerConfig {
@@ -323,7 +336,7 @@ async fn serve(sources: Vec<ZoneSource>, settings: Settings) -> Result<(), Strin
         Some(Ok(reports)) => {
             print_ds(&reports);
             print_listeners(&handle, policy, &doh_path);
-            signals.serve(&handle).await;
+            signals.serve(&handle, watcher).await;
             Ok(())
         }
         Some(Err(e)) => Err(e.to_string()),
@@ -390,6 +403,40 @@ fn print_listeners(handle: &ServerHandle, policy: KxPolicy, doh_path: &str) {
     }
 }
 
+/// `--watch`: the zone files of the sources, checked for changes every `every`.
+struct Watcher {
+    every: Duration,
+    sources: Vec<ZoneSource>,
+    /// Size and modification time of each file at the last check (`None`: unreadable).
+    seen: Vec<(PathBuf, Option<(u64, std::time::SystemTime)>)>,
+}
+
+impl Watcher {
+    fn new(every: Duration, sources: &[ZoneSource]) -> Watcher {
+        let mut w = Watcher {
+            every,
+            sources: sources.to_vec(),
+            seen: Vec::new(),
+        };
+        w.changed();
+        w
+    }
+
+    /// Whether any watched file changed since the last call (the files are those the zone
+    /// descriptions name now).
+    fn changed(&mut self) -> bool {
+        let now: Vec<_> = zone_files(&self.sources)
+            .into_iter()
+            .map(|path| {
+                let meta = std::fs::metadata(&path).ok();
+                let stamp = meta.and_then(|m| Some((m.len(), m.modified().ok()?)));
+                (path, stamp)
+            })
+            .collect();
+        std::mem::replace(&mut self.seen, now) != self.seen
+    }
+}
+
 /// How long after a failed re-signing it is tried again.
 const REFRESH_RETRY: Duration = Duration::from_secs(60);
 
@@ -429,8 +476,9 @@ impl Signals {
     /// signal handling: a stop request does not wait for it (the half-done load is dropped),
     /// and a SIGHUP during a reload starts one more reload after it (the files may have
     /// changed since the running one read them). A failed re-signing is tried again after
-    /// [`REFRESH_RETRY`] (the previous signatures are served meanwhile).
-    async fn serve(&mut self, handle: &ServerHandle) {
+    /// [`REFRESH_RETRY`] (the previous signatures are served meanwhile). With a `watcher`,
+    /// a change of a zone file starts a reload as SIGHUP does.
+    async fn serve(&mut self, handle: &ServerHandle, mut watcher: Option<Watcher>) {
         let mut running = None;
         let mut again = false;
         let mut retry_at: Option<u64> = None;
@@ -446,7 +494,19 @@ impl Signals {
                     None => std::future::pending().await,
                 }
             };
+            let tick = async {
+                match &watcher {
+                    Some(w) => tokio::time::sleep(w.every).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
+                () = tick, if running.is_none() => {
+                    if watcher.as_mut().is_some_and(Watcher::changed) {
+                        info!("zone files changed: reloading zones");
+                        running = Some(Box::pin(handle.reload()));
+                    }
+                }
                 () = refresh, if running.is_none() => {
                     info!("re-signing zones: signatures are due for refresh");
                     refreshing = true;
@@ -496,7 +556,7 @@ impl Signals {
         let _ = tokio::signal::ctrl_c().await;
     }
 
-    async fn serve(&mut self, _handle: &ServerHandle) {
+    async fn serve(&mut self, _handle: &ServerHandle, _watcher: Option<Watcher>) {
         self.stop().await;
     }
 }

@@ -148,6 +148,23 @@ pub fn read_config(source: &ZoneSource) -> Result<LoadedConfig, ConfigError> {
     }
 }
 
+/// The files a reload of `sources` reads first: each zone description and the master file
+/// it names (`$INCLUDE`d files are not followed); none for the embedded zone. Descriptions
+/// that cannot be read are listed alone.
+pub fn zone_files(sources: &[ZoneSource]) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for source in sources {
+        let ZoneSource::File(path) = source else {
+            continue;
+        };
+        files.push(path.clone());
+        if let Ok(cfg) = LoadedConfig::read(path) {
+            files.extend(cfg.config.file.as_ref().map(|f| cfg.base_dir.join(f)));
+        }
+    }
+    files
+}
+
 /// Loads, keys and signs one zone; `now` is the signing time in UNIX seconds.
 ///
 /// When `served` has the zone, its signatures are kept for the RRsets that did not change and

@@ -1,7 +1,8 @@
 //! The `pqdns-server` binary end to end: `--help`, start-up from a zone description whose
 //! `[server]` table picks the listeners, generated keys logged by path but never their
 //! contents, the DS printed and written, SIGHUP reloading a changed zone and keeping the old
-//! zone when the new one is broken (with file and line in the log), and SIGTERM stopping it.
+//! zone when the new one is broken (with file and line in the log), `--watch` reloading a
+//! changed zone file by itself, and SIGTERM stopping it.
 //! Every wait is bounded.
 
 mod common;
@@ -67,6 +68,7 @@ fn help_explains_every_option() {
         "--axfr-allow",
         "--notify",
         "--metrics",
+        "--watch",
         "SIGHUP",
         "./keys",
     ] {
@@ -168,6 +170,46 @@ fn starts_reloads_on_sighup_and_stops_on_sigterm() {
         "old zone kept"
     );
 
+    signal(&child, "TERM");
+    assert!(wait_exit(&mut child).success());
+}
+
+/// `--watch 1`: a change of the zone's master file is served without a signal.
+#[test]
+fn watching_reloads_a_changed_zone_file() {
+    require("kill", "procps");
+    let dir = tempfile::tempdir().unwrap();
+    let zone = dir.path().join("zone.toml");
+    let master = dir.path().join("pqdns.test.zone");
+    let toml = zone_toml("").replace("records = ''''''", "file = \"pqdns.test.zone\"");
+    std::fs::write(&zone, toml).unwrap();
+    std::fs::write(&master, RECORDS).unwrap();
+    let log_path = dir.path().join("server.log");
+    let args = ["--zone", zone.to_str().unwrap(), "--watch", "1"];
+    let (mut child, rx) = spawn_server(&args, dir.path(), &log_path);
+    let tcp: SocketAddr = loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|e| {
+                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                panic!("server printed no listeners ({e}):\n{log}")
+            });
+        if let Some(a) = line.strip_prefix("listening tcp ") {
+            break a.parse().unwrap();
+        }
+    };
+    assert_eq!(
+        dig(tcp, &["+tcp", "new.pqdns.test.", "A"]).status(),
+        "NXDOMAIN"
+    );
+    std::fs::write(&master, format!("{RECORDS}\nnew A 192.0.2.99\n")).unwrap();
+    assert!(
+        eventually(|| dig(tcp, &["+tcp", "new.pqdns.test.", "A"]).status() == "NOERROR"),
+        "the changed zone file is served"
+    );
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(log.contains("zone files changed: reloading zones"), "{log}");
+    assert!(!log.contains("SIGHUP"), "{log}");
     signal(&child, "TERM");
     assert!(wait_exit(&mut child).success());
 }
