@@ -242,6 +242,11 @@ pub struct SigningConfig {
     /// How long a ZSK is active before pqdns-server replaces it by pre-publication (`90d`);
     /// default for ever. Not with `keys = "csk"`.
     pub zsk_lifetime: Option<String>,
+    /// Keep the served version and its IXFR journal on disk (`<key_dir>/<zone>.served` and
+    /// `.journal`, pqdns-server): a restart starts from them, keeping unchanged signatures
+    /// and incremental transfers (default `true`).
+    #[serde(default = "default_true")]
+    pub persist: bool,
     /// Keep DNSKEYs in the zone data that are not signing keys (e.g. pre-published for a
     /// rollover) instead of removing them; see `dnssec::existing`.
     #[serde(default)]
@@ -253,6 +258,9 @@ fn default_validity() -> String {
 }
 fn default_skew() -> String {
     "1h".into()
+}
+fn default_true() -> bool {
+    true
 }
 fn default_propagation_delay() -> String {
     "1h".into()
@@ -560,6 +568,17 @@ impl LoadedConfig {
     pub fn ds_path(&self, signing: &SigningConfig) -> PathBuf {
         self.key_directory(signing)
             .join(format!("{}.ds", zone_file_stem(&self.origin)))
+    }
+
+    /// Where pqdns-server keeps the version of the zone it serves (`<key_dir>/<zone>.served`,
+    /// master-file text) and the IXFR journal leading to it (`<key_dir>/<zone>.journal`).
+    pub fn persisted_paths(&self, signing: &SigningConfig) -> (PathBuf, PathBuf) {
+        let dir = self.key_directory(signing);
+        let stem = zone_file_stem(&self.origin);
+        (
+            dir.join(format!("{stem}.served")),
+            dir.join(format!("{stem}.journal")),
+        )
     }
 
     /// Where the zone's algorithm rollover state is kept: `<key_dir>/<zone>.keystate`

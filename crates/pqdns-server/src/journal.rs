@@ -15,8 +15,10 @@
 //!   oldest differences are dropped first, and a request from before the oldest one kept gets
 //!   the whole zone (RFC 1995 §4).
 //!
-//! The journal lives in memory, beside the zone it describes: after a restart, secondaries
-//! transfer the whole zone once.
+//! - **On disk**: pqdns-server writes the journal (master-file text, each difference in IXFR
+//!   order) and the signed zone it leads to beside the zone's keys after every load
+//!   (`crate::zones`, atomically), and starts from them: after a restart, secondaries keep
+//!   transferring incrementally and unchanged signatures are kept.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -44,6 +46,33 @@ pub struct Change {
 }
 
 impl Change {
+    /// A difference from its records in IXFR order (old SOA, deletions, new SOA, additions),
+    /// as [`Change::records`] gives them; `None` unless exactly the first record and one
+    /// later one are SOA records.
+    pub fn from_records(records: Vec<Record>) -> Option<Change> {
+        let serial = |r: &Record| {
+            let at = r.rdata.len().checked_sub(20)?;
+            Some(u32::from_be_bytes(r.rdata[at..at + 4].try_into().ok()?))
+        };
+        let soas: Vec<usize> = (0..records.len())
+            .filter(|&i| records[i].rtype == RrType::SOA)
+            .collect();
+        let [0, second] = soas[..] else {
+            return None;
+        };
+        let bytes = records
+            .iter()
+            .map(|r| r.owner.wire_len() + 10 + r.rdata.len())
+            .sum();
+        Some(Change {
+            from: serial(&records[0])?,
+            to: serial(&records[second])?,
+            deleted: second,
+            bytes,
+            records,
+        })
+    }
+
     /// What changed from `old` to `new` (two versions of the same zone): every record (RRSIGs
     /// included) of `old` that `new` lacks is deleted, every record of `new` that `old` lacks is
     /// added; a TTL change deletes and adds the RRset. The apex SOAs frame the difference.
@@ -268,6 +297,43 @@ impl Journal {
     pub fn bytes(&self) -> usize {
         self.bytes
     }
+
+    /// Writes the changes, oldest first, as master-file text: each change's records in IXFR
+    /// order, after a comment line with its serials.
+    ///
+    /// # Errors
+    /// The writer's I/O errors.
+    pub fn write_text(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        for change in &self.changes {
+            writeln!(out, "; change {} -> {}", change.from, change.to)?;
+            for r in &change.records {
+                writeln!(out, "{r}")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A journal (bound `max_bytes`) from records as [`Journal::write_text`] wrote them: split
+    /// into changes at every second SOA record, chained as [`Journal::with`] does; `None` when
+    /// they do not form changes.
+    pub fn from_records(records: Vec<Record>, max_bytes: usize) -> Option<Journal> {
+        let mut journal = Journal::new(max_bytes);
+        let mut current = Vec::new();
+        let mut soas = 0;
+        for r in records {
+            if r.rtype == RrType::SOA {
+                soas += 1;
+                if soas % 2 == 1 && !current.is_empty() {
+                    journal = journal.with(Change::from_records(std::mem::take(&mut current))?);
+                }
+            }
+            current.push(r);
+        }
+        if !current.is_empty() {
+            journal = journal.with(Change::from_records(current)?);
+        }
+        Some(journal)
+    }
 }
 
 #[cfg(test)]
@@ -336,5 +402,44 @@ mod tests {
         assert!(j.with(Change::between(&v[0], &v[1])).changes().is_empty());
         // An unchanged reload keeps the journal.
         assert_eq!(j.with(Change::between(&v[3], &v[3])).changes().len(), 2);
+    }
+
+    #[test]
+    fn the_journal_survives_its_text_form() {
+        let v: Vec<Zone> = (1..=3)
+            .map(|i| zone(i, &format!("a TXT v{i}\nb{i} A 192.0.2.9\n")))
+            .collect();
+        let j = Journal::default()
+            .with(Change::between(&v[0], &v[1]))
+            .with(Change::between(&v[1], &v[2]));
+        let mut text = Vec::new();
+        j.write_text(&mut text).unwrap();
+        let records = ZoneFileReader::new(Some(v[0].origin.clone()), None)
+            .read_str(std::str::from_utf8(&text).unwrap(), "journal")
+            .unwrap();
+        let back = Journal::from_records(records, DEFAULT_MAX_BYTES).unwrap();
+        assert_eq!(back.changes().len(), 2);
+        for (a, b) in j.changes().iter().zip(back.changes()) {
+            assert_eq!(
+                (a.from, a.to, a.deleted, a.bytes),
+                (b.from, b.to, b.deleted, b.bytes)
+            );
+            assert_eq!(a.records(), b.records());
+        }
+        assert_eq!(back.since(1).map(<[_]>::len), Some(2));
+        // Records that are not changes: no SOA first.
+        let ns = v[0].rrset(&v[0].origin, RrType::NS).unwrap().rdatas[0].clone();
+        let stray = Record {
+            owner: v[0].origin.clone(),
+            rtype: RrType::NS,
+            class: Class::IN,
+            ttl: 60,
+            rdata: ns,
+        };
+        assert!(Journal::from_records(vec![stray], DEFAULT_MAX_BYTES).is_none());
+        assert_eq!(
+            Journal::from_records(Vec::new(), 10).map(|j| j.changes().len()),
+            Some(0)
+        );
     }
 }

@@ -8,22 +8,28 @@
 //! (`pqdns_core::dnssec::existing`); what was removed is logged. A zone without `[signing]` is
 //! served as it is, logged as pre-signed if it carries RRSIGs.
 //!
+//! A signed zone's served version and IXFR journal are written to `<key_dir>/<zone>.served`
+//! and `.journal` after each load (`[signing] persist`, default on), and a start with no zone
+//! served yet begins from them: unchanged signatures are kept and the journal goes on.
+//!
 //! Loading is all-or-nothing: a reload that fails anywhere keeps the zones being served.
 //! Key files written are logged by path; key material never is.
 
 use std::path::{Path, PathBuf};
 
-use pqdns_core::atomic_file::{write_atomic, FileMode};
+use pqdns_core::atomic_file::{write_atomic, AtomicFile, FileMode};
 use pqdns_core::config::{ConfigError, LoadedConfig, RolloverKeys};
 use pqdns_core::dnssec::cds;
 use pqdns_core::dnssec::dnskey::{ds_record, DigestType};
 use pqdns_core::dnssec::existing::{self, UnsignedAlgorithm};
 use pqdns_core::dnssec::rollover::Next;
 use pqdns_core::dnssec::sign::{resign_zone, Incremental, SignError};
-use pqdns_core::Record;
+use pqdns_core::zonefile::ZoneFileReader;
+use pqdns_core::{Name, Record, Zone};
 use tracing::{info, warn};
 
 use crate::catalog::{Catalog, CatalogError, ServedZone};
+use crate::journal::{self, Journal};
 
 /// The default zone description, compiled in (`crates/pqdns-server/zones/example.toml`; the
 /// repository's `zones/example.toml` links to it, so `cargo package` carries it).
@@ -244,7 +250,11 @@ pub fn load_zone(
     let refresh = cfg.refresh(signing)?;
     let jitter = cfg.jitter(signing)?;
     let origin = zone.origin.clone();
-    let previous = served.and_then(|c| c.zone(&origin));
+    let persisted = match served.and_then(|c| c.zone(&origin)) {
+        None if signing.persist => read_persisted(&cfg.persisted_paths(signing), &origin),
+        _ => None,
+    };
+    let previous = served.and_then(|c| c.zone(&origin)).or(persisted.as_ref());
     let served_serial = previous.map(|z| z.zone.soa_serial());
     let file = zone.soa_serial();
     let serial = signing.serial.next(file, served_serial, now);
@@ -323,7 +333,67 @@ pub fn load_zone(
     report.ds_path = Some(ds_path);
     report.written_keys = written;
     report.key_dir = Some(key_dir);
-    Ok((ServedZone::new(zone).after(previous), report))
+    let new = ServedZone::new(zone).after(previous);
+    if signing.persist {
+        write_persisted(&new, &cfg.persisted_paths(signing));
+    }
+    Ok((new, report))
+}
+
+/// The served version and journal [`write_persisted`] left, if both read and agree (the
+/// journal ends at the version's serial; a journal that does not is dropped). Problems are
+/// logged, not fatal: the files only spare work.
+fn read_persisted((version, journal): &(PathBuf, PathBuf), origin: &Name) -> Option<ServedZone> {
+    if !version.exists() {
+        return None;
+    }
+    let read = |path: &Path| {
+        ZoneFileReader::new(Some(origin.clone()), None)
+            .read_file(path)
+            .map_err(|e| e.to_string())
+    };
+    let zone = read(version)
+        .and_then(|records| Zone::from_records(origin.clone(), records).map_err(|e| e.to_string()));
+    let mut served = match zone {
+        Ok(zone) => ServedZone::new(zone),
+        Err(e) => {
+            warn!(zone = %origin, file = %version.display(), "persisted version unusable: {e}");
+            return None;
+        }
+    };
+    let serial = served.zone.soa_serial();
+    let chain = read(journal)
+        .ok()
+        .and_then(|records| Journal::from_records(records, journal::DEFAULT_MAX_BYTES))
+        .filter(|j| j.changes().last().is_none_or(|c| c.to == serial));
+    match chain {
+        Some(j) => served.journal = j,
+        None if journal.exists() => {
+            warn!(zone = %origin, file = %journal.display(), "persisted journal unusable: dropped");
+        }
+        None => {}
+    }
+    info!(
+        zone = %origin, serial, file = %version.display(), changes = served.journal.changes().len(),
+        "starting from the persisted version"
+    );
+    Some(served)
+}
+
+/// Writes `served`'s zone and journal to `paths` (master-file text, each atomically); a
+/// failure is logged.
+fn write_persisted(served: &ServedZone, (version, journal): &(PathBuf, PathBuf)) {
+    let write = |path: &Path, body: &dyn Fn(&mut AtomicFile) -> std::io::Result<()>| {
+        let result = AtomicFile::create(path, FileMode::Public).and_then(|mut file| {
+            body(&mut file)?;
+            file.commit()
+        });
+        if let Err(e) = result {
+            warn!(zone = %served.zone.origin, file = %path.display(), "not persisted: {e}");
+        }
+    };
+    write(version, &|f| served.zone.write_master_file(f));
+    write(journal, &|f| served.journal.write_text(f));
 }
 
 /// Loads every zone and builds the catalog; fails as a whole if any zone fails.

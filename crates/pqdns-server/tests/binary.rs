@@ -214,6 +214,89 @@ fn watching_reloads_a_changed_zone_file() {
     assert!(wait_exit(&mut child).success());
 }
 
+/// The served version and its IXFR journal survive a restart (`<key_dir>/<zone>.served` and
+/// `.journal`): the restarted server keeps the unchanged signatures, and a secondary two
+/// versions behind still gets an incremental transfer spanning the restart.
+#[test]
+fn a_restart_keeps_signatures_and_incremental_transfers() {
+    require("kill", "procps");
+    let dir = tempfile::tempdir().unwrap();
+    let zone = dir.path().join("zone.toml");
+    let write = |extra: &str| {
+        let toml = zone_toml(&format!("{RECORDS}{extra}")) + "axfr_allow = [\"127.0.0.1\"]\n";
+        std::fs::write(&zone, toml).unwrap();
+    };
+    let start = |log: &Path| {
+        let args = ["--zone", zone.to_str().unwrap()];
+        let (child, rx) = spawn_server(&args, dir.path(), log);
+        let tcp: SocketAddr = loop {
+            let line = rx
+                .recv_timeout(Duration::from_secs(60))
+                .expect("server printed its listeners");
+            if let Some(a) = line.strip_prefix("listening tcp ") {
+                break a.parse().unwrap();
+            }
+        };
+        (child, tcp)
+    };
+    let serial = |tcp| {
+        let soa = dig(tcp, &["+tcp", "+short", "pqdns.test.", "SOA"]);
+        let text = soa.text.split_whitespace().nth(2).unwrap().to_string();
+        text.parse::<u32>().unwrap()
+    };
+    write("");
+    let (mut child, tcp) = start(&dir.path().join("first.log"));
+    let first = serial(tcp);
+    write("\nnew1 A 192.0.2.91\n");
+    signal(&child, "HUP");
+    assert!(eventually(|| dig(tcp, &["+tcp", "new1.pqdns.test.", "A"])
+        .status()
+        == "NOERROR"));
+    signal(&child, "TERM");
+    assert!(wait_exit(&mut child).success());
+
+    write("\nnew1 A 192.0.2.91\nnew2 A 192.0.2.92\n");
+    let second = dir.path().join("second.log");
+    let (mut child, tcp) = start(&second);
+    assert_eq!(
+        dig(tcp, &["+tcp", "new2.pqdns.test.", "A"]).status(),
+        "NOERROR"
+    );
+    let log = std::fs::read_to_string(&second).unwrap();
+    assert!(log.contains("starting from the persisted version"), "{log}");
+    let signed = log.lines().find(|l| l.contains("zone signed")).unwrap();
+    let kept: usize = signed
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("kept="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        kept > 5,
+        "unchanged signatures kept across the restart: {signed}"
+    );
+    let ixfr = dig(tcp, &["+tcp", "pqdns.test.", &format!("IXFR={first}")]);
+    let soas: Vec<u32> = ixfr
+        .text
+        .lines()
+        .filter(|l| !l.starts_with(';'))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.get(3) == Some(&"SOA")).then(|| f[6].parse().unwrap())
+        })
+        .collect();
+    // RFC 1995 §4: new SOA, then per change old SOA … new SOA …, then the new SOA again.
+    let last = serial(tcp);
+    assert!(
+        soas.len() >= 6 && soas[0] == last && soas[1] == first,
+        "{soas:?}\n{}",
+        ixfr.text
+    );
+    assert_eq!(soas.last(), Some(&last));
+    signal(&child, "TERM");
+    assert!(wait_exit(&mut child).success());
+}
+
 /// The private key value in a BIND private-key file must not appear in the log.
 fn assert_no_secret_in(log: &str, private_file: &Path) {
     let text = std::fs::read_to_string(private_file).unwrap();
