@@ -51,6 +51,8 @@ pub mod fragment;
 mod iterate;
 mod random;
 pub mod resolve;
+pub mod root_hints;
+pub mod service;
 pub mod transport;
 mod trust;
 mod ttl_map;

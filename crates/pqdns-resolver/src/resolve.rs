@@ -40,6 +40,9 @@ pub enum Mode {
     /// Send every query to this server (it must serve or recurse for all zones involved). A
     /// referral from it is reported in [`Answer::referral`], not followed.
     Forward(SocketAddr),
+    /// As [`Mode::Forward`] with several servers: each query goes to the first that answers,
+    /// in order (every try counts against [`WorkLimits::max_exchanges`]).
+    ForwardAny(Vec<SocketAddr>),
     /// Start at these root servers and follow referrals (in bailiwick only; NS names without
     /// glue are resolved within [`WorkLimits`]); glue addresses use `port`.
     Iterative {
@@ -387,6 +390,7 @@ impl Inner {
             }
             let m = match &self.config.mode {
                 Mode::Forward(server) => self.ask(&[*server], qname, qtype, ctx).await?,
+                Mode::ForwardAny(servers) => self.ask(servers, qname, qtype, ctx).await?,
                 Mode::Iterative { roots, port } => {
                     self.iterate(qname, qtype, roots, *port, ctx).await?
                 }

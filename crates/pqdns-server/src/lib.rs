@@ -36,7 +36,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod acl;
+/// Address allow-lists (moved to pqdns-net, shared with the resolver service).
+pub use pqdns_net::acl;
 pub mod answer;
 mod answer_cache;
 mod axfr;

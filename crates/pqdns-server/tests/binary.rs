@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Child, Command};
 use std::time::Duration;
 
-use common::{dig, require, spawn_server, RECORDS};
+use common::{dig, listening, require, spawn_server, RECORDS};
 
 const BIN: &str = env!("CARGO_BIN_EXE_pqdns-server");
 
@@ -187,17 +187,7 @@ fn watching_reloads_a_changed_zone_file() {
     let log_path = dir.path().join("server.log");
     let args = ["--zone", zone.to_str().unwrap(), "--watch", "1"];
     let (mut child, rx) = spawn_server(&args, dir.path(), &log_path);
-    let tcp: SocketAddr = loop {
-        let line = rx
-            .recv_timeout(Duration::from_secs(60))
-            .unwrap_or_else(|e| {
-                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-                panic!("server printed no listeners ({e}):\n{log}")
-            });
-        if let Some(a) = line.strip_prefix("listening tcp ") {
-            break a.parse().unwrap();
-        }
-    };
+    let tcp = listening(&rx, "tcp", Duration::from_secs(60), &log_path);
     assert_eq!(
         dig(tcp, &["+tcp", "new.pqdns.test.", "A"]).status(),
         "NXDOMAIN"
@@ -229,14 +219,7 @@ fn a_restart_keeps_signatures_and_incremental_transfers() {
     let start = |log: &Path| {
         let args = ["--zone", zone.to_str().unwrap()];
         let (child, rx) = spawn_server(&args, dir.path(), log);
-        let tcp: SocketAddr = loop {
-            let line = rx
-                .recv_timeout(Duration::from_secs(60))
-                .expect("server printed its listeners");
-            if let Some(a) = line.strip_prefix("listening tcp ") {
-                break a.parse().unwrap();
-            }
-        };
+        let tcp = listening(&rx, "tcp", Duration::from_secs(60), log);
         (child, tcp)
     };
     let serial = |tcp| {
@@ -344,14 +327,7 @@ fn killed_mid_resigning_restarts_with_every_key_and_a_valid_zone() {
     };
     let start = |log: &Path| {
         let (child, rx) = spawn_server(&["--zone", zone.to_str().unwrap()], dir.path(), log);
-        let tcp = loop {
-            let line = rx
-                .recv_timeout(Duration::from_secs(120))
-                .expect("server printed its listeners");
-            if let Some(a) = line.strip_prefix("listening tcp ") {
-                break a.parse::<SocketAddr>().unwrap();
-            }
-        };
+        let tcp = listening(&rx, "tcp", Duration::from_secs(120), log);
         // The listeners come up before the zones are loaded.
         assert!(
             (0..2400).any(|_| {

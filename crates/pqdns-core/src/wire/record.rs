@@ -115,6 +115,13 @@ impl<'a> RecordView<'a> {
         self.ttl
     }
 
+    /// Offset in the message of this record's 4-byte TTL field (RFC 1035 §4.1.3), for
+    /// rewriting TTLs in place (a cached response served later). Not meaningful for a
+    /// compact RRFRAG, which has no TTL field.
+    pub fn ttl_offset(&self) -> usize {
+        self.rdata - 6
+    }
+
     /// RDATA as on the wire: names of the types that may be compressed can hold pointers
     /// into the message. For a compact RRFRAG: everything after TYPE.
     pub fn rdata_raw(&self) -> &'a [u8] {

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)] // each test crate uses a different part
 
+pub mod hierarchy;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 

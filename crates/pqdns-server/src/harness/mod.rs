@@ -1,6 +1,8 @@
 //! Support for tests, fuzzing and benchmarks of the answer engine: a catalog holding one zone
 //! read from master-file text and signed in memory with fresh CSKs (validity 2023-11 …
-//! 2030-03), and the invariants every response must satisfy.
+//! 2030-03), the invariants every response must satisfy, and the peer programs ([`peers`]:
+//! dig, kdig, the Go TLS clients) that the integration tests of the server and the resolver
+//! run.
 
 use pqdns_core::dnssec::keyfile::{KeyRole, ZoneKey};
 use pqdns_core::dnssec::sign::{sign_zone, Denial, SigningPolicy};
@@ -11,6 +13,7 @@ use pqdns_core::{Name, Zone};
 
 use crate::answer::{Outcome, Transport};
 
+pub mod peers;
 mod second_opinion;
 pub use second_opinion::second_opinion;
 

@@ -1,6 +1,8 @@
 //! Address allow-lists: IP addresses and CIDR prefixes (RFC 4632 §3.1 notation for IPv4,
-//! RFC 4291 §2.3 for IPv6), used to decide who may transfer zones (RFC 5936 §5: servers
-//! "SHOULD allow access to be granted to Internet Protocol addresses and ranges").
+//! RFC 4291 §2.3 for IPv6), used by the authoritative server to decide who may transfer
+//! zones (RFC 5936 §5: servers "SHOULD allow access to be granted to Internet Protocol
+//! addresses and ranges") and by the resolver service to decide who may ask it to recurse
+//! (RFC 5358 §4: open resolvers are reflectors).
 //!
 //! IPv4-mapped IPv6 peers (`::ffff:192.0.2.1`) are matched as the IPv4 address they carry.
 

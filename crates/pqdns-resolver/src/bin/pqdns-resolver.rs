@@ -1,0 +1,411 @@
+//! `pqdns-resolver`: a validating recursive resolver service for stubs, browsers and operating
+//! systems, over UDP, TCP, DNS over TLS, DNS over HTTPS and DNS over QUIC.
+
+#![forbid(unsafe_code)]
+
+use std::io::IsTerminal;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use pqdns_core::dnssec::validate::PqPolicy;
+use pqdns_core::dnssec::Profile;
+use pqdns_core::frag::edns::Fragmentation;
+use pqdns_core::stdout;
+use pqdns_net::acl::{AllowList, IpPrefix};
+use pqdns_net::tls::{CertAlgorithm, KxPolicy};
+use pqdns_net::{ListenConfig, Listeners};
+use pqdns_resolver::fragment::FragConfig;
+use pqdns_resolver::service::{CacheLimits, RecursiveService, ServiceConfig};
+use pqdns_resolver::{
+    root_hints, Client, Config, Mode, Resolver, TlsOptions, Transport, TrustAnchors,
+};
+use tracing::{error, info, warn};
+use tracing_subscriber::EnvFilter;
+
+/// Root hints and root trust anchor of Debian's dns-root-data package, used when neither
+/// --forward nor --root-hints (or --trust-anchor) is given.
+const SYSTEM_ROOT_HINTS: &str = "/usr/share/dns/root.hints";
+const SYSTEM_ROOT_KEY: &str = "/usr/share/dns/root.key";
+
+/// Validating recursive resolver for classical and post-quantum DNSSEC.
+///
+/// It answers stubs on UDP, TCP, DNS over TLS (RFC 7858), DNS over HTTPS (RFC 8484) and DNS
+/// over QUIC (RFC 9250), with the listeners, TLS policies and limits of pqdns-server. It
+/// resolves iteratively from root hints (fetching large UDP answers as ARRF or QBF fragments
+/// where the authority offers them, else over TCP), or forwards to upstream resolvers over
+/// UDP/TCP, DoT or DoH, and validates every answer from the trust anchors (all algorithms of
+/// pqdns-core, post-quantum ones included):
+///
+///   Secure data gets AD when the query has DO or AD; Bogus data is SERVFAIL with an
+///   Extended DNS Error (RFC 8914) giving the reason; CD=1 returns the data unvalidated;
+///   DO=1 adds the RRSIGs and denial proofs.
+///
+/// Answers are cached (positive and negative, RFC 2308) within --cache-size. Only addresses
+/// in --allow may query (default: loopback). Each resolution is bounded in queries, referrals
+/// and glueless NS names; each client address in resolutions in flight.
+///
+/// Signals: SIGHUP re-reads the TLS certificate and key; SIGINT and SIGTERM shut down
+/// gracefully.
+#[derive(Debug, Parser)]
+#[command(name = "pqdns-resolver", version, verbatim_doc_comment)]
+struct Cli {
+    /// UDP listen address. Repeatable. [default: 127.0.0.1:5300]
+    #[arg(long, value_name = "ADDR")]
+    udp: Vec<SocketAddr>,
+
+    /// TCP listen address (RFC 7766: pipelining, out-of-order answers, 10 s idle timeout).
+    /// Repeatable. [default: 127.0.0.1:5300]
+    #[arg(long, value_name = "ADDR")]
+    tcp: Vec<SocketAddr>,
+
+    /// DNS-over-TLS listen address (ALPN "dot"). Repeatable. [default: 127.0.0.1:8530]
+    #[arg(long, value_name = "ADDR")]
+    dot: Vec<SocketAddr>,
+
+    /// DNS-over-HTTPS listen address (path /dns-query; GET and POST; HTTP/1.1 and HTTP/2).
+    /// Repeatable. [default: 127.0.0.1:4430]
+    #[arg(long, value_name = "ADDR")]
+    doh: Vec<SocketAddr>,
+
+    /// DNS-over-QUIC listen address (UDP, ALPN "doq"). Repeatable. [default: none]
+    #[arg(long, value_name = "ADDR")]
+    doq: Vec<SocketAddr>,
+
+    /// TLS key exchange policy for DoT, DoH and DoQ: "hybrid-preferred" (X25519MLKEM768 first,
+    /// then classical groups), "pq-only" (hybrid ML-KEM groups only) or "pq-strict" (pq-only
+    /// and an ML-DSA certificate). [default: hybrid-preferred]
+    #[arg(long, value_name = "POLICY", default_value = "hybrid-preferred")]
+    tls_policy: KxPolicy,
+
+    /// Key algorithm of the self-signed certificate: ECDSA-P256, Ed25519, ML-DSA-44,
+    /// ML-DSA-65 or ML-DSA-87. [default: ECDSA-P256, or ML-DSA-44 under pq-strict]
+    #[arg(long, value_name = "ALGORITHM")]
+    tls_cert_algorithm: Option<CertAlgorithm>,
+
+    /// Certificate chain (PEM) for DoT/DoH/DoQ; with --tls-key. Without them a self-signed
+    /// certificate is made and kept in --tls-dir.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+
+    /// Private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+
+    /// Directory of the self-signed certificate (pqdns-server.crt) and its key (mode 0600).
+    #[arg(long, value_name = "DIR", default_value = "resolver-tls")]
+    tls_dir: PathBuf,
+
+    /// DNS name or IP address the self-signed certificate covers besides localhost, the
+    /// loopback addresses and the listen addresses. Repeatable.
+    #[arg(long, value_name = "NAME")]
+    tls_name: Vec<String>,
+
+    /// Resolve iteratively from the root servers in FILE (IANA's named.root format).
+    /// [default: /usr/share/dns/root.hints when no --forward is given]
+    #[arg(long, value_name = "FILE", conflicts_with = "forward")]
+    root_hints: Option<PathBuf>,
+
+    /// Port of the authorities in iterative mode (root hints and glue addresses).
+    #[arg(long, value_name = "PORT", default_value_t = 53)]
+    authority_port: u16,
+
+    /// Forward every query to an upstream resolver instead of iterating: IP:PORT (UDP, TCP
+    /// when truncated), tcp://IP:PORT, tls://IP:PORT (DoT) or https://IP:PORT/dns-query
+    /// (DoH, HTTP/2). Repeatable (all with one scheme; tried in order).
+    #[arg(long, value_name = "URL")]
+    forward: Vec<String>,
+
+    /// PEM file of CA certificates (or the upstream's self-signed certificate) that DoT/DoH
+    /// forwarders must chain to. Repeatable. [default: the system's CA store]
+    #[arg(long, value_name = "FILE")]
+    forward_ca: Vec<PathBuf>,
+
+    /// TLS server name to verify for DoT/DoH forwarders. [default: their IP address]
+    #[arg(long, value_name = "NAME")]
+    forward_tls_name: Option<String>,
+
+    /// Refuse TLS handshakes with forwarders that do not negotiate a hybrid post-quantum group.
+    #[arg(long)]
+    forward_pq_only: bool,
+
+    /// Trust anchor file: DS or DNSKEY records (the root.key format). Repeatable.
+    /// [default: /usr/share/dns/root.key]
+    #[arg(long, value_name = "FILE")]
+    trust_anchor: Vec<PathBuf>,
+
+    /// Algorithm-number profile: default, oqs-bind or verisign.
+    #[arg(long, default_value = "default")]
+    profile: String,
+
+    /// Secure only if every link of the chain is post-quantum (the anchor's DS and every
+    /// RRset's verified signature); otherwise Bogus, naming the classical link.
+    #[arg(long)]
+    require_pq: bool,
+
+    /// Client address or CIDR prefix allowed to query. Repeatable; others get REFUSED.
+    /// [default: 127.0.0.0/8 and ::1]
+    #[arg(long, value_name = "PREFIX")]
+    allow: Vec<IpPrefix>,
+
+    /// Memory for cached answers, MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 64)]
+    cache_size: usize,
+
+    /// Shortest time an answer stays cached, seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    cache_min_ttl: u32,
+
+    /// Longest time an answer stays cached and largest TTL served, seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
+    cache_max_ttl: u32,
+
+    /// Resolutions in flight per client address; more get SERVFAIL at once.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    max_per_client: usize,
+
+    /// UDP fragmentation offered to authorities: "arrf", "qbf" or "off" (TC → TCP only).
+    #[arg(long, value_name = "MODE", default_value = "arrf")]
+    fragmentation: Fragmentation,
+
+    /// Timeout of one exchange with an authority or forwarder, seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 3)]
+    timeout: u64,
+
+    /// Log filter: a level (error, warn, info, debug, trace) or tracing directives.
+    #[arg(long, value_name = "FILTER", default_value = "info")]
+    log_level: String,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let filter = match EnvFilter::try_new(&cli.log_level) {
+        Ok(f) => pqdns_net::LOG_DIRECTIVES
+            .iter()
+            .filter_map(|d| d.parse().ok())
+            .fold(f, EnvFilter::add_directive),
+        Err(e) => {
+            eprintln!("--log-level {:?}: {e}", cli.log_level);
+            return ExitCode::from(2);
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            error!("starting the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = setup(&cli)
+        .and_then(|(resolver, service, listen)| runtime.block_on(serve(resolver, service, listen)));
+    runtime.shutdown_background();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            error!("{message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// An upstream named by --forward.
+fn parse_forward(text: &str) -> Result<(Transport, SocketAddr), String> {
+    let (transport, rest) = if let Some(r) = text.strip_prefix("tls://") {
+        (Transport::Dot, r)
+    } else if let Some(r) = text.strip_prefix("https://") {
+        (Transport::Doh, r.trim_end_matches("/dns-query"))
+    } else if let Some(r) = text.strip_prefix("tcp://") {
+        (Transport::Tcp, r)
+    } else {
+        (Transport::Udp, text)
+    };
+    let addr = rest.parse().map_err(|_| {
+        format!(
+            "--forward {text:?}: expected IP:PORT, tcp://IP:PORT, tls://IP:PORT or \
+             https://IP:PORT/dns-query (IPv6 as [::1]:PORT)"
+        )
+    })?;
+    Ok((transport, addr))
+}
+
+/// A file given explicitly, else the system default if it exists.
+fn or_system(given: Vec<PathBuf>, system: &str, what: &str) -> Result<Vec<PathBuf>, String> {
+    if !given.is_empty() {
+        return Ok(given);
+    }
+    if Path::new(system).exists() {
+        return Ok(vec![PathBuf::from(system)]);
+    }
+    Err(format!(
+        "no {what} given and {system} does not exist (apt-get install dns-root-data)"
+    ))
+}
+
+type Setup = (Resolver, Arc<RecursiveService>, ListenConfig);
+
+fn setup(cli: &Cli) -> Result<Setup, String> {
+    let (mode, transport) = if cli.forward.is_empty() {
+        let hints = match &cli.root_hints {
+            Some(p) => p.clone(),
+            None => {
+                or_system(Vec::new(), SYSTEM_ROOT_HINTS, "--forward or --root-hints")?.remove(0)
+            }
+        };
+        let roots = root_hints::read(&hints).map_err(|e| e.to_string())?;
+        let roots = roots
+            .into_iter()
+            .map(|ip: IpAddr| SocketAddr::new(ip, cli.authority_port))
+            .collect();
+        info!(file = %hints.display(), "iterative resolution from the root hints");
+        let mode = Mode::Iterative {
+            roots,
+            port: cli.authority_port,
+        };
+        (mode, Transport::Udp)
+    } else {
+        let upstreams = cli
+            .forward
+            .iter()
+            .map(|f| parse_forward(f))
+            .collect::<Result<Vec<_>, _>>()?;
+        let transport = upstreams[0].0;
+        if upstreams.iter().any(|(t, _)| *t != transport) {
+            return Err("--forward: all forwarders must use one scheme".into());
+        }
+        let addrs = upstreams.into_iter().map(|(_, a)| a).collect();
+        (Mode::ForwardAny(addrs), transport)
+    };
+    let mut anchors = TrustAnchors::default();
+    for file in or_system(cli.trust_anchor.clone(), SYSTEM_ROOT_KEY, "--trust-anchor")? {
+        anchors.extend(TrustAnchors::read(&file).map_err(|e| e.to_string())?);
+    }
+    let tls = TlsOptions {
+        pq_only: cli.forward_pq_only,
+        ca_files: cli.forward_ca.clone(),
+        server_name: cli.forward_tls_name.clone(),
+        ..TlsOptions::default()
+    };
+    let mut client =
+        Client::new(transport, Duration::from_secs(cli.timeout), tls).map_err(|e| e.to_string())?;
+    if transport == Transport::Udp {
+        client.set_fragmentation(FragConfig::new(cli.fragmentation));
+    }
+    let config = Config {
+        profile: Profile::named(&cli.profile).map_err(|e| format!("--profile: {e}"))?,
+        pq_policy: if cli.require_pq {
+            PqPolicy::RequirePq
+        } else {
+            PqPolicy::AnyAlgorithm
+        },
+        ..Config::new(mode, anchors)
+    };
+    let resolver = Resolver::new(config, client);
+    let mut service = ServiceConfig::default();
+    if !cli.allow.is_empty() {
+        service.allow = AllowList::new(cli.allow.clone());
+    }
+    service.cache = CacheLimits {
+        bytes: cli.cache_size.saturating_mul(1 << 20),
+        min_ttl: cli.cache_min_ttl,
+        max_ttl: cli.cache_max_ttl,
+    };
+    service.max_per_client = cli.max_per_client.max(1);
+    let service = Arc::new(RecursiveService::new(resolver.clone(), service));
+
+    let mut listen = ListenConfig::new(cli.tls_dir.clone());
+    let pick = |given: &[SocketAddr], default: &str| {
+        if given.is_empty() {
+            vec![default.parse().expect("a valid default address")]
+        } else {
+            given.to_vec()
+        }
+    };
+    listen.udp = pick(&cli.udp, "127.0.0.1:5300");
+    listen.tcp = pick(&cli.tcp, "127.0.0.1:5300");
+    listen.dot = pick(&cli.dot, "127.0.0.1:8530");
+    listen.doh = pick(&cli.doh, "127.0.0.1:4430");
+    listen.doq.clone_from(&cli.doq);
+    listen.tls.policy = cli.tls_policy;
+    listen.tls.certificate_algorithm = cli.tls_cert_algorithm;
+    listen.tls.names.clone_from(&cli.tls_name);
+    if let (Some(cert), Some(key)) = (&cli.tls_cert, &cli.tls_key) {
+        listen.tls.cert_and_key = Some((cert.clone(), key.clone()));
+    }
+    Ok((resolver, service, listen))
+}
+
+/// Prints one line on standard output, or logs it if standard output is closed.
+fn print(args: std::fmt::Arguments<'_>) {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    if let Err(e) = stdout::line(args) {
+        WARNED.call_once(|| warn!("{e}; printing to the log instead"));
+        info!("{args}");
+    }
+}
+
+/// Binds, prints the listening addresses and serves until SIGINT or SIGTERM.
+async fn serve(
+    _resolver: Resolver,
+    service: Arc<RecursiveService>,
+    listen: ListenConfig,
+) -> Result<(), String> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let install = |kind| signal(kind).map_err(|e| format!("installing signal handler: {e}"));
+    let (mut hup, mut term, mut int) = (
+        install(SignalKind::hangup())?,
+        install(SignalKind::terminate())?,
+        install(SignalKind::interrupt())?,
+    );
+    let listeners = Listeners::bind(&listen, service)
+        .await
+        .map_err(|e| e.to_string())?;
+    let a = &listeners.addrs;
+    for (kind, addrs) in [
+        ("udp", &a.udp),
+        ("tcp", &a.tcp),
+        ("dot", &a.dot),
+        ("doq", &a.doq),
+    ] {
+        for addr in addrs {
+            print(format_args!("listening {kind} {addr}"));
+        }
+    }
+    for addr in &a.doh {
+        print(format_args!(
+            "listening doh https://{addr}{}",
+            listen.doh_path
+        ));
+    }
+    if let Some(cert) = listeners.certificate() {
+        print(format_args!(
+            "tls certificate {} {} sha256 {}",
+            cert.cert_path.display(),
+            cert.algorithm,
+            cert.fingerprint
+        ));
+    }
+    loop {
+        tokio::select! {
+            _ = hup.recv() => match listeners.reload_tls() {
+                Ok(_) => info!("SIGHUP: TLS certificate re-read"),
+                Err(e) => warn!("SIGHUP: keeping the TLS certificate in use: {e}"),
+            },
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+        }
+    }
+    info!("shutting down");
+    listeners.shutdown().await;
+    Ok(())
+}

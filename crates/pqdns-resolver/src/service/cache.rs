@@ -1,0 +1,330 @@
+//! The resolver service's answer cache: whole responses, prepared in wire format once and
+//! served by patching a few bytes (the prepared-answer technique of pqdns-server's answer
+//! cache), so a cache hit allocates nothing and runs on the UDP receiving thread.
+//!
+//! - Key: QNAME (lowercased), QTYPE, QCLASS, and the query bits that change the content: DO
+//!   (RRSIGs, NSEC, NSEC3 included, RFC 4035 §3.2.1), CD (unvalidated data, RFC 4035 §3.2.2)
+//!   and whether the query had EDNS (an OPT record in the response, RFC 6891 §7).
+//! - Served: the prepared bytes with the query's ID, RD bit and QNAME case copied in, AD set
+//!   when the data was Secure and the query has DO or AD (RFC 6840 §5.7-5.8), and every TTL
+//!   lowered by the seconds since it was stored (RFC 1035 §7.1). Over UDP, a response larger
+//!   than the client accepts becomes its header, question and OPT with TC set (RFC 6891
+//!   §7, RFC 1035 §4.2.1).
+//! - Lifetime: the smallest TTL in the response (negative answers: min(SOA TTL, SOA MINIMUM),
+//!   RFC 2308 §5; failures: [`FAILURE_TTL`], RFC 9520 §3.2), clamped to the configured floor
+//!   and cap; TTLs above the cap are lowered to it when stored.
+//! - Bound: a size in bytes, counting each entry's key, message and offsets plus
+//!   [`ENTRY_OVERHEAD`]. The cache is split in [`SHARDS`] shards, each with its share; a full
+//!   shard drops its expired entries, then arbitrary ones (hash order), until the new one fits.
+
+use std::collections::HashMap;
+use std::sync::RwLock;
+use std::time::{Duration, Instant};
+
+use pqdns_core::wire::rdata::Soa;
+use pqdns_core::wire::{MessageView, Section, FLAG_AD, FLAG_RD, FLAG_TC, HEADER_LEN, OPT_LEN};
+use pqdns_core::RrType;
+
+use super::query::ClientQuery;
+use super::response::Written;
+
+/// How long a failure (SERVFAIL) is cached, seconds (RFC 9520 §3.2: at least 1 s, at most
+/// 5 minutes).
+pub const FAILURE_TTL: u32 = 5;
+/// Bytes charged per entry besides its key, message and TTL offsets (map slot, allocations).
+pub const ENTRY_OVERHEAD: usize = 96;
+/// Number of shards, each behind its own lock.
+pub const SHARDS: usize = 16;
+/// Longest key: 5 bytes of flags, type and class, and a 255-byte name.
+const MAX_KEY: usize = 5 + 255;
+
+/// Cache settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheLimits {
+    /// Memory for cached responses, bytes.
+    pub bytes: usize,
+    /// Smallest lifetime of a cached response, seconds (TTLs in it still count down from
+    /// their own values, never below 0).
+    pub min_ttl: u32,
+    /// Largest lifetime of a cached response, and largest TTL served, seconds.
+    pub max_ttl: u32,
+}
+
+impl Default for CacheLimits {
+    /// 64 MiB, lifetimes 0 s to 1 day (RFC 8767 §4 suggests capping TTLs at 7 days).
+    fn default() -> CacheLimits {
+        CacheLimits {
+            bytes: 64 << 20,
+            min_ttl: 0,
+            max_ttl: 86_400,
+        }
+    }
+}
+
+/// A response prepared for serving.
+#[derive(Debug)]
+struct Prepared {
+    /// The response with ID 0, RD and AD clear.
+    message: Box<[u8]>,
+    /// Offsets of the TTL fields of every record but OPT.
+    ttl_offsets: Box<[u16]>,
+    /// End of the question section.
+    question_end: u16,
+    /// Start of the OPT record (the last record), if any.
+    opt_at: Option<u16>,
+    /// The data was Secure: AD is set for clients that want it.
+    secure: bool,
+    stored: Instant,
+    expires: Instant,
+}
+
+impl Prepared {
+    fn size(&self, key: usize) -> usize {
+        key + self.message.len() + 2 * self.ttl_offsets.len() + ENTRY_OVERHEAD
+    }
+
+    /// Writes the response to `query` at `out[base..]` (`out` truncated to `base` first),
+    /// at most `limit` bytes; returns its length.
+    fn write(
+        &self,
+        query: &ClientQuery,
+        out: &mut Vec<u8>,
+        base: usize,
+        limit: usize,
+        now: Instant,
+    ) -> usize {
+        out.truncate(base);
+        let m = &self.message;
+        let qend = usize::from(self.question_end);
+        if m.len() <= limit {
+            out.extend_from_slice(m);
+            let elapsed = u32::try_from(now.saturating_duration_since(self.stored).as_secs())
+                .unwrap_or(u32::MAX);
+            for &at in self.ttl_offsets.iter() {
+                let at = base + usize::from(at);
+                let ttl = u32::from_be_bytes([out[at], out[at + 1], out[at + 2], out[at + 3]]);
+                out[at..at + 4].copy_from_slice(&ttl.saturating_sub(elapsed).to_be_bytes());
+            }
+        } else {
+            // Too large for the client: header, question and OPT, with TC (RFC 6891 §7).
+            out.extend_from_slice(&m[..qend]);
+            let opt = self.opt_at.map_or(&[][..], |at| &m[usize::from(at)..]);
+            out.extend_from_slice(opt);
+            out[base + 6..base + 12].copy_from_slice(&[0, 0, 0, 0, 0, u8::from(!opt.is_empty())]);
+            out[base + 2] |= (FLAG_TC >> 8) as u8;
+        }
+        out[base..base + 2].copy_from_slice(&query.header.id.to_be_bytes());
+        let mut flags = u16::from_be_bytes([out[base + 2], out[base + 3]]);
+        if query.recursion_desired() {
+            flags |= FLAG_RD;
+        }
+        if self.secure && query.wants_ad() {
+            flags |= FLAG_AD;
+        }
+        out[base + 2..base + 4].copy_from_slice(&flags.to_be_bytes());
+        // The QNAME as the client spelled it (same length: the key matched it lowercased).
+        let qname = query.qname.as_wire();
+        out[base + HEADER_LEN..base + HEADER_LEN + qname.len()].copy_from_slice(qname);
+        out.len() - base
+    }
+}
+
+#[derive(Debug, Default)]
+struct Shard {
+    map: HashMap<Box<[u8]>, Prepared>,
+    bytes: usize,
+}
+
+/// The cache; see the module documentation. Shared by all serving threads (`&self`).
+#[derive(Debug)]
+pub struct ResponseCache {
+    shards: Vec<RwLock<Shard>>,
+    limits: CacheLimits,
+}
+
+/// The key of a query: flags, QTYPE, QCLASS, lowercased QNAME.
+struct Key {
+    bytes: [u8; MAX_KEY],
+    len: usize,
+}
+
+impl Key {
+    fn of(query: &ClientQuery) -> Key {
+        let mut bytes = [0; MAX_KEY];
+        bytes[0] = u8::from(query.dnssec_ok())
+            | u8::from(query.checking_disabled()) << 1
+            | u8::from(query.edns.is_some()) << 2;
+        bytes[1..3].copy_from_slice(&query.qtype.0.to_be_bytes());
+        bytes[3..5].copy_from_slice(&query.qclass.0.to_be_bytes());
+        let name = query.qname.as_wire();
+        for (to, from) in bytes[5..].iter_mut().zip(name) {
+            *to = from.to_ascii_lowercase();
+        }
+        Key {
+            bytes,
+            len: 5 + name.len(),
+        }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+
+    fn shard(&self) -> usize {
+        // FNV-1a over the key: cheap, and only spreads load (each shard's map hashes with
+        // its own random keys).
+        let h = self
+            .as_bytes()
+            .iter()
+            .fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| {
+                (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+            });
+        (h % SHARDS as u64) as usize
+    }
+}
+
+impl ResponseCache {
+    /// An empty cache with `limits`.
+    pub fn new(limits: CacheLimits) -> ResponseCache {
+        ResponseCache {
+            shards: (0..SHARDS).map(|_| RwLock::default()).collect(),
+            limits,
+        }
+    }
+
+    /// Writes the cached response to `query` at `out[base..]`, at most `limit` bytes (larger
+    /// ones are sent truncated); `None` on a miss or an expired entry.
+    pub(crate) fn answer(
+        &self,
+        query: &ClientQuery,
+        out: &mut Vec<u8>,
+        base: usize,
+        limit: usize,
+        now: Instant,
+    ) -> Option<usize> {
+        let key = Key::of(query);
+        let shard = self.shards[key.shard()]
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
+        let entry = shard.map.get(key.as_bytes())?;
+        if entry.expires <= now {
+            return None;
+        }
+        Some(entry.write(query, out, base, limit, now))
+    }
+
+    /// Writes the response to `query` from `written` at `out[base..]`, at most `limit` bytes,
+    /// as [`ResponseCache::answer`] would, and with `store` keeps it for later queries.
+    /// Returns the length (0 if `written` does not parse: nothing is sent).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn serve(
+        &self,
+        query: &ClientQuery,
+        written: Written,
+        store: bool,
+        out: &mut Vec<u8>,
+        base: usize,
+        limit: usize,
+        now: Instant,
+    ) -> usize {
+        let Some(prepared) = self.prepare(written.message, written.secure, now) else {
+            return 0;
+        };
+        let len = prepared.write(query, out, base, limit, now);
+        let key = Key::of(query);
+        let size = prepared.size(key.len);
+        let share = self.limits.bytes / SHARDS;
+        if !store || prepared.expires <= now || size > share {
+            return len;
+        }
+        let mut shard = self.shards[key.shard()]
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(old) = shard.map.remove(key.as_bytes()) {
+            shard.bytes -= old.size(key.len);
+        }
+        if shard.bytes + size > share {
+            shard.map.retain(|_, p| p.expires > now);
+            shard.bytes = shard.map.iter().map(|(k, p)| p.size(k.len())).sum();
+        }
+        while shard.bytes + size > share {
+            let Some(victim) = shard.map.keys().next().cloned() else {
+                break;
+            };
+            if let Some(p) = shard.map.remove(&victim) {
+                shard.bytes -= p.size(victim.len());
+            }
+        }
+        shard.bytes += size;
+        shard.map.insert(key.as_bytes().into(), prepared);
+        len
+    }
+
+    /// Memory charged to entries now, bytes.
+    pub fn bytes(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| s.read().unwrap_or_else(|e| e.into_inner()).bytes)
+            .sum()
+    }
+
+    /// Parses a response, caps its TTLs and finds what serving it patches.
+    fn prepare(&self, mut message: Vec<u8>, secure: bool, now: Instant) -> Option<Prepared> {
+        let view = MessageView::parse(&message).ok()?;
+        let mut offsets = Vec::new();
+        let mut min_ttl = None::<u32>;
+        let mut negative = None::<u32>;
+        let answers = view.counts()[1];
+        for section in [Section::Answer, Section::Authority, Section::Additional] {
+            for r in view.records(section) {
+                offsets.push(u16::try_from(r.ttl_offset()).ok()?);
+                min_ttl = Some(min_ttl.map_or(r.ttl(), |t| t.min(r.ttl())));
+                if answers == 0 && section == Section::Authority && r.rtype() == RrType::SOA {
+                    let minimum = Soa::parse(&r.rdata()).map_or(0, |s| s.minimum);
+                    negative = Some(r.ttl().min(minimum));
+                }
+            }
+        }
+        let question_end = match view.question() {
+            Some(q) => q.qname.offset() + q.qname.decode().as_wire().len() + 4,
+            None => HEADER_LEN,
+        };
+        let opt_len = view
+            .opt()
+            .map(|o| OPT_LEN + o.options().map(|(_, d)| 4 + d.len()).sum::<usize>());
+        let rcode = view.rcode();
+        let ttl = if rcode != pqdns_core::wire::Rcode::NOERROR
+            && rcode != pqdns_core::wire::Rcode::NXDOMAIN
+        {
+            FAILURE_TTL
+        } else if answers == 0 {
+            negative.unwrap_or(FAILURE_TTL)
+        } else {
+            min_ttl.unwrap_or(0)
+        };
+        let lifetime = ttl.clamp(
+            self.limits.min_ttl,
+            self.limits.max_ttl.max(self.limits.min_ttl),
+        );
+        for &at in &offsets {
+            let at = usize::from(at);
+            let t = u32::from_be_bytes([
+                message[at],
+                message[at + 1],
+                message[at + 2],
+                message[at + 3],
+            ]);
+            message[at..at + 4].copy_from_slice(&t.min(self.limits.max_ttl).to_be_bytes());
+        }
+        let len = message.len();
+        Some(Prepared {
+            question_end: u16::try_from(question_end).ok()?,
+            opt_at: opt_len.and_then(|l| u16::try_from(len - l).ok()),
+            message: message.into_boxed_slice(),
+            ttl_offsets: offsets.into_boxed_slice(),
+            secure,
+            stored: now,
+            expires: now + Duration::from_secs(u64::from(lifetime)),
+        })
+    }
+}

@@ -1,0 +1,207 @@
+//! The resolver service: a validating recursive resolver that stubs, browsers and operating
+//! systems query over UDP, TCP, DoT, DoH and DoQ, through the listeners of `pqdns-net` (the
+//! same code as pqdns-server's).
+//!
+//! [`RecursiveService`] implements [`pqdns_net::Service`]:
+//! - a query from an address outside the allow-list gets REFUSED with EDE 18 (Prohibited)
+//!   (RFC 5358: no open resolver);
+//! - a cache hit is answered at once, on the listener's thread, from the prepared response
+//!   ([`cache`]);
+//! - a miss is deferred: the [`Resolver`] resolves and validates it (iteratively or through a
+//!   forwarder), [`response`] writes the RFC 4035 §3.2 response, and the cache keeps it.
+//!
+//! Each client address has at most [`ServiceConfig::max_per_client`] resolutions in flight;
+//! more get SERVFAIL with EDE 0 at once (not cached). The resolver's [`crate::WorkLimits`]
+//! bound the work of each one, and the listeners bound connections and deferred queries.
+
+pub mod cache;
+mod clients;
+mod query;
+mod response;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use pqdns_core::wire::{Ede, Header, MessageWriter, Rcode};
+use pqdns_core::Class;
+use pqdns_net::acl::AllowList;
+use pqdns_net::service::{
+    NoTransfer, OwnedRequest, Reply, Request, ResponseInfo, Service, Transport,
+};
+
+use crate::resolve::Resolver;
+pub use cache::{CacheLimits, ResponseCache};
+use clients::ClientSlots;
+use query::{ClientQuery, Parsed};
+pub use response::RESPONSE_UDP_PAYLOAD;
+
+/// Largest message over a stream transport, bytes.
+const MAX_STREAM_RESPONSE: usize = 65_535;
+
+/// Settings of the service besides the resolver's.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ServiceConfig {
+    /// Who may ask for recursion; others get REFUSED. Default: loopback only.
+    pub allow: AllowList,
+    /// The answer cache's memory and TTL bounds.
+    pub cache: CacheLimits,
+    /// Resolutions in flight per client address.
+    pub max_per_client: usize,
+    /// Client addresses tracked at once for `max_per_client`; beyond it, new addresses are
+    /// refused until others finish.
+    pub max_clients: usize,
+}
+
+/// Default [`ServiceConfig::max_per_client`].
+pub const DEFAULT_MAX_PER_CLIENT: usize = 64;
+/// Default [`ServiceConfig::max_clients`].
+pub const DEFAULT_MAX_CLIENTS: usize = 10_000;
+
+impl Default for ServiceConfig {
+    fn default() -> ServiceConfig {
+        ServiceConfig {
+            allow: AllowList::new(vec![
+                "127.0.0.0/8".parse().expect("a valid prefix"),
+                "::1".parse().expect("a valid prefix"),
+            ]),
+            cache: CacheLimits::default(),
+            max_per_client: DEFAULT_MAX_PER_CLIENT,
+            max_clients: DEFAULT_MAX_CLIENTS,
+        }
+    }
+}
+
+/// The resolver service; see the module documentation.
+pub struct RecursiveService {
+    resolver: Resolver,
+    cache: ResponseCache,
+    allow: AllowList,
+    clients: ClientSlots,
+}
+
+impl RecursiveService {
+    /// A service answering with `resolver`.
+    pub fn new(resolver: Resolver, config: ServiceConfig) -> RecursiveService {
+        RecursiveService {
+            resolver,
+            cache: ResponseCache::new(config.cache),
+            allow: config.allow,
+            clients: ClientSlots::new(config.max_per_client, config.max_clients),
+        }
+    }
+
+    /// The resolver.
+    pub fn resolver(&self) -> &Resolver {
+        &self.resolver
+    }
+
+    /// The answer cache.
+    pub fn cache(&self) -> &ResponseCache {
+        &self.cache
+    }
+}
+
+/// The largest response `transport` carries for `query`, bytes.
+fn limit(query: &ClientQuery, transport: Transport) -> usize {
+    if transport == Transport::Udp {
+        query.udp_limit()
+    } else {
+        MAX_STREAM_RESPONSE
+    }
+}
+
+/// A header-only response with `rcode` (and an OPT record when the query had one): for
+/// queries that cannot be answered at all.
+fn bare(header: Header, rcode: Rcode, edns: bool, out: &mut Vec<u8>, base: usize) -> usize {
+    let mut w = MessageWriter::response(out, base, MAX_STREAM_RESPONSE, header);
+    if edns {
+        let _fits = w.set_opt(RESPONSE_UDP_PAYLOAD, 0, 0);
+    }
+    w.finish(rcode)
+}
+
+impl Service for RecursiveService {
+    type Snapshot = ();
+    type Transfer = NoTransfer;
+
+    fn snapshot(&self) {}
+
+    fn respond(
+        &self,
+        _snapshot: &(),
+        request: &Request<'_>,
+        out: &mut Vec<u8>,
+        base: usize,
+    ) -> Reply<NoTransfer> {
+        let query = match query::parse(request.message) {
+            Parsed::Query(q) => q,
+            Parsed::Drop => return Reply::Ready(ResponseInfo::new(0)),
+            Parsed::Error {
+                header,
+                rcode,
+                edns,
+            } => {
+                let len = bare(header, rcode, edns, out, base);
+                return Reply::Ready(
+                    ResponseInfo::new(len).with_malformed(rcode == Rcode::FORMERR),
+                );
+            }
+        };
+        let limit = limit(&query, request.transport);
+        if !self.allow.allows(request.client.ip()) {
+            let text = "recursion is not offered to this address";
+            let written = response::failure(&query, Rcode::REFUSED, Ede::PROHIBITED, text);
+            let len = self
+                .cache
+                .serve(&query, written, false, out, base, limit, Instant::now());
+            return Reply::Ready(ResponseInfo::new(len));
+        }
+        if query.qclass != Class::IN || (128..=255).contains(&query.qtype.0) {
+            let len = bare(query.header, Rcode::NOTIMP, query.edns.is_some(), out, base);
+            return Reply::Ready(ResponseInfo::new(len));
+        }
+        match self.cache.answer(&query, out, base, limit, Instant::now()) {
+            Some(len) => Reply::Ready(ResponseInfo::new(len)),
+            None => Reply::Defer,
+        }
+    }
+
+    async fn respond_later(
+        self: Arc<Self>,
+        request: OwnedRequest,
+        mut out: Vec<u8>,
+        base: usize,
+    ) -> (Vec<u8>, ResponseInfo) {
+        let Parsed::Query(query) = query::parse(&request.message) else {
+            return (out, ResponseInfo::default());
+        };
+        let limit = limit(&query, request.transport);
+        let Some(_slot) = self.clients.acquire(request.client.ip()) else {
+            let text = "too many queries in progress from this address";
+            let written = response::failure(&query, Rcode::SERVFAIL, Ede::OTHER, text);
+            let len = self.cache.serve(
+                &query,
+                written,
+                false,
+                &mut out,
+                base,
+                limit,
+                Instant::now(),
+            );
+            return (out, ResponseInfo::new(len));
+        };
+        let qname = query.qname.to_name().to_lowercase();
+        let written = match self.resolver.resolve(&qname, query.qtype).await {
+            Ok(answer) => response::from_answer(&query, &answer),
+            Err(e) => {
+                tracing::debug!(%qname, qtype = %query.qtype, error = %e, "resolution failed");
+                response::from_error(&query, &e)
+            }
+        };
+        let len = self
+            .cache
+            .serve(&query, written, true, &mut out, base, limit, Instant::now());
+        (out, ResponseInfo::new(len))
+    }
+}

@@ -1,0 +1,201 @@
+//! A stub's query as the resolver service reads it (RFC 1035 §4.1.1, RFC 6891 §6.1, RFC 4035
+//! §3.2): one question, the RD/CD/AD bits, and EDNS(0) (UDP payload size, DO, version).
+//! Reading allocates nothing.
+
+use pqdns_core::wire::{
+    Header, MessageView, NameBuf, Opcode, Rcode, FLAG_AD, FLAG_CD, FLAG_QR, FLAG_RD,
+    MIN_UDP_PAYLOAD,
+};
+use pqdns_core::{Class, RrType};
+
+/// EDNS(0) as a client sent it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ClientEdns {
+    /// Largest UDP response the client accepts, bytes (at least 512).
+    pub(crate) udp_payload: u16,
+    /// The DO bit (RFC 3225): the client wants RRSIG, NSEC and NSEC3 records.
+    pub(crate) dnssec_ok: bool,
+}
+
+/// A query the service can answer.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ClientQuery {
+    pub(crate) header: Header,
+    /// QNAME in uncompressed wire format, case as sent.
+    pub(crate) qname: NameBuf,
+    pub(crate) qtype: RrType,
+    pub(crate) qclass: Class,
+    pub(crate) edns: Option<ClientEdns>,
+}
+
+impl ClientQuery {
+    /// CD (RFC 4035 §3.2.2): the client validates itself and wants the data anyway.
+    pub(crate) fn checking_disabled(&self) -> bool {
+        self.header.has(FLAG_CD)
+    }
+
+    /// DO (RFC 3225).
+    pub(crate) fn dnssec_ok(&self) -> bool {
+        self.edns.is_some_and(|e| e.dnssec_ok)
+    }
+
+    /// Whether a Secure answer gets AD: when the query has DO or AD (RFC 6840 §5.7-5.8).
+    pub(crate) fn wants_ad(&self) -> bool {
+        self.dnssec_ok() || self.header.has(FLAG_AD)
+    }
+
+    /// RD (RFC 1035 §4.1.1), copied into the response.
+    pub(crate) fn recursion_desired(&self) -> bool {
+        self.header.has(FLAG_RD)
+    }
+
+    /// The largest response that may be sent over UDP, bytes (RFC 6891 §6.2.5: the client's
+    /// payload size, at least 512; 512 without EDNS, RFC 1035 §4.2.1).
+    pub(crate) fn udp_limit(&self) -> usize {
+        usize::from(
+            self.edns
+                .map_or(MIN_UDP_PAYLOAD, |e| e.udp_payload.max(MIN_UDP_PAYLOAD)),
+        )
+    }
+}
+
+/// What a message from a client is.
+// The query lives on the stack of the serving thread; boxing it would allocate per query.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub(crate) enum Parsed {
+    /// A query to answer.
+    Query(ClientQuery),
+    /// An error to answer with a bare header (and OPT when the query had one): FORMERR for a
+    /// malformed message or not exactly one question, NOTIMP for an OPCODE other than QUERY,
+    /// BADVERS for an EDNS version above 0 (RFC 6891 §6.1.3).
+    Error {
+        header: Header,
+        rcode: Rcode,
+        edns: bool,
+    },
+    /// Nothing to answer: not even a header, or a response (QR set).
+    Drop,
+}
+
+/// Reads a client's message.
+pub(crate) fn parse(message: &[u8]) -> Parsed {
+    let Some(header) = Header::parse(message) else {
+        return Parsed::Drop;
+    };
+    if header.has(FLAG_QR) {
+        return Parsed::Drop;
+    }
+    let error = |rcode, edns| Parsed::Error {
+        header,
+        rcode,
+        edns,
+    };
+    let Ok(view) = MessageView::parse(message) else {
+        return error(Rcode::FORMERR, false);
+    };
+    let opt = view.opt();
+    if header.opcode() != Opcode::QUERY {
+        return error(Rcode::NOTIMP, opt.is_some());
+    }
+    let edns = match opt {
+        Some(o) if o.version() > 0 => return error(Rcode::BADVERS, true),
+        Some(o) => Some(ClientEdns {
+            udp_payload: o.udp_payload(),
+            dnssec_ok: o.dnssec_ok(),
+        }),
+        None => None,
+    };
+    match (view.counts()[0], view.question()) {
+        (1, Some(q)) => Parsed::Query(ClientQuery {
+            header,
+            qname: q.qname.decode(),
+            qtype: q.qtype,
+            qclass: q.qclass,
+            edns,
+        }),
+        _ => error(Rcode::FORMERR, edns.is_some()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pqdns_core::message::{Message, Question};
+    use pqdns_core::wire::Edns;
+
+    fn query(flags: u16, edns: Option<Edns>) -> Vec<u8> {
+        let mut m = Message::query(
+            7,
+            Question {
+                qname: "WwW.Example.".parse().unwrap(),
+                qtype: RrType::AAAA,
+                qclass: Class::IN,
+            },
+            false,
+            edns,
+        );
+        m.flags = flags;
+        m.to_wire()
+    }
+
+    #[test]
+    fn a_query_with_edns_and_flags() {
+        let Parsed::Query(q) = parse(&query(FLAG_RD | FLAG_CD, Some(Edns::dnssec_ok(4096)))) else {
+            panic!("not a query")
+        };
+        assert_eq!(q.qname.as_wire(), b"\x03WwW\x07Example\x00");
+        assert_eq!((q.qtype, q.qclass), (RrType::AAAA, Class::IN));
+        assert!(q.recursion_desired() && q.checking_disabled() && q.dnssec_ok());
+        assert!(q.wants_ad());
+        assert_eq!(q.udp_limit(), 4096);
+    }
+
+    #[test]
+    fn limits_and_ad_without_edns() {
+        let Parsed::Query(q) = parse(&query(0, None)) else {
+            panic!("not a query")
+        };
+        assert_eq!(q.udp_limit(), 512);
+        assert!(!q.dnssec_ok() && !q.wants_ad() && !q.checking_disabled());
+        let Parsed::Query(q) = parse(&query(FLAG_AD, Some(Edns::dnssec_ok(100)))) else {
+            panic!("not a query")
+        };
+        // A payload below 512 counts as 512 (RFC 6891 §6.2.5).
+        assert_eq!(q.udp_limit(), 512);
+        assert!(q.wants_ad());
+    }
+
+    #[test]
+    fn errors_and_drops() {
+        assert!(matches!(parse(&[1, 2, 3]), Parsed::Drop));
+        assert!(matches!(parse(&query(FLAG_QR, None)), Parsed::Drop));
+        let mut truncated = query(0, None);
+        truncated.pop();
+        assert!(matches!(
+            parse(&truncated),
+            Parsed::Error {
+                rcode: Rcode::FORMERR,
+                ..
+            }
+        ));
+        let mut v1 = Edns::dnssec_ok(1232);
+        v1.version = 1;
+        assert!(matches!(
+            parse(&query(0, Some(v1))),
+            Parsed::Error {
+                rcode: Rcode::BADVERS,
+                edns: true,
+                ..
+            }
+        ));
+        // OPCODE 2 (STATUS).
+        assert!(matches!(
+            parse(&query(2 << 11, None)),
+            Parsed::Error {
+                rcode: Rcode::NOTIMP,
+                ..
+            }
+        ));
+    }
+}

@@ -1,0 +1,216 @@
+//! The responses of a validating resolver (RFC 4035 §3.2, RFC 6840 §5.7-5.9), written in
+//! wire format for [`super::cache::ResponseCache`] to store and serve:
+//!
+//! - Secure, Insecure and Indeterminate answers carry the validated answer chain (CNAMEs, then
+//!   the QTYPE RRset); negative answers the SOA in the authority section. With DO, the RRSIGs
+//!   that verified each RRset and the NSEC/NSEC3 RRsets of the proofs are included (RFC 4035
+//!   §3.1.1, §3.1.3). AD is set by the cache when serving, for Secure data only.
+//! - Bogus answers are SERVFAIL with an Extended DNS Error (RFC 8914): the validator's code
+//!   (e.g. 6 DNSSEC Bogus, 7 Signature Expired) and its reason as EXTRA-TEXT.
+//! - With CD (RFC 4035 §3.2.2), the data as the authorities sent it, unvalidated: a client that
+//!   validates itself gets what it needs to find out why.
+//! - A resolution that got no usable response is SERVFAIL with EDE 22 (No Reachable
+//!   Authority) or, when a work limit stopped it, EDE 0 (Other) naming the limit.
+//!
+//! The response has ID 0 and RD, AD clear, RA set; an OPT record (last) only when the query
+//! had one, advertising [`RESPONSE_UDP_PAYLOAD`].
+
+use pqdns_core::dnssec::validate::Status;
+use pqdns_core::message::Message;
+use pqdns_core::wire::{
+    Ede, Header, MessageWriter, Rcode, Section, EDNS_DO, FLAG_CD, FLAG_QR, FLAG_RA, OPTION_EDE,
+};
+use pqdns_core::{Record, RrType};
+
+use super::query::ClientQuery;
+use crate::answer::Answer;
+use crate::resolve::ResolveError;
+
+/// UDP payload size the service advertises in its responses, bytes (DNS Flag Day 2020).
+pub const RESPONSE_UDP_PAYLOAD: u16 = 1232;
+/// Largest response written, bytes (the TCP length field's maximum); UDP clients get less
+/// through truncation.
+const MAX_RESPONSE: usize = 65_535;
+/// Longest EDE EXTRA-TEXT sent, bytes.
+const MAX_EXTRA_TEXT: usize = 200;
+
+/// A response written for the cache.
+pub(crate) struct Written {
+    /// The message (ID 0).
+    pub(crate) message: Vec<u8>,
+    /// The data is Secure (AD for clients that want it).
+    pub(crate) secure: bool,
+}
+
+/// The response to `query` from a resolution's `answer`.
+pub(crate) fn from_answer(query: &ClientQuery, answer: &Answer) -> Written {
+    let secure = answer.status().is_secure();
+    if query.checking_disabled() {
+        return unvalidated(query, answer, secure);
+    }
+    if let Status::Bogus(reason) = answer.status() {
+        return failure(query, Rcode::SERVFAIL, reason.ede, &reason.text);
+    }
+    let rcode = answer.rcode();
+    if rcode != Rcode::NOERROR && rcode != Rcode::NXDOMAIN {
+        let text = format!("the authorities answered {rcode}");
+        return failure(query, Rcode::SERVFAIL, Ede::NO_REACHABLE_AUTHORITY, &text);
+    }
+    if let Some(referral) = answer.referral() {
+        let text = format!("the forwarder sent a referral to {}", referral.zone);
+        return failure(query, Rcode::SERVFAIL, Ede::NOT_AUTHORITATIVE, &text);
+    }
+    let dnssec = query.dnssec_ok();
+    let mut answers = Vec::new();
+    for set in answer.answers() {
+        answers.extend(set.records());
+        if dnssec {
+            answers.extend(set.rrsig_records());
+        }
+    }
+    let mut authority = Vec::new();
+    for set in answer.authority() {
+        if dnssec || set.rtype() == RrType::SOA {
+            authority.extend(set.records());
+            if dnssec {
+                authority.extend(set.rrsig_records());
+            }
+        }
+    }
+    let negative = answers.is_empty() || rcode == Rcode::NXDOMAIN;
+    if negative && !secure && authority.is_empty() {
+        // An unsigned negative answer: the SOA the authority sent (RFC 2308 §3), for caches.
+        if let Some(last) = answer.unvalidated_messages().last() {
+            authority.extend(
+                last.authority
+                    .iter()
+                    .filter(|r| r.rtype == RrType::SOA)
+                    .cloned(),
+            );
+        }
+    }
+    Written {
+        message: write(query, rcode, &answers, &authority, None),
+        secure,
+    }
+}
+
+/// The response to `query` when resolution failed: SERVFAIL with an EDE naming why.
+pub(crate) fn from_error(query: &ClientQuery, error: &ResolveError) -> Written {
+    let ede = match error {
+        ResolveError::WorkLimit(_) => Ede::OTHER,
+        _ => Ede::NO_REACHABLE_AUTHORITY,
+    };
+    failure(query, Rcode::SERVFAIL, ede, &error.to_string())
+}
+
+/// A response without data: `rcode` with EDE `ede` and `text` (SERVFAIL, or REFUSED for
+/// clients outside the allow-list).
+pub(crate) fn failure(query: &ClientQuery, rcode: Rcode, ede: Ede, text: &str) -> Written {
+    Written {
+        message: write(query, rcode, &[], &[], Some((ede, text))),
+        secure: false,
+    }
+}
+
+/// CD: the data of every response the resolution used (the answer, then each CNAME
+/// target's), and the last one's authority section for a negative or wildcard answer.
+fn unvalidated(query: &ClientQuery, answer: &Answer, secure: bool) -> Written {
+    let dnssec = query.dnssec_ok();
+    let shown = |r: &Record| {
+        dnssec
+            || r.rtype == query.qtype
+            || !matches!(r.rtype, RrType::RRSIG | RrType::NSEC | RrType::NSEC3)
+    };
+    let messages = answer.unvalidated_messages();
+    let mut answers: Vec<Record> = Vec::new();
+    for m in messages {
+        for r in m.answers.iter().filter(|r| shown(r)) {
+            if !answers.contains(r) {
+                answers.push(r.clone());
+            }
+        }
+    }
+    let authority: Vec<Record> = messages
+        .last()
+        .map(|m| {
+            m.authority
+                .iter()
+                .filter(|r| {
+                    shown(r)
+                        && matches!(
+                            r.rtype,
+                            RrType::SOA | RrType::NSEC | RrType::NSEC3 | RrType::RRSIG
+                        )
+                })
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
+    let rcode = messages.last().map_or(Rcode::SERVFAIL, Message::rcode);
+    Written {
+        message: write(query, rcode, &answers, &authority, None),
+        secure,
+    }
+}
+
+/// Writes the message: question as the client sent it, the records, OPT with `ede` if the
+/// query had EDNS.
+fn write(
+    query: &ClientQuery,
+    rcode: Rcode,
+    answers: &[Record],
+    authority: &[Record],
+    ede: Option<(Ede, &str)>,
+) -> Vec<u8> {
+    // RFC 8914 §2: INFO-CODE, then EXTRA-TEXT (UTF-8, not NUL-terminated).
+    let mut option = Vec::new();
+    if let Some((code, text)) = ede {
+        option.extend(code.0.to_be_bytes());
+        let mut end = text.len().min(MAX_EXTRA_TEXT);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        option.extend_from_slice(&text.as_bytes()[..end]);
+    }
+    let header = Header {
+        id: 0,
+        flags: FLAG_QR | FLAG_RA | (query.header.flags & FLAG_CD),
+    };
+    let mut out = Vec::with_capacity(512);
+    let mut w = MessageWriter::new(&mut out, 0, MAX_RESPONSE, header);
+    // The question and OPT fit: the query came in a message of at most 65535 bytes.
+    let _fits = w.question(query.qname.as_wire(), query.qtype, query.qclass);
+    if let Some(edns) = query.edns {
+        let flags = if edns.dnssec_ok { EDNS_DO } else { 0 };
+        let _fits = w.set_opt(RESPONSE_UDP_PAYLOAD, 0, flags);
+        if ede.is_some() {
+            let _fits = w.add_option(OPTION_EDE, &option);
+        }
+    }
+    for (section, records) in [(Section::Answer, answers), (Section::Authority, authority)] {
+        let mark = w.mark();
+        for r in records {
+            w.record(
+                section,
+                r.owner.as_wire(),
+                r.rtype,
+                r.class,
+                r.ttl,
+                &r.rdata,
+            );
+        }
+        if w.commit(mark).is_err() {
+            // Beyond 65535 bytes no transport can carry it.
+            return write(
+                query,
+                Rcode::SERVFAIL,
+                &[],
+                &[],
+                Some((Ede::OTHER, "answer too large")),
+            );
+        }
+    }
+    w.finish(rcode);
+    out
+}

@@ -1,0 +1,516 @@
+//! The resolver service (the `pqdns-resolver` binary, issue 12) in front of a three-level
+//! hierarchy served by pqdns-server on their own loopback addresses — ECDSA root, ML-DSA-44
+//! `tld.`, Falcon-512 / SPHINCS+ / dual-signed / unsigned leaves, NSEC and NSEC3 — resolving
+//! iteratively from a root hints file and validating from the root's DS:
+//!
+//! - dig over UDP, TCP, DoT (`+tls`) and DoH (`+https`), kdig over DoT, Go's crypto/tls over
+//!   DoT and DoH (which reports the negotiated X25519MLKEM768), and pqdns-resolve over DoT;
+//! - AD on Secure answers, NXDOMAIN/NODATA with their NSEC/NSEC3 proofs under DO, Insecure
+//!   data without AD, SERVFAIL with EDE 7 and a reason for a leaf with expired signatures and
+//!   its data with CD=1;
+//! - a second resolver forwarding over DoT to the first with a hybrid-only TLS client;
+//! - hostile authorities (a referral loop, 100 NS names without glue, a silent server, one
+//!   answering garbage) end in SERVFAIL within bounds while other clients are answered.
+
+mod common;
+
+use std::net::{SocketAddr, UdpSocket};
+use std::path::Path;
+use std::process::Child;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::hierarchy::{build_with, free_port, serve, serve_at, Leaf, Running, LEAVES};
+use common::runtime;
+use pqdns_server::harness::free_dual_port;
+use pqdns_server::harness::peers::{dig, go, kdig, listening, run, spawn, DigOutput};
+
+/// The leaf whose signatures expired (signed 30 days ago, valid 14 days), on its own server.
+const EXPIRED_IP: &str = "127.0.0.5";
+/// A name server that never answers.
+const SILENT_IP: &str = "127.0.0.6";
+/// A name server that answers garbage.
+const GARBAGE_IP: &str = "127.0.0.7";
+
+/// Delegations from `tld.` to hostile or broken name servers (all unsigned).
+fn hostile_delegations() -> String {
+    let mut text = String::from(
+        "loop NS ns.loop\nns.loop A 127.0.0.3\n\
+         silent NS ns.silent\nns.silent A 127.0.0.6\n\
+         garbage NS ns.garbage\nns.garbage A 127.0.0.7\n",
+    );
+    for i in 0..100 {
+        text.push_str(&format!("fanout NS ns{i}.nowhere.tld.\n"));
+    }
+    text
+}
+
+/// A running `pqdns-resolver` process; killed when dropped.
+struct Service {
+    child: Child,
+    udp: SocketAddr,
+    tcp: SocketAddr,
+    dot: SocketAddr,
+    doh: SocketAddr,
+    /// Its self-signed certificate.
+    cert: std::path::PathBuf,
+    log: std::path::PathBuf,
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Service {
+    fn start(dir: &Path, name: &str, args: &[&str]) -> Service {
+        let tls_dir = dir.join(format!("{name}-tls"));
+        let log = dir.join(format!("{name}.log"));
+        // UDP and TCP on one port: dig retries truncated answers over TCP there.
+        let plain = format!("127.0.0.1:{}", free_dual_port());
+        let mut all = vec![
+            "--udp",
+            &plain,
+            "--tcp",
+            &plain,
+            "--dot",
+            "127.0.0.1:0",
+            "--doh",
+            "127.0.0.1:0",
+            "--tls-dir",
+            tls_dir.to_str().unwrap(),
+            "--log-level",
+            "debug",
+        ];
+        all.extend_from_slice(args);
+        let (child, rx) = spawn(
+            Path::new(env!("CARGO_BIN_EXE_pqdns-resolver")),
+            &all,
+            dir,
+            &log,
+        );
+        let within = Duration::from_secs(60);
+        Service {
+            udp: listening(&rx, "udp", within, &log),
+            tcp: listening(&rx, "tcp", within, &log),
+            dot: listening(&rx, "dot", within, &log),
+            doh: listening(&rx, "doh", within, &log),
+            cert: tls_dir.join("pqdns-server.crt"),
+            child,
+            log,
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// dig at the UDP address with recursion desired and `args`.
+    fn dig(&self, args: &[&str]) -> DigOutput {
+        let mut all = vec!["+recurse", "+time=20"];
+        all.extend_from_slice(args);
+        dig(self.udp, &all)
+    }
+}
+
+/// Answers every datagram on `socket` with 40 bytes of junk until `stop`.
+fn answer_garbage(socket: UdpSocket, stop: Arc<AtomicBool>) {
+    socket
+        .set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while !stop.load(Ordering::Relaxed) {
+            if let Ok((_, peer)) = socket.recv_from(&mut buf) {
+                let _ = socket.send_to(&[0x5a; 40], peer);
+            }
+        }
+    });
+}
+
+struct World {
+    _running: Running,
+    dir: tempfile::TempDir,
+    service: Service,
+    anchor_file: std::path::PathBuf,
+    stop: Arc<AtomicBool>,
+    _silent: UdpSocket,
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The hierarchy, its servers, the hostile ones, and a resolver service iterating over them.
+fn world() -> World {
+    let mut leaves: Vec<Leaf> = LEAVES
+        .iter()
+        .map(|l| Leaf {
+            name: l.name,
+            algorithms: l.algorithms,
+            denial: l.denial,
+            ip: l.ip,
+        })
+        .collect();
+    leaves.push(Leaf {
+        name: "expired",
+        algorithms: &["ECDSAP256SHA256"],
+        denial: "nsec",
+        ip: EXPIRED_IP,
+    });
+    let h = build_with(
+        &leaves,
+        "ECDSAP256SHA256",
+        "ML-DSA-44",
+        &hostile_delegations(),
+    );
+    let rt = runtime();
+    let port = free_port(common::hierarchy::ROOT_IP);
+    let at = |ip: &str| SocketAddr::new(ip.parse().unwrap(), port);
+    let (expired, normal) = h.leaves.split_last().unwrap();
+    let d = h.dir.path();
+    let month_ago = pqdns_core::time::now() - 30 * 86_400;
+    let handles = vec![
+        serve(
+            &rt,
+            d,
+            vec![h.root.clone()],
+            at(common::hierarchy::ROOT_IP),
+            false,
+        ),
+        serve(
+            &rt,
+            d,
+            vec![h.tld.clone()],
+            at(common::hierarchy::TLD_IP),
+            false,
+        ),
+        serve(
+            &rt,
+            d,
+            normal.to_vec(),
+            at(common::hierarchy::LEAF_IP),
+            false,
+        ),
+        serve_at(
+            &rt,
+            d,
+            vec![expired.clone()],
+            at(EXPIRED_IP),
+            false,
+            month_ago,
+        ),
+    ];
+    let stop = Arc::new(AtomicBool::new(false));
+    let silent = UdpSocket::bind(at(SILENT_IP)).unwrap();
+    answer_garbage(UdpSocket::bind(at(GARBAGE_IP)).unwrap(), Arc::clone(&stop));
+
+    let hints = d.join("root.hints");
+    std::fs::write(
+        &hints,
+        format!(
+            ".                3600000 NS a.root-servers.\n\
+             a.root-servers.  3600000 A  {}\n",
+            common::hierarchy::ROOT_IP
+        ),
+    )
+    .unwrap();
+    let anchor_file = d.join("root.ds");
+    std::fs::write(&anchor_file, format!("{}\n", h.root_ds_text)).unwrap();
+    let port_text = port.to_string();
+    let service = Service::start(
+        d,
+        "resolver",
+        &[
+            "--root-hints",
+            hints.to_str().unwrap(),
+            "--authority-port",
+            &port_text,
+            "--trust-anchor",
+            anchor_file.to_str().unwrap(),
+            "--timeout",
+            "2",
+        ],
+    );
+    World {
+        _running: Running { rt, handles },
+        dir: h.dir,
+        service,
+        anchor_file,
+        stop,
+        _silent: silent,
+    }
+}
+
+fn assert_secure_answer(out: &DigOutput, what: &str) {
+    assert_eq!(out.status(), "NOERROR", "{what}:\n{}", out.text);
+    assert!(out.has_flag("ad"), "{what}: no AD:\n{}", out.text);
+}
+
+#[test]
+fn stubs_get_validated_answers_over_every_transport() {
+    let w = world();
+    let s = &w.service;
+
+    // dig over UDP with DO: Secure data with AD and the RRSIGs, for each signed leaf.
+    for leaf in ["falcon", "sphincs", "dual"] {
+        let name = format!("www.{leaf}.tld.");
+        let out = s.dig(&["+dnssec", &name, "A"]);
+        assert_secure_answer(&out, &name);
+        assert!(out.has("ANSWER", &name, "A"), "{}", out.text);
+        assert!(
+            out.has_rrsig("ANSWER", "A"),
+            "{name}: no RRSIG:\n{}",
+            out.text
+        );
+        // Without DO or AD in the query, no AD and no RRSIG (RFC 6840 §5.8).
+        let plain = s.dig(&["+noadflag", &name, "A"]);
+        assert_eq!(plain.status(), "NOERROR", "{}", plain.text);
+        assert!(
+            !plain.has_flag("ad") && !plain.any_rrsig(),
+            "{}",
+            plain.text
+        );
+    }
+    // NXDOMAIN and NODATA, proven: NSEC for falcon, NSEC3 for sphincs.
+    let nx = s.dig(&["+dnssec", "nope.falcon.tld.", "A"]);
+    assert_eq!(nx.status(), "NXDOMAIN", "{}", nx.text);
+    assert!(nx.has_flag("ad"), "{}", nx.text);
+    assert!(nx.has("AUTHORITY", "falcon.tld.", "SOA"), "{}", nx.text);
+    assert!(nx.has_rrsig("AUTHORITY", "NSEC"), "{}", nx.text);
+    let nodata = s.dig(&["+dnssec", "www.sphincs.tld.", "TXT"]);
+    assert_secure_answer(&nodata, "NODATA");
+    assert!(nodata.section("ANSWER").is_empty(), "{}", nodata.text);
+    assert!(nodata.has_rrsig("AUTHORITY", "NSEC3"), "{}", nodata.text);
+    // A CNAME and a wildcard.
+    let cname = s.dig(&["+dnssec", "alias.dual.tld.", "A"]);
+    assert_secure_answer(&cname, "CNAME");
+    assert!(
+        cname.has("ANSWER", "alias.dual.tld.", "CNAME"),
+        "{}",
+        cname.text
+    );
+    assert!(cname.has("ANSWER", "www.dual.tld.", "A"), "{}", cname.text);
+    let wild = s.dig(&["+dnssec", "x.wild.sphincs.tld.", "TXT"]);
+    assert_secure_answer(&wild, "wildcard");
+    assert!(wild.has_rrsig("AUTHORITY", "NSEC3"), "{}", wild.text);
+    // An unsigned delegation: the data, Insecure, no AD.
+    let insecure = s.dig(&["+dnssec", "www.unsigned.tld.", "A"]);
+    assert_eq!(insecure.status(), "NOERROR", "{}", insecure.text);
+    assert!(
+        insecure.has("ANSWER", "www.unsigned.tld.", "A"),
+        "{}",
+        insecure.text
+    );
+    assert!(!insecure.has_flag("ad"), "{}", insecure.text);
+
+    // TCP, DoT and DoH with dig; DoT with kdig (the answers now come from the cache or not,
+    // each must be validated data).
+    let tcp = dig(
+        s.tcp,
+        &["+recurse", "+tcp", "+dnssec", "a.b.ent.dual.tld.", "A"],
+    );
+    assert_secure_answer(&tcp, "TCP");
+    let dot = dig(
+        s.dot,
+        &["+recurse", "+tls", "+dnssec", "www.falcon.tld.", "A"],
+    );
+    assert_secure_answer(&dot, "DoT");
+    let doh = dig(
+        s.doh,
+        &["+recurse", "+https", "+dnssec", "www.sphincs.tld.", "A"],
+    );
+    assert_secure_answer(&doh, "DoH");
+    let k = kdig(
+        s.dot,
+        &["+recurse", "+tls", "+dnssec", "www.dual.tld.", "A"],
+    );
+    assert_secure_answer(&k, "kdig DoT");
+
+    // Go's crypto/tls, verifying the service's certificate: X25519MLKEM768.
+    let cert = s.cert.to_str().unwrap();
+    for (mode, addr) in [("dot", s.dot), ("doh-post", s.doh), ("doh-get", s.doh)] {
+        let addr = addr.to_string();
+        let args = [
+            "-addr",
+            &addr,
+            "-mode",
+            mode,
+            "-name",
+            "www.dual.tld.",
+            "-ca",
+            cert,
+        ];
+        let (ok, kv, text) = go(&args);
+        assert!(ok, "Go {mode}: {text}");
+        assert_eq!(kv["curve"], "X25519MLKEM768", "{text}");
+        assert_eq!(
+            (kv["rcode"].as_str(), kv["answers"].as_str()),
+            ("0", "1"),
+            "{text}"
+        );
+    }
+
+    // pqdns-resolve over DoT: it asks with CD and validates the chain itself.
+    let resolve = Path::new(env!("CARGO_BIN_EXE_pqdns-resolve"));
+    let args: Vec<String> = [
+        "--dot",
+        &format!("@{}", s.dot),
+        "--trust-anchor",
+        w.anchor_file.to_str().unwrap(),
+        "--tls-ca",
+        cert,
+        "www.falcon.tld.",
+        "A",
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    let (ok, text) = run(resolve, &args);
+    assert!(ok && text.contains("Secure"), "pqdns-resolve:\n{text}");
+}
+
+#[test]
+fn bogus_is_servfail_with_the_reason_and_cd_gets_the_data() {
+    let w = world();
+    let s = &w.service;
+    let out = s.dig(&["+dnssec", "www.expired.tld.", "A"]);
+    assert_eq!(out.status(), "SERVFAIL", "{}", out.text);
+    // dig: "; EDE: 7 (Signature Expired): (<reason>)".
+    assert!(
+        out.text.contains("EDE: 7 (Signature Expired)") && out.text.contains("expired"),
+        "{}",
+        out.text
+    );
+    assert!(out.section("ANSWER").is_empty(), "{}", out.text);
+    // CD=1: the data as the authority sent it, without AD.
+    let cd = s.dig(&["+dnssec", "+cd", "www.expired.tld.", "A"]);
+    assert_eq!(cd.status(), "NOERROR", "{}", cd.text);
+    assert!(cd.has("ANSWER", "www.expired.tld.", "A"), "{}", cd.text);
+    assert!(
+        cd.has_rrsig("ANSWER", "A") && !cd.has_flag("ad"),
+        "{}",
+        cd.text
+    );
+    // And SERVFAIL again without CD (the CD answer is cached apart).
+    let again = s.dig(&["www.expired.tld.", "A"]);
+    assert_eq!(again.status(), "SERVFAIL", "{}", again.text);
+    // A client outside the allow-list is refused: allow only 127.0.0.2.
+    let refused = Service::start(
+        w.dir.path(),
+        "refusing",
+        &[
+            "--forward",
+            &s.udp.to_string(),
+            "--trust-anchor",
+            w.anchor_file.to_str().unwrap(),
+            "--allow",
+            "127.0.0.2",
+        ],
+    );
+    let r = refused.dig(&["www.dual.tld.", "A"]);
+    assert_eq!(r.status(), "REFUSED", "{}", r.text);
+    assert!(r.text.contains("EDE: 18 (Prohibited)"), "{}", r.text);
+}
+
+#[test]
+fn forwarding_over_dot_with_hybrid_tls_validates_end_to_end() {
+    let w = world();
+    let upstream = &w.service;
+    let forward = format!("tls://{}", upstream.dot);
+    let downstream = Service::start(
+        w.dir.path(),
+        "forwarder",
+        &[
+            "--forward",
+            &forward,
+            "--forward-ca",
+            upstream.cert.to_str().unwrap(),
+            "--forward-pq-only",
+            "--trust-anchor",
+            w.anchor_file.to_str().unwrap(),
+        ],
+    );
+    for name in ["www.falcon.tld.", "www.sphincs.tld.", "alias.dual.tld."] {
+        let out = downstream.dig(&["+dnssec", name, "A"]);
+        assert_secure_answer(&out, name);
+    }
+    let nx = downstream.dig(&["+dnssec", "nope.dual.tld.", "A"]);
+    assert_eq!(nx.status(), "NXDOMAIN", "{}", nx.text);
+    assert!(nx.has_flag("ad"), "{}", nx.text);
+    // The first hop: Go's client to the forwarder negotiates the hybrid group; the second:
+    // the forwarder's client offers only hybrid groups (--forward-pq-only), so its answers
+    // above prove the upstream handshake was X25519MLKEM768.
+    let addr = downstream.dot.to_string();
+    let cert = downstream.cert.to_str().unwrap();
+    let (ok, kv, text) = go(&[
+        "-addr",
+        &addr,
+        "-mode",
+        "dot",
+        "-name",
+        "www.dual.tld.",
+        "-ca",
+        cert,
+    ]);
+    assert!(
+        ok && kv["curve"] == "X25519MLKEM768" && kv["rcode"] == "0",
+        "{text}"
+    );
+    // An upstream expired leaf stays Bogus through the forwarder.
+    let bogus = downstream.dig(&["www.expired.tld.", "A"]);
+    assert_eq!(bogus.status(), "SERVFAIL", "{}", bogus.text);
+    assert!(bogus.text.contains("EDE: 7"), "{}", bogus.text);
+}
+
+#[test]
+fn hostile_authorities_end_in_servfail_while_others_are_answered() {
+    let w = world();
+    let s = &w.service;
+    // Warm the trust in tld. so that the check below is about serving, not cold start.
+    assert_secure_answer(&s.dig(&["+dnssec", "www.dual.tld.", "A"]), "warm-up");
+    let udp = s.udp;
+    let hostile: Vec<_> = [
+        "www.loop.tld.",
+        "www.fanout.tld.",
+        "www.silent.tld.",
+        "www.garbage.tld.",
+    ]
+    .into_iter()
+    .map(|name| {
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            let out = dig(udp, &["+recurse", "+tries=1", "+time=30", name, "A"]);
+            (name, out, started.elapsed())
+        })
+    })
+    .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    // Meanwhile: a fresh name in a known zone and a cached one are answered.
+    let fresh = s.dig(&["+dnssec", "x.wild.dual.tld.", "TXT"]);
+    assert_secure_answer(&fresh, "fresh name during the hostile resolutions");
+    let cached = s.dig(&["+dnssec", "www.dual.tld.", "A"]);
+    assert_secure_answer(&cached, "cached name during the hostile resolutions");
+    let silent_in_flight = !hostile[2].is_finished();
+    for h in hostile {
+        let (name, out, took) = h.join().unwrap();
+        assert_eq!(
+            out.status(),
+            "SERVFAIL",
+            "{name}:\n{}\n{}",
+            out.text,
+            s.log()
+        );
+        // Work limits and timeouts end each one well before dig's 30 s.
+        assert!(took < Duration::from_secs(25), "{name} took {took:?}");
+    }
+    assert!(
+        silent_in_flight,
+        "the silent server's resolution ended before the other answers (2 s timeouts)"
+    );
+}
