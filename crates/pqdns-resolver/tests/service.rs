@@ -155,6 +155,7 @@ fn world() -> World {
             algorithms: l.algorithms,
             denial: l.denial,
             ip: l.ip,
+            extra: l.extra,
         })
         .collect();
     leaves.push(Leaf {
@@ -162,6 +163,7 @@ fn world() -> World {
         algorithms: &["ECDSAP256SHA256"],
         denial: "nsec",
         ip: EXPIRED_IP,
+        extra: "",
     });
     let h = build_with(
         &leaves,

@@ -155,9 +155,23 @@ pub fn check_nsec(
         .filter_map(|(o, r)| parse_nsec(o, r))
         .collect();
     let matching = parsed.iter().find(|n| n.owner == *qname);
-    let covering = |name: &Name| parsed.iter().find(|n| n.covers(name));
+    // An NSEC proves a name absent only if it covers it and its next name is not below it: if
+    // it is, the name is an empty non-terminal, which exists (RFC 4035 §3.1.3.2, RFC 7129 §4).
+    let covering = |name: &Name| {
+        parsed
+            .iter()
+            .find(|n| n.covers(name) && !n.next.is_subdomain_of(name))
+    };
     match claim {
         Claim::NoData(qtype) => {
+            // QNAME an empty non-terminal: an NSEC covering it whose next name is below it
+            // shows that it exists and owns no RRset (RFC 7129 §4).
+            let empty_non_terminal = parsed
+                .iter()
+                .any(|n| n.covers(qname) && n.next.is_subdomain_of(qname));
+            if matching.is_none() && empty_non_terminal {
+                return Ok(());
+            }
             // Either an NSEC at QNAME, or (RFC 4035 §3.1.3.4, wildcard NODATA) one covering
             // QNAME and one at the wildcard of its closest encloser; neither lists QTYPE.
             let wildcard = || {
@@ -438,6 +452,14 @@ mod tests {
         assert!(check_nsec(&zone, &n("nope.example."), Claim::NxDomain, &all).is_ok());
         assert!(check_nsec(&zone, &n("www.example."), Claim::NoData(RrType::AAAA), &all).is_ok());
         assert!(check_nsec(&zone, &n("sub.example."), Claim::NoDs, &all).is_ok());
+        // An empty non-terminal (ent above b.ent): NODATA for any type, never NXDOMAIN.
+        let ent = n("ent.example.");
+        assert!(check_nsec(&zone, &ent, Claim::NoData(RrType::A), &all).is_ok());
+        assert!(check_nsec(&zone, &ent, Claim::NxDomain, &all).is_err());
+        let expanded = Claim::Expanded {
+            source: n("example."),
+        };
+        assert!(check_nsec(&zone, &ent, expanded, &all).is_err());
         // Wildcard NODATA (RFC 4035 §3.1.3.4): q.w does not exist, *.w has no A.
         assert!(check_nsec(&zone, &n("q.w.example."), Claim::NoData(RrType::A), &all).is_ok());
         assert!(check_nsec(&zone, &n("q.w.example."), Claim::NoData(RrType::TXT), &all).is_err());

@@ -25,6 +25,8 @@ pub struct Leaf {
     pub denial: &'static str,
     /// The loopback address its name server has in iterative mode.
     pub ip: &'static str,
+    /// Records added to the zone (relative to it).
+    pub extra: &'static str,
 }
 
 /// Addresses of the three server tiers in iterative mode (one loopback address each).
@@ -39,24 +41,28 @@ pub const LEAVES: &[Leaf] = &[
         algorithms: &["Falcon-512"],
         denial: "nsec",
         ip: LEAF_IP,
+        extra: "",
     },
     Leaf {
         name: "sphincs",
         algorithms: &["SPHINCS+-SHA2-128s"],
         denial: "nsec3",
         ip: LEAF_IP,
+        extra: "",
     },
     Leaf {
         name: "dual",
         algorithms: &["ECDSAP256SHA256", "ML-DSA-44"],
         denial: "nsec3",
         ip: LEAF_IP,
+        extra: "",
     },
     Leaf {
         name: "unsigned",
         algorithms: &[],
         denial: "nsec",
         ip: LEAF_IP,
+        extra: "",
     },
 ];
 
@@ -119,20 +125,45 @@ pub fn build() -> Hierarchy {
     build_with(LEAVES, "ECDSAP256SHA256", "ML-DSA-44", "")
 }
 
+/// The root and `tld.` name server addresses of a hierarchy.
+#[derive(Clone, Copy)]
+pub struct Tiers {
+    pub root: &'static str,
+    pub tld: &'static str,
+}
+
+/// The default tier addresses.
+pub const TIERS: Tiers = Tiers {
+    root: ROOT_IP,
+    tld: TLD_IP,
+};
+
 /// A hierarchy with `leaves`, the root signed with `root_alg` (NSEC), `tld.` with `tld_alg`
 /// (NSEC3), and `extra_tld` added to the records of `tld.` (relative to `tld.`).
 pub fn build_with(leaves: &[Leaf], root_alg: &str, tld_alg: &str, extra_tld: &str) -> Hierarchy {
+    build_at(TIERS, leaves, root_alg, tld_alg, extra_tld)
+}
+
+/// [`build_with`] with the root and `tld.` servers at `tiers`.
+pub fn build_at(
+    tiers: Tiers,
+    leaves: &[Leaf],
+    root_alg: &str,
+    tld_alg: &str,
+    extra_tld: &str,
+) -> Hierarchy {
+    let (root_ip, tld_ip) = (tiers.root, tiers.tld);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let mut files = Vec::new();
     let mut tld_records =
-        format!("@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A {TLD_IP}\n{extra_tld}");
+        format!("@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A {tld_ip}\n{extra_tld}");
     for leaf in leaves {
         let origin = format!("{}.tld.", leaf.name);
         let records = format!(
             "@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A {}\nwww A 192.0.2.1\n\
-             alias CNAME www\n*.wild TXT \"wildcard\"\na.b.ent A 192.0.2.2\n",
-            leaf.ip
+             alias CNAME www\n*.wild TXT \"wildcard\"\na.b.ent A 192.0.2.2\n{}",
+            leaf.ip, leaf.extra
         );
         let file = write_zone(d, &origin, &records, leaf.algorithms, leaf.denial);
         tld_records.push_str(&format!(
@@ -147,7 +178,7 @@ pub fn build_with(leaves: &[Leaf], root_alg: &str, tld_alg: &str, extra_tld: &st
     let tld = write_zone(d, "tld.", &tld_records, &[tld_alg], "nsec3");
     let root_records = format!(
         "@ SOA a.root-servers hostmaster 1 7200 3600 1209600 300\n@ NS a.root-servers\n\
-         a.root-servers A {ROOT_IP}\ntld. NS ns.tld.\nns.tld. A {TLD_IP}\n{}",
+         a.root-servers A {root_ip}\ntld. NS ns.tld.\nns.tld. A {tld_ip}\n{}",
         ds_lines(&tld)
     );
     let root = write_zone(d, ".", &root_records, &[root_alg], "nsec");

@@ -1,0 +1,257 @@
+//! pqdns-resolver and unbound (issue 12 must-show 3): for a classical hierarchy (ECDSA and
+//! Ed25519, which unbound validates), both resolvers iterate from the same root hints with the
+//! same trust anchor and must give the same RCODE, AD bit and answer section for every name
+//! of a list: positive answers, NXDOMAIN, NODATA, empty non-terminals, wildcards, CNAME chains
+//! inside a zone and across zones, an unsigned zone and one with expired signatures.
+//!
+//! unbound sends its queries to port 53 of the addresses it learns, so the hierarchy's servers
+//! listen on port 53 of their own loopback addresses (127.0.1.x): the test needs to bind
+//! privileged ports (root, as on CI).
+
+mod common;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::hierarchy::{build_at, serve, serve_at, Leaf, Running, Tiers};
+use common::runtime;
+use pqdns_server::harness::free_dual_port;
+use pqdns_server::harness::peers::{dig, listening, require, spawn, DigOutput};
+
+const TIERS: Tiers = Tiers {
+    root: "127.0.1.2",
+    tld: "127.0.1.3",
+};
+const LEAF_IP: &str = "127.0.1.4";
+const EXPIRED_IP: &str = "127.0.1.5";
+const UNBOUND_IP: &str = "127.0.1.9";
+
+const LEAVES: &[Leaf] = &[
+    Leaf {
+        name: "ecdsa",
+        algorithms: &["ECDSAP256SHA256"],
+        denial: "nsec",
+        ip: LEAF_IP,
+        extra: "chain CNAME alias\nout CNAME www.ed.tld.\nmx MX 10 www\n",
+    },
+    Leaf {
+        name: "nsec3",
+        algorithms: &["ECDSAP256SHA256"],
+        denial: "nsec3",
+        ip: LEAF_IP,
+        extra: "chain CNAME alias\nout CNAME nope.ecdsa.tld.\n",
+    },
+    Leaf {
+        name: "ed",
+        algorithms: &["ED25519"],
+        denial: "nsec",
+        ip: LEAF_IP,
+        extra: "",
+    },
+    Leaf {
+        name: "plain",
+        algorithms: &[],
+        denial: "nsec",
+        ip: LEAF_IP,
+        extra: "out CNAME www.ecdsa.tld.\n",
+    },
+    Leaf {
+        name: "expired",
+        algorithms: &["ECDSAP256SHA256"],
+        denial: "nsec",
+        ip: EXPIRED_IP,
+        extra: "",
+    },
+];
+
+/// The questions both resolvers answer (name, type).
+fn questions() -> Vec<(String, &'static str)> {
+    let mut q = Vec::new();
+    for zone in ["ecdsa", "nsec3", "ed", "plain"] {
+        for (label, t) in [
+            ("www", "A"),
+            ("www", "AAAA"),
+            ("nope", "A"),
+            ("alias", "A"),
+            ("x.wild", "TXT"),
+            ("x.wild", "A"),
+            ("a.b.ent", "A"),
+            ("b.ent", "A"),
+        ] {
+            q.push((format!("{label}.{zone}.tld."), t));
+        }
+    }
+    for (name, t) in [
+        ("chain.ecdsa.tld.", "A"),
+        ("out.ecdsa.tld.", "A"),
+        ("chain.nsec3.tld.", "A"),
+        ("out.nsec3.tld.", "A"),
+        ("out.plain.tld.", "A"),
+        ("mx.ecdsa.tld.", "MX"),
+        ("www.expired.tld.", "A"),
+        ("nope.tld.", "A"),
+        ("tld.", "SOA"),
+        ("ecdsa.tld.", "DS"),
+        ("ecdsa.tld.", "DNSKEY"),
+    ] {
+        q.push((name.to_string(), t));
+    }
+    q
+}
+
+/// What both must agree on: RCODE, AD, and the answer section without RRSIGs and TTLs
+/// (owners lowercased, sorted).
+fn verdict(out: &DigOutput) -> (String, bool, Vec<String>) {
+    let mut answer: Vec<String> = out
+        .section("ANSWER")
+        .into_iter()
+        .filter(|r| r.rtype != "RRSIG")
+        .map(|r| format!("{} {} {}", r.owner.to_lowercase(), r.rtype, r.rdata))
+        .collect();
+    answer.sort();
+    (out.status(), out.has_flag("ad"), answer)
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_unbound(dir: &Path, hints: &Path, anchor: &Path, port: u16) -> Killed {
+    let unbound = require("unbound", "unbound");
+    let conf = dir.join("unbound.conf");
+    let d = dir.display();
+    std::fs::write(
+        &conf,
+        format!(
+            "server:\n  interface: {UNBOUND_IP}\n  port: {port}\n  do-ip6: no\n  num-threads: 1\n\
+             \x20 do-not-query-localhost: no\n  access-control: 127.0.0.0/8 allow\n\
+             \x20 directory: \"{d}\"\n  chroot: \"\"\n  username: \"\"\n  pidfile: \"{d}/unbound.pid\"\n\
+             \x20 use-syslog: no\n  logfile: \"{d}/unbound.log\"\n  verbosity: 1\n\
+             \x20 root-hints: \"{}\"\n  trust-anchor-file: \"{}\"\n\
+             \x20 module-config: \"validator iterator\"\n  val-log-level: 2\n\
+             remote-control:\n  control-enable: no\n",
+            hints.display(),
+            anchor.display()
+        ),
+    )
+    .unwrap();
+    let child = Command::new(unbound)
+        .args(["-d", "-c"])
+        .arg(&conf)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("unbound.stderr")).unwrap())
+        .spawn()
+        .expect("starting unbound");
+    Killed(child)
+}
+
+#[test]
+fn same_answers_as_unbound_for_a_classical_hierarchy() {
+    let h = build_at(TIERS, LEAVES, "ECDSAP256SHA256", "ECDSAP256SHA256", "");
+    let d = h.dir.path();
+    let rt = runtime();
+    let at = |ip: &str| SocketAddr::new(ip.parse().unwrap(), 53);
+    let (expired, normal) = h.leaves.split_last().unwrap();
+    let month_ago = pqdns_core::time::now() - 30 * 86_400;
+    let handles = vec![
+        serve(&rt, d, vec![h.root.clone()], at(TIERS.root), false),
+        serve(&rt, d, vec![h.tld.clone()], at(TIERS.tld), false),
+        serve(&rt, d, normal.to_vec(), at(LEAF_IP), false),
+        serve_at(
+            &rt,
+            d,
+            vec![expired.clone()],
+            at(EXPIRED_IP),
+            false,
+            month_ago,
+        ),
+    ];
+    let _running = Running { rt, handles };
+    let hints = d.join("root.hints");
+    std::fs::write(
+        &hints,
+        format!(
+            ". 3600000 NS a.root-servers.\na.root-servers. 3600000 A {}\n",
+            TIERS.root
+        ),
+    )
+    .unwrap();
+    let anchor = d.join("root.ds");
+    std::fs::write(&anchor, format!("{}\n", h.root_ds_text)).unwrap();
+
+    let unbound_port = free_dual_port();
+    let _unbound = start_unbound(d, &hints, &anchor, unbound_port);
+    let unbound_addr = SocketAddr::new(UNBOUND_IP.parse().unwrap(), unbound_port);
+    let plain = format!("127.0.0.1:{}", free_dual_port());
+    let log = d.join("resolver.log");
+    let tls_dir = d.join("tls");
+    let args = [
+        "--udp",
+        &plain,
+        "--tcp",
+        &plain,
+        "--dot",
+        "127.0.0.1:0",
+        "--doh",
+        "127.0.0.1:0",
+        "--tls-dir",
+        tls_dir.to_str().unwrap(),
+        "--root-hints",
+        hints.to_str().unwrap(),
+        "--authority-port",
+        "53",
+        "--trust-anchor",
+        anchor.to_str().unwrap(),
+    ];
+    let (child, rx) = spawn(
+        Path::new(env!("CARGO_BIN_EXE_pqdns-resolver")),
+        &args,
+        d,
+        &log,
+    );
+    let _ours = Killed(child);
+    let ours = listening(&rx, "udp", Duration::from_secs(60), &log);
+    // unbound is up when it answers.
+    let ready = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        std::process::Command::new("dig")
+            .args(["+time=1", "+tries=1", &format!("@{UNBOUND_IP}"), "-p"])
+            .arg(unbound_port.to_string())
+            .args(["tld.", "SOA"])
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("status: NOERROR"))
+    });
+    assert!(
+        ready,
+        "unbound did not answer:\n{}",
+        std::fs::read_to_string(d.join("unbound.log")).unwrap_or_default()
+    );
+
+    let list = questions();
+    assert!(list.len() >= 30);
+    let mut secure = 0;
+    for (name, t) in &list {
+        let ask = |server| dig(server, &["+recurse", "+time=10", name, t]);
+        let (theirs, mine) = (ask(unbound_addr), ask(ours));
+        let (v_theirs, v_mine) = (verdict(&theirs), verdict(&mine));
+        assert_eq!(
+            v_mine, v_theirs,
+            "{name} {t}: pqdns-resolver (left) vs unbound (right):\n{}\n{}",
+            mine.text, theirs.text
+        );
+        secure += usize::from(v_mine.1);
+    }
+    // The list exercises both verdicts: most names Secure, the plain zone not.
+    assert!(
+        secure >= 20 && secure < list.len(),
+        "{secure} of {} Secure",
+        list.len()
+    );
+}
