@@ -328,3 +328,298 @@ impl ResponseCache {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::query::{parse, Parsed};
+    use pqdns_core::message::{Message, Question};
+    use pqdns_core::wire::{Edns, Header, MessageWriter, Rcode, FLAG_QR, FLAG_RA};
+    use pqdns_core::{Class, Name};
+
+    fn query(name: &str, flags: u16, edns: Option<Edns>) -> ClientQuery {
+        let mut m = Message::query(
+            0x1234,
+            Question {
+                qname: name.parse().unwrap(),
+                qtype: RrType::A,
+                qclass: Class::IN,
+            },
+            false,
+            edns,
+        );
+        m.flags = flags;
+        match parse(&m.to_wire()) {
+            Parsed::Query(q) => q,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A response to `name` A: `answers` A records with `ttl`, or for 0 an NXDOMAIN with an
+    /// SOA (TTL `ttl`, MINIMUM 60); OPT if `edns`.
+    fn response(name: &str, answers: usize, ttl: u32, edns: bool) -> Written {
+        let owner: Name = name.parse().unwrap();
+        let mut out = Vec::new();
+        let header = Header {
+            id: 0,
+            flags: FLAG_QR | FLAG_RA,
+        };
+        let mut w = MessageWriter::new(&mut out, 0, 65_535, header);
+        w.question(owner.as_wire(), RrType::A, Class::IN).unwrap();
+        if edns {
+            w.set_opt(1232, 0, 0).unwrap();
+        }
+        for i in 0..answers {
+            let rdata = [192, 0, 2, i as u8];
+            w.record(
+                Section::Answer,
+                owner.as_wire(),
+                RrType::A,
+                Class::IN,
+                ttl,
+                &rdata,
+            );
+        }
+        let rcode = if answers == 0 {
+            // ns.example. hm.example. 1 7200 3600 1209600 60
+            let mut soa = b"\x02ns\x07example\x00\x02hm\x07example\x00".to_vec();
+            for field in [1u32, 7200, 3600, 1_209_600, 60] {
+                soa.extend(field.to_be_bytes());
+            }
+            w.record(
+                Section::Authority,
+                b"\x07example\x00",
+                RrType::SOA,
+                Class::IN,
+                ttl,
+                &soa,
+            );
+            Rcode::NXDOMAIN
+        } else {
+            Rcode::NOERROR
+        };
+        w.finish(rcode);
+        Written {
+            message: out,
+            secure: true,
+        }
+    }
+
+    fn ttls(msg: &[u8]) -> Vec<u32> {
+        let v = MessageView::parse(msg).unwrap();
+        v.records(Section::Answer)
+            .chain(v.records(Section::Authority))
+            .map(|r| r.ttl())
+            .collect()
+    }
+
+    #[test]
+    fn a_hit_patches_id_flags_case_and_ttls() {
+        let cache = ResponseCache::new(CacheLimits::default());
+        let t0 = Instant::now();
+        let stored = query("www.example.", FLAG_RD, Some(Edns::dnssec_ok(1232)));
+        let mut out = vec![0xee; 2];
+        let len = cache.serve(
+            &stored,
+            response("www.example.", 2, 300, true),
+            true,
+            &mut out,
+            2,
+            65_535,
+            t0,
+        );
+        assert_eq!(
+            out[..2],
+            [0xee, 0xee],
+            "the listener's bytes are left alone"
+        );
+        let first = out[2..2 + len].to_vec();
+        let h = Header::parse(&first).unwrap();
+        assert_eq!(h.id, 0x1234);
+        assert!(h.has(FLAG_RD) && h.has(FLAG_AD) && h.has(FLAG_RA));
+
+        // 100 s later, the same question spelled otherwise, without RD, with AD.
+        let other = query("WWW.Example.", FLAG_AD, Some(Edns::dnssec_ok(1232)));
+        let mut out = Vec::new();
+        let len = cache
+            .answer(&other, &mut out, 0, 65_535, t0 + Duration::from_secs(100))
+            .expect("a hit");
+        let h = Header::parse(&out[..len]).unwrap();
+        assert!(!h.has(FLAG_RD) && h.has(FLAG_AD));
+        assert_eq!(&out[12..29], b"\x03WWW\x07Example\x00\x00\x01\x00\x01");
+        assert_eq!(ttls(&out[..len]), [200, 200]);
+        // A query without DO is another entry; an expired one is a miss.
+        let no_do = query(
+            "www.example.",
+            0,
+            Some(Edns::dnssec_ok(1232)).map(|mut e| {
+                e.flags = 0;
+                e
+            }),
+        );
+        assert!(cache.answer(&no_do, &mut out, 0, 65_535, t0).is_none());
+        assert!(cache
+            .answer(&other, &mut out, 0, 65_535, t0 + Duration::from_secs(300))
+            .is_none());
+    }
+
+    #[test]
+    fn ad_only_for_secure_data_and_clients_that_want_it() {
+        let cache = ResponseCache::new(CacheLimits::default());
+        let t0 = Instant::now();
+        let plain = query(
+            "a.example.",
+            0,
+            Some(Edns::dnssec_ok(1232)).map(|mut e| {
+                e.flags = 0;
+                e
+            }),
+        );
+        let mut out = Vec::new();
+        let len = cache.serve(
+            &plain,
+            response("a.example.", 1, 60, true),
+            true,
+            &mut out,
+            0,
+            65_535,
+            t0,
+        );
+        assert!(
+            !Header::parse(&out[..len]).unwrap().has(FLAG_AD),
+            "no DO, no AD asked"
+        );
+        let asking = query("b.example.", FLAG_AD, None);
+        let mut insecure = response("b.example.", 1, 60, false);
+        insecure.secure = false;
+        let len = cache.serve(&asking, insecure, true, &mut out, 0, 65_535, t0);
+        assert!(
+            !Header::parse(&out[..len]).unwrap().has(FLAG_AD),
+            "not Secure"
+        );
+    }
+
+    #[test]
+    fn too_large_for_udp_is_truncated_with_the_opt_record() {
+        let cache = ResponseCache::new(CacheLimits::default());
+        let q = query("big.example.", 0, Some(Edns::dnssec_ok(512)));
+        let mut out = Vec::new();
+        let len = cache.serve(
+            &q,
+            response("big.example.", 40, 60, true),
+            true,
+            &mut out,
+            0,
+            512,
+            Instant::now(),
+        );
+        let v = MessageView::parse(&out[..len]).unwrap();
+        assert!(v.header().has(FLAG_TC));
+        assert_eq!(v.counts(), [1, 0, 0, 1]);
+        assert_eq!(v.opt().unwrap().udp_payload(), 1232);
+        // Over TCP the whole answer.
+        let len = cache
+            .answer(&q, &mut out, 0, 65_535, Instant::now())
+            .unwrap();
+        assert_eq!(MessageView::parse(&out[..len]).unwrap().counts()[1], 40);
+    }
+
+    #[test]
+    fn lifetimes_negative_floor_and_cap() {
+        let t0 = Instant::now();
+        let at = |s| t0 + Duration::from_secs(s);
+        let mut out = Vec::new();
+        // NXDOMAIN: min(SOA TTL 300, MINIMUM 60) = 60 s (RFC 2308 §5).
+        let cache = ResponseCache::new(CacheLimits::default());
+        let q = query("nx.example.", 0, None);
+        cache.serve(
+            &q,
+            response("nx.example.", 0, 300, false),
+            true,
+            &mut out,
+            0,
+            512,
+            t0,
+        );
+        assert!(cache.answer(&q, &mut out, 0, 512, at(59)).is_some());
+        assert!(cache.answer(&q, &mut out, 0, 512, at(60)).is_none());
+        // A cap of 100 s lowers the TTLs served and the lifetime.
+        let capped = ResponseCache::new(CacheLimits {
+            max_ttl: 100,
+            ..CacheLimits::default()
+        });
+        let len = capped.serve(
+            &q,
+            response("nx.example.", 3, 3600, false),
+            true,
+            &mut out,
+            0,
+            512,
+            t0,
+        );
+        assert_eq!(ttls(&out[..len]), [100, 100, 100]);
+        assert!(capped.answer(&q, &mut out, 0, 512, at(100)).is_none());
+        // A floor of 50 s keeps a 5 s answer; its TTLs count down to 0, not below.
+        let floored = ResponseCache::new(CacheLimits {
+            min_ttl: 50,
+            ..CacheLimits::default()
+        });
+        floored.serve(
+            &q,
+            response("nx.example.", 1, 5, false),
+            true,
+            &mut out,
+            0,
+            512,
+            t0,
+        );
+        let len = floored.answer(&q, &mut out, 0, 512, at(40)).unwrap();
+        assert_eq!(ttls(&out[..len]), [0]);
+        assert!(floored.answer(&q, &mut out, 0, 512, at(50)).is_none());
+        // Not stored when asked not to.
+        let q2 = query("other.example.", 0, None);
+        cache.serve(
+            &q2,
+            response("other.example.", 1, 60, false),
+            false,
+            &mut out,
+            0,
+            512,
+            t0,
+        );
+        assert!(cache.answer(&q2, &mut out, 0, 512, t0).is_none());
+    }
+
+    #[test]
+    fn memory_stays_within_the_bound() {
+        let limits = CacheLimits {
+            bytes: SHARDS * 1000,
+            ..CacheLimits::default()
+        };
+        let cache = ResponseCache::new(limits);
+        let t0 = Instant::now();
+        let mut out = Vec::new();
+        for i in 0..500 {
+            let name = format!("n{i}.example.");
+            let q = query(&name, 0, None);
+            cache.serve(
+                &q,
+                response(&name, 3, 60, false),
+                true,
+                &mut out,
+                0,
+                512,
+                t0,
+            );
+            assert!(
+                cache.bytes() <= limits.bytes,
+                "{} bytes after {i}",
+                cache.bytes()
+            );
+        }
+        // The latest one is there; many earlier ones were dropped.
+        let last = query("n499.example.", 0, None);
+        assert!(cache.answer(&last, &mut out, 0, 512, t0).is_some());
+        assert!(cache.bytes() > limits.bytes / 2);
+    }
+}
