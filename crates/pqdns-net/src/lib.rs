@@ -44,6 +44,7 @@ mod doq;
 mod dot;
 mod limit;
 mod listeners;
+pub mod metrics_http;
 pub mod service;
 mod tcp;
 pub mod tls;

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use common::hierarchy::{build_with, free_port, serve, serve_at, Leaf, Running, LEAVES};
 use common::runtime;
 use pqdns_server::harness::free_dual_port;
-use pqdns_server::harness::peers::{dig, go, kdig, listening, run, spawn, DigOutput};
+use pqdns_server::harness::peers::{dig, go, kdig, listening, require, run, spawn, DigOutput};
 
 /// The leaf whose signatures expired (signed 30 days ago, valid 14 days), on its own server.
 const EXPIRED_IP: &str = "127.0.0.5";
@@ -53,6 +53,7 @@ struct Service {
     tcp: SocketAddr,
     dot: SocketAddr,
     doh: SocketAddr,
+    metrics: SocketAddr,
     /// Its self-signed certificate.
     cert: std::path::PathBuf,
     log: std::path::PathBuf,
@@ -82,6 +83,8 @@ impl Service {
             "127.0.0.1:0",
             "--tls-dir",
             tls_dir.to_str().unwrap(),
+            "--metrics",
+            "127.0.0.1:0",
             "--log-level",
             "debug",
         ];
@@ -98,10 +101,21 @@ impl Service {
             tcp: listening(&rx, "tcp", within, &log),
             dot: listening(&rx, "dot", within, &log),
             doh: listening(&rx, "doh", within, &log),
+            metrics: listening(&rx, "metrics", within, &log),
             cert: tls_dir.join("pqdns-server.crt"),
             child,
             log,
         }
+    }
+
+    /// The value of the metrics series `series` (name and labels as printed).
+    fn metric(&self, series: &str) -> u64 {
+        let url = format!("http://{}/metrics", self.metrics);
+        let (ok, text) = run(&require("curl", "curl"), &["-s".into(), url]);
+        assert!(ok, "{text}");
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in\n{text}"))
     }
 
     fn log(&self) -> String {
@@ -375,6 +389,19 @@ fn stubs_get_validated_answers_over_every_transport() {
     .collect();
     let (ok, text) = run(resolve, &args);
     assert!(ok && text.contains("Secure"), "pqdns-resolve:\n{text}");
+
+    // The counters saw all that: UDP answers, cache hits (the Go clients asked one name three
+    // times), Secure answers verified by ML-DSA-44 (number 18 in the default profile), the
+    // Insecure one, upstream exchanges, the hybrid handshakes.
+    let udp_ok = s.metric("pqdns_resolver_queries_total{transport=\"udp\",rcode=\"NOERROR\"}");
+    assert!(udp_ok >= 10, "{udp_ok}");
+    assert!(s.metric("pqdns_resolver_cache_total{result=\"hit\"}") >= 1);
+    assert!(s.metric("pqdns_resolver_validations_total{status=\"secure\",algorithm=\"18\"}") >= 1);
+    assert!(
+        s.metric("pqdns_resolver_validations_total{status=\"insecure\",algorithm=\"none\"}") >= 1
+    );
+    assert!(s.metric("pqdns_resolver_upstream_rtt_seconds_count") >= 5);
+    assert!(s.metric("pqdns_resolver_tls_handshakes_total{group=\"X25519MLKEM768\"}") >= 3);
 }
 
 #[test]

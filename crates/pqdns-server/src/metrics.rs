@@ -24,37 +24,21 @@
 //!
 //! The hot path only does relaxed atomic adds on fixed arrays: no lock, no allocation, no
 //! label lookup by string. Series with a zero value are omitted from `pqdns_queries_total`.
-//! The HTTP listener admits [`MAX_CONNECTIONS`] connections ([`MAX_CONNECTIONS_PER_IP`] per
-//! address), each bounded by the server's idle timeout for reading headers.
+//! The HTTP listener is [`pqdns_net::metrics_http`]'s, bounded in connections and, for reading
+//! headers, by the server's idle timeout.
 
-use std::convert::Infallible;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http::{header, Method, Request, Response, StatusCode};
-use http_body_util::Full;
-use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use pqdns_core::RrType;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tracing::debug;
 
 use pqdns_core::wire::Rcode;
-use pqdns_net::{accept_loop, ConnLimiter, HandshakeFailure, Transport};
+use pqdns_net::{metrics_http, HandshakeFailure, Transport};
 
 use crate::service::Authoritative;
-
-/// The metrics path.
-pub const METRICS_PATH: &str = "/metrics";
-/// Simultaneous connections to the metrics listener.
-pub const MAX_CONNECTIONS: usize = 16;
-/// Simultaneous connections to the metrics listener from one address.
-pub const MAX_CONNECTIONS_PER_IP: usize = 4;
 
 /// The transport a query arrived on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -355,59 +339,16 @@ impl Metrics {
     }
 }
 
-/// Serves `GET /metrics` on `listener` from `shared.metrics` until `shutdown` changes; reading
-/// a request's headers may take `idle`.
+/// Serves `GET /metrics` on `listener` from `shared.metrics` until `shutdown` changes
+/// ([`pqdns_net::metrics_http::serve`]); reading a request's headers may take `idle`.
 pub async fn serve(
     listener: TcpListener,
     shared: Arc<Authoritative>,
     idle: std::time::Duration,
     shutdown: watch::Receiver<bool>,
 ) {
-    let limiter = ConnLimiter::new(MAX_CONNECTIONS, MAX_CONNECTIONS_PER_IP);
-    let rx = shutdown.clone();
-    let refused = |peer| debug!(%peer, "metrics connection limit reached");
-    accept_loop(listener, limiter, shutdown, refused, move |stream, peer, permit| {
-        let (shared, mut rx) = (Arc::clone(&shared), rx.clone());
-        async move {
-            let service = service_fn(move |req| {
-                let shared = Arc::clone(&shared);
-                async move { Ok::<_, Infallible>(handle(&req, &shared)) }
-            });
-            let conn = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(idle)
-                .serve_connection(TokioIo::new(stream), service);
-            tokio::select! {
-                r = conn => if let Err(e) = r { debug!(%peer, error = %e, "metrics connection ended") },
-                _ = rx.changed() => {}
-            }
-            drop(permit);
-        }
-    })
-    .await;
-}
-
-fn handle(req: &Request<Incoming>, shared: &Authoritative) -> Response<Full<Bytes>> {
-    let (status, content_type, body) = match (req.method(), req.uri().path(), &shared.metrics) {
-        (&Method::GET, METRICS_PATH, Some(m)) => (
-            StatusCode::OK,
-            "text/plain; version=0.0.4; charset=utf-8",
-            m.render(),
-        ),
-        (_, METRICS_PATH, _) => (
-            StatusCode::METHOD_NOT_ALLOWED,
-            "text/plain",
-            "use GET\n".into(),
-        ),
-        _ => (StatusCode::NOT_FOUND, "text/plain", "not found\n".into()),
-    };
-    let mut r = Response::new(Full::new(Bytes::from(body)));
-    *r.status_mut() = status;
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        header::HeaderValue::from_static(content_type),
-    );
-    r
+    let render = move || shared.metrics.as_ref().map(|m| m.render());
+    metrics_http::serve(listener, Arc::new(render), idle, shutdown).await;
 }
 
 #[cfg(test)]

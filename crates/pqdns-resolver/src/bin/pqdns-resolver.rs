@@ -175,6 +175,12 @@ struct Cli {
     #[arg(long, value_name = "SECONDS", default_value_t = 3)]
     timeout: u64,
 
+    /// Serve Prometheus counters at http://ADDR/metrics: responses by transport and RCODE,
+    /// cache hits, validation outcomes by DNSSEC algorithm, upstream round-trip times, TLS
+    /// handshakes by key exchange group. [default: off]
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<SocketAddr>,
+
     /// Log filter: a level (error, warn, info, debug, trace) or tracing directives.
     #[arg(long, value_name = "FILTER", default_value = "info")]
     log_level: String,
@@ -208,7 +214,7 @@ fn main() -> ExitCode {
         }
     };
     let result = setup(&cli)
-        .and_then(|(resolver, service, listen)| runtime.block_on(serve(resolver, service, listen)));
+        .and_then(|(service, listen)| runtime.block_on(serve(service, listen, cli.metrics)));
     runtime.shutdown_background();
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -252,7 +258,7 @@ fn or_system(given: Vec<PathBuf>, system: &str, what: &str) -> Result<Vec<PathBu
     ))
 }
 
-type Setup = (Resolver, Arc<RecursiveService>, ListenConfig);
+type Setup = (Arc<RecursiveService>, ListenConfig);
 
 fn setup(cli: &Cli) -> Result<Setup, String> {
     let (mode, transport) = if cli.forward.is_empty() {
@@ -321,7 +327,7 @@ fn setup(cli: &Cli) -> Result<Setup, String> {
         max_ttl: cli.cache_max_ttl,
     };
     service.max_per_client = cli.max_per_client.max(1);
-    let service = Arc::new(RecursiveService::new(resolver.clone(), service));
+    let service = Arc::new(RecursiveService::new(resolver, service));
 
     let mut listen = ListenConfig::new(cli.tls_dir.clone());
     let pick = |given: &[SocketAddr], default: &str| {
@@ -342,7 +348,7 @@ fn setup(cli: &Cli) -> Result<Setup, String> {
     if let (Some(cert), Some(key)) = (&cli.tls_cert, &cli.tls_key) {
         listen.tls.cert_and_key = Some((cert.clone(), key.clone()));
     }
-    Ok((resolver, service, listen))
+    Ok((service, listen))
 }
 
 /// Prints one line on standard output, or logs it if standard output is closed.
@@ -356,9 +362,9 @@ fn print(args: std::fmt::Arguments<'_>) {
 
 /// Binds, prints the listening addresses and serves until SIGINT or SIGTERM.
 async fn serve(
-    _resolver: Resolver,
     service: Arc<RecursiveService>,
     listen: ListenConfig,
+    metrics: Option<SocketAddr>,
 ) -> Result<(), String> {
     use tokio::signal::unix::{signal, SignalKind};
     let install = |kind| signal(kind).map_err(|e| format!("installing signal handler: {e}"));
@@ -367,7 +373,13 @@ async fn serve(
         install(SignalKind::terminate())?,
         install(SignalKind::interrupt())?,
     );
-    let listeners = Listeners::bind(&listen, service)
+    let metrics_listener = match metrics {
+        Some(addr) => {
+            Some(pqdns_net::listen_tcp(addr).map_err(|e| format!("binding metrics {addr}: {e}"))?)
+        }
+        None => None,
+    };
+    let listeners = Listeners::bind(&listen, Arc::clone(&service))
         .await
         .map_err(|e| e.to_string())?;
     let a = &listeners.addrs;
@@ -386,6 +398,17 @@ async fn serve(
             "listening doh https://{addr}{}",
             listen.doh_path
         ));
+    }
+    if let Some(l) = metrics_listener {
+        let addr = l.local_addr().map_err(|e| e.to_string())?;
+        let render = move || Some(service.metrics().render());
+        tokio::spawn(pqdns_net::metrics_http::serve(
+            l,
+            Arc::new(render),
+            listen.idle_timeout,
+            listeners.shutdown_signal(),
+        ));
+        print(format_args!("listening metrics http://{addr}/metrics"));
     }
     if let Some(cert) = listeners.certificate() {
         print(format_args!(

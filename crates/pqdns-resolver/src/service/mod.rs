@@ -16,6 +16,7 @@
 
 pub mod cache;
 mod clients;
+pub mod metrics;
 mod query;
 mod response;
 
@@ -26,12 +27,13 @@ use pqdns_core::wire::{Ede, Header, MessageWriter, Rcode};
 use pqdns_core::Class;
 use pqdns_net::acl::AllowList;
 use pqdns_net::service::{
-    NoTransfer, OwnedRequest, Reply, Request, ResponseInfo, Service, Transport,
+    Event, NoTransfer, OwnedRequest, Reply, Request, ResponseInfo, Service, Transport,
 };
 
 use crate::resolve::Resolver;
 pub use cache::{CacheLimits, ResponseCache};
 use clients::ClientSlots;
+pub use metrics::ServiceMetrics;
 use query::{ClientQuery, Parsed};
 pub use response::RESPONSE_UDP_PAYLOAD;
 
@@ -78,6 +80,7 @@ pub struct RecursiveService {
     cache: ResponseCache,
     allow: AllowList,
     clients: ClientSlots,
+    metrics: ServiceMetrics,
 }
 
 impl RecursiveService {
@@ -88,6 +91,7 @@ impl RecursiveService {
             cache: ResponseCache::new(config.cache),
             allow: config.allow,
             clients: ClientSlots::new(config.max_per_client, config.max_clients),
+            metrics: ServiceMetrics::default(),
         }
     }
 
@@ -99,6 +103,20 @@ impl RecursiveService {
     /// The answer cache.
     pub fn cache(&self) -> &ResponseCache {
         &self.cache
+    }
+
+    /// The counters (Prometheus text with [`ServiceMetrics::render`]).
+    pub fn metrics(&self) -> &ServiceMetrics {
+        &self.metrics
+    }
+
+    /// Counts a response of `len` bytes written at `out[base..]` and says it is ready.
+    fn ready(&self, transport: Transport, out: &[u8], base: usize, len: usize) -> ResponseInfo {
+        if len >= 4 {
+            let rcode = Rcode(u16::from(out[base + 3] & 0x0f));
+            self.metrics.response(transport, rcode);
+        }
+        ResponseInfo::new(len)
     }
 }
 
@@ -143,9 +161,9 @@ impl Service for RecursiveService {
                 edns,
             } => {
                 let len = bare(header, rcode, edns, out, base);
-                return Reply::Ready(
-                    ResponseInfo::new(len).with_malformed(rcode == Rcode::FORMERR),
-                );
+                self.metrics.response(request.transport, rcode);
+                let info = ResponseInfo::new(len).with_malformed(rcode == Rcode::FORMERR);
+                return Reply::Ready(info);
             }
         };
         let limit = limit(&query, request.transport);
@@ -155,14 +173,16 @@ impl Service for RecursiveService {
             let len = self
                 .cache
                 .serve(&query, written, false, out, base, limit, Instant::now());
-            return Reply::Ready(ResponseInfo::new(len));
+            return Reply::Ready(self.ready(request.transport, out, base, len));
         }
         if query.qclass != Class::IN || (128..=255).contains(&query.qtype.0) {
             let len = bare(query.header, Rcode::NOTIMP, query.edns.is_some(), out, base);
-            return Reply::Ready(ResponseInfo::new(len));
+            return Reply::Ready(self.ready(request.transport, out, base, len));
         }
-        match self.cache.answer(&query, out, base, limit, Instant::now()) {
-            Some(len) => Reply::Ready(ResponseInfo::new(len)),
+        let hit = self.cache.answer(&query, out, base, limit, Instant::now());
+        self.metrics.cache(hit.is_some());
+        match hit {
+            Some(len) => Reply::Ready(self.ready(request.transport, out, base, len)),
             None => Reply::Defer,
         }
     }
@@ -189,11 +209,15 @@ impl Service for RecursiveService {
                 limit,
                 Instant::now(),
             );
-            return (out, ResponseInfo::new(len));
+            let info = self.ready(request.transport, &out, base, len);
+            return (out, info);
         };
         let qname = query.qname.to_name().to_lowercase();
         let written = match self.resolver.resolve(&qname, query.qtype).await {
-            Ok(answer) => response::from_answer(&query, &answer),
+            Ok(answer) => {
+                self.metrics.resolution(&answer);
+                response::from_answer(&query, &answer)
+            }
             Err(e) => {
                 tracing::debug!(%qname, qtype = %query.qtype, error = %e, "resolution failed");
                 response::from_error(&query, &e)
@@ -202,6 +226,13 @@ impl Service for RecursiveService {
         let len = self
             .cache
             .serve(&query, written, true, &mut out, base, limit, Instant::now());
-        (out, ResponseInfo::new(len))
+        let info = self.ready(request.transport, &out, base, len);
+        (out, info)
+    }
+
+    fn event(&self, event: &Event) {
+        if let Event::Handshake { group, .. } = event {
+            self.metrics.handshake(*group);
+        }
     }
 }

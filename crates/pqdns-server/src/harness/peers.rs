@@ -285,7 +285,8 @@ pub fn spawn(
 }
 
 /// Waits up to `within` for the line `listening KIND ADDR` among the lines `rx` brings (as
-/// [`spawn`] gives them) and returns ADDR; the lines before it are dropped.
+/// [`spawn`] gives them) and returns ADDR (also from `http://ADDR/…` and `https://ADDR/…`);
+/// the lines before it are dropped.
 ///
 /// # Panics
 /// If no such line comes in time, showing the program's log `log`.
@@ -302,7 +303,9 @@ pub fn listening(
             panic!("no `{prefix}` line ({e}); log:\n{text}")
         });
         if let Some(a) = line.strip_prefix(&prefix) {
-            let a = a.trim_start_matches("https://");
+            let a = a
+                .trim_start_matches("https://")
+                .trim_start_matches("http://");
             let a = a.split('/').next().unwrap_or(a);
             return a.parse().unwrap_or_else(|e| panic!("{line:?}: {e}"));
         }

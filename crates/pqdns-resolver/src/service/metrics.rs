@@ -1,0 +1,261 @@
+//! Prometheus metrics of the resolver service (text exposition format 0.0.4, served by
+//! [`pqdns_net::metrics_http`] with `pqdns-resolver --metrics ADDR`):
+//!
+//! - `pqdns_resolver_queries_total{transport,rcode}`: responses sent;
+//! - `pqdns_resolver_cache_total{result}`: queries answered from the cache (`hit`) or
+//!   resolved (`miss`);
+//! - `pqdns_resolver_validations_total{status,algorithm}`: resolutions by validation status
+//!   (`secure`, `insecure`, `bogus`, `indeterminate`); Secure ones once per DNSSEC algorithm
+//!   number whose signatures verified the answer, the others with `algorithm="none"`;
+//! - `pqdns_resolver_upstream_rtt_seconds`: histogram of the time of each exchange with an
+//!   authority or forwarder;
+//! - `pqdns_resolver_tls_handshakes_total{group}`: completed DoT/DoH/DoQ handshakes with
+//!   stubs, by negotiated key exchange group.
+//!
+//! Counting is relaxed atomic adds on fixed arrays: no lock, no allocation.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+use pqdns_core::dnssec::validate::Status;
+use pqdns_core::wire::Rcode;
+use pqdns_net::Transport;
+
+use crate::answer::{Answer, AnswerRRset};
+
+const TRANSPORTS: [(Transport, &str); 5] = [
+    (Transport::Udp, "udp"),
+    (Transport::Tcp, "tcp"),
+    (Transport::Dot, "dot"),
+    (Transport::Doh, "doh"),
+    (Transport::Doq, "doq"),
+];
+/// RCODEs counted by name (low 4 bits of the header); others count as `OTHER`.
+const RCODES: [Rcode; 6] = [
+    Rcode::NOERROR,
+    Rcode::FORMERR,
+    Rcode::SERVFAIL,
+    Rcode::NXDOMAIN,
+    Rcode::NOTIMP,
+    Rcode::REFUSED,
+];
+const STATUSES: [&str; 4] = ["secure", "insecure", "bogus", "indeterminate"];
+/// Upper bounds of the upstream RTT buckets, seconds (the last bucket is `+Inf`).
+pub const RTT_BUCKETS: [f64; 12] = [
+    0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+];
+/// Key exchange groups counted by name (IANA TLS Supported Groups).
+const GROUPS: [(u16, &str); 5] = [
+    (0x11ec, "X25519MLKEM768"),
+    (0x11eb, "SecP256r1MLKEM768"),
+    (0x001d, "X25519"),
+    (0x0017, "secp256r1"),
+    (0x0018, "secp384r1"),
+];
+
+fn counters<const N: usize>() -> [AtomicU64; N] {
+    std::array::from_fn(|_| AtomicU64::new(0))
+}
+
+/// The counters; about 9 KiB.
+#[derive(Debug)]
+pub struct ServiceMetrics {
+    queries: [[AtomicU64; RCODES.len() + 1]; TRANSPORTS.len()],
+    cache: [AtomicU64; 2],
+    /// Per status, per algorithm number (slot 0: none).
+    validations: [[AtomicU64; 256]; STATUSES.len()],
+    rtt: [AtomicU64; RTT_BUCKETS.len() + 1],
+    rtt_sum_micros: AtomicU64,
+    handshakes: [AtomicU64; GROUPS.len() + 1],
+}
+
+impl Default for ServiceMetrics {
+    fn default() -> ServiceMetrics {
+        ServiceMetrics {
+            queries: std::array::from_fn(|_| counters()),
+            cache: counters(),
+            validations: std::array::from_fn(|_| counters()),
+            rtt: counters(),
+            rtt_sum_micros: AtomicU64::new(0),
+            handshakes: counters(),
+        }
+    }
+}
+
+impl ServiceMetrics {
+    /// A response with `rcode` sent over `transport`.
+    pub(crate) fn response(&self, transport: Transport, rcode: Rcode) {
+        let Some(t) = TRANSPORTS.iter().position(|(x, _)| *x == transport) else {
+            return;
+        };
+        let r = RCODES
+            .iter()
+            .position(|x| *x == rcode)
+            .unwrap_or(RCODES.len());
+        self.queries[t][r].fetch_add(1, Relaxed);
+    }
+
+    /// A query answered from the cache (`hit`) or deferred to resolution.
+    pub(crate) fn cache(&self, hit: bool) {
+        self.cache[usize::from(!hit)].fetch_add(1, Relaxed);
+    }
+
+    /// A resolution's validation status and its upstream exchanges.
+    pub(crate) fn resolution(&self, answer: &Answer) {
+        let status = match answer.status() {
+            Status::Secure(_) => 0,
+            Status::Insecure(_) => 1,
+            Status::Bogus(_) => 2,
+            _ => 3,
+        };
+        if status == 0 {
+            let mut seen = [false; 256];
+            for set in answer.answers().iter().chain(answer.authority()) {
+                if let AnswerRRset::Secure(v) = set {
+                    for alg in v.algorithms() {
+                        seen[usize::from(alg.0)] = true;
+                    }
+                }
+            }
+            for (alg, _) in seen.iter().enumerate().filter(|(_, s)| **s) {
+                self.validations[0][alg].fetch_add(1, Relaxed);
+            }
+        } else {
+            self.validations[status][0].fetch_add(1, Relaxed);
+        }
+        for e in answer.exchanges() {
+            self.upstream(e.elapsed);
+        }
+    }
+
+    fn upstream(&self, elapsed: Duration) {
+        let s = elapsed.as_secs_f64();
+        let b = RTT_BUCKETS
+            .iter()
+            .position(|&le| s <= le)
+            .unwrap_or(RTT_BUCKETS.len());
+        self.rtt[b].fetch_add(1, Relaxed);
+        let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+        self.rtt_sum_micros.fetch_add(micros, Relaxed);
+    }
+
+    /// A completed TLS handshake with a stub.
+    pub(crate) fn handshake(&self, group: Option<rustls::NamedGroup>) {
+        let code = group.map(u16::from);
+        let g = GROUPS
+            .iter()
+            .position(|(c, _)| Some(*c) == code)
+            .unwrap_or(GROUPS.len());
+        self.handshakes[g].fetch_add(1, Relaxed);
+    }
+
+    /// The text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::with_capacity(4096);
+        let load = |c: &AtomicU64| c.load(Relaxed);
+        out.push_str("# HELP pqdns_resolver_queries_total Responses sent, by transport and response code.\n# TYPE pqdns_resolver_queries_total counter\n");
+        for (t, (_, transport)) in TRANSPORTS.iter().enumerate() {
+            for (r, c) in self.queries[t].iter().enumerate() {
+                let rcode = RCODES.get(r).and_then(|k| k.mnemonic()).unwrap_or("OTHER");
+                let _ = writeln!(
+                    out,
+                    "pqdns_resolver_queries_total{{transport=\"{transport}\",rcode=\"{rcode}\"}} {}",
+                    load(c)
+                );
+            }
+        }
+        out.push_str("# HELP pqdns_resolver_cache_total Queries answered from the cache or resolved.\n# TYPE pqdns_resolver_cache_total counter\n");
+        for (i, result) in ["hit", "miss"].iter().enumerate() {
+            let n = load(&self.cache[i]);
+            let _ = writeln!(out, "pqdns_resolver_cache_total{{result=\"{result}\"}} {n}");
+        }
+        out.push_str("# HELP pqdns_resolver_validations_total Resolutions by validation status and the DNSSEC algorithms that verified Secure ones.\n# TYPE pqdns_resolver_validations_total counter\n");
+        for (s, status) in STATUSES.iter().enumerate() {
+            for (alg, c) in self.validations[s].iter().enumerate() {
+                let n = load(c);
+                if n == 0 && !(alg == 0 && s > 0) {
+                    continue;
+                }
+                let label = if alg == 0 {
+                    "none".to_string()
+                } else {
+                    alg.to_string()
+                };
+                let _ = writeln!(
+                    out,
+                    "pqdns_resolver_validations_total{{status=\"{status}\",algorithm=\"{label}\"}} {n}"
+                );
+            }
+        }
+        out.push_str("# HELP pqdns_resolver_upstream_rtt_seconds Time of exchanges with authorities or forwarders.\n# TYPE pqdns_resolver_upstream_rtt_seconds histogram\n");
+        let mut cumulative = 0;
+        for (b, c) in self.rtt.iter().enumerate() {
+            cumulative += load(c);
+            let le = RTT_BUCKETS
+                .get(b)
+                .map_or("+Inf".to_string(), |l| l.to_string());
+            let _ = writeln!(
+                out,
+                "pqdns_resolver_upstream_rtt_seconds_bucket{{le=\"{le}\"}} {cumulative}"
+            );
+        }
+        let sum = load(&self.rtt_sum_micros) as f64 / 1e6;
+        let _ = writeln!(
+            out,
+            "pqdns_resolver_upstream_rtt_seconds_sum {sum}\npqdns_resolver_upstream_rtt_seconds_count {cumulative}"
+        );
+        out.push_str("# HELP pqdns_resolver_tls_handshakes_total Completed TLS handshakes with stubs, by key exchange group.\n# TYPE pqdns_resolver_tls_handshakes_total counter\n");
+        for (g, c) in self.handshakes.iter().enumerate() {
+            let group = GROUPS.get(g).map_or("other", |(_, l)| l);
+            let n = load(c);
+            let _ = writeln!(
+                out,
+                "pqdns_resolver_tls_handshakes_total{{group=\"{group}\"}} {n}"
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_land_under_their_labels() {
+        let m = ServiceMetrics::default();
+        m.response(Transport::Udp, Rcode::NOERROR);
+        m.response(Transport::Udp, Rcode::NOERROR);
+        m.response(Transport::Dot, Rcode::SERVFAIL);
+        m.response(Transport::Doh, Rcode(9));
+        m.cache(true);
+        m.cache(false);
+        m.cache(false);
+        m.upstream(Duration::from_micros(700));
+        m.upstream(Duration::from_secs(9));
+        m.handshake(Some(rustls::NamedGroup::from(0x11ec)));
+        m.handshake(None);
+        let text = m.render();
+        for line in [
+            "pqdns_resolver_queries_total{transport=\"udp\",rcode=\"NOERROR\"} 2",
+            "pqdns_resolver_queries_total{transport=\"dot\",rcode=\"SERVFAIL\"} 1",
+            "pqdns_resolver_queries_total{transport=\"doh\",rcode=\"OTHER\"} 1",
+            "pqdns_resolver_cache_total{result=\"hit\"} 1",
+            "pqdns_resolver_cache_total{result=\"miss\"} 2",
+            "pqdns_resolver_validations_total{status=\"bogus\",algorithm=\"none\"} 0",
+            "pqdns_resolver_upstream_rtt_seconds_bucket{le=\"0.0005\"} 0",
+            "pqdns_resolver_upstream_rtt_seconds_bucket{le=\"0.001\"} 1",
+            "pqdns_resolver_upstream_rtt_seconds_bucket{le=\"2.5\"} 1",
+            "pqdns_resolver_upstream_rtt_seconds_bucket{le=\"+Inf\"} 2",
+            "pqdns_resolver_upstream_rtt_seconds_sum 9.0007",
+            "pqdns_resolver_tls_handshakes_total{group=\"X25519MLKEM768\"} 1",
+            "pqdns_resolver_tls_handshakes_total{group=\"other\"} 1",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "missing {line:?} in\n{text}"
+            );
+        }
+    }
+}
