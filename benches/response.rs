@@ -5,7 +5,7 @@
 //! Run: `cargo bench -p pqdns-bench --bench response`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use pqdns_bench::query_source::{parse_query, query_wire, EdnsOptions};
+use pqdns_bench::query_source::{parse_query, query_wire, QueryOptions};
 use pqdns_server::answer::{respond, Transport};
 use pqdns_server::zones::{load_all, ZoneSource};
 use std::net::{IpAddr, Ipv4Addr};
@@ -41,9 +41,10 @@ fn response(c: &mut Criterion) {
             ("www-A-DO", "www.bench.test.", true),
             ("nxdomain-DO", "nothere.bench.test.", true),
         ] {
-            let edns = EdnsOptions {
+            let edns = QueryOptions {
                 udp_payload: Some(1232),
                 dnssec_ok,
+                recursion_desired: false,
             };
             let wire = query_wire(&parse_query(qname, Some("A")).unwrap(), 0x4242, edns);
             for (t, transport) in [("udp", Transport::Udp), ("stream", Transport::Stream)] {

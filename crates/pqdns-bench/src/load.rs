@@ -32,7 +32,7 @@ use tokio::net::{TcpStream, UdpSocket};
 use tokio_rustls::client::TlsStream;
 
 use crate::proc_stat::{self, ProcessUsage, Sampler};
-use crate::query_source::{query_wire, EdnsOptions, QuerySpec};
+use crate::query_source::{query_wire, QueryOptions, QuerySpec};
 use crate::tls_client::{client_config, TlsClientError, TlsClientOptions};
 use crate::wire_count::{CountingStream, HeaderEstimate, WireCounters, WireTotals};
 
@@ -148,7 +148,7 @@ pub struct LoadConfig {
     /// Queries, used round-robin.
     pub queries: Vec<QuerySpec>,
     /// EDNS(0) settings.
-    pub edns: EdnsOptions,
+    pub edns: QueryOptions,
     /// TLS settings (DoT, DoH).
     pub tls: TlsClientOptions,
     /// DoH URI path.

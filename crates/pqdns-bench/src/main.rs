@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use pqdns_bench::load::{self, ConnectionMode, Limit, LoadConfig, LoadTransport};
-use pqdns_bench::query_source::{self, EdnsOptions};
+use pqdns_bench::query_source::{self, QueryOptions};
 use pqdns_bench::tls_client::{self, TlsClientOptions};
 use pqdns_bench::{
     fragmentation_report, genzone, handshake_report, lifecycle_report, matrix, mtl_report,
@@ -321,6 +321,10 @@ struct LoadArgs {
     /// Set the DNSSEC OK bit.
     #[arg(long)]
     dnssec: bool,
+    /// Set the RD bit (recursion desired): for recursive resolvers such as pqdns-resolver or
+    /// unbound.
+    #[arg(long)]
+    recursion_desired: bool,
     /// EDNS(0) UDP payload size, bytes; 0 sends no OPT record.
     #[arg(long, default_value_t = 1232)]
     edns_size: u16,
@@ -403,9 +407,10 @@ impl LoadArgs {
             rate: self.rate,
             limit,
             queries,
-            edns: EdnsOptions {
+            edns: QueryOptions {
                 udp_payload: (self.edns_size > 0).then_some(self.edns_size),
                 dnssec_ok: self.dnssec,
+                recursion_desired: self.recursion_desired,
             },
             tls: TlsClientOptions {
                 group: self
@@ -711,9 +716,10 @@ fn run_replay(a: ReplayArgs) -> ExitCode {
             (started.dns, started.pid())
         }
     };
-    let edns = EdnsOptions {
+    let edns = QueryOptions {
         udp_payload: Some(1232),
         dnssec_ok: a.dnssec,
+        recursion_desired: false,
     };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,

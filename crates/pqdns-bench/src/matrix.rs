@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::load::{self, ConnectionMode, Limit, LoadConfig, LoadReport, LoadTransport};
-use crate::query_source::{parse_query, EdnsOptions};
+use crate::query_source::{parse_query, QueryOptions};
 use crate::server_process::{CertAlgorithm, ServerProcess, ServerSpec, ORIGIN};
 use crate::tls_client::{parse_group, TlsClientOptions};
 
@@ -384,9 +384,10 @@ fn load_config(
         rate: None,
         limit,
         queries: vec![query],
-        edns: EdnsOptions {
+        edns: QueryOptions {
             udp_payload: Some(if plan.dnssec_ok { 4096 } else { 1232 }),
             dnssec_ok: plan.dnssec_ok,
+            recursion_desired: false,
         },
         tls: TlsClientOptions {
             group,

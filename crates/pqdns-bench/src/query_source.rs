@@ -91,18 +91,21 @@ pub fn generated(origin: &Name, count: usize, qtype: RrType) -> Result<Vec<Query
         .collect()
 }
 
-/// EDNS(0) settings of generated queries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct EdnsOptions {
+/// Header bits and EDNS(0) settings of generated queries.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueryOptions {
     /// Advertised UDP payload size, bytes; `None` sends no OPT record (and so no DO bit).
     pub udp_payload: Option<u16>,
     /// Set the DO bit (RFC 3225): ask for DNSSEC records.
     pub dnssec_ok: bool,
+    /// Set the RD header bit (RFC 1035 §4.1.1): for recursive resolvers; authoritative
+    /// servers are asked with RD clear.
+    pub recursion_desired: bool,
 }
 
-/// The wire form of `spec` with message ID `id`, RD clear (authoritative servers), and an OPT
+/// The wire form of `spec` with message ID `id`, RD per `edns.recursion_desired`, and an OPT
 /// record per `edns`.
-pub fn query_wire(spec: &QuerySpec, id: u16, edns: EdnsOptions) -> Vec<u8> {
+pub fn query_wire(spec: &QuerySpec, id: u16, edns: QueryOptions) -> Vec<u8> {
     let opt = edns.udp_payload.map(|udp_payload| Edns {
         udp_payload,
         ext_rcode: 0,
@@ -115,7 +118,7 @@ pub fn query_wire(spec: &QuerySpec, id: u16, edns: EdnsOptions) -> Vec<u8> {
         qtype: spec.qtype,
         qclass: Class::IN,
     };
-    Message::query(id, question, false, opt).to_wire()
+    Message::query(id, question, edns.recursion_desired, opt).to_wire()
 }
 
 #[cfg(test)]
@@ -143,9 +146,10 @@ mod tests {
     #[test]
     fn query_wire_known_bytes() {
         let spec = parse_query("example.com", Some("A")).unwrap();
-        let edns = EdnsOptions {
+        let edns = QueryOptions {
             udp_payload: Some(1232),
             dnssec_ok: true,
+            recursion_desired: false,
         };
         let wire = query_wire(&spec, 0x1234, edns);
         let mut expected = vec![0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1];
@@ -155,12 +159,15 @@ mod tests {
         let plain = query_wire(
             &spec,
             1,
-            EdnsOptions {
+            QueryOptions {
                 udp_payload: None,
                 dnssec_ok: true,
+                recursion_desired: true,
             },
         );
         assert_eq!(plain.len(), 29);
+        // RD is the 0x01 bit of the flags' first byte.
+        assert_eq!((wire[2], plain[2]), (0x00, 0x01));
     }
 
     #[test]

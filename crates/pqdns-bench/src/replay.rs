@@ -14,7 +14,7 @@ use tokio::net::{TcpStream, UdpSocket};
 use tokio::sync::Semaphore;
 
 use crate::proc_stat::Sampler;
-use crate::query_source::{entries, parse_query, query_wire, EdnsOptions, QuerySpec};
+use crate::query_source::{entries, parse_query, query_wire, QueryOptions, QuerySpec};
 
 /// Most queries in flight during a replay (bounds sockets and memory).
 pub const MAX_IN_FLIGHT: usize = 2000;
@@ -194,7 +194,7 @@ pub async fn step(
     log: &[LoggedQuery],
     tcp_percent: Option<u32>,
     speed: f64,
-    edns: EdnsOptions,
+    edns: QueryOptions,
 ) -> Step {
     let sampler = Sampler::start(server_pid, Duration::from_millis(100));
     let limit = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
@@ -256,7 +256,7 @@ pub async fn run(
     log: &[LoggedQuery],
     percents: &[u32],
     speed: f64,
-    edns: EdnsOptions,
+    edns: QueryOptions,
 ) -> ReplayReport {
     let mut steps = Vec::new();
     for &p in percents {

@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use pqdns_bench::load::{self, ConnectionMode, Limit, LoadConfig, LoadReport, LoadTransport};
-use pqdns_bench::query_source::{parse_dnsperf, parse_query, EdnsOptions};
+use pqdns_bench::query_source::{parse_dnsperf, parse_query, QueryOptions};
 use pqdns_bench::tls_client::TlsClientOptions;
 use pqdns_server::settings::Settings;
 use pqdns_server::zones::{load_all, ZoneSource};
@@ -37,9 +37,10 @@ fn config(
         rate: None,
         limit: Limit::Count(n),
         queries: vec![parse_query("www.example.com.", Some("A")).unwrap()],
-        edns: EdnsOptions {
+        edns: QueryOptions {
             udp_payload: Some(1232),
             dnssec_ok: false,
+            recursion_desired: false,
         },
         tls: TlsClientOptions::default(),
         doh_path: "/dns-query".into(),
@@ -490,9 +491,10 @@ fn replay_retries_the_asked_share_over_tcp() {
         udp: server.handle().addrs.udp[0],
         tcp: server.handle().addrs.tcp[0],
     };
-    let edns = EdnsOptions {
+    let edns = QueryOptions {
         udp_payload: Some(1232),
         dnssec_ok: false,
+        recursion_desired: false,
     };
     let report = rt.block_on(replay::run(
         addr,

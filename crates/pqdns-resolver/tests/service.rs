@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use common::hierarchy::{build_with, free_port, serve, serve_at, Leaf, Running, LEAVES};
 use common::runtime;
 use pqdns_server::harness::free_dual_port;
+use pqdns_server::harness::hierarchy::write_root_hints;
 use pqdns_server::harness::peers::{dig, go, kdig, listening, require, run, spawn, DigOutput};
 
 /// The leaf whose signatures expired (signed 30 days ago, valid 14 days), on its own server.
@@ -162,16 +163,7 @@ impl Drop for World {
 
 /// The hierarchy, its servers, the hostile ones, and a resolver service iterating over them.
 fn world() -> World {
-    let mut leaves: Vec<Leaf> = LEAVES
-        .iter()
-        .map(|l| Leaf {
-            name: l.name,
-            algorithms: l.algorithms,
-            denial: l.denial,
-            ip: l.ip,
-            extra: l.extra,
-        })
-        .collect();
+    let mut leaves: Vec<Leaf> = LEAVES.to_vec();
     leaves.push(Leaf {
         name: "expired",
         algorithms: &["ECDSAP256SHA256"],
@@ -226,16 +218,7 @@ fn world() -> World {
     let silent = UdpSocket::bind(at(SILENT_IP)).unwrap();
     answer_garbage(UdpSocket::bind(at(GARBAGE_IP)).unwrap(), Arc::clone(&stop));
 
-    let hints = d.join("root.hints");
-    std::fs::write(
-        &hints,
-        format!(
-            ".                3600000 NS a.root-servers.\n\
-             a.root-servers.  3600000 A  {}\n",
-            common::hierarchy::ROOT_IP
-        ),
-    )
-    .unwrap();
+    let hints = write_root_hints(d, common::hierarchy::ROOT_IP);
     let anchor_file = d.join("root.ds");
     std::fs::write(&anchor_file, format!("{}\n", h.root_ds_text)).unwrap();
     let port_text = port.to_string();

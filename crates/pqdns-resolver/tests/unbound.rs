@@ -12,13 +12,14 @@ mod common;
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 use common::hierarchy::{build_at, serve, serve_at, Leaf, Running, Tiers};
 use common::runtime;
 use pqdns_server::harness::free_dual_port;
-use pqdns_server::harness::peers::{dig, listening, require, spawn, DigOutput};
+use pqdns_server::harness::hierarchy::write_root_hints;
+use pqdns_server::harness::peers::{dig, listening, spawn, start_unbound, DigOutput};
 
 const TIERS: Tiers = Tiers {
     root: "127.0.1.2",
@@ -123,35 +124,6 @@ impl Drop for Killed {
     }
 }
 
-fn start_unbound(dir: &Path, hints: &Path, anchor: &Path, port: u16) -> Killed {
-    let unbound = require("unbound", "unbound");
-    let conf = dir.join("unbound.conf");
-    let d = dir.display();
-    std::fs::write(
-        &conf,
-        format!(
-            "server:\n  interface: {UNBOUND_IP}\n  port: {port}\n  do-ip6: no\n  num-threads: 1\n\
-             \x20 do-not-query-localhost: no\n  access-control: 127.0.0.0/8 allow\n\
-             \x20 directory: \"{d}\"\n  chroot: \"\"\n  username: \"\"\n  pidfile: \"{d}/unbound.pid\"\n\
-             \x20 use-syslog: no\n  logfile: \"{d}/unbound.log\"\n  verbosity: 1\n\
-             \x20 root-hints: \"{}\"\n  trust-anchor-file: \"{}\"\n\
-             \x20 module-config: \"validator iterator\"\n  val-log-level: 2\n\
-             remote-control:\n  control-enable: no\n",
-            hints.display(),
-            anchor.display()
-        ),
-    )
-    .unwrap();
-    let child = Command::new(unbound)
-        .args(["-d", "-c"])
-        .arg(&conf)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.join("unbound.stderr")).unwrap())
-        .spawn()
-        .expect("starting unbound");
-    Killed(child)
-}
-
 #[test]
 fn same_answers_as_unbound_for_a_classical_hierarchy() {
     let h = build_at(TIERS, LEAVES, "ECDSAP256SHA256", "ECDSAP256SHA256", "");
@@ -174,21 +146,19 @@ fn same_answers_as_unbound_for_a_classical_hierarchy() {
         ),
     ];
     let _running = Running { rt, handles };
-    let hints = d.join("root.hints");
-    std::fs::write(
-        &hints,
-        format!(
-            ". 3600000 NS a.root-servers.\na.root-servers. 3600000 A {}\n",
-            TIERS.root
-        ),
-    )
-    .unwrap();
+    let hints = write_root_hints(d, TIERS.root);
     let anchor = d.join("root.ds");
     std::fs::write(&anchor, format!("{}\n", h.root_ds_text)).unwrap();
 
-    let unbound_port = free_dual_port();
-    let _unbound = start_unbound(d, &hints, &anchor, unbound_port);
-    let unbound_addr = SocketAddr::new(UNBOUND_IP.parse().unwrap(), unbound_port);
+    let unbound_addr = SocketAddr::new(UNBOUND_IP.parse().unwrap(), free_dual_port());
+    let _unbound = Killed(start_unbound(
+        d,
+        unbound_addr,
+        None,
+        &hints,
+        &anchor,
+        "tld.",
+    ));
     let plain = format!("127.0.0.1:{}", free_dual_port());
     let log = d.join("resolver.log");
     let tls_dir = d.join("tls");
@@ -218,22 +188,6 @@ fn same_answers_as_unbound_for_a_classical_hierarchy() {
     );
     let _ours = Killed(child);
     let ours = listening(&rx, "udp", Duration::from_secs(60), &log);
-    // unbound is up when it answers.
-    let ready = (0..100).any(|_| {
-        std::thread::sleep(Duration::from_millis(100));
-        std::process::Command::new("dig")
-            .args(["+time=1", "+tries=1", &format!("@{UNBOUND_IP}"), "-p"])
-            .arg(unbound_port.to_string())
-            .args(["tld.", "SOA"])
-            .output()
-            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("status: NOERROR"))
-    });
-    assert!(
-        ready,
-        "unbound did not answer:\n{}",
-        std::fs::read_to_string(d.join("unbound.log")).unwrap_or_default()
-    );
-
     let list = questions();
     assert!(list.len() >= 30);
     let mut secure = 0;

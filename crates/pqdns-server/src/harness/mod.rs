@@ -13,6 +13,7 @@ use pqdns_core::{Name, Zone};
 
 use crate::answer::{Outcome, Transport};
 
+pub mod hierarchy;
 pub mod peers;
 mod second_opinion;
 pub use second_opinion::second_opinion;

@@ -311,3 +311,82 @@ pub fn listening(
         }
     }
 }
+
+/// DNS over TLS of an unbound instance: its port and PEM certificate and key.
+#[derive(Clone, Copy, Debug)]
+pub struct UnboundTls<'a> {
+    /// TCP port of the DoT listener, on the same address.
+    pub port: u16,
+    /// Certificate chain (PEM).
+    pub cert: &'a Path,
+    /// Private key (PEM).
+    pub key: &'a Path,
+}
+
+/// Starts unbound (Debian package `unbound`) in the foreground as a validating recursive
+/// resolver on `addr` (UDP and TCP, and DoT with `tls`), iterating from the root hints file
+/// `hints` with the trust anchor file `anchor`, allowed to query loopback authorities; its
+/// configuration, log and PID file live in `dir`. Returns once it answers `probe` SOA (within
+/// 10 s).
+///
+/// # Panics
+/// If unbound is missing, or does not answer in time (its log is shown).
+pub fn start_unbound(
+    dir: &Path,
+    addr: SocketAddr,
+    tls: Option<UnboundTls<'_>>,
+    hints: &Path,
+    anchor: &Path,
+    probe: &str,
+) -> Child {
+    let unbound = require("unbound", "unbound");
+    let d = dir.display();
+    let mut conf = format!(
+        "server:\n  interface: {ip}@{port}\n  port: {port}\n  do-ip6: no\n  num-threads: 1\n  \
+         do-not-query-localhost: no\n  access-control: 127.0.0.0/8 allow\n  directory: \"{d}\"\n  \
+         chroot: \"\"\n  username: \"\"\n  pidfile: \"{d}/unbound.pid\"\n  use-syslog: no\n  \
+         logfile: \"{d}/unbound.log\"\n  verbosity: 1\n  root-hints: \"{}\"\n  \
+         trust-anchor-file: \"{}\"\n  module-config: \"validator iterator\"\n  val-log-level: 2\n",
+        hints.display(),
+        anchor.display(),
+        ip = addr.ip(),
+        port = addr.port(),
+    );
+    if let Some(t) = tls {
+        conf.push_str(&format!(
+            "  interface: {}@{}\n  tls-port: {}\n  tls-service-pem: \"{}\"\n  tls-service-key: \"{}\"\n",
+            addr.ip(),
+            t.port,
+            t.port,
+            t.cert.display(),
+            t.key.display()
+        ));
+    }
+    conf.push_str("remote-control:\n  control-enable: no\n");
+    let path = dir.join("unbound.conf");
+    std::fs::write(&path, conf).expect("the directory is writable");
+    let child = Command::new(unbound)
+        .args(["-d", "-c"])
+        .arg(&path)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("unbound.stderr")).expect("writable"))
+        .spawn()
+        .expect("starting unbound");
+    let dig = require("dig", "bind9-dnsutils");
+    let ready = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        Command::new(&dig)
+            .args(["+time=1", "+tries=1", &format!("@{}", addr.ip()), "-p"])
+            .arg(addr.port().to_string())
+            .args([probe, "SOA"])
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("status: NOERROR"))
+    });
+    assert!(
+        ready,
+        "unbound did not answer:\n{}{}",
+        std::fs::read_to_string(dir.join("unbound.log")).unwrap_or_default(),
+        std::fs::read_to_string(dir.join("unbound.stderr")).unwrap_or_default()
+    );
+    child
+}
