@@ -18,6 +18,7 @@ pub mod matrix_report;
 pub mod mtl_report;
 pub mod proc_stat;
 pub mod query_source;
+pub mod recursor_report;
 pub mod replay;
 pub mod resolver_report;
 pub mod server_process;

@@ -12,7 +12,7 @@ use pqdns_bench::query_source::{self, QueryOptions};
 use pqdns_bench::tls_client::{self, TlsClientOptions};
 use pqdns_bench::{
     fragmentation_report, genzone, handshake_report, lifecycle_report, matrix, mtl_report,
-    resolver_report, server_process, signing_report,
+    recursor_report, resolver_report, server_process, signing_report,
 };
 use pqdns_core::atomic_file::{write_atomic, FileMode};
 use pqdns_core::dnssec::Algorithm;
@@ -228,6 +228,27 @@ enum Cmd {
         queries: usize,
         /// Output prefix: writes PREFIX.csv and PREFIX.json.
         #[arg(long, default_value = "docs/bench/resolver")]
+        output: PathBuf,
+    },
+    /// Recursor report (docs/bench/recursor.md): pqdns-resolver beside unbound on one
+    /// hierarchy served by in-process pqdns-servers on port 53 of 127.0.4.x (run as root):
+    /// resolver CPU per validated cache hit over UDP and DoT, and cold validated resolution
+    /// time and bytes per leaf algorithm with and without ARRF; CSV, JSON, Markdown, charts.
+    Recursor {
+        /// Seconds of each measured load run.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+        /// Rounds (each measures both resolvers over UDP and DoT).
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        /// Load generator workers (closed loop); each level listed is measured.
+        #[arg(long, value_delimiter = ',', default_value = "4,32")]
+        concurrency: Vec<usize>,
+        /// Cold resolutions per algorithm and fragmentation setting.
+        #[arg(long, default_value_t = 20)]
+        cold: usize,
+        /// Output prefix: writes PREFIX.md, PREFIX.csv, PREFIX.json and the charts.
+        #[arg(long, default_value = "docs/bench/recursor")]
         output: PathBuf,
     },
     /// Fragmentation report: time, packets and bytes for a complete DNSKEY or A answer by ARRF,
@@ -1014,6 +1035,37 @@ fn run(command: Cmd) -> ExitCode {
         } => {
             let rows = resolver_report::run(&algorithms, queries);
             return write_report(&output, &resolver_report::to_csv(&rows), &rows);
+        }
+        Cmd::Recursor {
+            seconds,
+            rounds,
+            concurrency,
+            cold,
+            output,
+        } => {
+            let plan = recursor_report::Plan {
+                seconds,
+                rounds,
+                concurrency,
+                cold,
+            };
+            let report = match recursor_report::run(&plan) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("pqdns-bench recursor: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            if let Err(e) = recursor_report::charts(&output, &report) {
+                eprintln!("pqdns-bench: charts: {e}");
+            }
+            let command = std::env::args().collect::<Vec<_>>().join(" ");
+            let md = recursor_report::markdown(&report, &plan, &command, &output);
+            if let Err(e) = std::fs::write(output.with_extension("md"), md) {
+                eprintln!("pqdns-bench: {}: {e}", output.display());
+                return ExitCode::from(2);
+            }
+            return write_report(&output, &recursor_report::to_csv(&report), &report);
         }
         Cmd::Fragmentation {
             algorithms,

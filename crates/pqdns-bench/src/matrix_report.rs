@@ -217,7 +217,8 @@ pub fn csv_row(c: &Cell) -> String {
     )
 }
 
-fn machine() -> String {
+/// The machine: cores, CPU model and memory (for the reports).
+pub(crate) fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|s| {
