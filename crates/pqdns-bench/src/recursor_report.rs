@@ -23,12 +23,12 @@ use pqdns_resolver::{Client, Config, Mode, Resolver, TlsOptions, Transport, Trus
 use pqdns_server::harness::hierarchy::{
     serve_zones, write_hierarchy, write_root_hints, Leaf, Tiers,
 };
-use pqdns_server::harness::peers::{dig, listening, spawn, start_unbound, UnboundTls};
+use pqdns_server::harness::peers::{dig, listening, spawn, start_unbound, KillOnDrop, UnboundTls};
 use serde::Serialize;
 
 use crate::load::{self, ConnectionMode, Limit, LoadConfig, LoadTransport};
 use crate::query_source::{parse_query, QueryOptions};
-use crate::resolver_report::percentile;
+use crate::resolver_report::{bytes_received, percentile};
 use crate::server_process::sibling_binary;
 use crate::tls_client::TlsClientOptions;
 
@@ -173,16 +173,6 @@ pub fn run(plan: &Plan) -> Result<Report, Error> {
     })
 }
 
-/// A child process killed when dropped.
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn cache_rows(
     binary: &Path,
     d: &Path,
@@ -219,7 +209,7 @@ fn cache_rows(
         UNBOUND_IP,
     ];
     let (child, rx) = spawn(binary, &args, d, &log);
-    let pqdns = Killed(child);
+    let pqdns = KillOnDrop(child);
     listening(&rx, "dot", Duration::from_secs(60), &log);
     let cert = tls_dir.join("pqdns-server.crt");
     let key = tls_dir.join("pqdns-server.key");
@@ -231,7 +221,7 @@ fn cache_rows(
         cert: &cert,
         key: &key,
     };
-    let unbound = Killed(start_unbound(
+    let unbound = KillOnDrop(start_unbound(
         &unbound_dir,
         unbound_plain,
         Some(tls),
@@ -347,11 +337,7 @@ fn cold_rows(anchors: &TrustAnchors, queries: usize) -> Result<Vec<ColdRow>, Err
                 if !answer.status().is_secure() {
                     return Err(format!("{name}: {:?}", answer.status()));
                 }
-                bytes += answer
-                    .exchanges()
-                    .iter()
-                    .map(|e| e.bytes_received)
-                    .sum::<usize>();
+                bytes += bytes_received(&answer);
                 exchanges += answer.exchanges().len();
             }
             times.sort_by(f64::total_cmp);

@@ -166,11 +166,7 @@ fn measure(
             .iter()
             .map(|e| e.bytes_sent)
             .sum::<usize>();
-        received += answer
-            .exchanges()
-            .iter()
-            .map(|e| e.bytes_received)
-            .sum::<usize>();
+        received += bytes_received(&answer);
         exchanges += answer.exchanges().len();
     }
     times.sort_by(f64::total_cmp);
@@ -186,6 +182,11 @@ fn measure(
         bytes_received: received as f64 / n,
         exchanges: exchanges as f64 / n,
     }
+}
+
+/// DNS message bytes received over all exchanges of a resolution.
+pub(crate) fn bytes_received(answer: &pqdns_resolver::Answer) -> usize {
+    answer.exchanges().iter().map(|e| e.bytes_received).sum()
 }
 
 /// The rows as CSV.

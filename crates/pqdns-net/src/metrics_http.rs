@@ -1,6 +1,7 @@
 //! The HTTP side of Prometheus metrics (text exposition format 0.0.4): `GET /metrics` over
 //! HTTP/1.1, for pqdns-server and the resolver service alike. The caller renders the text;
-//! this module only serves it, with bounded connections and header-read time.
+//! this module serves it, with bounded connections and header-read time, and holds what both
+//! services' counters share: the key exchange group labels and zeroed counter arrays.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -25,6 +26,68 @@ pub const METRICS_PATH: &str = "/metrics";
 pub const MAX_CONNECTIONS: usize = 16;
 /// Simultaneous connections to the metrics listener from one address.
 pub const MAX_CONNECTIONS_PER_IP: usize = 4;
+
+/// Key exchange groups counted by name (IANA TLS Supported Groups); others count as
+/// `other` (slot [`GROUP_SLOTS`]` - 1`).
+pub const GROUPS: [(u16, &str); 5] = [
+    (0x11ec, "X25519MLKEM768"),
+    (0x11eb, "SecP256r1MLKEM768"),
+    (0x001d, "X25519"),
+    (0x0017, "secp256r1"),
+    (0x0018, "secp384r1"),
+];
+/// Counter slots per group: [`GROUPS`] and `other`.
+pub const GROUP_SLOTS: usize = GROUPS.len() + 1;
+
+/// The counter slot of a negotiated group (`other` for none or an unlisted one).
+pub fn group_slot(group: Option<rustls::NamedGroup>) -> usize {
+    group
+        .and_then(|g| GROUPS.iter().position(|(code, _)| *code == u16::from(g)))
+        .unwrap_or(GROUPS.len())
+}
+
+/// The label of a group slot.
+pub fn group_label(slot: usize) -> &'static str {
+    GROUPS.get(slot).map_or("other", |(_, l)| l)
+}
+
+/// `N` counters at zero.
+pub fn counters<const N: usize>() -> [std::sync::atomic::AtomicU64; N] {
+    std::array::from_fn(|_| std::sync::atomic::AtomicU64::new(0))
+}
+
+/// Appends the `NAME_bucket` (cumulative, `le` from `bounds`, then `+Inf`), `NAME_sum` and
+/// `NAME_count` lines of a histogram whose per-bucket `counts` have one slot more than
+/// `bounds`; `labels` (e.g. `transport="udp"`, or empty) go on every line.
+pub fn write_histogram<B: std::fmt::Display>(
+    out: &mut String,
+    name: &str,
+    labels: &str,
+    bounds: &[B],
+    counts: &[std::sync::atomic::AtomicU64],
+    sum: impl std::fmt::Display,
+) {
+    use std::fmt::Write as _;
+    let sep = if labels.is_empty() { "" } else { "," };
+    let mut cumulative = 0;
+    for (b, c) in counts.iter().enumerate() {
+        cumulative += c.load(std::sync::atomic::Ordering::Relaxed);
+        let le = bounds.get(b).map_or("+Inf".to_string(), |l| l.to_string());
+        let _ = writeln!(
+            out,
+            "{name}_bucket{{{labels}{sep}le=\"{le}\"}} {cumulative}"
+        );
+    }
+    let braces = if labels.is_empty() {
+        String::new()
+    } else {
+        format!("{{{labels}}}")
+    };
+    let _ = writeln!(
+        out,
+        "{name}_sum{braces} {sum}\n{name}_count{braces} {cumulative}"
+    );
+}
 
 /// Renders the metrics text; `None` when there are none (404).
 pub type Render = Arc<dyn Fn() -> Option<String> + Send + Sync>;

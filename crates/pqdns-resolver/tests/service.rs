@@ -16,16 +16,17 @@ mod common;
 
 use std::net::{SocketAddr, UdpSocket};
 use std::path::Path;
-use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::hierarchy::{build_with, free_port, serve, serve_at, Leaf, Running, LEAVES};
+use common::hierarchy::{
+    build_with, free_port, serve_with_expired_last, Leaf, Running, LEAF_IP, LEAVES, TIERS,
+};
 use common::runtime;
-use pqdns_server::harness::free_dual_port;
+use common::service::Service;
 use pqdns_server::harness::hierarchy::write_root_hints;
-use pqdns_server::harness::peers::{dig, go, kdig, listening, require, run, spawn, DigOutput};
+use pqdns_server::harness::peers::{dig, go, kdig, run, DigOutput};
 
 /// The leaf whose signatures expired (signed 30 days ago, valid 14 days), on its own server.
 const EXPIRED_IP: &str = "127.0.0.5";
@@ -45,90 +46,6 @@ fn hostile_delegations() -> String {
         text.push_str(&format!("fanout NS ns{i}.nowhere.tld.\n"));
     }
     text
-}
-
-/// A running `pqdns-resolver` process; killed when dropped.
-struct Service {
-    child: Child,
-    udp: SocketAddr,
-    tcp: SocketAddr,
-    dot: SocketAddr,
-    doh: SocketAddr,
-    metrics: SocketAddr,
-    /// Its self-signed certificate.
-    cert: std::path::PathBuf,
-    log: std::path::PathBuf,
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Service {
-    fn start(dir: &Path, name: &str, args: &[&str]) -> Service {
-        let tls_dir = dir.join(format!("{name}-tls"));
-        let log = dir.join(format!("{name}.log"));
-        // UDP and TCP on one port: dig retries truncated answers over TCP there.
-        let plain = format!("127.0.0.1:{}", free_dual_port());
-        let mut all = vec![
-            "--udp",
-            &plain,
-            "--tcp",
-            &plain,
-            "--dot",
-            "127.0.0.1:0",
-            "--doh",
-            "127.0.0.1:0",
-            "--tls-dir",
-            tls_dir.to_str().unwrap(),
-            "--metrics",
-            "127.0.0.1:0",
-            "--log-level",
-            "debug",
-        ];
-        all.extend_from_slice(args);
-        let (child, rx) = spawn(
-            Path::new(env!("CARGO_BIN_EXE_pqdns-resolver")),
-            &all,
-            dir,
-            &log,
-        );
-        let within = Duration::from_secs(60);
-        Service {
-            udp: listening(&rx, "udp", within, &log),
-            tcp: listening(&rx, "tcp", within, &log),
-            dot: listening(&rx, "dot", within, &log),
-            doh: listening(&rx, "doh", within, &log),
-            metrics: listening(&rx, "metrics", within, &log),
-            cert: tls_dir.join("pqdns-server.crt"),
-            child,
-            log,
-        }
-    }
-
-    /// The value of the metrics series `series` (name and labels as printed).
-    fn metric(&self, series: &str) -> u64 {
-        let url = format!("http://{}/metrics", self.metrics);
-        let (ok, text) = run(&require("curl", "curl"), &["-s".into(), url]);
-        assert!(ok, "{text}");
-        text.lines()
-            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
-            .unwrap_or_else(|| panic!("no {series} in\n{text}"))
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// dig at the UDP address with recursion desired and `args`.
-    fn dig(&self, args: &[&str]) -> DigOutput {
-        let mut all = vec!["+recurse", "+time=20"];
-        all.extend_from_slice(args);
-        dig(self.udp, &all)
-    }
 }
 
 /// Answers every datagram on `socket` with 40 bytes of junk until `stop`.
@@ -180,40 +97,8 @@ fn world() -> World {
     let rt = runtime();
     let port = free_port(common::hierarchy::ROOT_IP);
     let at = |ip: &str| SocketAddr::new(ip.parse().unwrap(), port);
-    let (expired, normal) = h.leaves.split_last().unwrap();
     let d = h.dir.path();
-    let month_ago = pqdns_core::time::now() - 30 * 86_400;
-    let handles = vec![
-        serve(
-            &rt,
-            d,
-            vec![h.root.clone()],
-            at(common::hierarchy::ROOT_IP),
-            false,
-        ),
-        serve(
-            &rt,
-            d,
-            vec![h.tld.clone()],
-            at(common::hierarchy::TLD_IP),
-            false,
-        ),
-        serve(
-            &rt,
-            d,
-            normal.to_vec(),
-            at(common::hierarchy::LEAF_IP),
-            false,
-        ),
-        serve_at(
-            &rt,
-            d,
-            vec![expired.clone()],
-            at(EXPIRED_IP),
-            false,
-            month_ago,
-        ),
-    ];
+    let handles = serve_with_expired_last(&rt, &h, TIERS, LEAF_IP, EXPIRED_IP, port);
     let stop = Arc::new(AtomicBool::new(false));
     let silent = UdpSocket::bind(at(SILENT_IP)).unwrap();
     answer_garbage(UdpSocket::bind(at(GARBAGE_IP)).unwrap(), Arc::clone(&stop));

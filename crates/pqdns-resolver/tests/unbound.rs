@@ -11,15 +11,13 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::path::Path;
-use std::process::Child;
-use std::time::Duration;
 
-use common::hierarchy::{build_at, serve, serve_at, Leaf, Running, Tiers};
+use common::hierarchy::{build_at, serve_with_expired_last, Leaf, Running, Tiers};
 use common::runtime;
+use common::service::Service;
 use pqdns_server::harness::free_dual_port;
 use pqdns_server::harness::hierarchy::write_root_hints;
-use pqdns_server::harness::peers::{dig, listening, spawn, start_unbound, DigOutput};
+use pqdns_server::harness::peers::{dig, start_unbound, DigOutput, KillOnDrop};
 
 const TIERS: Tiers = Tiers {
     root: "127.0.1.2",
@@ -115,43 +113,19 @@ fn verdict(out: &DigOutput) -> (String, bool, Vec<String>) {
     (out.status(), out.has_flag("ad"), answer)
 }
 
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn same_answers_as_unbound_for_a_classical_hierarchy() {
     let h = build_at(TIERS, LEAVES, "ECDSAP256SHA256", "ECDSAP256SHA256", "");
     let d = h.dir.path();
     let rt = runtime();
-    let at = |ip: &str| SocketAddr::new(ip.parse().unwrap(), 53);
-    let (expired, normal) = h.leaves.split_last().unwrap();
-    let month_ago = pqdns_core::time::now() - 30 * 86_400;
-    let handles = vec![
-        serve(&rt, d, vec![h.root.clone()], at(TIERS.root), false),
-        serve(&rt, d, vec![h.tld.clone()], at(TIERS.tld), false),
-        serve(&rt, d, normal.to_vec(), at(LEAF_IP), false),
-        serve_at(
-            &rt,
-            d,
-            vec![expired.clone()],
-            at(EXPIRED_IP),
-            false,
-            month_ago,
-        ),
-    ];
+    let handles = serve_with_expired_last(&rt, &h, TIERS, LEAF_IP, EXPIRED_IP, 53);
     let _running = Running { rt, handles };
     let hints = write_root_hints(d, TIERS.root);
     let anchor = d.join("root.ds");
     std::fs::write(&anchor, format!("{}\n", h.root_ds_text)).unwrap();
 
     let unbound_addr = SocketAddr::new(UNBOUND_IP.parse().unwrap(), free_dual_port());
-    let _unbound = Killed(start_unbound(
+    let _unbound = KillOnDrop(start_unbound(
         d,
         unbound_addr,
         None,
@@ -159,35 +133,19 @@ fn same_answers_as_unbound_for_a_classical_hierarchy() {
         &anchor,
         "tld.",
     ));
-    let plain = format!("127.0.0.1:{}", free_dual_port());
-    let log = d.join("resolver.log");
-    let tls_dir = d.join("tls");
-    let args = [
-        "--udp",
-        &plain,
-        "--tcp",
-        &plain,
-        "--dot",
-        "127.0.0.1:0",
-        "--doh",
-        "127.0.0.1:0",
-        "--tls-dir",
-        tls_dir.to_str().unwrap(),
-        "--root-hints",
-        hints.to_str().unwrap(),
-        "--authority-port",
-        "53",
-        "--trust-anchor",
-        anchor.to_str().unwrap(),
-    ];
-    let (child, rx) = spawn(
-        Path::new(env!("CARGO_BIN_EXE_pqdns-resolver")),
-        &args,
+    let service = Service::start(
         d,
-        &log,
+        "resolver",
+        &[
+            "--root-hints",
+            hints.to_str().unwrap(),
+            "--authority-port",
+            "53",
+            "--trust-anchor",
+            anchor.to_str().unwrap(),
+        ],
     );
-    let _ours = Killed(child);
-    let ours = listening(&rx, "udp", Duration::from_secs(60), &log);
+    let ours = service.udp;
     let list = questions();
     assert!(list.len() >= 30);
     let mut secure = 0;

@@ -36,7 +36,10 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use pqdns_core::wire::Rcode;
-use pqdns_net::{metrics_http, HandshakeFailure, Transport};
+use pqdns_net::metrics_http::{
+    self, counters, group_label, group_slot, write_histogram, GROUP_SLOTS,
+};
+use pqdns_net::{HandshakeFailure, Transport};
 
 use crate::service::Authoritative;
 
@@ -127,20 +130,6 @@ pub const SIZE_BUCKETS: [usize; 13] = [
 ];
 const SIZE_SLOTS: usize = SIZE_BUCKETS.len() + 1;
 
-/// Key exchange groups counted by name (IANA TLS Supported Groups names).
-const GROUPS: [(u16, &str); 5] = [
-    (0x11ec, "X25519MLKEM768"),
-    (0x11eb, "SecP256r1MLKEM768"),
-    (0x001d, "X25519"),
-    (0x0017, "secp256r1"),
-    (0x0018, "secp384r1"),
-];
-const GROUP_SLOTS: usize = GROUPS.len() + 1;
-
-fn counters<const N: usize>() -> [AtomicU64; N] {
-    std::array::from_fn(|_| AtomicU64::new(0))
-}
-
 /// All counters; see the module doc. About 12 KiB.
 #[derive(Debug)]
 pub struct Metrics {
@@ -215,10 +204,7 @@ impl Metrics {
 
     /// Counts a completed TLS handshake and its negotiated key exchange group.
     pub fn handshake(&self, proto: Proto, group: Option<rustls::NamedGroup>) {
-        let g = group
-            .and_then(|g| GROUPS.iter().position(|(code, _)| *code == u16::from(g)))
-            .unwrap_or(GROUPS.len());
-        self.handshakes[proto as usize][g].fetch_add(1, Relaxed);
+        self.handshakes[proto as usize][group_slot(group)].fetch_add(1, Relaxed);
     }
 
     /// Counts a failed or timed-out TLS handshake.
@@ -275,27 +261,22 @@ impl Metrics {
         }
         out.push_str("# HELP pqdns_response_bytes Size of DNS response messages in bytes.\n# TYPE pqdns_response_bytes histogram\n");
         for (p, name) in PROTOS {
-            let mut cumulative = 0;
-            for (b, c) in self.sizes[p as usize].iter().enumerate() {
-                cumulative += load(c);
-                let le = SIZE_BUCKETS
-                    .get(b)
-                    .map_or("+Inf".to_string(), |l| l.to_string());
-                let _ = writeln!(
-                    out,
-                    "pqdns_response_bytes_bucket{{transport=\"{name}\",le=\"{le}\"}} {cumulative}"
-                );
-            }
             let sum = load(&self.size_sum[p as usize]);
-            let _ = writeln!(
-                out,
-                "pqdns_response_bytes_sum{{transport=\"{name}\"}} {sum}\npqdns_response_bytes_count{{transport=\"{name}\"}} {cumulative}"
+            let labels = format!("transport=\"{name}\"");
+            let sizes = &self.sizes[p as usize];
+            write_histogram(
+                &mut out,
+                "pqdns_response_bytes",
+                &labels,
+                &SIZE_BUCKETS,
+                sizes,
+                sum,
             );
         }
         out.push_str("# HELP pqdns_tls_handshakes_total Completed TLS handshakes by negotiated key exchange group.\n# TYPE pqdns_tls_handshakes_total counter\n");
         for (p, name) in [PROTOS[2], PROTOS[3], PROTOS[4]] {
             for (g, c) in self.handshakes[p as usize].iter().enumerate() {
-                let group = GROUPS.get(g).map_or("other", |(_, l)| l);
+                let group = group_label(g);
                 let n = load(c);
                 let _ = writeln!(
                     out,

@@ -405,6 +405,21 @@ mod tests {
         }
     }
 
+    /// Serves `w` to `q` from `cache` at `now` within `limit` bytes and stores it: the
+    /// response.
+    fn put(
+        cache: &ResponseCache,
+        q: &ClientQuery,
+        w: Written,
+        limit: usize,
+        now: Instant,
+    ) -> Vec<u8> {
+        let mut out = Vec::new();
+        let len = cache.serve(q, w, true, &mut out, 0, limit, now);
+        out.truncate(len);
+        out
+    }
+
     fn ttls(msg: &[u8]) -> Vec<u32> {
         let v = MessageView::parse(msg).unwrap();
         v.records(Section::Answer)
@@ -475,26 +490,20 @@ mod tests {
                 e
             }),
         );
-        let mut out = Vec::new();
-        let len = cache.serve(
+        let out = put(
+            &cache,
             &plain,
             response("a.example.", 1, 60, true),
-            true,
-            &mut out,
-            0,
             65_535,
             t0,
         );
-        assert!(
-            !Header::parse(&out[..len]).unwrap().has(FLAG_AD),
-            "no DO, no AD asked"
-        );
+        let ad = |out: &[u8]| Header::parse(out).unwrap().has(FLAG_AD);
+        assert!(!ad(&out), "no DO, no AD asked");
         let asking = query("b.example.", FLAG_AD, None);
         let mut insecure = response("b.example.", 1, 60, false);
         insecure.secure = false;
-        let len = cache.serve(&asking, insecure, true, &mut out, 0, 65_535, t0);
         assert!(
-            !Header::parse(&out[..len]).unwrap().has(FLAG_AD),
+            !ad(&put(&cache, &asking, insecure, 65_535, t0)),
             "not Secure"
         );
     }
@@ -503,16 +512,9 @@ mod tests {
     fn too_large_for_udp_is_truncated_with_the_opt_record() {
         let cache = ResponseCache::new(CacheLimits::default());
         let q = query("big.example.", 0, Some(Edns::dnssec_ok(512)));
-        let mut out = Vec::new();
-        let len = cache.serve(
-            &q,
-            response("big.example.", 40, 60, true),
-            true,
-            &mut out,
-            0,
-            512,
-            Instant::now(),
-        );
+        let t0 = Instant::now();
+        let mut out = put(&cache, &q, response("big.example.", 40, 60, true), 512, t0);
+        let len = out.len();
         let v = MessageView::parse(&out[..len]).unwrap();
         assert!(v.header().has(FLAG_TC));
         assert_eq!(v.counts(), [1, 0, 0, 1]);
@@ -532,15 +534,7 @@ mod tests {
         // NXDOMAIN: min(SOA TTL 300, MINIMUM 60) = 60 s (RFC 2308 §5).
         let cache = ResponseCache::new(CacheLimits::default());
         let q = query("nx.example.", 0, None);
-        cache.serve(
-            &q,
-            response("nx.example.", 0, 300, false),
-            true,
-            &mut out,
-            0,
-            512,
-            t0,
-        );
+        put(&cache, &q, response("nx.example.", 0, 300, false), 512, t0);
         assert!(cache.answer(&q, &mut out, 0, 512, at(59)).is_some());
         assert!(cache.answer(&q, &mut out, 0, 512, at(60)).is_none());
         // A cap of 100 s lowers the TTLs served and the lifetime.
@@ -548,15 +542,14 @@ mod tests {
             max_ttl: 100,
             ..CacheLimits::default()
         });
-        let len = capped.serve(
+        out = put(
+            &capped,
             &q,
             response("nx.example.", 3, 3600, false),
-            true,
-            &mut out,
-            0,
             512,
             t0,
         );
+        let len = out.len();
         assert_eq!(ttls(&out[..len]), [100, 100, 100]);
         assert!(capped.answer(&q, &mut out, 0, 512, at(100)).is_none());
         // A floor of 50 s keeps a 5 s answer; its TTLs count down to 0, not below.
@@ -564,15 +557,7 @@ mod tests {
             min_ttl: 50,
             ..CacheLimits::default()
         });
-        floored.serve(
-            &q,
-            response("nx.example.", 1, 5, false),
-            true,
-            &mut out,
-            0,
-            512,
-            t0,
-        );
+        put(&floored, &q, response("nx.example.", 1, 5, false), 512, t0);
         let len = floored.answer(&q, &mut out, 0, 512, at(40)).unwrap();
         assert_eq!(ttls(&out[..len]), [0]);
         assert!(floored.answer(&q, &mut out, 0, 512, at(50)).is_none());
@@ -602,15 +587,7 @@ mod tests {
         for i in 0..500 {
             let name = format!("n{i}.example.");
             let q = query(&name, 0, None);
-            cache.serve(
-                &q,
-                response(&name, 3, 60, false),
-                true,
-                &mut out,
-                0,
-                512,
-                t0,
-            );
+            put(&cache, &q, response(&name, 3, 60, false), 512, t0);
             assert!(
                 cache.bytes() <= limits.bytes,
                 "{} bytes after {i}",

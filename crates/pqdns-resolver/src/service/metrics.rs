@@ -20,16 +20,17 @@ use std::time::Duration;
 
 use pqdns_core::dnssec::validate::Status;
 use pqdns_core::wire::Rcode;
+use pqdns_net::metrics_http::{counters, group_label, group_slot, write_histogram, GROUP_SLOTS};
 use pqdns_net::Transport;
 
 use crate::answer::{Answer, AnswerRRset};
 
-const TRANSPORTS: [(Transport, &str); 5] = [
-    (Transport::Udp, "udp"),
-    (Transport::Tcp, "tcp"),
-    (Transport::Dot, "dot"),
-    (Transport::Doh, "doh"),
-    (Transport::Doq, "doq"),
+const TRANSPORTS: [Transport; 5] = [
+    Transport::Udp,
+    Transport::Tcp,
+    Transport::Dot,
+    Transport::Doh,
+    Transport::Doq,
 ];
 /// RCODEs counted by name (low 4 bits of the header); others count as `OTHER`.
 const RCODES: [Rcode; 6] = [
@@ -45,18 +46,6 @@ const STATUSES: [&str; 4] = ["secure", "insecure", "bogus", "indeterminate"];
 pub const RTT_BUCKETS: [f64; 12] = [
     0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
 ];
-/// Key exchange groups counted by name (IANA TLS Supported Groups).
-const GROUPS: [(u16, &str); 5] = [
-    (0x11ec, "X25519MLKEM768"),
-    (0x11eb, "SecP256r1MLKEM768"),
-    (0x001d, "X25519"),
-    (0x0017, "secp256r1"),
-    (0x0018, "secp384r1"),
-];
-
-fn counters<const N: usize>() -> [AtomicU64; N] {
-    std::array::from_fn(|_| AtomicU64::new(0))
-}
 
 /// The counters; about 9 KiB.
 #[derive(Debug)]
@@ -67,7 +56,7 @@ pub struct ServiceMetrics {
     validations: [[AtomicU64; 256]; STATUSES.len()],
     rtt: [AtomicU64; RTT_BUCKETS.len() + 1],
     rtt_sum_micros: AtomicU64,
-    handshakes: [AtomicU64; GROUPS.len() + 1],
+    handshakes: [AtomicU64; GROUP_SLOTS],
 }
 
 impl Default for ServiceMetrics {
@@ -86,7 +75,7 @@ impl Default for ServiceMetrics {
 impl ServiceMetrics {
     /// A response with `rcode` sent over `transport`.
     pub(crate) fn response(&self, transport: Transport, rcode: Rcode) {
-        let Some(t) = TRANSPORTS.iter().position(|(x, _)| *x == transport) else {
+        let Some(t) = TRANSPORTS.iter().position(|x| *x == transport) else {
             return;
         };
         let r = RCODES
@@ -142,12 +131,7 @@ impl ServiceMetrics {
 
     /// A completed TLS handshake with a stub.
     pub(crate) fn handshake(&self, group: Option<rustls::NamedGroup>) {
-        let code = group.map(u16::from);
-        let g = GROUPS
-            .iter()
-            .position(|(c, _)| Some(*c) == code)
-            .unwrap_or(GROUPS.len());
-        self.handshakes[g].fetch_add(1, Relaxed);
+        self.handshakes[group_slot(group)].fetch_add(1, Relaxed);
     }
 
     /// The text exposition.
@@ -155,7 +139,7 @@ impl ServiceMetrics {
         let mut out = String::with_capacity(4096);
         let load = |c: &AtomicU64| c.load(Relaxed);
         out.push_str("# HELP pqdns_resolver_queries_total Responses sent, by transport and response code.\n# TYPE pqdns_resolver_queries_total counter\n");
-        for (t, (_, transport)) in TRANSPORTS.iter().enumerate() {
+        for (t, transport) in TRANSPORTS.iter().map(|t| t.name()).enumerate() {
             for (r, c) in self.queries[t].iter().enumerate() {
                 let rcode = RCODES.get(r).and_then(|k| k.mnemonic()).unwrap_or("OTHER");
                 let _ = writeln!(
@@ -189,25 +173,12 @@ impl ServiceMetrics {
             }
         }
         out.push_str("# HELP pqdns_resolver_upstream_rtt_seconds Time of exchanges with authorities or forwarders.\n# TYPE pqdns_resolver_upstream_rtt_seconds histogram\n");
-        let mut cumulative = 0;
-        for (b, c) in self.rtt.iter().enumerate() {
-            cumulative += load(c);
-            let le = RTT_BUCKETS
-                .get(b)
-                .map_or("+Inf".to_string(), |l| l.to_string());
-            let _ = writeln!(
-                out,
-                "pqdns_resolver_upstream_rtt_seconds_bucket{{le=\"{le}\"}} {cumulative}"
-            );
-        }
         let sum = load(&self.rtt_sum_micros) as f64 / 1e6;
-        let _ = writeln!(
-            out,
-            "pqdns_resolver_upstream_rtt_seconds_sum {sum}\npqdns_resolver_upstream_rtt_seconds_count {cumulative}"
-        );
+        let name = "pqdns_resolver_upstream_rtt_seconds";
+        write_histogram(&mut out, name, "", &RTT_BUCKETS, &self.rtt, sum);
         out.push_str("# HELP pqdns_resolver_tls_handshakes_total Completed TLS handshakes with stubs, by key exchange group.\n# TYPE pqdns_resolver_tls_handshakes_total counter\n");
         for (g, c) in self.handshakes.iter().enumerate() {
-            let group = GROUPS.get(g).map_or("other", |(_, l)| l);
+            let group = group_label(g);
             let n = load(c);
             let _ = writeln!(
                 out,

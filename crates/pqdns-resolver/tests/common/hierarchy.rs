@@ -154,3 +154,33 @@ pub fn anchors(h: &Hierarchy) -> TrustAnchors {
     a.add_ds(Name::root(), h.root_ds.clone());
     a
 }
+
+/// Serves a hierarchy on `port`: the root and `tld.` at `tiers`, every leaf but the last at
+/// `leaf_ip`, and the last at `expired_ip` with signatures made 30 days ago (valid 14 days:
+/// expired). The handles, root first.
+pub fn serve_with_expired_last(
+    rt: &tokio::runtime::Runtime,
+    h: &Hierarchy,
+    tiers: Tiers,
+    leaf_ip: &str,
+    expired_ip: &str,
+    port: u16,
+) -> Vec<ServerHandle> {
+    let at = |ip: &str| SocketAddr::new(ip.parse().unwrap(), port);
+    let d = h.dir.path();
+    let (expired, normal) = h.leaves.split_last().unwrap();
+    let month_ago = pqdns_core::time::now() - 30 * 86_400;
+    vec![
+        serve(rt, d, vec![h.root.clone()], at(tiers.root), false),
+        serve(rt, d, vec![h.tld.clone()], at(tiers.tld), false),
+        serve(rt, d, normal.to_vec(), at(leaf_ip), false),
+        serve_at(
+            rt,
+            d,
+            vec![expired.clone()],
+            at(expired_ip),
+            false,
+            month_ago,
+        ),
+    ]
+}

@@ -5,6 +5,7 @@
 #![allow(dead_code)] // each test crate uses a different part
 
 pub mod hierarchy;
+pub mod service;
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -390,3 +390,15 @@ pub fn start_unbound(
     );
     child
 }
+
+/// A child process killed (and reaped) when dropped, so a failing test leaves nothing
+/// running.
+#[derive(Debug)]
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

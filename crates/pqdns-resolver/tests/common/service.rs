@@ -1,0 +1,89 @@
+//! A `pqdns-resolver` process for the tests: UDP and TCP on one free port of 127.0.0.1, DoT,
+//! DoH and metrics on port 0, its self-signed certificate and log in the test's directory.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use pqdns_server::harness::free_dual_port;
+use pqdns_server::harness::peers::{dig, listening, require, run, spawn, DigOutput, KillOnDrop};
+
+/// A running `pqdns-resolver` process; killed when dropped.
+pub struct Service {
+    _child: KillOnDrop,
+    pub udp: SocketAddr,
+    pub tcp: SocketAddr,
+    pub dot: SocketAddr,
+    pub doh: SocketAddr,
+    pub metrics: SocketAddr,
+    /// Its self-signed certificate.
+    pub cert: std::path::PathBuf,
+    pub log: std::path::PathBuf,
+}
+
+impl Service {
+    /// Starts `pqdns-resolver` in `dir` with `args` besides the listeners; `name` names its
+    /// log and certificate directory.
+    pub fn start(dir: &Path, name: &str, args: &[&str]) -> Service {
+        let tls_dir = dir.join(format!("{name}-tls"));
+        let log = dir.join(format!("{name}.log"));
+        // UDP and TCP on one port: dig retries truncated answers over TCP there.
+        let plain = format!("127.0.0.1:{}", free_dual_port());
+        let mut all = vec![
+            "--udp",
+            &plain,
+            "--tcp",
+            &plain,
+            "--dot",
+            "127.0.0.1:0",
+            "--doh",
+            "127.0.0.1:0",
+            "--tls-dir",
+            tls_dir.to_str().unwrap(),
+            "--metrics",
+            "127.0.0.1:0",
+            "--log-level",
+            "debug",
+        ];
+        all.extend_from_slice(args);
+        let (child, rx) = spawn(
+            Path::new(env!("CARGO_BIN_EXE_pqdns-resolver")),
+            &all,
+            dir,
+            &log,
+        );
+        let within = Duration::from_secs(60);
+        Service {
+            udp: listening(&rx, "udp", within, &log),
+            tcp: listening(&rx, "tcp", within, &log),
+            dot: listening(&rx, "dot", within, &log),
+            doh: listening(&rx, "doh", within, &log),
+            metrics: listening(&rx, "metrics", within, &log),
+            cert: tls_dir.join("pqdns-server.crt"),
+            _child: KillOnDrop(child),
+            log,
+        }
+    }
+
+    /// The value of the metrics series `series` (name and labels as printed).
+    pub fn metric(&self, series: &str) -> u64 {
+        let url = format!("http://{}/metrics", self.metrics);
+        let (ok, text) = run(&require("curl", "curl"), &["-s".into(), url]);
+        assert!(ok, "{text}");
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+    }
+
+    /// Its log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// dig at the UDP address with recursion desired and `args`.
+    pub fn dig(&self, args: &[&str]) -> DigOutput {
+        let mut all = vec!["+recurse", "+time=20"];
+        all.extend_from_slice(args);
+        dig(self.udp, &all)
+    }
+}
