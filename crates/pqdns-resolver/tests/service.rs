@@ -313,6 +313,28 @@ fn bogus_is_servfail_with_the_reason_and_cd_gets_the_data() {
     let r = refused.dig(&["www.dual.tld.", "A"]);
     assert_eq!(r.status(), "REFUSED", "{}", r.text);
     assert!(r.text.contains("EDE: 18 (Prohibited)"), "{}", r.text);
+
+    // --require-pq: the chain from the root's ECDSA anchor has a classical first link, so
+    // even the dual-signed leaf is Bogus, and the reason names the policy.
+    let strict = Service::start(
+        w.dir.path(),
+        "require-pq",
+        &[
+            "--forward",
+            &s.udp.to_string(),
+            "--trust-anchor",
+            w.anchor_file.to_str().unwrap(),
+            "--require-pq",
+        ],
+    );
+    let pq = strict.dig(&["+dnssec", "www.dual.tld.", "A"]);
+    assert_eq!(pq.status(), "SERVFAIL", "{}", pq.text);
+    assert!(pq.text.contains("require-pq"), "{}", pq.text);
+    // The same question through the first resolver (no policy) is Secure.
+    assert_secure_answer(
+        &s.dig(&["+dnssec", "www.dual.tld.", "A"]),
+        "without require-pq",
+    );
 }
 
 #[test]
