@@ -28,7 +28,7 @@ pub const MAX_CONNECTIONS: usize = 16;
 pub const MAX_CONNECTIONS_PER_IP: usize = 4;
 
 /// Key exchange groups counted by name (IANA TLS Supported Groups); others count as
-/// `other` (slot [`GROUP_SLOTS`]` - 1`).
+/// `other`, the last of [`GROUP_SLOTS`] slots.
 pub const GROUPS: [(u16, &str); 5] = [
     (0x11ec, "X25519MLKEM768"),
     (0x11eb, "SecP256r1MLKEM768"),

@@ -8,7 +8,7 @@
 //! - a cache hit is answered at once, on the listener's thread, from the prepared response
 //!   ([`cache`]);
 //! - a miss is deferred: the [`Resolver`] resolves and validates it (iteratively or through a
-//!   forwarder), [`response`] writes the RFC 4035 §3.2 response, and the cache keeps it.
+//!   forwarder), `response` writes the RFC 4035 §3.2 response, and the cache keeps it.
 //!
 //! Each client address has at most [`ServiceConfig::max_per_client`] resolutions in flight;
 //! more get SERVFAIL with EDE 0 at once (not cached). The resolver's [`crate::WorkLimits`]
