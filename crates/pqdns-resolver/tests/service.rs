@@ -4,7 +4,8 @@
 //! iteratively from a root hints file and validating from the root's DS:
 //!
 //! - dig over UDP, TCP, DoT (`+tls`) and DoH (`+https`), kdig over DoT, Go's crypto/tls over
-//!   DoT and DoH (which reports the negotiated X25519MLKEM768), and pqdns-resolve over DoT;
+//!   DoT and DoH (which reports the negotiated X25519MLKEM768), and pqdns-resolve over DoT and
+//!   DoQ;
 //! - AD on Secure answers, NXDOMAIN/NODATA with their NSEC/NSEC3 proofs under DO, Insecure
 //!   data without AD, SERVFAIL with EDE 7 and a reason for a leaf with expired signatures and
 //!   its data with CD=1;
@@ -257,6 +258,16 @@ fn stubs_get_validated_answers_over_every_transport() {
     .collect();
     let (ok, text) = run(resolve, &args);
     assert!(ok && text.contains("Secure"), "pqdns-resolve:\n{text}");
+    // And over DNS over QUIC.
+    let doq = format!("@{}", s.doq);
+    let mut args = args;
+    args[0] = "--doq".into();
+    args[1] = doq;
+    let (ok, text) = run(resolve, &args);
+    assert!(
+        ok && text.contains("Secure") && text.contains("X25519MLKEM768"),
+        "pqdns-resolve --doq:\n{text}"
+    );
 
     // The counters saw all that: UDP answers, cache hits (the Go clients asked one name three
     // times), Secure answers verified by ML-DSA-44 (number 18 in the default profile), the

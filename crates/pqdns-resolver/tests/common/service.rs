@@ -1,5 +1,5 @@
 //! A `pqdns-resolver` process for the tests: UDP and TCP on one free port of 127.0.0.1, DoT,
-//! DoH and metrics on port 0, its self-signed certificate and log in the test's directory.
+//! DoQ, DoH and metrics on port 0, its self-signed certificate and log in the test's directory.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -14,6 +14,7 @@ pub struct Service {
     pub udp: SocketAddr,
     pub tcp: SocketAddr,
     pub dot: SocketAddr,
+    pub doq: SocketAddr,
     pub doh: SocketAddr,
     pub metrics: SocketAddr,
     /// Its self-signed certificate.
@@ -36,6 +37,8 @@ impl Service {
             &plain,
             "--dot",
             "127.0.0.1:0",
+            "--doq",
+            "127.0.0.1:0",
             "--doh",
             "127.0.0.1:0",
             "--tls-dir",
@@ -57,6 +60,7 @@ impl Service {
             udp: listening(&rx, "udp", within, &log),
             tcp: listening(&rx, "tcp", within, &log),
             dot: listening(&rx, "dot", within, &log),
+            doq: listening(&rx, "doq", within, &log),
             doh: listening(&rx, "doh", within, &log),
             metrics: listening(&rx, "metrics", within, &log),
             cert: tls_dir.join("pqdns-server.crt"),
