@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::hierarchy::{
-    build_with, free_port, serve_with_expired_last, Leaf, Running, LEAF_IP, LEAVES, TIERS,
+    build_at, free_port, serve_with_expired_last, Leaf, Running, Tiers, LEAVES,
 };
 use common::runtime;
 use common::service::Service;
@@ -30,18 +30,27 @@ use pqdns_server::harness::hierarchy::write_root_hints;
 use pqdns_server::harness::peers::{dig, go, kdig, run, DigOutput};
 
 /// The leaf whose signatures expired (signed 30 days ago, valid 14 days), on its own server.
-const EXPIRED_IP: &str = "127.0.0.5";
+/// This file's servers sit on 127.0.2.x, apart from the other test files' (hierarchy.rs uses
+/// 127.0.0.2-4 with ports probed free there), so test binaries running at once cannot collide.
+const TIERS: Tiers = Tiers {
+    root: "127.0.2.2",
+    tld: "127.0.2.3",
+};
+/// The leaves' name server.
+const LEAF_IP: &str = "127.0.2.4";
+const EXPIRED_IP: &str = "127.0.2.5";
 /// A name server that never answers.
-const SILENT_IP: &str = "127.0.0.6";
+const SILENT_IP: &str = "127.0.2.6";
 /// A name server that answers garbage.
-const GARBAGE_IP: &str = "127.0.0.7";
+const GARBAGE_IP: &str = "127.0.2.7";
 
 /// Delegations from `tld.` to hostile or broken name servers (all unsigned).
 fn hostile_delegations() -> String {
-    let mut text = String::from(
-        "loop NS ns.loop\nns.loop A 127.0.0.3\n\
-         silent NS ns.silent\nns.silent A 127.0.0.6\n\
-         garbage NS ns.garbage\nns.garbage A 127.0.0.7\n",
+    // The loop's name server is tld.'s own: it refers back to itself.
+    let mut text = format!(
+        "loop NS ns.loop\nns.loop A {}\nsilent NS ns.silent\nns.silent A {SILENT_IP}\n\
+         garbage NS ns.garbage\nns.garbage A {GARBAGE_IP}\n",
+        TIERS.tld
     );
     for i in 0..100 {
         text.push_str(&format!("fanout NS ns{i}.nowhere.tld.\n"));
@@ -81,7 +90,7 @@ impl Drop for World {
 
 /// The hierarchy, its servers, the hostile ones, and a resolver service iterating over them.
 fn world() -> World {
-    let mut leaves: Vec<Leaf> = LEAVES.to_vec();
+    let mut leaves: Vec<Leaf> = LEAVES.iter().map(|l| Leaf { ip: LEAF_IP, ..*l }).collect();
     leaves.push(Leaf {
         name: "expired",
         algorithms: &["ECDSAP256SHA256"],
@@ -89,14 +98,15 @@ fn world() -> World {
         ip: EXPIRED_IP,
         extra: "",
     });
-    let h = build_with(
+    let h = build_at(
+        TIERS,
         &leaves,
         "ECDSAP256SHA256",
         "ML-DSA-44",
         &hostile_delegations(),
     );
     let rt = runtime();
-    let port = free_port(common::hierarchy::ROOT_IP);
+    let port = free_port(TIERS.root);
     let at = |ip: &str| SocketAddr::new(ip.parse().unwrap(), port);
     let d = h.dir.path();
     let handles = serve_with_expired_last(&rt, &h, TIERS, LEAF_IP, EXPIRED_IP, port);
@@ -104,7 +114,7 @@ fn world() -> World {
     let silent = UdpSocket::bind(at(SILENT_IP)).unwrap();
     answer_garbage(UdpSocket::bind(at(GARBAGE_IP)).unwrap(), Arc::clone(&stop));
 
-    let hints = write_root_hints(d, common::hierarchy::ROOT_IP);
+    let hints = write_root_hints(d, TIERS.root);
     let anchor_file = d.join("root.ds");
     std::fs::write(&anchor_file, format!("{}\n", h.root_ds_text)).unwrap();
     let port_text = port.to_string();
