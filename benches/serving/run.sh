@@ -11,6 +11,7 @@
 #   PQ_PORT PQ_DOT NSD_PORT NSD_DOT   ports (defaults below), for two runs side by side
 #   PQDNS_BIN=DIR directory with pqdns-server, pqdns-zone, pqdns-bench (default target/release)
 #   PQ_RRL=N      pqdns-server's --rrl-rate (default 0: off)
+#   PQ_AMP=N      pqdns-server's --amplification-limit (default 0: off; dnsperf sends no cookies)
 #   ZONES="classical pqc"   which signed zones to serve
 #
 # Needs: target/release/{pqdns-server,pqdns-zone,pqdns-bench}, nsd 4.6, dnsperf 2.10,
@@ -172,9 +173,12 @@ start_pqdns() { # zone
     local d=$WORK/$1
     ! port_busy $PQ_PORT && ! port_busy $PQ_DOT || { echo "port $PQ_PORT or $PQ_DOT is in use" >&2; exit 1; }
     # Rate limiting off by default, as in NSD's configuration below: one client sends
-    # everything. PQ_RRL=1000000000 keeps its bookkeeping on without limiting anything.
+    # everything. PQ_RRL=1000000000 keeps its bookkeeping on without limiting anything. The
+    # amplification limit is off too: dnsperf sends no DNS cookies, so every signed answer
+    # would be truncated (NSD 4.6 has no such limit).
     (cd "$d" && exec "$BIN/pqdns-server" --zone zone.toml --udp 127.0.0.1:$PQ_PORT \
-        --tcp 127.0.0.1:$PQ_PORT --dot 127.0.0.1:$PQ_DOT --rrl-rate "${PQ_RRL:-0}") \
+        --tcp 127.0.0.1:$PQ_PORT --dot 127.0.0.1:$PQ_DOT --rrl-rate "${PQ_RRL:-0}" \
+        --amplification-limit "${PQ_AMP:-0}") \
         >"$d/pqdns.log" 2>&1 &
     PQ_PID=$!
     wait_udp $PQ_PORT || { cat "$d/pqdns.log" >&2; exit 1; }

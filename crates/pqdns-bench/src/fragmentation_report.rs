@@ -78,7 +78,7 @@ fn zone_toml(dir: &Path, algorithm: &str, mode: Fragmentation, udp: u16, dot: u1
          @ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 127.0.0.1\nwww A 192.0.2.1\n'''\n\
          [signing]\nalgorithms = [\"{algorithm}\"]\nkeys = \"csk\"\ndenial = \"nsec3\"\nkey_directory = \"keys-{tag}\"\n\
          [server]\nudp = [\"127.0.0.1:{udp}\"]\ntcp = [\"127.0.0.1:{udp}\"]\ndot = [\"127.0.0.1:{dot}\"]\ndoh = []\n\
-         fragmentation = \"{mode}\"\nrrl_rate = 0\n"
+         fragmentation = \"{mode}\"\nrrl_rate = 0\namplification_limit = 0\n"
     );
     std::fs::write(&file, text).expect("temp dir is writable");
     file

@@ -95,6 +95,7 @@ pub fn run(algorithms: &[String], queries: usize) -> Vec<Row> {
         settings.tcp = vec![addr];
         // One client sends every query: rate limiting would measure itself.
         settings.rrl.rate = 0;
+        settings.amplification_limit = 0;
         settings.dot = vec![SocketAddr::new(addr.ip(), 0)];
         settings.doh = vec![SocketAddr::new(addr.ip(), 0)];
         let handle = rt

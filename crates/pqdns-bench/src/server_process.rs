@@ -199,7 +199,7 @@ impl ServerProcess {
              dot = [\"127.0.0.1:{dot}\"]\ndoh = [\"127.0.0.1:{doh}\"]\n\
              doq = [\"127.0.0.1:{dot}\"]\nudp_payload = 4096\n\
              max_connections = {MAX_CONNECTIONS}\nmax_connections_per_ip = {MAX_CONNECTIONS}\n\
-             rrl_rate = 0\n\
+             rrl_rate = 0\namplification_limit = 0\n\
              [server.tls]\npolicy = \"{}\"\ncertificate = \"cert.pem\"\nprivate_key = \"key.pem\"\n",
             spec.policy
         );

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 /// Most servers whose cookies are kept; the table is emptied when it is full.
 pub const MAX_SERVERS: usize = 4096;
 /// Client cookie length, bytes.
-const CLIENT_LEN: usize = 8;
+pub(crate) const CLIENT_LEN: usize = 8;
 
 #[derive(Clone, Debug)]
 struct Entry {

@@ -36,7 +36,7 @@ use pqdns_core::wire::{FLAG_QR, FLAG_TC, OPTION_COOKIE};
 use pqdns_core::RrType;
 use tokio::net::UdpSocket;
 
-use crate::transport::{udp_socket, ExchangeInfo, TransportError, MAX_MESSAGE};
+use crate::transport::{udp_socket, ExchangeInfo, TransportError, UdpAnswer, MAX_MESSAGE};
 
 /// Smallest UDP payload every server accepts, bytes (RFC 1035 §4.2.1).
 const MIN_UDP_PAYLOAD: u16 = 512;
@@ -146,8 +146,9 @@ impl Fragmenting {
     }
 
     /// Sends `query` over UDP offering fragmentation and returns the complete answer's wire
-    /// form (or a first response that does not parse, for the caller to reject), or `None`
-    /// when the caller should retry over TCP (truncated, fragments lost or inconsistent).
+    /// form (or a first response that does not parse, for the caller to reject), or
+    /// [`UdpAnswer::Truncated`] when the caller should go on (truncated, fragments lost or
+    /// inconsistent).
     ///
     /// # Errors
     /// [`TransportError::Io`] for socket errors.
@@ -156,10 +157,10 @@ impl Fragmenting {
         server: SocketAddr,
         query: &Message,
         info: &mut ExchangeInfo,
-    ) -> Result<Option<Vec<u8>>, TransportError> {
+    ) -> Result<UdpAnswer, TransportError> {
         let mut query = query.clone();
         let Some(edns) = query.edns.as_mut() else {
-            return Ok(None);
+            return Ok(UdpAnswer::Truncated(Vec::new()));
         };
         let ours = edns.udp_payload;
         // A server cookie (beyond the 8-byte client cookie) proves our address to the server.
@@ -187,15 +188,23 @@ impl Fragmenting {
             break &buf[..n];
         };
         let Ok(parsed) = Message::parse_with(first, self.compact()) else {
-            // Truncated: TCP. Otherwise the response is malformed: hand it back so that the
-            // caller rejects it (FORMERR) instead of quietly trying TCP.
+            // Truncated: the caller goes on. Otherwise the response is malformed: hand it
+            // back so that the caller rejects it (FORMERR) instead of quietly trying TCP.
             let tc = first.len() >= 4 && u16::from_be_bytes([first[2], first[3]]) & FLAG_TC != 0;
-            return Ok((!tc).then(|| first.to_vec()));
+            return Ok(if tc {
+                UdpAnswer::Truncated(first.to_vec())
+            } else {
+                UdpAnswer::Whole(first.to_vec())
+            });
         };
         let Some(option) = FragOption::find(parsed.edns.as_ref(), self.config.option_code)
             .filter(|o| o.scheme_bits() == self.config.mode.bit())
         else {
-            return Ok((!parsed.has_flag(FLAG_TC)).then(|| first.to_vec()));
+            return Ok(if parsed.has_flag(FLAG_TC) {
+                UdpAnswer::Truncated(first.to_vec())
+            } else {
+                UdpAnswer::Whole(first.to_vec())
+            });
         };
         let delivery = Delivery {
             pushed: push != 0 && option.push(),
@@ -223,7 +232,10 @@ impl Fragmenting {
             }
             Fragmentation::Off => None,
         };
-        Ok(done.map(|m| m.to_wire()))
+        Ok(done.map_or_else(
+            || UdpAnswer::Truncated(Vec::new()),
+            |m| UdpAnswer::Whole(m.to_wire()),
+        ))
     }
 
     /// True if `datagram` is a fragment other than the first of the answer to `query`: a QBF

@@ -18,7 +18,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::message::Message;
-use pqdns_core::wire::{Rcode, FLAG_QR, FLAG_TC, OPTION_COOKIE};
+use pqdns_core::wire::{MessageView, Rcode, FLAG_QR, FLAG_TC, HEADER_LEN, OPTION_COOKIE};
 use pqdns_net::tls::certificate_key_algorithm;
 use pqdns_net::tls_client::{client_config, ClientOptions, Roots};
 use rustls::pki_types::ServerName;
@@ -402,16 +402,7 @@ impl Client {
         match self.transport {
             Transport::Udp => {
                 info.transport = Some(Transport::Udp);
-                let answer = match &self.fragmenting {
-                    Some(f) => f.exchange(server, query, info).await?,
-                    None => {
-                        let a = udp_exchange(server, wire).await?;
-                        info.bytes_received += a.len();
-                        let tc = a.len() >= 4 && u16::from_be_bytes([a[2], a[3]]) & FLAG_TC != 0;
-                        (!tc).then_some(a)
-                    }
-                };
-                if let Some(answer) = answer {
+                if let Some(answer) = self.udp_answer(server, query, wire, info).await? {
                     return Ok(answer);
                 }
                 info.transport = Some(Transport::Tcp);
@@ -444,6 +435,83 @@ impl Client {
         };
         info.bytes_received += answer.len();
         Ok(answer)
+    }
+
+    /// The answer over UDP (with fragmentation when configured), or `None` when it came
+    /// truncated and TCP must be tried. A server that truncates because our address is not
+    /// proven yet (no server cookie; pqdns-server's amplification limit) hands out its server
+    /// cookie with the truncated answer: the query is then asked once more over UDP with it
+    /// (RFC 7873 §5.3 learns cookies from any response), which costs one datagram each way
+    /// instead of a TCP connection.
+    async fn udp_answer(
+        &self,
+        server: SocketAddr,
+        query: &Message,
+        wire: &[u8],
+        info: &mut ExchangeInfo,
+    ) -> Result<Option<Vec<u8>>, TransportError> {
+        let mut retry: Option<(Message, Vec<u8>)> = None;
+        for _ in 0..2 {
+            let (query, wire) = match &retry {
+                Some((q, w)) => (q, &w[..]),
+                None => (query, wire),
+            };
+            let truncated = match &self.fragmenting {
+                Some(f) => f.exchange(server, query, info).await?,
+                None => {
+                    let a = udp_exchange(server, wire).await?;
+                    info.bytes_received += a.len();
+                    let tc = a.len() >= 4 && u16::from_be_bytes([a[2], a[3]]) & FLAG_TC != 0;
+                    if tc {
+                        UdpAnswer::Truncated(a)
+                    } else {
+                        UdpAnswer::Whole(a)
+                    }
+                }
+            };
+            let stub = match truncated {
+                UdpAnswer::Whole(a) => return Ok(Some(a)),
+                UdpAnswer::Truncated(stub) => stub,
+            };
+            if retry.is_some() {
+                break;
+            }
+            match self.with_new_server_cookie(server, query, &stub) {
+                Some(again) => {
+                    let again_wire = again.to_wire();
+                    info.bytes_sent += again_wire.len();
+                    retry = Some((again, again_wire));
+                }
+                None => break,
+            }
+        }
+        Ok(None)
+    }
+
+    /// `query` with the server cookie that the truncated response `stub` brought, when
+    /// `query` carried our client cookie alone; `None` otherwise.
+    fn with_new_server_cookie(
+        &self,
+        server: SocketAddr,
+        query: &Message,
+        stub: &[u8],
+    ) -> Option<Message> {
+        let sent = query.edns.as_ref()?.option(OPTION_COOKIE)?;
+        if sent.len() != crate::cookies::CLIENT_LEN {
+            return None;
+        }
+        let view = MessageView::parse(stub).ok()?;
+        let echoed = view.opt()?.option(OPTION_COOKIE)?;
+        if echoed.len() <= crate::cookies::CLIENT_LEN || !answers(stub, &query.to_wire()) {
+            return None;
+        }
+        self.cookies.learn(server.ip(), Some(echoed)).ok()?;
+        let mut again = query.clone();
+        let edns = again.edns.as_mut()?;
+        edns.options.retain(|(code, _)| *code != OPTION_COOKIE);
+        edns.options
+            .push((OPTION_COOKIE, self.cookies.option_for(server.ip())?));
+        Some(again)
     }
 
     /// Opens a TCP connection to `server`, with TLS for DoT and DoH.
@@ -626,14 +694,39 @@ async fn udp_exchange(server: SocketAddr, wire: &[u8]) -> Result<Vec<u8>, Transp
     let socket = udp_socket(server).await?;
     socket.send(wire).await?;
     let mut buf = vec![0u8; MAX_MESSAGE];
-    // Ignore datagrams whose ID does not match (RFC 5452 §9.1); the timeout bounds the loop.
+    // Ignore datagrams whose ID or question does not match (RFC 5452 §9.1: discard them and
+    // keep waiting for the right one); the timeout bounds the loop.
     loop {
         let n = socket.recv(&mut buf).await?;
-        if n >= 2 && buf[..2] == wire[..2] {
+        if answers(&buf[..n], wire) {
             buf.truncate(n);
             return Ok(buf);
         }
     }
+}
+
+/// What a UDP exchange brought: the whole answer, or a truncated one (TC=1; empty when the
+/// fragments of an answer could not be had), after which the caller goes on to TCP.
+pub(crate) enum UdpAnswer {
+    /// The answer (or a malformed response, for the caller to reject).
+    Whole(Vec<u8>),
+    /// A truncated response.
+    Truncated(Vec<u8>),
+}
+
+/// True if `response` could answer `query`: the same ID, and the same question section (the
+/// names compared without regard to ASCII case, RFC 4343), as RFC 5452 §9.1 asks of a
+/// resolver before it accepts a response.
+fn answers(response: &[u8], query: &[u8]) -> bool {
+    let Ok(view) = MessageView::parse(query) else {
+        return false;
+    };
+    let question = HEADER_LEN..view.question_end();
+    response.get(..2) == query.get(..2)
+        && response.get(4..6) == query.get(4..6)
+        && response
+            .get(question.clone())
+            .is_some_and(|r| r.eq_ignore_ascii_case(&query[question]))
 }
 
 async fn framed_exchange<S>(stream: &mut S, wire: &[u8]) -> Result<Vec<u8>, TransportError>
@@ -685,6 +778,46 @@ pub fn tls_config(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pqdns_core::message::Question;
+    use pqdns_core::{Class, RrType};
+
+    fn query(qname: &str) -> Message {
+        let q = Question {
+            qname: qname.parse().unwrap(),
+            qtype: RrType::A,
+            qclass: Class::IN,
+        };
+        Message::query(0x4242, q, false, None)
+    }
+
+    /// Issue 31 item 5: a datagram with the right address, port and ID but another question
+    /// is discarded and the exchange keeps waiting for the real answer (RFC 5452 §9.1).
+    #[tokio::test]
+    async fn a_response_to_another_question_is_discarded() {
+        let server = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let addr = server.local_addr().unwrap();
+        let asked = query("www.example.");
+        let wire = asked.to_wire();
+        let serve = tokio::spawn(async move {
+            let mut buf = vec![0u8; 512];
+            let (n, client) = server.recv_from(&mut buf).await.unwrap();
+            let mut wrong = query("evil.example.");
+            wrong.flags |= FLAG_QR;
+            let mut right = Message::parse(&buf[..n]).unwrap();
+            right.flags |= FLAG_QR;
+            right.questions[0].qname = "WWW.Example.".parse().unwrap();
+            for m in [wrong, right] {
+                server.send_to(&m.to_wire(), client).await.unwrap();
+            }
+        });
+        let answer = udp_exchange(addr, &wire).await.unwrap();
+        serve.await.unwrap();
+        let m = Message::parse(&answer).unwrap();
+        assert_eq!(m.questions[0].qname, "www.example.".parse().unwrap());
+        assert!(answers(&answer, &wire));
+        assert!(!answers(&query("evil.example.").to_wire(), &wire));
+        assert!(!answers(&wire[..5], &wire), "cut short");
+    }
 
     /// Issue 11 item 12: `--tls-ca` with a file holding no certificate is an error naming the
     /// file, not an empty trust store that fails every handshake later with UnknownIssuer.

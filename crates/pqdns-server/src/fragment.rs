@@ -169,7 +169,7 @@ impl Fragmenter {
     }
 
     /// The RRFRAG type to write in compact form (ARRF only).
-    fn compact(&self) -> Option<RrType> {
+    pub(crate) fn compact(&self) -> Option<RrType> {
         (self.settings.mode == Fragmentation::Arrf).then_some(self.settings.rrfrag_type)
     }
 

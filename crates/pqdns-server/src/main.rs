@@ -162,6 +162,15 @@ struct Cli {
     #[arg(long, value_name = "N")]
     rrl_rate: Option<u32>,
 
+    /// Anti-amplification over UDP: a client without a valid server cookie (RFC 7873) gets
+    /// answers of at most N times its query's size; a larger answer is sent as its question
+    /// and OPT with TC=1 and the server cookie, so the client retries over TCP or with the
+    /// cookie. At any query rate, a spoofed query is then amplified at most N times. 0 turns
+    /// it off (e.g. for load tests without cookies). Overrides `amplification_limit` in
+    /// [server]. [default: 3]
+    #[arg(long, value_name = "N")]
+    amplification_limit: Option<u32>,
+
     /// Watch the zone descriptions and their zone files: every SECONDS, a file whose size or
     /// modification time changed makes the server reload as on SIGHUP. 0 (the default):
     /// reload on SIGHUP only. `$INCLUDE`d files are not watched.
@@ -305,6 +314,9 @@ fn settings(
     }
     if let Some(rate) = cli.rrl_rate {
         settings.rrl.rate = rate;
+    }
+    if let Some(limit) = cli.amplification_limit {
+        settings.amplification_limit = limit;
     }
     Ok(settings)
 }

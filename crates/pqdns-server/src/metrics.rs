@@ -21,6 +21,8 @@
 //!   many streams ("rapid reset", CVE-2023-44487);
 //! - `pqdns_rrl_responses_total{action}`: UDP responses response-rate limiting dropped or
 //!   sent truncated ([`crate::rrl`]).
+//! - `pqdns_amplification_limited_total`: UDP responses to clients without a valid server
+//!   cookie cut to TC by the amplification limit ([`crate::service`]).
 //!
 //! The hot path only does relaxed atomic adds on fixed arrays: no lock, no allocation, no
 //! label lookup by string. Series with a zero value are omitted from `pqdns_queries_total`.
@@ -143,6 +145,7 @@ pub struct Metrics {
     reset_floods: AtomicU64,
     /// UDP responses withheld by RRL: [dropped, sent truncated].
     rate_limited: [AtomicU64; 2],
+    amplification_limited: AtomicU64,
 }
 
 impl Default for Metrics {
@@ -157,6 +160,7 @@ impl Default for Metrics {
             refused: counters(),
             reset_floods: AtomicU64::new(0),
             rate_limited: counters(),
+            amplification_limited: AtomicU64::new(0),
         }
     }
 }
@@ -226,6 +230,11 @@ impl Metrics {
     /// (`slipped`) or dropped.
     pub fn rate_limited(&self, slipped: bool) {
         self.rate_limited[usize::from(slipped)].fetch_add(1, Relaxed);
+    }
+
+    /// Counts one UDP response cut to TC by the amplification limit.
+    pub fn amplification_limited(&self) {
+        self.amplification_limited.fetch_add(1, Relaxed);
     }
 
     /// The text exposition of every series.
@@ -316,6 +325,11 @@ impl Metrics {
             let n = load(&self.rate_limited[i]);
             let _ = writeln!(out, "pqdns_rrl_responses_total{{action=\"{action}\"}} {n}");
         }
+        let n = load(&self.amplification_limited);
+        let _ = writeln!(
+            out,
+            "# HELP pqdns_amplification_limited_total UDP responses to clients without a valid server cookie cut to TC by the amplification limit.\n# TYPE pqdns_amplification_limited_total counter\npqdns_amplification_limited_total {n}"
+        );
         out
     }
 }

@@ -6,8 +6,9 @@
 //! [`TABLE_SLOTS`] buckets, each one atomic word: the second of the count and the count. The
 //! prefix is the client's /24 (IPv4) or /56 (IPv6) by default; the kinds are NOERROR,
 //! NXDOMAIN and errors. Up to `rate` responses per second per bucket go out; beyond that
-//! every `slip`-th one is sent as a truncated stub (header and question, TC=1: a real client
-//! retries over TCP, where nothing is amplified) and the others are dropped. Clients with a
+//! every `slip`-th one is sent as a truncated stub (header, question and OPT with our server
+//! cookie, TC=1: a real client retries over TCP, where nothing is amplified, or with the
+//! cookie) and the others are dropped. Clients with a
 //! valid DNS server cookie ([`crate::cookie`]) and stream transports are not limited.
 //!
 //! Work per response: one hash and one compare-and-swap; no lock, no allocation. Buckets that
@@ -18,7 +19,7 @@ use std::hash::BuildHasher;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use pqdns_core::wire::{Rcode, FLAG_TC, HEADER_LEN};
+use pqdns_core::wire::Rcode;
 
 /// Buckets in the table (8 bytes each: 512 KiB).
 pub const TABLE_SLOTS: usize = 1 << 16;
@@ -140,30 +141,6 @@ impl Rrl {
     }
 }
 
-/// Cuts the response `msg` to a truncated stub: its header with TC set and no records, and
-/// its question. Returns the stub's length (0 if `msg` has no well-formed question).
-pub fn truncate_to_stub(msg: &mut [u8]) -> usize {
-    let mut end = HEADER_LEN;
-    loop {
-        let Some(&len) = msg.get(end) else { return 0 };
-        end += 1 + usize::from(len);
-        if len == 0 {
-            break;
-        }
-        if len > 63 {
-            return 0;
-        }
-    }
-    end += 4;
-    if end > msg.len() || msg.len() < HEADER_LEN {
-        return 0;
-    }
-    let flags = u16::from_be_bytes([msg[2], msg[3]]) | FLAG_TC;
-    msg[2..4].copy_from_slice(&flags.to_be_bytes());
-    msg[4..12].copy_from_slice(&[0, 1, 0, 0, 0, 0, 0, 0]);
-    end
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,23 +208,5 @@ mod tests {
             ..RrlSettings::default()
         })
         .is_none());
-    }
-
-    #[test]
-    fn a_stub_keeps_header_and_question_with_tc() {
-        // ID 0xabcd, QR AA, 1 question, 1 answer, then "a." A IN and an A record.
-        let mut msg = vec![
-            0xab, 0xcd, 0x84, 0, 0, 1, 0, 1, 0, 0, 0, 1, 1, b'a', 0, 0, 1, 0, 1,
-        ];
-        msg.extend([0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 1]);
-        let n = truncate_to_stub(&mut msg);
-        assert_eq!(n, 19);
-        assert_eq!(&msg[..12], &[0xab, 0xcd, 0x86, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
-        assert_eq!(truncate_to_stub(&mut [0u8; 11]), 0);
-        assert_eq!(
-            truncate_to_stub(&mut [0u8; 13]),
-            0,
-            "no room for QTYPE/QCLASS"
-        );
     }
 }

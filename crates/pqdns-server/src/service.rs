@@ -4,8 +4,14 @@
 //!
 //! - **UDP**: the answer engine with the client's EDNS payload limit; fragment requests and
 //!   truncated answers go through the ARRF/QBF responder ([`crate::fragment`]) for clients that
-//!   signalled it; a client with a valid server cookie that asks for it gets every fragment at
-//!   once ([`Messages::Fragments`], sent as paced datagrams by the listener).
+//!   signalled it and hold a valid server cookie; such a client that asks for it gets every
+//!   fragment at once ([`Messages::Fragments`], sent as paced datagrams by the listener).
+//!   Against reflection, a client without a valid server cookie has not shown that the
+//!   query's source address is its own: its answer is at most
+//!   [`Settings::amplification_limit`] times the query's bytes (QUIC's rule toward an
+//!   unvalidated address, RFC 9000 §8.1), and a larger one is cut to its question and OPT
+//!   record with TC set, our server cookie included (RFC 7873 §5.2.3), so the client can ask
+//!   again with the cookie or over TCP. Then response-rate limiting ([`crate::rrl`]).
 //! - **TCP and DoT**: zone transfer requests (AXFR, IXFR) from clients in the allow-list
 //!   ([`crate::acl`]) are answered with several messages ([`crate::axfr`]); everything else is
 //!   answered by the engine with the stream limit (65535 bytes).
@@ -16,6 +22,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, PoisonError, RwLock};
 
+use pqdns_core::wire::truncate_to_question;
 use pqdns_net::{Event, Reply, Request, ResponseInfo, Service, Transfer, TransferEnd, Transport};
 use tracing::{debug, info, warn};
 
@@ -28,7 +35,7 @@ use crate::fragment::{self, Fragmenter};
 use crate::identity::Identity;
 use crate::metrics::{Metrics, Proto};
 use crate::query::ParseError;
-use crate::rrl::{self, Rrl, Verdict};
+use crate::rrl::{Rrl, Verdict};
 use crate::settings::Settings;
 
 /// The authoritative server's state as the listeners see it.
@@ -51,6 +58,9 @@ pub struct Authoritative {
     cookies: Option<Arc<Cookies>>,
     /// Response-rate limiting over UDP; `None` when off.
     rrl: Option<Rrl>,
+    /// Largest UDP answer to a client without a valid server cookie, as a multiple of the
+    /// query's length; 0: no limit.
+    amplification_limit: u32,
 }
 
 impl Authoritative {
@@ -79,6 +89,7 @@ impl Authoritative {
             identity: settings.identity.clone(),
             cookies,
             rrl: Rrl::new(settings.rrl),
+            amplification_limit: settings.amplification_limit,
         }
     }
 
@@ -99,8 +110,9 @@ impl Authoritative {
         *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
     }
 
-    /// The UDP answer: fragment requests and truncated answers through the fragmenter; with
-    /// the other fragments when they are pushed (see [`fragment::replace_truncated`]).
+    /// The UDP answer: fragment requests and truncated answers through the fragmenter (for
+    /// clients that proved their address with a cookie, while the amplification limit is on);
+    /// with the other fragments when they are pushed (see [`fragment::replace_truncated`]).
     fn answer_udp(
         &self,
         catalog: &Arc<Catalog>,
@@ -110,9 +122,9 @@ impl Authoritative {
         let (frag, payload) = (self.fragmenter.as_ref(), self.udp_payload);
         let packet = request.message;
         let client = request.client.ip();
-        // Fragment requests are answers too: rate-limited like the rest.
+        // Fragment requests are answers too: limited like the rest.
         if let Some(mut o) = fragment::answer_request(frag, catalog, packet, client, payload, out) {
-            self.limit(client, out, &mut o);
+            self.limit(packet.len(), client, out, &mut o);
             return (o, Vec::new());
         }
         let mut o = respond(
@@ -125,35 +137,54 @@ impl Authoritative {
             0,
         );
         let mut pushed = Vec::new();
-        if o.truncated {
+        // A first fragment is some 1,200 bytes: never to an address no cookie has proved
+        // while the amplification limit is on (it would be cut to TC below anyway).
+        if o.truncated && (self.amplification_limit == 0 || o.cookie == CookieCheck::Valid) {
             pushed =
                 fragment::replace_truncated(frag, catalog, packet, client, payload, out, &mut o);
         }
         if let Some(error) = o.error {
             debug!(peer = %request.client, %error, "malformed UDP query");
         }
-        self.limit(client, out, &mut o);
+        self.limit(packet.len(), client, out, &mut o);
         (o, pushed)
     }
 
-    /// Response-rate limiting: clients with a valid server cookie pass; others within their
-    /// prefix's rate; beyond it the response is dropped or cut to a truncated stub.
-    fn limit(&self, client: IpAddr, out: &mut [u8], o: &mut Outcome) {
-        let Some(rrl) = &self.rrl else { return };
+    /// The UDP limits, for clients without a valid server cookie: the amplification limit
+    /// (a response over `amplification_limit` × `query_len` bytes is cut to its question and
+    /// OPT record with TC set), then response-rate limiting (within the prefix's rate the
+    /// response goes; beyond it, it is dropped or cut the same way).
+    fn limit(&self, query_len: usize, client: IpAddr, out: &mut [u8], o: &mut Outcome) {
         if o.len == 0 || o.cookie == CookieCheck::Valid {
             return;
         }
+        let limit = usize::try_from(self.amplification_limit)
+            .unwrap_or(usize::MAX)
+            .saturating_mul(query_len);
+        if self.amplification_limit > 0 && o.len > limit {
+            self.truncate(out, o);
+            if let Some(m) = &self.metrics {
+                m.amplification_limited();
+            }
+        }
+        let Some(rrl) = &self.rrl else { return };
         match rrl.verdict(client, o.rcode) {
             Verdict::Send => return,
-            Verdict::Slip => {
-                o.len = rrl::truncate_to_stub(&mut out[..o.len]);
-                o.truncated = true;
-            }
+            Verdict::Slip => self.truncate(out, o),
             Verdict::Drop => o.len = 0,
         }
         if let Some(m) = &self.metrics {
             m.rate_limited(o.len > 0);
         }
+    }
+
+    /// Cuts the response in `out[..o.len]` (an ARRF fragment too) to its question and OPT
+    /// record with TC set ([`truncate_to_question`]); one that does not parse (never ours) is
+    /// not sent.
+    fn truncate(&self, out: &mut [u8], o: &mut Outcome) {
+        let compact = self.fragmenter.as_ref().and_then(Fragmenter::compact);
+        o.len = truncate_to_question(&mut out[..o.len], compact).unwrap_or(0);
+        o.truncated = true;
     }
 }
 
@@ -356,6 +387,183 @@ impl Transfer for ZoneTransfer {
             ),
             TransferEnd::Shutdown => warn!(%peer, %zone, "zone transfer cut short by shutdown"),
             _ => warn!(%peer, %zone, "zone transfer aborted: write timed out or failed"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use pqdns_core::dnssec::sign::Denial;
+    use pqdns_core::dnssec::Algorithm;
+    use std::time::Instant;
+
+    use pqdns_core::frag::arrf::{self, Key, Limits, Progress, Reassembler};
+    use pqdns_core::frag::edns::{FragOption, ARRF, DEFAULT_CODE};
+    use pqdns_core::message::{Message, Question};
+    use pqdns_core::wire::{Edns, MessageView, FLAG_TC, OPTION_COOKIE};
+    use pqdns_core::{Class, RrType};
+
+    use super::*;
+
+    const ZONE: &str = "@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 192.0.2.1\n";
+    const CLIENT_COOKIE: [u8; 8] = [1, 2, 3, 4, 5, 6, 7, 8];
+
+    fn server(algorithm: Algorithm, amplification_limit: u32) -> Authoritative {
+        let catalog = crate::harness::signed_catalog(
+            &"example.".parse().unwrap(),
+            ZONE,
+            &[algorithm],
+            Denial::Nsec,
+        );
+        let mut settings = Settings::new(PathBuf::from("/nonexistent"));
+        settings.amplification_limit = amplification_limit;
+        Authoritative::new(catalog, &settings)
+    }
+
+    fn query(qname: &str, qtype: RrType, cookie: Option<&[u8]>, fragments: bool) -> Vec<u8> {
+        let mut edns = Edns::dnssec_ok(4096);
+        if let Some(c) = cookie {
+            edns.set_option(OPTION_COOKIE, c.to_vec());
+        }
+        if fragments {
+            FragOption::schemes(ARRF).put(&mut edns, DEFAULT_CODE);
+        }
+        let q = Question {
+            qname: qname.parse().unwrap(),
+            qtype,
+            qclass: Class::IN,
+        };
+        Message::query(9, q, false, Some(edns)).to_wire()
+    }
+
+    /// The UDP response to `packet` from 192.0.2.7.
+    fn udp(server: &Authoritative, packet: &[u8]) -> Vec<u8> {
+        let client: SocketAddr = "192.0.2.7:5300".parse().unwrap();
+        let mut out = Vec::new();
+        let catalog = server.snapshot();
+        match server.respond(
+            &catalog,
+            &Request::new(packet, client, Transport::Udp),
+            &mut out,
+            0,
+        ) {
+            Reply::Ready(info) => out.truncate(info.len),
+            _ => panic!("a single UDP answer expected"),
+        }
+        out
+    }
+
+    fn server_cookie(response: &[u8]) -> Vec<u8> {
+        let view = MessageView::parse_with(response, Some(arrf::DEFAULT_RRFRAG_TYPE)).unwrap();
+        view.opt().unwrap().option(OPTION_COOKIE).unwrap().to_vec()
+    }
+
+    #[test]
+    fn cookieless_answers_are_at_most_three_times_the_query() {
+        let s = server(Algorithm::EcdsaP256Sha256, 3);
+        for (name, qtype) in [
+            ("example.", RrType::DNSKEY),
+            ("nothere.example.", RrType::A),
+        ] {
+            for cookie in [None, Some(&CLIENT_COOKIE[..])] {
+                let q = query(name, qtype, cookie, false);
+                let r = udp(&s, &q);
+                let view = MessageView::parse(&r).unwrap();
+                assert!(
+                    r.len() <= 3 * q.len(),
+                    "{name} {qtype}: {} > 3 × {}",
+                    r.len(),
+                    q.len()
+                );
+                assert!(view.header().has(FLAG_TC), "{name} {qtype}");
+                assert_eq!(view.counts()[1..3], [0, 0]);
+                // The truncated answer hands out the server cookie to come back with.
+                if cookie.is_some() {
+                    assert_eq!(server_cookie(&r).len(), 24);
+                }
+            }
+        }
+        // With the server cookie it got, the same client gets the whole answer over UDP.
+        let first = udp(
+            &s,
+            &query("example.", RrType::DNSKEY, Some(&CLIENT_COOKIE), false),
+        );
+        let cookie = server_cookie(&first);
+        let q = query("example.", RrType::DNSKEY, Some(&cookie), false);
+        let r = udp(&s, &q);
+        let view = MessageView::parse(&r).unwrap();
+        assert!(!view.header().has(FLAG_TC));
+        assert!(r.len() > 3 * q.len(), "an ECDSA DNSKEY answer is large");
+        assert_eq!(view.records(pqdns_core::wire::Section::Answer).count(), 2);
+        // A forged server cookie proves nothing.
+        let mut forged = cookie.clone();
+        forged[12] ^= 1;
+        let r = udp(&s, &query("example.", RrType::DNSKEY, Some(&forged), false));
+        assert!(MessageView::parse(&r).unwrap().header().has(FLAG_TC));
+    }
+
+    #[test]
+    fn the_limit_can_be_turned_off() {
+        let s = server(Algorithm::EcdsaP256Sha256, 0);
+        let q = query("example.", RrType::DNSKEY, None, false);
+        let r = udp(&s, &q);
+        assert!(!MessageView::parse(&r).unwrap().header().has(FLAG_TC));
+        assert!(r.len() > 3 * q.len());
+    }
+
+    #[test]
+    fn fragments_go_only_to_clients_with_a_valid_cookie() {
+        let s = server(Algorithm::MlDsa44, 3);
+        let q = query("example.", RrType::DNSKEY, Some(&CLIENT_COOKIE), true);
+        let r = udp(&s, &q);
+        let view = MessageView::parse(&r).unwrap();
+        assert!(r.len() <= 3 * q.len(), "{} > 3 × {}", r.len(), q.len());
+        assert!(
+            view.header().has(FLAG_TC),
+            "a TC stub, not a first fragment"
+        );
+        // Back with the cookie: the first ARRF fragment, some 1,200 bytes.
+        let q = query("example.", RrType::DNSKEY, Some(&server_cookie(&r)), true);
+        let r = udp(&s, &q);
+        let t = Some(arrf::DEFAULT_RRFRAG_TYPE);
+        let view = MessageView::parse_with(&r, t).unwrap();
+        assert!(view.counts()[1] > 0 && r.len() > 1000, "{} bytes", r.len());
+        // Fragment requests for the rest: from an unproven address they are cut too.
+        let first = Message::parse_with(&r, t).unwrap();
+        let mut reassembler = Reassembler::new(Limits::default(), arrf::DEFAULT_RRFRAG_TYPE);
+        let original = Message::parse(&q).unwrap().questions[0].clone();
+        let key = Key {
+            server: "192.0.2.53:53".parse().unwrap(),
+            id: 9,
+            question: original.clone(),
+        };
+        let progress = reassembler.start(key, first, Instant::now()).unwrap();
+        let Progress::Missing(wanted) = progress else {
+            panic!("the DNSKEY RRset fits no single datagram")
+        };
+        let group = &arrf::plan_requests(&wanted, 1232)[0];
+        let request = |cookie: &[u8]| {
+            let mut edns = Edns::dnssec_ok(4096);
+            edns.set_option(OPTION_COOKIE, cookie.to_vec());
+            arrf::fragment_request(
+                9,
+                &original,
+                group,
+                edns,
+                arrf::DEFAULT_RRFRAG_TYPE,
+                DEFAULT_CODE,
+            )
+            .to_wire_with(t)
+        };
+        let cookie = server_cookie(&r);
+        for (cookie, proven) in [(&CLIENT_COOKIE[..], false), (&cookie[..], true)] {
+            let req = request(cookie);
+            let resp = udp(&s, &req);
+            let view = MessageView::parse_with(&resp, t).unwrap();
+            assert_eq!(view.header().has(FLAG_TC), !proven);
+            assert_eq!(resp.len() <= 3 * req.len(), !proven, "{} bytes", resp.len());
         }
     }
 }

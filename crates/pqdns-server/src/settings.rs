@@ -39,6 +39,9 @@
 //! rrl_slip = 2                # every 2nd limited response is sent truncated, the rest dropped
 //! rrl_ipv4_prefix = 24        # bucket prefix lengths
 //! rrl_ipv6_prefix = 56
+//! amplification_limit = 3     # UDP answers to clients without a valid server cookie are at
+//!                             # most 3x the query's bytes; larger ones are cut to TC=1 with
+//!                             # the server cookie (crate::service); 0 = off
 //! [server.tls]
 //! policy = "hybrid-preferred" # or "pq-only": only hybrid ML-KEM key exchange groups, or
 //!                             # "pq-strict": pq-only and an ML-DSA certificate
@@ -91,6 +94,10 @@ pub const MAX_UDP_PAYLOAD: u16 = 4096;
 pub const MAX_UDP_THREADS: usize = 64;
 /// Default budget of prepared answers, in MiB.
 pub const DEFAULT_ANSWER_CACHE_MIB: usize = 32;
+
+/// Default [`Settings::amplification_limit`]: 3, the factor QUIC allows toward an address it
+/// has not validated (RFC 9000 §8.1), and what issue 16 asked of cookie-less clients.
+pub const DEFAULT_AMPLIFICATION_LIMIT: u32 = 3;
 /// Port of a NOTIFY target given without one.
 pub const DEFAULT_NOTIFY_PORT: u16 = 53;
 
@@ -184,6 +191,9 @@ pub struct ServerTable {
     pub rrl_ipv4_prefix: Option<u8>,
     /// RRL IPv6 prefix length.
     pub rrl_ipv6_prefix: Option<u8>,
+    /// Largest UDP answer to a client without a valid server cookie, as a multiple of its
+    /// query's length.
+    pub amplification_limit: Option<u32>,
     /// TLS settings.
     pub tls: Option<TlsTable>,
 }
@@ -267,6 +277,10 @@ pub struct Settings {
     pub cookie_secret: Option<[u8; cookie::SECRET_LEN]>,
     /// Response-rate limiting over UDP: on by default.
     pub rrl: RrlSettings,
+    /// Largest UDP response to a client without a valid server cookie, as a multiple of its
+    /// query's length in bytes; larger responses are cut to their question and OPT with TC set
+    /// ([`crate::service`]). 0 turns the limit off. Default [`DEFAULT_AMPLIFICATION_LIMIT`].
+    pub amplification_limit: u32,
     /// TLS settings.
     pub tls: TlsSettings,
 }
@@ -296,6 +310,7 @@ impl Settings {
             cookies: CookieMode::default(),
             cookie_secret: None,
             rrl: RrlSettings::default(),
+            amplification_limit: DEFAULT_AMPLIFICATION_LIMIT,
             tls: TlsSettings {
                 generated_cert_dir,
                 ..TlsSettings::default()
@@ -426,6 +441,9 @@ impl Settings {
         }
         if let Some(secret) = tables.iter().find_map(|(t, _)| t.cookie_secret.as_deref()) {
             s.cookie_secret = Some(cookie::parse_secret(secret).map_err(SettingsError::Invalid)?);
+        }
+        if let Some(limit) = tables.iter().find_map(|(t, _)| t.amplification_limit) {
+            s.amplification_limit = limit;
         }
         if let Some(rate) = tables.iter().find_map(|(t, _)| t.rrl_rate) {
             s.rrl.rate = rate;

@@ -61,13 +61,15 @@ fn a_burst_is_limited_unless_the_client_holds_a_valid_server_cookie() {
     let server = TestServer::start_with(&["ECDSAP256SHA256"], |s| {
         s.rrl.rate = rate;
         s.rrl.slip = 2;
+        // RRL alone: the amplification limit would truncate every cookie-less answer.
+        s.amplification_limit = 0;
     });
     let n = 40;
     let plain = burst(server.udp(), n, |id| query(id, None));
     let full = plain.iter().filter(|m| !m.answers.is_empty()).count();
     let stubs = plain
         .iter()
-        .filter(|m| m.has_flag(FLAG_TC) && m.answers.is_empty() && m.edns.is_none())
+        .filter(|m| m.has_flag(FLAG_TC) && m.answers.is_empty() && m.edns.is_some())
         .count();
     // One second's budget (two if the burst straddles a second), then half as stubs.
     assert!(
@@ -104,6 +106,59 @@ fn a_burst_is_limited_unless_the_client_holds_a_valid_server_cookie() {
     forged[23] ^= 1;
     let limited = burst(server.udp(), n, |id| query(id, Some(&forged)));
     assert!(limited.iter().filter(|m| !m.answers.is_empty()).count() <= 2 * rate as usize);
+}
+
+/// Issue 31: at any rate, a UDP client without a valid server cookie gets at most 3× its
+/// query's bytes: dig's signed DNSKEY query is answered TC=1 with the server cookie (dig says
+/// the cookie is good); over TCP dig gets the whole answer; a query carrying the server cookie
+/// gets it over UDP.
+#[test]
+fn cookieless_udp_answers_are_cut_to_three_times_the_query() {
+    let server = TestServer::start(&["ECDSAP256SHA256"], Default::default());
+    let r = dig(
+        server.udp(),
+        &["+notcp", "+ignore", "+dnssec", ORIGIN, "DNSKEY"],
+    );
+    assert!(
+        r.has_flag("tc") && r.section("ANSWER").is_empty(),
+        "{}",
+        r.text
+    );
+    assert!(
+        r.text.contains("(good)"),
+        "the server cookie came with it\n{}",
+        r.text
+    );
+    let size: usize = r
+        .text
+        .lines()
+        .find_map(|l| l.strip_prefix(";; MSG SIZE  rcvd: "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no size\n{}", r.text));
+    assert!(size <= 3 * 60, "{size} bytes for a query of under 60");
+    // (The test server's TCP port differs from its UDP port, so dig cannot fall back by
+    // itself: ask there.)
+    let r = dig(server.tcp(), &["+tcp", "+dnssec", ORIGIN, "DNSKEY"]);
+    assert_eq!(r.status(), "NOERROR", "{}", r.text);
+    assert!(r.has_rrsig("ANSWER", "DNSKEY"), "{}", r.text);
+    // Over UDP with the cookie: the whole answer.
+    let first = burst(server.udp(), 1, |id| dnskey_query(id, Some(&CLIENT_COOKIE))).remove(0);
+    assert!(first.has_flag(FLAG_TC) && first.answers.is_empty());
+    let cookie = cookie_of(&first);
+    let proven = burst(server.udp(), 1, |id| dnskey_query(id, Some(&cookie))).remove(0);
+    assert!(!proven.has_flag(FLAG_TC));
+    assert!(
+        proven.answers.len() >= 3,
+        "DNSKEYs and RRSIG: {:?}",
+        proven.answers
+    );
+}
+
+fn dnskey_query(id: u16, cookie: Option<&[u8]>) -> Vec<u8> {
+    let mut m = Message::parse(&query(id, cookie)).unwrap();
+    m.questions[0].qname = ORIGIN.parse().unwrap();
+    m.questions[0].qtype = RrType::DNSKEY;
+    m.to_wire()
 }
 
 #[test]

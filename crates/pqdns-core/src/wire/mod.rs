@@ -69,5 +69,5 @@ pub use name::{NameBuf, WireName, MAX_POINTER_JUMPS};
 pub use opcode::Opcode;
 pub use rcode::Rcode;
 pub use record::{RecordView, Section};
-pub use view::{MessageView, QuestionView, Questions, Records};
+pub use view::{truncate_to_question, MessageView, QuestionView, Questions, Records};
 pub use writer::{Full, Mark, MessageWriter, MAX_COMPRESSION_ENTRIES, MAX_OPTIONS};

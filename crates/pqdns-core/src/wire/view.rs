@@ -17,7 +17,8 @@ pub struct MessageView<'a> {
     counts: [u16; 4],
     /// Offsets of the question, answer, authority and additional sections.
     starts: [usize; 4],
-    opt: Option<(usize, OptView<'a>)>,
+    /// Start and end offsets of the OPT record, and its view.
+    opt: Option<(usize, usize, OptView<'a>)>,
     compact: Option<RrType>,
 }
 
@@ -80,7 +81,7 @@ impl<'a> MessageView<'a> {
                         return Err(WireError::DuplicateOpt);
                     }
                     let view = OptView::new(record.class().0, record.ttl(), record.rdata_raw())?;
-                    opt = Some((pos, view));
+                    opt = Some((pos, next, view));
                 }
                 pos = next;
             }
@@ -111,7 +112,7 @@ impl<'a> MessageView<'a> {
     /// The full RCODE: the header's 4 bits and the OPT record's upper 8 (RFC 6891 §6.1.3).
     pub fn rcode(&self) -> Rcode {
         self.header
-            .rcode(self.opt.map_or(0, |(_, o)| o.ext_rcode()))
+            .rcode(self.opt.map_or(0, |(_, _, o)| o.ext_rcode()))
     }
 
     /// QDCOUNT, ANCOUNT, NSCOUNT and ARCOUNT as in the header (ARCOUNT includes the OPT).
@@ -141,7 +142,7 @@ impl<'a> MessageView<'a> {
             msg: self.msg,
             pos: self.starts[i],
             left: self.counts[i],
-            skip: self.opt.map(|(at, _)| at),
+            skip: self.opt.map(|(at, _, _)| at),
             compact: self.compact,
             with_data: self.header.has(FLAG_QR),
         }
@@ -149,8 +150,43 @@ impl<'a> MessageView<'a> {
 
     /// The OPT record, if the message has one.
     pub fn opt(&self) -> Option<OptView<'a>> {
-        self.opt.map(|(_, o)| o)
+        self.opt.map(|(_, _, o)| o)
     }
+
+    /// Where the question section ends (the answer section starts), in bytes from the start.
+    pub fn question_end(&self) -> usize {
+        self.starts[1]
+    }
+
+    /// The bytes of the OPT record (owner, type, class, TTL, RDATA), as a range of the
+    /// message, if it has one.
+    pub fn opt_range(&self) -> Option<std::ops::Range<usize>> {
+        self.opt.map(|(start, end, _)| start..end)
+    }
+}
+
+/// Cuts the response in `msg` down to its header, question section and OPT record (with
+/// every option it carries, e.g. the server's COOKIE) and sets TC: the answer a client gets
+/// when the whole one may not be sent over UDP (RFC 1035 §4.2.1, RFC 6891 §7: the OPT record
+/// stays so the client keeps its EDNS parameters). ANCOUNT and NSCOUNT become 0 and ARCOUNT
+/// 1 (0 without OPT). Returns the new length in bytes. `compact` is as in
+/// [`MessageView::parse_with`] (an ARRF fragment's RRFRAG type).
+///
+/// # Errors
+/// [`WireError`] if `msg` is not a well-formed message ([`MessageView::parse_with`]); `msg` is
+/// then unchanged.
+pub fn truncate_to_question(msg: &mut [u8], compact: Option<RrType>) -> Result<usize, WireError> {
+    let view = MessageView::parse_with(msg, compact)?;
+    let (end, opt) = (view.question_end(), view.opt_range());
+    let flags = view.header().flags | super::FLAG_TC;
+    let opt_len = opt.map_or(0, |range| {
+        let len = range.len();
+        msg.copy_within(range, end);
+        len
+    });
+    msg[2..4].copy_from_slice(&flags.to_be_bytes());
+    msg[6..12].copy_from_slice(&[0, 0, 0, 0, 0, u8::from(opt_len > 0)]);
+    Ok(end + opt_len)
 }
 
 /// Iterator over the questions of a [`MessageView`].
@@ -211,7 +247,7 @@ impl<'a> Iterator for Records<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{Edns, MessageWriter, Rcode, EDNS_DO, FLAG_AA};
+    use crate::wire::{Edns, MessageWriter, Rcode, EDNS_DO, FLAG_AA, FLAG_TC, OPT_LEN};
 
     /// A response with compressed names in owners and RDATA, glue, and an OPT with an option.
     fn sample() -> Vec<u8> {
@@ -278,6 +314,32 @@ mod tests {
         assert!(opt.dnssec_ok());
         assert_eq!(opt.option(10), Some(&[7; 8][..]));
         assert_eq!(opt.flags(), EDNS_DO);
+    }
+
+    #[test]
+    fn truncation_keeps_the_question_and_the_opt_record() {
+        let mut msg = sample();
+        let full = msg.len();
+        let len = truncate_to_question(&mut msg, None).unwrap();
+        // Header, "example." NS IN (9 + 4 bytes), and the OPT with its 12-byte option.
+        assert_eq!(len, HEADER_LEN + 13 + OPT_LEN + 12);
+        assert!(len < full);
+        let v = MessageView::parse(&msg[..len]).unwrap();
+        assert_eq!(v.counts(), [1, 0, 0, 1]);
+        assert!(v.header().has(FLAG_TC) && v.header().has(FLAG_AA) && v.header().has(FLAG_QR));
+        assert_eq!(v.header().id, 3);
+        assert_eq!(v.question().unwrap().qtype, RrType::NS);
+        assert_eq!(v.opt().unwrap().option(10), Some(&[7; 8][..]));
+        assert!(v.opt().unwrap().dnssec_ok());
+        // Without OPT: header and question only. Not a message: an error, nothing changed.
+        let mut plain = msg[..len].to_vec();
+        plain[11] = 0;
+        let q_end = v.question_end();
+        plain.truncate(q_end);
+        assert_eq!(truncate_to_question(&mut plain, None).unwrap(), q_end);
+        let mut garbage = vec![0u8, 1, 0x80, 0, 0, 9];
+        assert!(truncate_to_question(&mut garbage, None).is_err());
+        assert_eq!(garbage, [0u8, 1, 0x80, 0, 0, 9]);
     }
 
     #[test]
