@@ -27,7 +27,7 @@ use tokio::sync::Semaphore;
 
 use crate::anchors::TrustAnchors;
 use crate::answer::Answer;
-use crate::cache::{Cache, DEFAULT_CAPACITY};
+use crate::cache::{self, Cache};
 use crate::iterate::Delegations;
 use crate::random;
 use crate::transport::{Client, ExchangeInfo, TransportError};
@@ -104,6 +104,8 @@ pub struct Config {
     pub udp_payload: u16,
     /// Signature verifications run in parallel on blocking threads (the rest wait).
     pub verify_threads: usize,
+    /// Bounds of the cache of raw responses ([`crate::cache`]): bytes and longest life.
+    pub cache: cache::Limits,
 }
 
 /// EDNS(0) UDP payload size advertised by default, bytes (the DNS Flag Day 2020 value).
@@ -114,8 +116,8 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl Config {
     /// Settings with the defaults: `default` profile and provider, RFC 6840 §5.11 algorithm
-    /// policy, default limits, the real clock, a 1232-byte UDP payload, and one verification
-    /// thread per CPU.
+    /// policy, default limits, the real clock, a 1232-byte UDP payload, one verification
+    /// thread per CPU, and a 16 MiB cache of raw responses.
     pub fn new(mode: Mode, anchors: TrustAnchors) -> Config {
         Config {
             mode,
@@ -128,6 +130,7 @@ impl Config {
             now: None,
             udp_payload: DEFAULT_UDP_PAYLOAD,
             verify_threads: std::thread::available_parallelism().map_or(2, usize::from),
+            cache: cache::Limits::default(),
         }
     }
 }
@@ -160,7 +163,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(crate) struct Inner {
     pub(crate) config: Config,
     client: Client,
-    cache: Mutex<Cache>,
+    cache: Cache,
     pub(crate) delegations: Mutex<Delegations>,
     pub(crate) trust: TrustMemo,
     verify_slots: Semaphore,
@@ -184,7 +187,14 @@ pub(crate) struct Ctx {
     pub(crate) resolving: Vec<Name>,
     /// Ask for full MTL signatures (EDNS option 65050) and bypass cached responses.
     full_signatures: bool,
+    /// The (QNAME, QTYPE) of every response this resolution took from the cache or put in
+    /// it, to confirm them when it does not end Bogus (at most [`MAX_USED`]).
+    pub(crate) used: Vec<(Name, RrType)>,
 }
+
+/// Cached responses one resolution remembers having used (lookups beyond are not confirmed,
+/// so they just expire sooner).
+const MAX_USED: usize = 256;
 
 /// A validating resolver: one transport client, a cache, and trust per zone. Clones share
 /// everything.
@@ -200,7 +210,7 @@ impl Resolver {
         Resolver {
             inner: Arc::new(Inner {
                 client,
-                cache: Mutex::new(Cache::new(DEFAULT_CAPACITY)),
+                cache: Cache::new(config.cache),
                 delegations: Mutex::new(Delegations::new()),
                 trust: TrustMemo::new(),
                 verify_slots: Semaphore::new(threads),
@@ -251,6 +261,7 @@ impl Inner {
             glueless_left: c.work.max_glueless,
             resolving: Vec::new(),
             full_signatures: false,
+            used: Vec::new(),
         }
     }
 
@@ -373,6 +384,14 @@ impl Inner {
         ))
     }
 
+    /// Lets the cached responses a resolution `used` live their whole TTL: it did not end
+    /// Bogus ([`crate::cache`]).
+    pub(crate) fn confirm_cached(&self, used: &[(Name, RrType)]) {
+        for (name, qtype) in used {
+            self.cache.confirm(name, *qtype);
+        }
+    }
+
     /// The response for (qname, qtype) from the cache, the forwarder, or by iteration.
     pub(crate) fn lookup<'a>(
         &'a self,
@@ -382,10 +401,13 @@ impl Inner {
     ) -> BoxFuture<'a, Result<Message, ResolveError>> {
         Box::pin(async move {
             let now = Instant::now();
+            if ctx.used.len() < MAX_USED {
+                ctx.used.push((qname.clone(), qtype));
+            }
             // A cached response may hold the condensed signatures that need a ladder.
             if !ctx.full_signatures {
-                if let Some(m) = lock(&self.cache).get(qname, qtype, now) {
-                    return Ok(m.clone());
+                if let Some(m) = self.cache.get(qname, qtype, now) {
+                    return Ok(m);
                 }
             }
             let m = match &self.config.mode {
@@ -395,7 +417,8 @@ impl Inner {
                     self.iterate(qname, qtype, roots, *port, ctx).await?
                 }
             };
-            lock(&self.cache).put(qname.clone(), qtype, m.clone(), now);
+            self.cache
+                .put(qname.clone(), qtype, m.clone(), now, self.now());
             Ok(m)
         })
     }

@@ -1,5 +1,5 @@
-//! A bounded map whose entries expire: the storage behind the answer cache, the delegations
-//! learned from referrals and the trust remembered per zone. When full, expired entries go
+//! A bounded map whose entries expire: the storage behind the delegations learned from
+//! referrals and the trust remembered per zone. When full, expired entries go
 //! first, then the entry that expires soonest.
 
 use std::collections::HashMap;
@@ -56,6 +56,7 @@ impl<K: Eq + Hash + Clone, V> TtlMap<K, V> {
     }
 
     /// Number of entries (live or expired).
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }

@@ -275,7 +275,13 @@ impl Inner {
             }
         }
         let ladder_missing = Inner::ladder_missing(&ctx);
-        Ok((w.finish(ctx), ladder_missing))
+        let used = std::mem::take(&mut ctx.used);
+        let answer = w.finish(ctx);
+        // RFC 4035 §4.7: what failed validation is not kept beyond a few seconds.
+        if !answer.status().is_bogus() {
+            self.confirm_cached(&used);
+        }
+        Ok((answer, ladder_missing))
     }
 
     /// Uses one response: the chain from the current name, then a negative answer, a

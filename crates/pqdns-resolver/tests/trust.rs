@@ -239,6 +239,50 @@ fn tampering_with_the_signed_rrset_is_bogus_and_returns_nothing() {
     }
 }
 
+/// One forged answer, with a TTL of a day, must not pin Bogus (RFC 4035 §4.7): once the
+/// forgery stops, the genuine answer is Secure within seconds, from the same resolver.
+#[test]
+fn a_forged_answer_is_forgotten_within_seconds() {
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    let served = example();
+    let forging = Arc::new(AtomicBool::new(true));
+    let on = forging.clone();
+    let forge: Mutation = Arc::new(move |m: &mut Message| {
+        if on.load(Relaxed) && m.questions[0].qname == name("www.example.") {
+            for r in &mut m.answers {
+                r.ttl = 86_400;
+                if r.rtype == RrType::A {
+                    r.rdata = EVIL.to_vec();
+                }
+            }
+        }
+    });
+    served.rt.block_on(async {
+        let front = proxy(served.addr, forge).await;
+        let r = resolver(front, served.anchors.clone());
+        let www = name("www.example.");
+        let a = r.resolve(&www, RrType::A).await.unwrap();
+        assert!(a.status().is_bogus(), "{:?}", a.status());
+        forging.store(false, Relaxed);
+        // The genuine answer, from the same resolver, within UNCONFIRMED_TTL (5 s) + 1 s.
+        let start = Instant::now();
+        let mut status = a.status().clone();
+        while start.elapsed() < Duration::from_secs(10) {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            status = r.resolve(&www, RrType::A).await.unwrap().status().clone();
+            if matches!(status, Status::Secure(_)) {
+                break;
+            }
+        }
+        assert!(matches!(status, Status::Secure(_)), "{status:?}");
+        assert!(
+            start.elapsed() <= Duration::from_secs(7),
+            "{:?}",
+            start.elapsed()
+        );
+    });
+}
+
 #[test]
 fn a_thousand_concurrent_resolutions_share_one_resolver() {
     let served = example();

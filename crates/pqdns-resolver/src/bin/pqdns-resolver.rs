@@ -21,7 +21,7 @@ use pqdns_net::{ListenConfig, Listeners};
 use pqdns_resolver::fragment::FragConfig;
 use pqdns_resolver::service::{CacheLimits, RecursiveService, ServiceConfig};
 use pqdns_resolver::{
-    root_hints, Client, Config, Mode, Resolver, TlsOptions, Transport, TrustAnchors,
+    cache, root_hints, Client, Config, Mode, Resolver, TlsOptions, Transport, TrustAnchors,
 };
 use tracing::{error, info, warn};
 use tracing_subscriber::EnvFilter;
@@ -151,7 +151,8 @@ struct Cli {
     #[arg(long, value_name = "PREFIX")]
     allow: Vec<IpPrefix>,
 
-    /// Memory for cached answers, MiB.
+    /// Memory for cached answers, MiB: three quarters for prepared responses to clients, one
+    /// quarter for the servers' raw responses the validator works from.
     #[arg(long, value_name = "MIB", default_value_t = 64)]
     cache_size: usize,
 
@@ -307,6 +308,7 @@ fn setup(cli: &Cli) -> Result<Setup, String> {
     if transport == Transport::Udp {
         client.set_fragmentation(FragConfig::new(cli.fragmentation));
     }
+    let cache_bytes = cli.cache_size.saturating_mul(1 << 20);
     let config = Config {
         profile: Profile::named(&cli.profile).map_err(|e| format!("--profile: {e}"))?,
         pq_policy: if cli.require_pq {
@@ -314,6 +316,7 @@ fn setup(cli: &Cli) -> Result<Setup, String> {
         } else {
             PqPolicy::AnyAlgorithm
         },
+        cache: cache::Limits::new(cache_bytes / 4, cli.cache_max_ttl),
         ..Config::new(mode, anchors)
     };
     let resolver = Resolver::new(config, client);
@@ -322,7 +325,7 @@ fn setup(cli: &Cli) -> Result<Setup, String> {
         service.allow = AllowList::new(cli.allow.clone());
     }
     service.cache = CacheLimits {
-        bytes: cli.cache_size.saturating_mul(1 << 20),
+        bytes: cache_bytes - cache_bytes / 4,
         min_ttl: cli.cache_min_ttl,
         max_ttl: cli.cache_max_ttl,
     };
