@@ -334,6 +334,8 @@ fn bogus_is_servfail_with_the_reason_and_cd_gets_the_data() {
     let r = refused.dig(&["www.dual.tld.", "A"]);
     assert_eq!(r.status(), "REFUSED", "{}", r.text);
     assert!(r.text.contains("EDE: 18 (Prohibited)"), "{}", r.text);
+    // Recursion is not available to this client: no RA (issue 31 item 6).
+    assert!(!r.has_flag("ra"), "{}", r.text);
 
     // --require-pq: the chain from the root's ECDSA anchor has a classical first link, so
     // even the dual-signed leaf is Bogus, and the reason names the policy.

@@ -173,9 +173,11 @@ fn write(
         }
         option.extend_from_slice(&text.as_bytes()[..end]);
     }
+    // RA says recursion is available to this client (RFC 1035 §4.1.1): not when REFUSED.
+    let ra = if rcode == Rcode::REFUSED { 0 } else { FLAG_RA };
     let header = Header {
         id: 0,
-        flags: FLAG_QR | FLAG_RA | (query.header.flags & FLAG_CD),
+        flags: FLAG_QR | ra | (query.header.flags & FLAG_CD),
     };
     let mut out = Vec::with_capacity(512);
     let mut w = MessageWriter::new(&mut out, 0, MAX_RESPONSE, header);
