@@ -570,6 +570,14 @@ impl LoadedConfig {
             .join(format!("{}.ds", zone_file_stem(&self.origin)))
     }
 
+    /// Where pqdns-server keeps the newest SOA serial it has served for the zone
+    /// (`<key_dir>/<zone>.serial`, the number in decimal): state that must never go back, kept
+    /// even when the served version is not persisted or is lost.
+    pub fn serial_path(&self, signing: &SigningConfig) -> PathBuf {
+        self.key_directory(signing)
+            .join(format!("{}.serial", zone_file_stem(&self.origin)))
+    }
+
     /// Where pqdns-server keeps the version of the zone it serves (`<key_dir>/<zone>.served`,
     /// master-file text) and the IXFR journal leading to it (`<key_dir>/<zone>.journal`).
     pub fn persisted_paths(&self, signing: &SigningConfig) -> (PathBuf, PathBuf) {

@@ -10,7 +10,10 @@
 //!
 //! A signed zone's served version and IXFR journal are written to `<key_dir>/<zone>.served`
 //! and `.journal` after each load (`[signing] persist`, default on), and a start with no zone
-//! served yet begins from them: unchanged signatures are kept and the journal goes on.
+//! served yet begins from them: unchanged signatures are kept and the journal goes on. The
+//! newest serial served is also kept on its own in `<key_dir>/<zone>.serial` (written before
+//! the zone is served, whatever `persist` says), so that losing the served version never makes
+//! the serial go back (secondaries at a higher serial would never transfer again).
 //!
 //! Loading is all-or-nothing: a reload that fails anywhere keeps the zones being served.
 //! Key files written are logged by path; key material never is.
@@ -24,6 +27,7 @@ use pqdns_core::dnssec::dnskey::{ds_record, DigestType};
 use pqdns_core::dnssec::existing::{self, UnsignedAlgorithm};
 use pqdns_core::dnssec::rollover::Next;
 use pqdns_core::dnssec::sign::{resign_zone, Incremental, SignError};
+use pqdns_core::serial::Serial;
 use pqdns_core::zonefile::ZoneFileReader;
 use pqdns_core::{Name, Record, Zone};
 use tracing::{info, warn};
@@ -96,6 +100,22 @@ pub enum LoadError {
     /// The DS file could not be written.
     #[error("{}: {error}", path.display())]
     WriteDs {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        error: std::io::Error,
+    },
+    /// A state file (the last served serial) could not be read or holds garbage.
+    #[error("{}: {message}", path.display())]
+    State {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A state file (the last served serial) could not be written.
+    #[error("{}: {error}", path.display())]
+    WriteState {
         /// The file.
         path: PathBuf,
         /// The I/O error.
@@ -255,7 +275,18 @@ pub fn load_zone(
         _ => None,
     };
     let previous = served.and_then(|c| c.zone(&origin)).or(persisted.as_ref());
-    let served_serial = previous.map(|z| z.zone.soa_serial());
+    let serial_path = cfg.serial_path(signing);
+    let recorded = read_serial(&serial_path)?;
+    let served_serial = newest(previous.map(|z| z.zone.soa_serial()), recorded);
+    if previous.is_none() {
+        if let Some(recorded) = recorded {
+            warn!(
+                zone = %origin, serial = recorded, file = %serial_path.display(),
+                "no served version to start from (lost, unreadable or not persisted): the \
+                 zone is signed anew, and its serial continues after the one last served"
+            );
+        }
+    }
     let file = zone.soa_serial();
     let serial = signing.serial.next(file, served_serial, now);
     if serial != file && zone.set_soa_serial(serial) {
@@ -331,6 +362,17 @@ pub fn load_zone(
             error,
         })?;
     report.ds_path = Some(ds_path);
+    // Before the zone is served: a serial once served is never served lower (RFC 1982), or
+    // secondaries that have it never transfer again.
+    write_atomic(
+        &serial_path,
+        format!("{}\n", zone.soa_serial()).as_bytes(),
+        FileMode::Public,
+    )
+    .map_err(|error| LoadError::WriteState {
+        path: serial_path,
+        error,
+    })?;
     report.written_keys = written;
     report.key_dir = Some(key_dir);
     let new = ServedZone::new(zone).after(previous);
@@ -338,6 +380,37 @@ pub fn load_zone(
         write_persisted(&new, &cfg.persisted_paths(signing));
     }
     Ok((new, report))
+}
+
+/// The serial recorded in `path` by an earlier load, if the file exists.
+///
+/// # Errors
+/// [`LoadError::State`] if it exists but cannot be read or holds no serial: starting anyway
+/// could serve a lower serial than secondaries have, so the operator decides (fix or delete).
+fn read_serial(path: &Path) -> Result<Option<u32>, LoadError> {
+    let error = |message: String| LoadError::State {
+        path: path.to_path_buf(),
+        message,
+    };
+    match std::fs::read_to_string(path) {
+        Ok(text) => text.trim().parse().map(Some).map_err(|_| {
+            error(format!(
+                "{:?} is not a serial (delete the file to start from the zone file's serial)",
+                text.trim()
+            ))
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(error(e.to_string())),
+    }
+}
+
+/// The newer of two serials (RFC 1982), either possibly unknown.
+fn newest(a: Option<u32>, b: Option<u32>) -> Option<u32> {
+    match (a, b) {
+        (Some(a), Some(b)) if Serial(b).is_newer_than(Serial(a)) => Some(b),
+        (Some(a), _) => Some(a),
+        (None, b) => b,
+    }
 }
 
 /// The served version and journal [`write_persisted`] left, if both read and agree (the
@@ -425,4 +498,58 @@ pub fn reload_all(
         warn!("no zones configured: every query will be REFUSED");
     }
     Ok((Catalog::new(zones)?, reports))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: u64 = 1_800_000_000;
+
+    fn serial(catalog: &Catalog) -> u32 {
+        let origin: Name = "pqdns.test.".parse().unwrap();
+        catalog.zone(&origin).unwrap().zone.soa_serial()
+    }
+
+    /// Issue 31 item 7: the serial goes 1, 2, 3 and then, after `<zone>.served` is lost (or
+    /// never written), on to 4, never back to 1.
+    #[test]
+    fn the_serial_never_goes_back_when_the_served_version_is_lost() {
+        for persist in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let toml = dir.path().join("zone.toml");
+            std::fs::write(
+                &toml,
+                format!(
+                    "origin = \"pqdns.test.\"\nrecords = '''@ SOA ns h 1 7200 3600 1209600 300\n\
+                     @ NS ns\nns A 192.0.2.1\n'''\n[signing]\nalgorithms = [\"ECDSAP256SHA256\"]\n\
+                     key_directory = \"keys\"\npersist = {persist}\n"
+                ),
+            )
+            .unwrap();
+            let sources = [ZoneSource::File(toml)];
+            let (mut catalog, _) = load_all(&sources, NOW).unwrap();
+            assert_eq!(serial(&catalog), 1);
+            for expected in [2, 3] {
+                catalog = reload_all(&sources, NOW + 60, Some(&catalog)).unwrap().0;
+                assert_eq!(serial(&catalog), expected);
+            }
+            let keys = dir.path().join("keys");
+            let _ = std::fs::remove_file(keys.join("pqdns.test.served"));
+            let (catalog, _) = load_all(&sources, NOW + 120).unwrap();
+            assert_eq!(serial(&catalog), 4, "persist = {persist}");
+            assert_eq!(
+                std::fs::read_to_string(keys.join("pqdns.test.serial")).unwrap(),
+                "4\n"
+            );
+            // A garbled state file stops the load, naming the file.
+            std::fs::write(keys.join("pqdns.test.serial"), "garbage").unwrap();
+            let _ = std::fs::remove_file(keys.join("pqdns.test.served"));
+            let error = load_all(&sources, NOW + 180).err().unwrap().to_string();
+            assert!(
+                error.contains("pqdns.test.serial") && error.contains("garbage"),
+                "{error}"
+            );
+        }
+    }
 }
