@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Reflection/amplification benchmark: pqdns-server and NSD 4.6, each with response-rate
-# limiting off and at its default (200 responses/s per /24, slip 2), for an ECDSA and an
-# ML-DSA-44 signing of zones/example.com.zone (NSEC3). `pqdns-bench amplification` sends
-# streams of queries from one address (as a spoofing attacker does) and counts the bytes that
-# come back; pqdns-server also with a valid DNS cookie (NSD 4.6 has no cookies).
+# Reflection/amplification benchmark for an ECDSA and an ML-DSA-44 signing of
+# zones/example.com.zone (NSEC3): pqdns-server with every limit off, and at its defaults
+# (amplification limit 3x for clients without a valid cookie, response-rate limiting 200
+# responses/s per /24 with slip 2) at each of RATES; NSD 4.6 with RRL off and at its default.
+# `pqdns-bench amplification` sends streams of queries from one address (as a spoofing
+# attacker does) and counts the bytes that come back; pqdns-server also with a valid DNS
+# cookie (NSD 4.6 has no cookies).
 #
 #   benches/abuse/run.sh            # from the workspace root, after `cargo build --release`
 #
 # Writes docs/bench/abuse.csv and prints the table of docs/bench/abuse.md
-# (benches/abuse/table.py). Knobs: RATE=5000 queries/s, DURATION=4 seconds per stream,
+# (benches/abuse/table.py). Knobs: RATE=5000 queries/s (limits off, NSD, cookie streams),
+# RATES="10 150 1000 5000" (pqdns-server defaults), DURATION=4 seconds per stream,
 # PQ_PORT=31053 NSD_PORT=31054. Everything runs on 127.0.0.1 and stops by itself.
 set -euo pipefail
 
@@ -16,6 +19,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BIN=${PQDNS_BIN:-$ROOT/target/release}
 CSV=${CSV:-$ROOT/docs/bench/abuse.csv}
 RATE=${RATE:-5000}
+RATES=${RATES:-10 150 1000 5000}
 SECONDS_PER=${DURATION:-4}
 PQ_PORT=${PQ_PORT:-31053}
 NSD_PORT=${NSD_PORT:-31054}
@@ -48,9 +52,9 @@ stop() {
     PID=""
 }
 
-measure() { # label port [--with-cookies]
-    "$BIN/pqdns-bench" amplification -t "127.0.0.1:$2" --zone example.com. --rate "$RATE" \
-        --seconds "$SECONDS_PER" --label "$1" --no-header "${@:3}" >>"$WORK/rows.csv"
+measure() { # label port rate [--with-cookies]
+    "$BIN/pqdns-bench" amplification -t "127.0.0.1:$2" --zone example.com. --rate "$3" \
+        --seconds "$SECONDS_PER" --label "$1" --no-header "${@:4}" >>"$WORK/rows.csv"
 }
 
 echo "server,probe,rate_qps,queries,bytes_in,responses,truncated,bytes_out,ratio,ip_ratio" \
@@ -60,8 +64,13 @@ for zone in ecdsa ml-dsa-44; do
     d=$WORK/$zone
     mkdir -p "$d"
     cp "$ROOT/zones/example.com.zone" "$d/"
-    for rrl in 0 200; do
-        cat >"$d/zone-$rrl.toml" <<TOML
+    for limits in off default; do
+        if [[ $limits == off ]]; then
+            extra=$'rrl_rate = 0\namplification_limit = 0'
+        else
+            extra=""
+        fi
+        cat >"$d/zone-$limits.toml" <<TOML
 origin = "example.com."
 default_ttl = 3600
 file = "example.com.zone"
@@ -75,17 +84,27 @@ udp = ["127.0.0.1:$PQ_PORT"]
 tcp = ["127.0.0.1:$PQ_PORT"]
 dot = []
 doh = []
-rrl_rate = $rrl
+$extra
 TOML
     done
-    "$BIN/pqdns-zone" sign "$d/zone-0.toml" -o "$d/example.com.zone.signed" 2>"$d/sign.log"
+    "$BIN/pqdns-zone" sign "$d/zone-off.toml" -o "$d/example.com.zone.signed" 2>"$d/sign.log"
 
-    for rrl in 0 200; do
-        (cd "$d" && exec "$BIN/pqdns-server" --zone "zone-$rrl.toml") >"$d/pqdns.log" 2>&1 &
+    for limits in off default; do
+        (cd "$d" && exec "$BIN/pqdns-server" --zone "zone-$limits.toml") >"$d/pqdns.log" 2>&1 &
         PID=$!
         wait_udp "$PQ_PORT"
-        measure "pqdns-server $zone rrl=$rrl" "$PQ_PORT" --with-cookies
+        if [[ $limits == off ]]; then
+            measure "pqdns-server $zone limits-off" "$PQ_PORT" "$RATE" --with-cookies
+        else
+            for rate in $RATES; do
+                # A fresh bucket: the previous stream's second must not count against this one.
+                sleep 1
+                measure "pqdns-server $zone defaults" "$PQ_PORT" "$rate"
+            done
+        fi
         stop
+    done
+    for rrl in 0 200; do
 
         cat >"$d/nsd.conf" <<CONF
 server:
@@ -114,7 +133,7 @@ CONF
         nsd -d -c "$d/nsd.conf" >"$d/nsd.out" 2>&1 &
         PID=$!
         wait_udp "$NSD_PORT"
-        measure "nsd $zone rrl=$rrl" "$NSD_PORT"
+        measure "nsd $zone rrl=$rrl" "$NSD_PORT" "$RATE"
         stop
     done
 done
