@@ -164,9 +164,15 @@ struct Cli {
     #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
     cache_max_ttl: u32,
 
-    /// Resolutions in flight per client address; more get SERVFAIL at once.
+    /// Resolutions in flight per client network (/24 for IPv4, /56 for IPv6); more get
+    /// SERVFAIL at once.
     #[arg(long, value_name = "N", default_value_t = 64)]
     max_per_client: usize,
+
+    /// Resolutions in flight in all (each holds at most some 4 MiB of responses); more get
+    /// SERVFAIL at once.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    max_in_flight: usize,
 
     /// UDP fragmentation offered to authorities: "arrf", "qbf" or "off" (TC → TCP only).
     #[arg(long, value_name = "MODE", default_value = "arrf")]
@@ -330,6 +336,7 @@ fn setup(cli: &Cli) -> Result<Setup, String> {
         max_ttl: cli.cache_max_ttl,
     };
     service.max_per_client = cli.max_per_client.max(1);
+    service.max_in_flight = cli.max_in_flight.max(1);
     let service = Arc::new(RecursiveService::new(resolver, service));
 
     let mut listen = ListenConfig::new(cli.tls_dir.clone());

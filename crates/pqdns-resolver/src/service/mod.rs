@@ -10,12 +10,15 @@
 //! - a miss is deferred: the [`Resolver`] resolves and validates it (iteratively or through a
 //!   forwarder), `response` writes the RFC 4035 §3.2 response, and the cache keeps it.
 //!
-//! Each client address has at most [`ServiceConfig::max_per_client`] resolutions in flight;
-//! more get SERVFAIL with EDE 0 at once (not cached). The resolver's [`crate::WorkLimits`]
-//! bound the work of each one, and the listeners bound connections and deferred queries.
+//! Each client prefix (/24, /56, as response-rate limiting counts clients: one host's many
+//! addresses are one client) has at most [`ServiceConfig::max_per_client`] resolutions in
+//! flight, and the service at most [`ServiceConfig::max_in_flight`]; more get SERVFAIL with
+//! EDE 0 at once (not cached). The resolver's [`crate::WorkLimits`] bound the work of each one
+//! (at most `max_exchanges` responses of at most 64 KiB held, 4 MiB), so the memory of all
+//! resolutions in flight is bounded too; the listeners bound connections and deferred
+//! queries.
 
 pub mod cache;
-mod clients;
 pub mod metrics;
 mod query;
 mod response;
@@ -29,10 +32,10 @@ use pqdns_net::acl::AllowList;
 use pqdns_net::service::{
     Event, NoTransfer, OwnedRequest, Reply, Request, ResponseInfo, Service, Transport,
 };
+use pqdns_net::ConnLimiter;
 
 use crate::resolve::Resolver;
 pub use cache::{CacheLimits, ResponseCache};
-use clients::ClientSlots;
 pub use metrics::ServiceMetrics;
 use query::{ClientQuery, Parsed};
 pub use response::RESPONSE_UDP_PAYLOAD;
@@ -48,17 +51,19 @@ pub struct ServiceConfig {
     pub allow: AllowList,
     /// The answer cache's memory and TTL bounds.
     pub cache: CacheLimits,
-    /// Resolutions in flight per client address.
+    /// Resolutions in flight per client prefix ([`CLIENT_PREFIX`]).
     pub max_per_client: usize,
-    /// Client addresses tracked at once for `max_per_client`; beyond it, new addresses are
-    /// refused until others finish.
-    pub max_clients: usize,
+    /// Resolutions in flight in all.
+    pub max_in_flight: usize,
 }
 
 /// Default [`ServiceConfig::max_per_client`].
 pub const DEFAULT_MAX_PER_CLIENT: usize = 64;
-/// Default [`ServiceConfig::max_clients`].
-pub const DEFAULT_MAX_CLIENTS: usize = 10_000;
+/// Default [`ServiceConfig::max_in_flight`].
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
+/// Prefix lengths that make one client for [`ServiceConfig::max_per_client`]: IPv4 /24,
+/// IPv6 /56 (pqdns-server's response-rate limiting counts the same way).
+pub const CLIENT_PREFIX: (u8, u8) = (24, 56);
 
 impl Default for ServiceConfig {
     fn default() -> ServiceConfig {
@@ -69,7 +74,7 @@ impl Default for ServiceConfig {
             ]),
             cache: CacheLimits::default(),
             max_per_client: DEFAULT_MAX_PER_CLIENT,
-            max_clients: DEFAULT_MAX_CLIENTS,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
         }
     }
 }
@@ -79,7 +84,8 @@ pub struct RecursiveService {
     resolver: Resolver,
     cache: ResponseCache,
     allow: AllowList,
-    clients: ClientSlots,
+    /// Resolutions in flight, in all and per client prefix.
+    clients: Arc<ConnLimiter>,
     metrics: ServiceMetrics,
 }
 
@@ -90,7 +96,12 @@ impl RecursiveService {
             resolver,
             cache: ResponseCache::new(config.cache),
             allow: config.allow,
-            clients: ClientSlots::new(config.max_per_client, config.max_clients),
+            clients: ConnLimiter::per_prefix(
+                config.max_in_flight,
+                config.max_per_client,
+                CLIENT_PREFIX.0,
+                CLIENT_PREFIX.1,
+            ),
             metrics: ServiceMetrics::default(),
         }
     }
@@ -197,8 +208,8 @@ impl Service for RecursiveService {
             return (out, ResponseInfo::default());
         };
         let limit = limit(&query, request.transport);
-        let Some(_slot) = self.clients.acquire(request.client.ip()) else {
-            let text = "too many queries in progress from this address";
+        let Some(_slot) = self.clients.try_acquire(request.client.ip()) else {
+            let text = "too many queries in progress (from this network or in all)";
             let written = response::failure(&query, Rcode::SERVFAIL, Ede::OTHER, text);
             let len = self.cache.serve(
                 &query,
