@@ -48,6 +48,7 @@ pub mod cookies;
 mod doq;
 mod flight;
 pub mod fragment;
+mod infra;
 mod iterate;
 mod random;
 pub mod resolve;

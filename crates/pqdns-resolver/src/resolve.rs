@@ -28,6 +28,7 @@ use tokio::sync::Semaphore;
 use crate::anchors::TrustAnchors;
 use crate::answer::Answer;
 use crate::cache::{self, Cache};
+use crate::infra::Infra;
 use crate::iterate::Delegations;
 use crate::random;
 use crate::transport::{Client, ExchangeInfo, TransportError};
@@ -166,6 +167,8 @@ pub(crate) struct Inner {
     cache: Cache,
     pub(crate) delegations: Mutex<Delegations>,
     pub(crate) trust: TrustMemo,
+    /// Servers that did not answer recently, tried last.
+    infra: Infra,
     verify_slots: Semaphore,
     /// MTL ladders verified by any resolution (draft-fregly-dnsop-slh-dsa-mtl-dnssec).
     ladders: Arc<Mutex<LadderCache>>,
@@ -213,6 +216,7 @@ impl Resolver {
                 cache: Cache::new(config.cache),
                 delegations: Mutex::new(Delegations::new()),
                 trust: TrustMemo::new(),
+                infra: Infra::new(),
                 verify_slots: Semaphore::new(threads),
                 ladders: Arc::new(Mutex::new(LadderCache::new(MAX_LADDERS))),
                 config,
@@ -348,7 +352,8 @@ impl Inner {
         Ok(m)
     }
 
-    /// Asks `servers` in turn until one answers; each try counts against the budget.
+    /// Asks `servers` in turn until one answers, those that did not answer recently last
+    /// ([`crate::infra`]); each try counts against the budget.
     pub(crate) async fn ask(
         &self,
         servers: &[SocketAddr],
@@ -357,7 +362,7 @@ impl Inner {
         ctx: &mut Ctx,
     ) -> Result<Message, ResolveError> {
         let mut last = None;
-        for server in servers {
+        for server in &self.infra.order(servers, Instant::now()) {
             if ctx.exchanges_left == 0 {
                 return Err(ResolveError::WorkLimit(format!(
                     "more than {} queries for one resolution (at {qname} {qtype})",
@@ -368,12 +373,16 @@ impl Inner {
             let query = self.query(qname, qtype, ctx.full_signatures)?;
             match self.client.exchange(*server, &query).await {
                 Ok((m, mut info)) => {
+                    self.infra.answered(*server);
                     info.full_signatures = ctx.full_signatures;
                     ctx.exchanges.push(info);
                     return Ok(m);
                 }
                 Err(e) => {
                     tracing::debug!(%server, error = %e, "server failed");
+                    if matches!(e, TransportError::Timeout(_) | TransportError::Io(_)) {
+                        self.infra.failed(*server, Instant::now());
+                    }
                     last = Some(e);
                 }
             }

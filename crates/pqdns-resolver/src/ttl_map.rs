@@ -55,6 +55,11 @@ impl<K: Eq + Hash + Clone, V> TtlMap<K, V> {
         self.entries.insert(key, (value, expires));
     }
 
+    /// Forgets `key`.
+    pub(crate) fn remove(&mut self, key: &K) {
+        self.entries.remove(key);
+    }
+
     /// Number of entries (live or expired).
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {

@@ -162,3 +162,44 @@ fn a_flood_of_rrsigs_ends_bogus_quickly() {
     });
     assert!(matches!(status, Status::Bogus(_)), "{status:?}");
 }
+
+/// Issue 31 item 4: one silent server of two costs a timeout once, not once per name: the
+/// resolver remembers that it did not answer and asks the other first for a while.
+#[test]
+fn a_silent_server_costs_one_timeout_not_one_per_name() {
+    let rt = rt();
+    rt.block_on(async {
+        let silent = responder(|_| None).await;
+        let good = responder(|q| {
+            let mut m = answer_to(q);
+            m.answers.push(Record {
+                owner: m.questions[0].qname.clone(),
+                rtype: RrType::A,
+                class: Class::IN,
+                ttl: 60,
+                rdata: vec![192, 0, 2, 1],
+            });
+            Some(m.to_wire())
+        })
+        .await;
+        let config = Config::new(Mode::ForwardAny(vec![silent, good]), TrustAnchors::default());
+        let client = Client::new(
+            Transport::Udp,
+            Duration::from_millis(500),
+            TlsOptions::default(),
+        )
+        .unwrap();
+        let r = Resolver::new(config, client);
+        let mut slow = 0;
+        for i in 0..10 {
+            let name: Name = format!("n{i}.example.").parse().unwrap();
+            let start = Instant::now();
+            let a = r.resolve(&name, RrType::A).await.unwrap();
+            assert_eq!(a.answers().len(), 1, "{name}");
+            if start.elapsed() >= Duration::from_millis(500) {
+                slow += 1;
+            }
+        }
+        assert_eq!(slow, 1, "only the first name waited for the silent server");
+    });
+}
