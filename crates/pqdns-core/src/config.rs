@@ -14,6 +14,8 @@
 //! refresh = "3d12h"                  # re-sign when less than this is left (default validity/4)
 //! jitter = "12h"                     # spread new expirations over this (default validity/28)
 //! key_directory = "keys"
+//! state_directory = "state"          # .ds, .keystate, .served, .journal, .serial files
+//!                                    # (default: the key directory, which may then be read-only)
 //! profile = "default"
 //! keep_dnskeys = false               # true: keep DNSKEYs found in the zone data
 //! propagation_delay = "1h"           # rollover waits (dnssec::rollover)
@@ -53,6 +55,14 @@ pub fn zone_file_stem(origin: &Name) -> String {
     text.strip_suffix('.')
         .unwrap_or(&text)
         .replace('/', "\\047")
+}
+
+/// The algorithm number in a key file name `K<zone>+<algorithm>+<key tag>.key`.
+fn key_file_algorithm(path: &Path) -> Option<SecAlg> {
+    let name = path.file_name()?.to_str()?;
+    let mut fields = name.rsplitn(3, '+');
+    let _tag = fields.next()?;
+    fields.next()?.parse().ok().map(SecAlg)
 }
 
 /// Why a zone description could not be used.
@@ -216,6 +226,10 @@ pub struct SigningConfig {
     /// Key directory, relative to the TOML file.
     #[serde(default = "default_key_dir")]
     pub key_directory: PathBuf,
+    /// Directory of the files pqdns writes about the zone (DS, rollover state, served version,
+    /// journal, last serial), relative to the TOML file; default the key directory. With its
+    /// own, the key directory may be read-only (a secrets volume) once every key is there.
+    pub state_directory: Option<PathBuf>,
     /// Built-in profile name, or `custom` to use `custom_profile`.
     #[serde(default = "default_profile_name")]
     pub profile: String,
@@ -563,25 +577,34 @@ impl LoadedConfig {
         self.base_dir.join(&signing.key_directory)
     }
 
-    /// Where the DS records of the zone's KSKs are published: `<key_dir>/<zone>.ds`
+    /// The state directory ([`SigningConfig::state_directory`], else the key directory),
+    /// resolved against the TOML file's directory.
+    pub fn state_directory(&self, signing: &SigningConfig) -> PathBuf {
+        match &signing.state_directory {
+            Some(dir) => self.base_dir.join(dir),
+            None => self.key_directory(signing),
+        }
+    }
+
+    /// Where the DS records of the zone's KSKs are published: `<state_dir>/<zone>.ds`
     /// (`root.ds` for the root, see [`zone_file_stem`]).
     pub fn ds_path(&self, signing: &SigningConfig) -> PathBuf {
-        self.key_directory(signing)
+        self.state_directory(signing)
             .join(format!("{}.ds", zone_file_stem(&self.origin)))
     }
 
     /// Where pqdns-server keeps the newest SOA serial it has served for the zone
-    /// (`<key_dir>/<zone>.serial`, the number in decimal): state that must never go back, kept
-    /// even when the served version is not persisted or is lost.
+    /// (`<state_dir>/<zone>.serial`, the number in decimal): state that must never go back,
+    /// kept even when the served version is not persisted or is lost.
     pub fn serial_path(&self, signing: &SigningConfig) -> PathBuf {
-        self.key_directory(signing)
+        self.state_directory(signing)
             .join(format!("{}.serial", zone_file_stem(&self.origin)))
     }
 
-    /// Where pqdns-server keeps the version of the zone it serves (`<key_dir>/<zone>.served`,
-    /// master-file text) and the IXFR journal leading to it (`<key_dir>/<zone>.journal`).
+    /// Where pqdns-server keeps the version of the zone it serves (`<state_dir>/<zone>.served`,
+    /// master-file text) and the IXFR journal leading to it (`<state_dir>/<zone>.journal`).
     pub fn persisted_paths(&self, signing: &SigningConfig) -> (PathBuf, PathBuf) {
-        let dir = self.key_directory(signing);
+        let dir = self.state_directory(signing);
         let stem = zone_file_stem(&self.origin);
         (
             dir.join(format!("{stem}.served")),
@@ -589,10 +612,10 @@ impl LoadedConfig {
         )
     }
 
-    /// Where the zone's algorithm rollover state is kept: `<key_dir>/<zone>.keystate`
+    /// Where the zone's algorithm rollover state is kept: `<state_dir>/<zone>.keystate`
     /// ([`KeyState`]).
     pub fn key_state_path(&self, signing: &SigningConfig) -> PathBuf {
-        self.key_directory(signing)
+        self.state_directory(signing)
             .join(format!("{}.keystate", zone_file_stem(&self.origin)))
     }
 
@@ -618,6 +641,40 @@ impl LoadedConfig {
                 Ok((number, alg.to_string()))
             })
             .collect()
+    }
+
+    /// For a zone without rollover state: the algorithms of its key files in the key directory
+    /// that are not `wanted`. When the state file of an algorithm rollover in progress is
+    /// lost, the old algorithm's keys are still there, and the zone starts from both
+    /// ([`KeyState::recovered`]), valid for a parent holding either DS.
+    ///
+    /// # Errors
+    /// As [`LoadedConfig::profile`], or the key directory cannot be listed.
+    fn leftover_algorithms(
+        &self,
+        signing: &SigningConfig,
+        wanted: &[(SecAlg, String)],
+    ) -> Result<Vec<(SecAlg, String)>, ConfigError> {
+        let profile = self.profile(signing)?;
+        let mut leftover: Vec<(SecAlg, String)> = Vec::new();
+        for path in find_key_files(&self.key_directory(signing), &self.origin)? {
+            let Some(number) = key_file_algorithm(&path) else {
+                continue;
+            };
+            if wanted.iter().chain(&leftover).any(|(n, _)| *n == number) {
+                continue;
+            }
+            let name = profile
+                .algorithm(number)
+                .map_or_else(|| number.to_string(), |a| a.to_string());
+            tracing::warn!(
+                zone = %self.origin, algorithm = %name, file = %path.display(),
+                "no rollover state, but keys of an algorithm not configured: it stays \
+                 published, signing and in the DS set until the rollover removes it"
+            );
+            leftover.push((number, name));
+        }
+        Ok(leftover)
     }
 
     /// The rollover waits and key lifetimes of the `[signing]` table, with `max_ttl` (seconds)
@@ -687,9 +744,10 @@ impl LoadedConfig {
         let timings = self.timings(signing, zone.max_ttl())?;
         let path = self.key_state_path(signing);
         let stored = KeyState::read(&path)?;
-        let mut state = stored
-            .clone()
-            .unwrap_or_else(|| KeyState::initial(&wanted, now));
+        let mut state = match stored.clone() {
+            Some(state) => state,
+            None => KeyState::recovered(&wanted, &self.leftover_algorithms(signing, &wanted)?, now),
+        };
         let mut steps = state.advance(&wanted, &timings, now);
         let (mut keys, mut written) = self.keys_keeping(true, &state.signing())?;
         let ids: Vec<(SecAlg, u16, u16)> = keys
@@ -920,6 +978,51 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("plus refresh"), "{err}");
+    }
+
+    /// Issue 31 item 8: the rollover state file lost in the middle of ECDSA → ML-DSA-44: the
+    /// ECDSA keys stay published, signing and in the DS set (a parent with the old DS still
+    /// validates the zone), not retired at once; with the file, the ECDSA DS is withdrawn only
+    /// through the rollover's steps.
+    #[test]
+    fn a_lost_rollover_state_keeps_the_old_algorithm() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = |algorithms: &str| {
+            let text = format!(
+                "origin = \"example.\"\nrecords = '''\n@ 300 SOA ns hostmaster 7 7200 3600 1209600 300\n\
+                 @ 300 NS ns\nns 300 A 192.0.2.1\n'''\n[signing]\nalgorithms = [{algorithms}]\n"
+            );
+            LoadedConfig::parse(&text, &dir.path().join("z.toml"), dir.path()).unwrap()
+        };
+        let ecdsa = SecAlg(13);
+        let algorithms = |keys: &[ZoneKey]| -> Vec<SecAlg> {
+            let mut a: Vec<SecAlg> = keys.iter().map(|k| k.number).collect();
+            a.sort_by_key(|n| n.0);
+            a.dedup();
+            a
+        };
+        let now = 1_800_000_000;
+        let first = at("\"ECDSAP256SHA256\"");
+        let zone = first.read_zone().unwrap();
+        first
+            .rollover_keys(first.signing().unwrap(), &zone, now)
+            .unwrap();
+        let rolling = at("\"ML-DSA-44\"");
+        let keys = rolling
+            .rollover_keys(rolling.signing().unwrap(), &zone, now + 60)
+            .unwrap();
+        assert_eq!(algorithms(&keys.signing), [ecdsa, SecAlg(18)], "both sign");
+        std::fs::remove_file(rolling.key_state_path(rolling.signing().unwrap())).unwrap();
+        let keys = rolling
+            .rollover_keys(rolling.signing().unwrap(), &zone, now + 120)
+            .unwrap();
+        assert!(keys.retired.is_empty(), "{:?}", keys.retired);
+        assert!(algorithms(&keys.signing).contains(&ecdsa));
+        let ds_algorithms: Vec<u8> = keys.ds.iter().map(|r| r.rdata[3]).collect();
+        assert_eq!(ds_algorithms, [13], "the parent is asked for no change yet");
+        let published = |alg: u8| keys.published.iter().filter(|k| k[3] == alg).count();
+        assert_eq!(published(13), 2, "KSK and ZSK of ECDSA stay published");
+        assert_eq!(published(18), 2, "and ML-DSA-44's, which signed already");
     }
 
     #[test]

@@ -49,6 +49,7 @@ mod fragment;
 pub mod harness;
 pub mod identity;
 pub mod journal;
+pub mod key_lock;
 mod metrics;
 mod notify;
 mod query;

@@ -34,6 +34,7 @@ use tracing::{info, warn};
 
 use crate::catalog::{Catalog, CatalogError, ServedZone};
 use crate::journal::{self, Journal};
+use crate::key_lock::{self, KeyLockError};
 
 /// The default zone description, compiled in (`crates/pqdns-server/zones/example.toml`; the
 /// repository's `zones/example.toml` links to it, so `cargo package` carries it).
@@ -121,6 +122,9 @@ pub enum LoadError {
         /// The I/O error.
         error: std::io::Error,
     },
+    /// Another server uses the key directory.
+    #[error(transparent)]
+    KeyLock(#[from] KeyLockError),
     /// Zones conflict.
     #[error(transparent)]
     Catalog(#[from] CatalogError),
@@ -236,6 +240,8 @@ pub fn load_zone(
         return Ok((ServedZone::new(zone).after(previous), report));
     };
     let key_dir = cfg.key_directory(signing);
+    // Before any key is generated, rolled or retired: one server per key directory.
+    key_lock::hold(&key_dir)?;
     let RolloverKeys {
         signing: keys,
         published,
@@ -435,16 +441,28 @@ fn read_persisted((version, journal): &(PathBuf, PathBuf), origin: &Name) -> Opt
         }
     };
     let serial = served.zone.soa_serial();
-    let chain = read(journal)
-        .ok()
-        .and_then(|records| Journal::from_records(records, journal::DEFAULT_MAX_BYTES))
-        .filter(|j| j.changes().last().is_none_or(|c| c.to == serial));
+    let chain = if journal.exists() {
+        read(journal).and_then(|records| {
+            let j = Journal::from_records(records, journal::DEFAULT_MAX_BYTES)
+                .ok_or_else(|| "not a chain of changes within the journal's bound".to_string())?;
+            match j.changes().last() {
+                Some(c) if c.to != serial => Err(format!(
+                    "it ends at serial {}, the served version is at {serial}",
+                    c.to
+                )),
+                _ => Ok(Some(j)),
+            }
+        })
+    } else {
+        Ok(None)
+    };
     match chain {
-        Some(j) => served.journal = j,
-        None if journal.exists() => {
-            warn!(zone = %origin, file = %journal.display(), "persisted journal unusable: dropped");
-        }
-        None => {}
+        Ok(Some(j)) => served.journal = j,
+        Ok(None) => {}
+        Err(reason) => warn!(
+            zone = %origin, file = %journal.display(),
+            "persisted journal unusable, dropped (secondaries behind get AXFR): {reason}"
+        ),
     }
     info!(
         zone = %origin, serial, file = %version.display(), changes = served.journal.changes().len(),

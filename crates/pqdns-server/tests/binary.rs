@@ -204,6 +204,31 @@ fn watching_reloads_a_changed_zone_file() {
     assert!(wait_exit(&mut child).success());
 }
 
+/// Issue 31 item 9: one key directory, one server. A second server on the same zone
+/// description (same key directory) refuses to start, naming the first by its process ID, and
+/// generates no key of its own.
+#[test]
+fn a_second_server_on_the_same_key_directory_refuses_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let zone = dir.path().join("zone.toml");
+    std::fs::write(&zone, zone_toml(RECORDS)).unwrap();
+    let args = ["--zone", zone.to_str().unwrap()];
+    let first_log = dir.path().join("first.log");
+    let (mut first, rx) = spawn_server(&args, dir.path(), &first_log);
+    listening(&rx, "udp", Duration::from_secs(60), &first_log);
+    let keys = || std::fs::read_dir(dir.path().join("keys")).unwrap().count();
+    let before = keys();
+    let second_log = dir.path().join("second.log");
+    let (mut second, _rx) = spawn_server(&args, dir.path(), &second_log);
+    assert!(!wait_exit(&mut second).success());
+    let log = std::fs::read_to_string(&second_log).unwrap();
+    assert!(log.contains(&format!("pid {}", first.id())), "{log}");
+    assert!(log.contains("key directory in use"), "{log}");
+    assert_eq!(keys(), before, "the second server wrote nothing");
+    signal(&first, "TERM");
+    assert!(wait_exit(&mut first).success());
+}
+
 /// The served version and its IXFR journal survive a restart (`<key_dir>/<zone>.served` and
 /// `.journal`): the restarted server keeps the unchanged signatures, and a secondary two
 /// versions behind still gets an incremental transfer spanning the restart.

@@ -318,6 +318,35 @@ impl KeyState {
         }
     }
 
+    /// The state of a zone whose state file is gone while its key directory still holds keys
+    /// of `leftover` algorithms that are not `wanted`: an algorithm rollover was under way.
+    /// The leftover algorithms are [`Phase::Active`] (published, signing, in the DS set) and
+    /// the wanted ones [`Phase::Published`] (published and signing, asked of the parent only
+    /// after the usual waits), so the zone validates whichever of their DS records the parent
+    /// holds, and the rollover goes on from there instead of dropping the old algorithm at
+    /// once. Without leftovers, [`KeyState::initial`].
+    pub fn recovered(
+        wanted: &[(SecAlg, String)],
+        leftover: &[(SecAlg, String)],
+        now: u64,
+    ) -> KeyState {
+        let mut state = KeyState::initial(leftover, now);
+        let phase = if leftover.is_empty() {
+            Phase::Active
+        } else {
+            Phase::Published
+        };
+        state
+            .algorithms
+            .extend(wanted.iter().map(|(number, name)| AlgorithmState {
+                number: number.0,
+                name: name.clone(),
+                phase,
+                since: now,
+            }));
+        state
+    }
+
     /// Reads `path`; `Ok(None)` when it does not exist.
     ///
     /// # Errors
