@@ -1,7 +1,8 @@
 //! One server per key directory. Two servers signing from the same keys would each generate,
 //! roll and retire keys behind the other's back (two ZSKs at one serial; a restart of one
 //! retiring the other's live key). The first server to use a key directory takes an exclusive
-//! lock on `<key_dir>/.pqdns-server.lock` (`flock`, released by the kernel when the process
+//! lock on `<state_dir>/.pqdns-server.lock` (the state directory is the key directory unless
+//! `[signing] state_directory` puts the state elsewhere, e.g. beside read-only keys) (`flock`, released by the kernel when the process
 //! ends, even by SIGKILL) and holds it for its lifetime; a second one refuses the zone, naming
 //! the process that holds it. A server takes each directory once, so reloads do not conflict
 //! with themselves. Offline tools (`pqdns-zone`) take no lock: the operator's

@@ -1,6 +1,6 @@
 //! Loading the zones to serve: read each TOML zone description (pqdns-core `config`), generate
 //! missing keys, sign (RFC 4035 §2, with NSEC or NSEC3 per the description), and publish the DS
-//! records of the key-signing keys (RFC 4034 §5, SHA-256 per RFC 4509) in `<key_dir>/<zone>.ds`
+//! records of the key-signing keys (RFC 4034 §5, SHA-256 per RFC 4509) in `<state_dir>/<zone>.ds`
 //! (`root.ds` for the root; written atomically).
 //!
 //! DNSSEC records already in the zone data of a zone to sign are replaced: old RRSIG/NSEC/NSEC3
@@ -8,12 +8,15 @@
 //! (`pqdns_core::dnssec::existing`); what was removed is logged. A zone without `[signing]` is
 //! served as it is, logged as pre-signed if it carries RRSIGs.
 //!
-//! A signed zone's served version and IXFR journal are written to `<key_dir>/<zone>.served`
+//! A signed zone's served version and IXFR journal are written to `<state_dir>/<zone>.served`
 //! and `.journal` after each load (`[signing] persist`, default on), and a start with no zone
 //! served yet begins from them: unchanged signatures are kept and the journal goes on. The
-//! newest serial served is also kept on its own in `<key_dir>/<zone>.serial` (written before
+//! newest serial served is also kept on its own in `<state_dir>/<zone>.serial` (written before
 //! the zone is served, whatever `persist` says), so that losing the served version never makes
 //! the serial go back (secondaries at a higher serial would never transfer again).
+//!
+//! The state directory is the key directory unless `[signing] state_directory` says otherwise;
+//! it also holds the lock that keeps a second server off the same keys ([`crate::key_lock`]).
 //!
 //! Loading is all-or-nothing: a reload that fails anywhere keeps the zones being served.
 //! Key files written are logged by path; key material never is.
@@ -240,8 +243,10 @@ pub fn load_zone(
         return Ok((ServedZone::new(zone).after(previous), report));
     };
     let key_dir = cfg.key_directory(signing);
-    // Before any key is generated, rolled or retired: one server per key directory.
-    key_lock::hold(&key_dir)?;
+    // Before any key is generated, rolled or retired, or any state written: one server per
+    // key (and state) directory. The lock file sits with the state, which is writable.
+    let state_dir = cfg.state_directory(signing);
+    key_lock::hold(&state_dir)?;
     let RolloverKeys {
         signing: keys,
         published,
@@ -361,7 +366,7 @@ pub fn load_zone(
         .collect();
     let ds_path = cfg.ds_path(signing);
     let text: String = report.ds.iter().map(|r| format!("{r}\n")).collect();
-    std::fs::create_dir_all(&key_dir)
+    std::fs::create_dir_all(&state_dir)
         .and_then(|()| write_atomic(&ds_path, text.as_bytes(), FileMode::Public))
         .map_err(|error| LoadError::WriteDs {
             path: ds_path.clone(),
@@ -523,6 +528,7 @@ mod tests {
     use super::*;
 
     const NOW: u64 = 1_800_000_000;
+    const LOCK: &str = crate::key_lock::LOCK_FILE;
 
     fn serial(catalog: &Catalog) -> u32 {
         let origin: Name = "pqdns.test.".parse().unwrap();
@@ -569,5 +575,62 @@ mod tests {
                 "{error}"
             );
         }
+    }
+
+    /// Issue 31 item 10: with `state_directory`, the key directory is only read once its keys
+    /// exist (it may be a read-only volume): every state file and the lock go to the state
+    /// directory.
+    #[test]
+    fn state_files_go_to_the_state_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let toml = dir.path().join("zone.toml");
+        std::fs::write(
+            &toml,
+            "origin = \"pqdns.test.\"\nrecords = '''@ SOA ns h 1 7200 3600 1209600 300\n\
+             @ NS ns\nns A 192.0.2.1\n'''\n[signing]\nalgorithms = [\"ECDSAP256SHA256\"]\n\
+             key_directory = \"keys\"\nstate_directory = \"state\"\n",
+        )
+        .unwrap();
+        let sources = [ZoneSource::File(toml)];
+        let listing = |d: &str| -> Vec<String> {
+            let mut names: Vec<String> = std::fs::read_dir(dir.path().join(d))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            names
+        };
+        let (catalog, _) = load_all(&sources, NOW).unwrap();
+        let keys = listing("keys");
+        assert!(
+            keys.iter().all(|n| n.starts_with("Kpqdns.test.+")),
+            "{keys:?}"
+        );
+        let state = listing("state");
+        for file in [
+            "pqdns.test.ds",
+            "pqdns.test.serial",
+            "pqdns.test.keystate",
+            LOCK,
+        ] {
+            assert!(state.iter().any(|n| n == file), "{file} in {state:?}");
+        }
+        let mtimes = |names: &[String]| -> Vec<std::time::SystemTime> {
+            names
+                .iter()
+                .map(|n| {
+                    let path = dir.path().join("keys").join(n);
+                    std::fs::metadata(path).unwrap().modified().unwrap()
+                })
+                .collect()
+        };
+        let before = mtimes(&keys);
+        reload_all(&sources, NOW + 60, Some(&catalog)).unwrap();
+        assert_eq!(listing("keys"), keys);
+        assert_eq!(
+            mtimes(&keys),
+            before,
+            "nothing written in the key directory"
+        );
     }
 }
