@@ -1,7 +1,8 @@
 //! Key files of the post-quantum DNSSEC peers (`tests/data/peer-keys`, see its README): every
 //! key Verisign's ldns and OQS-bind wrote loads and signs a zone whose signatures verify
 //! against the DNSKEY RRset the peer itself published; keys written in ldns's format use its
-//! `Key:` layout (ML-DSA expanded), and MTL keys are not written in it.
+//! `Key:` layout (ML-DSA expanded), MTL keys are not written in it; BIND files carry the times
+//! `dnssec-signzone -S` needs.
 
 #![cfg(feature = "liboqs")]
 
@@ -304,4 +305,78 @@ fn damaged_ldns_key_fields_are_clear_errors() {
         assert!(err.contains(".private:3:"), "{err}");
         assert!(err.contains(expect), "{err}");
     }
+}
+
+/// Must-show: BIND files we write carry `Created:`, `Publish:` and `Activate:` (the time the
+/// files were written, `YYYYMMDDHHMMSS` UTC) in `.private` and as `.key` comments, as
+/// dnssec-keygen and the OQS-bind samples do, and still load.
+#[test]
+fn bind_files_carry_created_publish_and_activate() {
+    let sample_key = std::fs::read_to_string(
+        sample("oqs-bind/FALCON512").join("Kfalcon512.bind2pq.example.+017+32148.key"),
+    )
+    .unwrap();
+    let profile = Profile::default_profile();
+    let provider = Provider::default_provider();
+    let dir = tempfile::tempdir().unwrap();
+    let origin: Name = "example.".parse().unwrap();
+    for alg in [Algorithm::MlDsa44, Algorithm::EcdsaP256Sha256] {
+        let key = ZoneKey::generate(&origin, alg, KeyRole::Zsk, &profile, &provider, 3600).unwrap();
+        let before = pqdns_core::time::now();
+        let (key_path, private_path) = key.write_files(dir.path()).unwrap();
+        let after = pqdns_core::time::now();
+        let private = fields(&std::fs::read_to_string(&private_path).unwrap());
+        let key_text = std::fs::read_to_string(&key_path).unwrap();
+        for name in ["Created", "Publish", "Activate"] {
+            let value = &private
+                .iter()
+                .find(|(n, _)| n == name)
+                .unwrap_or_else(|| panic!("{alg}: no {name}: line"))
+                .1;
+            let t = pqdns_core::time::from_yyyymmddhhmmss(value)
+                .unwrap_or_else(|| panic!("{alg}: {name}: {value}"));
+            assert!((before..=after).contains(&t), "{alg}: {name}: {value}");
+            // The .key comment, in the sample's form: `; Name: YYYYMMDDHHMMSS (ctime)`.
+            let comment = format!("; {name}: {value} ({})", pqdns_core::time::to_ctime(t));
+            assert!(
+                key_text.contains(&comment),
+                "{alg}: {comment:?} in\n{key_text}"
+            );
+            assert!(
+                sample_key.contains(&format!("; {name}: ")),
+                "the sample has {name}"
+            );
+        }
+        let loaded = ZoneKey::read_files(&key_path, &profile, &provider).unwrap();
+        assert_eq!(loaded.dnskey_rdata(), key.dnskey_rdata(), "{alg}");
+    }
+    // The samples' own comment lines come out of to_ctime unchanged.
+    for line in sample_key.lines().filter(|l| l.starts_with("; Created: ")) {
+        let (stamp, readable) = line["; Created: ".len()..].split_once(' ').unwrap();
+        let t = pqdns_core::time::from_yyyymmddhhmmss(stamp).unwrap();
+        assert_eq!(format!("({})", pqdns_core::time::to_ctime(t)), readable);
+    }
+}
+
+/// A malformed time in a BIND private file is an error naming the file and line.
+#[test]
+fn malformed_bind_times_are_clear_errors() {
+    let dir = sample("oqs-bind/FALCON512");
+    let key_path = dir.join("Kfalcon512.bind2pq.example.+017+32148.key");
+    let private_path = key_path.with_extension("private");
+    let key_text = std::fs::read_to_string(&key_path).unwrap();
+    let private = std::fs::read_to_string(&private_path)
+        .unwrap()
+        .replace("Publish: 20261125225514", "Publish: 2026-11-25");
+    let err = ZoneKey::from_texts(
+        &key_text,
+        &private,
+        &key_path,
+        &private_path,
+        &Profile::named("oqs-bind").unwrap(),
+        &Provider::default_provider(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains(".private:6: Publish"), "{err}");
 }

@@ -332,7 +332,8 @@ fn a_world_readable_private_key_is_warned_about() {
 }
 
 /// OQS-BIND reads the public key from the private file of a post-quantum key and needs it
-/// before `Created:`.
+/// before `Created:`; `Publish:` and `Activate:` follow, in the OQS-bind samples' order, or
+/// `dnssec-signzone -S` treats the key as inactive.
 #[test]
 fn falcon_private_key_in_bind_format_carries_the_public_key() {
     let dir = setup();
@@ -349,6 +350,8 @@ fn falcon_private_key_in_bind_format_carries_the_public_key() {
     assert_eq!(lines[0], "Private-key-format: v1.3");
     assert!(position("PrivateKey: ") < position("PublicKey: "));
     assert!(position("PublicKey: ") < position("Created: "));
+    assert!(position("Created: ") < position("Publish: "));
+    assert!(position("Publish: ") < position("Activate: "));
     let dnskey = std::fs::read_to_string(d.join(&key)).unwrap();
     let public = lines[position("PublicKey: ")]
         .trim_start_matches("PublicKey: ")

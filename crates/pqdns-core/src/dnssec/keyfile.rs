@@ -1,6 +1,9 @@
 //! BIND-style key files: `K<zone>+<alg>+<tag>.key` holds the DNSKEY record and
 //! `K<zone>+<alg>+<tag>.private` the private key in `Private-key-format: v1.3` (BIND 9 `dst`
 //! format; the ML-DSA layout is the one of draft-westerbaan-dnssec-mldsa §5: a 32-byte seed).
+//! BIND files carry the key's `Created:`, `Publish:` and `Activate:` times (BIND 9 `dst`
+//! metadata, `YYYYMMDDHHMMSS` UTC): without the last two, `dnssec-signzone -S` and BIND's
+//! automatic key handling treat a key as inactive.
 //!
 //! ldns files (`Private-key-format: v1.2`) hold classical keys in BIND's fields, and
 //! post-quantum keys the way Verisign's mtl-mode-ldns does: one `Key:` field (see
@@ -212,7 +215,7 @@ impl ZoneKey {
     }
 
     /// Writes `<stem>.key` and `<stem>.private` (mode 0600) into `dir` in `format`; returns
-    /// both paths.
+    /// both paths. In BIND's format the key is created, published and activated now.
     ///
     /// Each file is written atomically ([`crate::atomic_file`]), the private one first: a
     /// failure (full disk, file-size limit, signal) leaves at most a complete `.private` without
@@ -235,31 +238,42 @@ impl ZoneKey {
         let stem = self.file_stem();
         let key_path = dir.join(format!("{stem}.key"));
         let private_path = dir.join(format!("{stem}.private"));
-        let private_text = self.private_text(format, &private_path)?;
+        let created = crate::time::now();
+        let private_text = self.private_text(format, created, &private_path)?;
         write_atomic(&private_path, private_text.as_bytes(), FileMode::Private)
             .map_err(io(&private_path))?;
         write_atomic(
             &key_path,
-            self.key_text(format).as_bytes(),
+            self.key_text(format, created).as_bytes(),
             FileMode::Public,
         )
         .map_err(io(&key_path))?;
         Ok((key_path, private_path))
     }
 
-    /// The `.key` file: the DNSKEY record with comments as BIND or ldns write them.
-    fn key_text(&self, format: KeyFileFormat) -> String {
+    /// The `.key` file: the DNSKEY record with comments as BIND or ldns write them; BIND's
+    /// carry the key's times (all `created`, UNIX seconds) as `dnssec-keygen` writes them.
+    fn key_text(&self, format: KeyFileFormat, created: u64) -> String {
         let record = self.dnskey_record();
         match format {
             KeyFileFormat::Bind => {
                 let role = if self.is_sep() { "key" } else { "zone" };
-                format!(
-                    "; This is a {role}-signing key, keyid {}, for {}\n; Algorithm: {} ({})\n{record}\n",
+                let mut text = format!(
+                    "; This is a {role}-signing key, keyid {}, for {}\n; Algorithm: {} ({})\n",
                     self.key_tag(),
                     self.owner,
                     self.number,
                     self.key.algorithm().name(),
-                )
+                );
+                let (stamp, readable) = (
+                    crate::time::to_yyyymmddhhmmss(created),
+                    crate::time::to_ctime(created),
+                );
+                for name in BIND_TIMES {
+                    let _ = writeln!(text, "; {name}: {stamp} ({readable})");
+                }
+                let _ = writeln!(text, "{record}");
+                text
             }
             // ldns-keygen: no TTL, and the key tag, role and size in a trailing comment.
             KeyFileFormat::Ldns => {
@@ -298,13 +312,15 @@ impl ZoneKey {
         }
     }
 
-    /// The `.private` file (`path` only labels errors). BIND: `v1.3` with `Created:`; for
-    /// post-quantum algorithms the public key too (`PublicKey:` before `Created:`, as OQS-BIND
-    /// requires). ldns: `v1.2` with the key fields only, as `ldns-keygen` writes; a
-    /// post-quantum key as one `Key:` field ([`LdnsKeyField`]).
+    /// The `.private` file (`path` only labels errors). BIND: `v1.3`; for post-quantum
+    /// algorithms the public key too (`PublicKey:` before the times, as OQS-BIND requires);
+    /// then `Created:`, `Publish:` and `Activate:`, all `created` (UNIX seconds). ldns: `v1.2`
+    /// with the key fields only, as `ldns-keygen` writes; a post-quantum key as one `Key:`
+    /// field ([`LdnsKeyField`]).
     fn private_text(
         &self,
         format: KeyFileFormat,
+        created: u64,
         path: &Path,
     ) -> Result<Zeroizing<String>, KeyFileError> {
         let b64 = |v: &[u8]| Zeroizing::new(base64::engine::general_purpose::STANDARD.encode(v));
@@ -346,11 +362,10 @@ impl ZoneKey {
             if alg.is_post_quantum() {
                 let _ = writeln!(text, "PublicKey: {}", *b64(self.key.public_key()));
             }
-            let _ = writeln!(
-                text,
-                "Created: {}",
-                crate::time::to_yyyymmddhhmmss(crate::time::now())
-            );
+            let stamp = crate::time::to_yyyymmddhhmmss(created);
+            for name in BIND_TIMES {
+                let _ = writeln!(text, "{name}: {stamp}");
+            }
         }
         Ok(text)
     }
@@ -465,6 +480,22 @@ impl ZoneKey {
     }
 }
 
+/// The timing fields of BIND private files (BIND 9 `dst` metadata), each `YYYYMMDDHHMMSS` UTC.
+const BIND_TIMING_FIELDS: [&str; 8] = [
+    "Created",
+    "Publish",
+    "Activate",
+    "Inactive",
+    "Delete",
+    "SyncPublish",
+    "SyncDelete",
+    "Revoke",
+];
+
+/// The times `dnssec-keygen` writes by default, in its order: `Created`, `Publish`, `Activate`;
+/// pqdns writes all three as the time the key files are written.
+const BIND_TIMES: &[&str] = BIND_TIMING_FIELDS.split_at(3).0;
+
 /// The `Key:` field of Verisign's mtl-mode-ldns private files (`Private-key-format: v1.2`):
 /// a 4-byte big-endian length, the secret key in liboqs' encoding (ML-DSA: the expanded
 /// 2,560-byte ML-DSA-44 key, not the seed; Falcon-512: 1,281 bytes), a 4-byte big-endian
@@ -576,8 +607,14 @@ fn parse_private(
                     ));
                 }
             }
-            "Created" | "Publish" | "Activate" | "Inactive" | "Delete" | "SyncPublish"
-            | "SyncDelete" | "Revoke" => {}
+            timing if BIND_TIMING_FIELDS.contains(&timing) => {
+                if crate::time::from_yyyymmddhhmmss(value).is_none() {
+                    return Err(parse_err(
+                        line_no,
+                        format!("{timing}: {value:?} is not a YYYYMMDDHHMMSS time"),
+                    ));
+                }
+            }
             LdnsKeyField::NAME => {
                 let bytes = Zeroizing::new(
                     base64::engine::general_purpose::STANDARD
