@@ -69,6 +69,27 @@ pub fn to_display(secs: u64) -> String {
     )
 }
 
+/// Formats seconds since the UNIX epoch as C's `ctime` does, in UTC: `Wed Nov 25 22:55:14 2026`
+/// (day of month padded to two places with a space), as BIND writes it in `.key` comments.
+pub fn to_ctime(secs: u64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    // 1970-01-01 was a Thursday.
+    let weekday = DAYS[(days % 7) as usize];
+    let (y, m, d) = civil_from_days(days as i64);
+    let month = MONTHS[(m as usize).saturating_sub(1) % 12];
+    format!(
+        "{weekday} {month} {d:2} {:02}:{:02}:{:02} {y}",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
 /// Parses a time given on a command line: a UNIX time in seconds or `YYYYMMDDHHMMSS` (UTC).
 pub fn parse_cli_time(text: &str) -> Option<u64> {
     if text.len() == 14 {
@@ -105,6 +126,11 @@ mod tests {
         assert_eq!(from_yyyymmddhhmmss("20001301000000"), None);
         assert_eq!(parse_cli_time("1700000000"), Some(1_700_000_000));
         assert_eq!(to_display(1_795_000_000), "2026-11-18 11:06:40 UTC");
+        // BIND's comment in the OQS-bind sample key files (2026-11-25 22:55:14 UTC).
+        let created = from_yyyymmddhhmmss("20261125225514").unwrap();
+        assert_eq!(to_ctime(created), "Wed Nov 25 22:55:14 2026");
+        assert_eq!(to_ctime(0), "Thu Jan  1 00:00:00 1970");
+        assert_eq!(to_ctime(951_782_400), "Tue Feb 29 00:00:00 2000");
     }
 
     #[test]

@@ -166,7 +166,10 @@ fn key_files_round_trip_with_private_mode_0600() {
     let profile = test_profile();
     each_algorithm(|alg, provider| {
         for format in [KeyFileFormat::Bind, KeyFileFormat::Ldns] {
-            key_files_round_trip(dir.path(), &profile, alg, provider, format);
+            // ldns keeps MTL keys with a signing context pqdns does not write (tests/peer_keys.rs).
+            if !(alg.is_mtl() && format == KeyFileFormat::Ldns) {
+                key_files_round_trip(dir.path(), &profile, alg, provider, format);
+            }
         }
     });
 }

@@ -90,10 +90,11 @@ enum Role {
 
 #[derive(Clone, Copy, ValueEnum)]
 enum KeyFormat {
-    /// BIND 9 (`Private-key-format: v1.3`, `Created:`; post-quantum keys also carry
-    /// `PublicKey:` as OQS-BIND requires).
+    /// BIND 9 (`Private-key-format: v1.3`, `Created:`, `Publish:`, `Activate:`; post-quantum
+    /// keys also carry `PublicKey:` as OQS-BIND requires).
     Bind,
-    /// ldns (`ldns-keygen`: `Private-key-format: v1.2`, no TTL in the .key file).
+    /// ldns (`ldns-keygen`: `Private-key-format: v1.2`, no TTL in the .key file; post-quantum
+    /// keys in one `Key:` field as Verisign's ldns writes it, ML-DSA expanded; not for MTL).
     Ldns,
 }
 

@@ -332,7 +332,8 @@ fn a_world_readable_private_key_is_warned_about() {
 }
 
 /// OQS-BIND reads the public key from the private file of a post-quantum key and needs it
-/// before `Created:`.
+/// before `Created:`; `Publish:` and `Activate:` follow, in the OQS-bind samples' order, or
+/// `dnssec-signzone -S` treats the key as inactive.
 #[test]
 fn falcon_private_key_in_bind_format_carries_the_public_key() {
     let dir = setup();
@@ -349,6 +350,8 @@ fn falcon_private_key_in_bind_format_carries_the_public_key() {
     assert_eq!(lines[0], "Private-key-format: v1.3");
     assert!(position("PrivateKey: ") < position("PublicKey: "));
     assert!(position("PublicKey: ") < position("Created: "));
+    assert!(position("Created: ") < position("Publish: "));
+    assert!(position("Publish: ") < position("Activate: "));
     let dnskey = std::fs::read_to_string(d.join(&key)).unwrap();
     let public = lines[position("PublicKey: ")]
         .trim_start_matches("PublicKey: ")
@@ -435,6 +438,107 @@ fn ldns_keygen_keys_sign_here_and_our_keys_sign_with_ldns_signzone() {
             assert!(o.status.success(), "{format} {alg}: {}", text(&o));
         }
     }
+}
+
+/// The fields of a `.private` file: (name, value) in order.
+fn private_fields(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .map(|l| {
+            let (n, v) = l.split_once(':').unwrap_or_else(|| panic!("{l:?}"));
+            (n.trim().to_string(), v.trim().to_string())
+        })
+        .collect()
+}
+
+/// A `.private` file's field names, the first word of its `Private-key-format` and `Algorithm`
+/// values, and the secret-key, public-key and trailing lengths of its ldns `Key:` field.
+fn ldns_layout(text: &str) -> (Vec<String>, String, String, (usize, usize, usize)) {
+    use base64::Engine as _;
+    let fields = private_fields(text);
+    let first = |name: &str| {
+        let (_, v) = fields.iter().find(|(n, _)| n == name).expect(name);
+        v.split_whitespace().next().unwrap().to_string()
+    };
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(first("Key"))
+        .unwrap();
+    let parts = pqdns_core::dnssec::keyfile::LdnsKeyField::split(&key).unwrap();
+    (
+        fields.iter().map(|(n, _)| n.clone()).collect(),
+        first("Private-key-format"),
+        first("Algorithm"),
+        (parts.secret.len(), parts.public.len(), parts.rest.len()),
+    )
+}
+
+/// `keygen --format ldns` writes post-quantum keys as Verisign's ldns-keygen does (the samples
+/// in pqdns-core's `tests/data/peer-keys/ldns`): one `Key:` field, the ML-DSA-44 key expanded
+/// to 2,560 bytes though pqdns stores a seed, and the ldns signer's numbers under
+/// `--profile verisign`; the key signs with either provider. MTL keys are refused, naming the
+/// file.
+#[test]
+fn keygen_ldns_format_matches_verisign_ldns_keygen() {
+    let dir = setup();
+    let d = dir.path();
+    let samples =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../pqdns-core/tests/data/peer-keys/ldns");
+    for (alg, sample) in [
+        (
+            "ML-DSA-44",
+            "ML_DSA_44/Kml-dsa-44.ldns2pq.example.+245+05054.private",
+        ),
+        (
+            "Falcon-512",
+            "FL_DSA_512/Kfl-dsa-512.ldns2pq.example.+244+02214.private",
+        ),
+    ] {
+        let args = [
+            "-a",
+            alg,
+            "--role",
+            "ksk",
+            "--format",
+            "ldns",
+            "--profile",
+            "verisign",
+        ];
+        let key = keygen(d, &args);
+        let ours = std::fs::read_to_string(d.join(key.replace(".key", ".private"))).unwrap();
+        let peer = std::fs::read_to_string(samples.join(sample)).unwrap();
+        assert_eq!(ldns_layout(&ours), ldns_layout(&peer), "{alg}");
+        for provider in ["default", "liboqs"] {
+            let o = run(
+                d,
+                &sign_args(
+                    std::slice::from_ref(&key),
+                    &["--profile", "verisign", "--provider", provider],
+                ),
+            );
+            assert!(o.status.success(), "{alg} {provider}: {}", text(&o));
+            let o = run(d, &["verify", "--profile", "verisign", "ex.zone.signed"]);
+            assert!(o.status.success(), "{alg} {provider}: {}", text(&o));
+        }
+    }
+    let o = run(
+        d,
+        &[
+            "keygen",
+            "--zone",
+            "example.",
+            "-a",
+            "SLH-DSA-MTL-SHA2-128s",
+            "--format",
+            "ldns",
+            "--profile",
+            "verisign",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("Kexample.+248+") && err.contains(".private: ") && err.contains("MTL"),
+        "{err}"
+    );
 }
 
 /// A TOML zone description signed with `algorithms`, keys in `keys/`, 300 s TTLs.

@@ -155,6 +155,47 @@ fn zones_bind_signs_pass_pqdns_zone_verify_and_tampering_fails() {
     assert!(String::from_utf8_lossy(&bad.stdout).contains("FAIL www.example. A:"));
 }
 
+/// Keys `pqdns-zone keygen` writes in BIND's format carry `Publish:` and `Activate:`, so
+/// `dnssec-signzone -S` (BIND's smart signing, which picks keys by their timing metadata) finds
+/// them active and signs with them; without those lines it finds no keys at all.
+#[test]
+fn dnssec_signzone_smart_signing_finds_our_keys_active() {
+    let dir = setup();
+    let d = dir.path();
+    let ksk = keygen(d, "ECDSAP256SHA256", "ksk");
+    let zsk = keygen(d, "ECDSAP256SHA256", "zsk");
+    let o = peer(
+        d,
+        "dnssec-signzone",
+        "bind9-utils",
+        &[
+            "-S",
+            "-K",
+            ".",
+            "-o",
+            "example.",
+            "-f",
+            "bind.signed",
+            "ex.zone",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let report = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        report.contains("KSKs: 1 active") && report.contains("ZSKs: 1 active"),
+        "{}",
+        text(&o)
+    );
+    let signed = std::fs::read_to_string(d.join("bind.signed")).unwrap();
+    for key in [&ksk, &zsk] {
+        let tag = key.trim_end_matches(".key").rsplit('+').next().unwrap();
+        let tag = tag.trim_start_matches('0');
+        assert!(signed.contains(&format!(" {tag} example.")), "{key} signed");
+    }
+    let ok = pqdns_zone(d, &["verify", "bind.signed"]);
+    assert!(ok.status.success(), "{}", text(&ok));
+}
+
 #[test]
 fn ds_matches_dnssec_dsfromkey() {
     let dir = setup();

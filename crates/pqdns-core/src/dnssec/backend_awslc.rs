@@ -227,6 +227,16 @@ impl SigningKey for MlDsaKey {
     fn private_fields(&self) -> PrivateFields {
         PrivateFields::single(self.private.to_vec())
     }
+    /// The expanded key (FIPS 204 `skEncode`), derived from the seed if that is what is stored.
+    fn liboqs_secret_key(&self) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
+        use aws_lc_rs::encoding::AsRawBytes as _;
+        let raw = self
+            .pair
+            .private_key()
+            .as_raw_bytes()
+            .map_err(|_| CryptoError::Library("ML-DSA private key expansion failed"))?;
+        Ok(Zeroizing::new(raw.as_ref().to_vec()))
+    }
     fn sign(&self, message: &[u8]) -> Result<Vec<u8>, CryptoError> {
         let mut sig = vec![0u8; self.pair.algorithm().signature_len()];
         let len = self

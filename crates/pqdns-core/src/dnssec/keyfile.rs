@@ -1,6 +1,14 @@
 //! BIND-style key files: `K<zone>+<alg>+<tag>.key` holds the DNSKEY record and
 //! `K<zone>+<alg>+<tag>.private` the private key in `Private-key-format: v1.3` (BIND 9 `dst`
 //! format; the ML-DSA layout is the one of draft-westerbaan-dnssec-mldsa §5: a 32-byte seed).
+//! BIND files carry the key's `Created:`, `Publish:` and `Activate:` times (BIND 9 `dst`
+//! metadata, `YYYYMMDDHHMMSS` UTC): without the last two, `dnssec-signzone -S` and BIND's
+//! automatic key handling treat a key as inactive.
+//!
+//! ldns files (`Private-key-format: v1.2`) hold classical keys in BIND's fields, and
+//! post-quantum keys the way Verisign's mtl-mode-ldns does: one `Key:` field (see
+//! [`LdnsKeyField`]) with the secret key in liboqs' encoding, so ML-DSA keys are written
+//! expanded, never as the seed (ldns would sign silently wrong with a seed).
 //!
 //! Private files are created with mode 0600 and their contents are never logged.
 
@@ -59,6 +67,14 @@ pub enum KeyFileError {
         /// The library's reason.
         source: CryptoError,
     },
+    /// The key cannot be written in the requested file format.
+    #[error("{}: {reason}", path.display())]
+    FormatUnsupported {
+        /// The file that was not written.
+        path: PathBuf,
+        /// Why, and what to use instead.
+        reason: &'static str,
+    },
 }
 
 /// Which tool's key-file conventions to write (both are read).
@@ -69,8 +85,10 @@ pub enum KeyFileFormat {
     /// post-quantum keys also carry `PublicKey:` (OQS-BIND).
     #[default]
     Bind,
-    /// NLnet Labs `ldns-keygen`: `Private-key-format: v1.2`, key fields only; `.key` without
-    /// a TTL and with `;{id = TAG (ksk|zsk), size = BITSb}`.
+    /// NLnet Labs `ldns-keygen`: `Private-key-format: v1.2`, key fields only (post-quantum
+    /// keys: one `Key:` field as Verisign's mtl-mode-ldns writes, see [`LdnsKeyField`]); `.key`
+    /// without a TTL and with `;{id = TAG (ksk|zsk), size = BITSb}`. MTL keys cannot be
+    /// written in this format (ldns keeps a whole MTL signing context there).
     Ldns,
 }
 
@@ -197,14 +215,16 @@ impl ZoneKey {
     }
 
     /// Writes `<stem>.key` and `<stem>.private` (mode 0600) into `dir` in `format`; returns
-    /// both paths.
+    /// both paths. In BIND's format the key is created, published and activated now.
     ///
     /// Each file is written atomically ([`crate::atomic_file`]), the private one first: a
     /// failure (full disk, file-size limit, signal) leaves at most a complete `.private` without
     /// its `.key`, which [`find_key_files`] does not see, never a truncated key.
     ///
     /// # Errors
-    /// [`KeyFileError::Io`] if a file cannot be written.
+    /// [`KeyFileError::Io`] if a file cannot be written; [`KeyFileError::FormatUnsupported`]
+    /// for an MTL key in ldns's format; [`KeyFileError::Crypto`] if a post-quantum key has no
+    /// liboqs encoding for ldns's format.
     pub fn write_files_as(
         &self,
         dir: &Path,
@@ -218,34 +238,42 @@ impl ZoneKey {
         let stem = self.file_stem();
         let key_path = dir.join(format!("{stem}.key"));
         let private_path = dir.join(format!("{stem}.private"));
-        write_atomic(
-            &private_path,
-            self.private_text(format).as_bytes(),
-            FileMode::Private,
-        )
-        .map_err(io(&private_path))?;
+        let created = crate::time::now();
+        let private_text = self.private_text(format, created, &private_path)?;
+        write_atomic(&private_path, private_text.as_bytes(), FileMode::Private)
+            .map_err(io(&private_path))?;
         write_atomic(
             &key_path,
-            self.key_text(format).as_bytes(),
+            self.key_text(format, created).as_bytes(),
             FileMode::Public,
         )
         .map_err(io(&key_path))?;
         Ok((key_path, private_path))
     }
 
-    /// The `.key` file: the DNSKEY record with comments as BIND or ldns write them.
-    fn key_text(&self, format: KeyFileFormat) -> String {
+    /// The `.key` file: the DNSKEY record with comments as BIND or ldns write them; BIND's
+    /// carry the key's times (all `created`, UNIX seconds) as `dnssec-keygen` writes them.
+    fn key_text(&self, format: KeyFileFormat, created: u64) -> String {
         let record = self.dnskey_record();
         match format {
             KeyFileFormat::Bind => {
                 let role = if self.is_sep() { "key" } else { "zone" };
-                format!(
-                    "; This is a {role}-signing key, keyid {}, for {}\n; Algorithm: {} ({})\n{record}\n",
+                let mut text = format!(
+                    "; This is a {role}-signing key, keyid {}, for {}\n; Algorithm: {} ({})\n",
                     self.key_tag(),
                     self.owner,
                     self.number,
                     self.key.algorithm().name(),
-                )
+                );
+                let (stamp, readable) = (
+                    crate::time::to_yyyymmddhhmmss(created),
+                    crate::time::to_ctime(created),
+                );
+                for name in BIND_TIMES {
+                    let _ = writeln!(text, "; {name}: {stamp} ({readable})");
+                }
+                let _ = writeln!(text, "{record}");
+                text
             }
             // ldns-keygen: no TTL, and the key tag, role and size in a trailing comment.
             KeyFileFormat::Ldns => {
@@ -284,11 +312,18 @@ impl ZoneKey {
         }
     }
 
-    /// The `.private` file. BIND: `v1.3` with `Created:`; for post-quantum algorithms the
-    /// public key too (`PublicKey:` before `Created:`, as OQS-BIND requires). ldns: `v1.2`
-    /// with the key fields only, as `ldns-keygen` writes.
-    fn private_text(&self, format: KeyFileFormat) -> Zeroizing<String> {
-        let b64 = |v: &[u8]| base64::engine::general_purpose::STANDARD.encode(v);
+    /// The `.private` file (`path` only labels errors). BIND: `v1.3`; for post-quantum
+    /// algorithms the public key too (`PublicKey:` before the times, as OQS-BIND requires);
+    /// then `Created:`, `Publish:` and `Activate:`, all `created` (UNIX seconds). ldns: `v1.2`
+    /// with the key fields only, as `ldns-keygen` writes; a post-quantum key as one `Key:`
+    /// field ([`LdnsKeyField`]).
+    fn private_text(
+        &self,
+        format: KeyFileFormat,
+        created: u64,
+        path: &Path,
+    ) -> Result<Zeroizing<String>, KeyFileError> {
+        let b64 = |v: &[u8]| Zeroizing::new(base64::engine::general_purpose::STANDARD.encode(v));
         let mut text = Zeroizing::new(String::new());
         let version = match format {
             KeyFileFormat::Bind => "v1.3",
@@ -297,20 +332,42 @@ impl ZoneKey {
         let alg = self.key.algorithm();
         let _ = writeln!(text, "Private-key-format: {version}");
         let _ = writeln!(text, "Algorithm: {} ({})", self.number, alg.mnemonic());
-        for (name, value) in &self.key.private_fields().0 {
-            let _ = writeln!(text, "{name}: {}", b64(value.as_slice()));
+        match format {
+            KeyFileFormat::Ldns if alg.is_mtl() => {
+                return Err(KeyFileError::FormatUnsupported {
+                    path: path.to_path_buf(),
+                    reason: "ldns keeps a whole MTL signing context (series, leaf count, tree \
+                             state) in its key file, which pqdns does not write; use the bind \
+                             format",
+                })
+            }
+            KeyFileFormat::Ldns if alg.is_post_quantum() => {
+                let secret =
+                    self.key
+                        .liboqs_secret_key()
+                        .map_err(|source| KeyFileError::Crypto {
+                            path: path.to_path_buf(),
+                            source,
+                        })?;
+                let field = LdnsKeyField::encode(&secret, self.key.public_key());
+                let _ = writeln!(text, "{}: {}", LdnsKeyField::NAME, *b64(&field));
+            }
+            _ => {
+                for (name, value) in &self.key.private_fields().0 {
+                    let _ = writeln!(text, "{name}: {}", *b64(value.as_slice()));
+                }
+            }
         }
         if format == KeyFileFormat::Bind {
             if alg.is_post_quantum() {
-                let _ = writeln!(text, "PublicKey: {}", b64(self.key.public_key()));
+                let _ = writeln!(text, "PublicKey: {}", *b64(self.key.public_key()));
             }
-            let _ = writeln!(
-                text,
-                "Created: {}",
-                crate::time::to_yyyymmddhhmmss(crate::time::now())
-            );
+            let stamp = crate::time::to_yyyymmddhhmmss(created);
+            for name in BIND_TIMES {
+                let _ = writeln!(text, "{name}: {stamp}");
+            }
         }
-        text
+        Ok(text)
     }
 
     /// Reads a key pair given the path of its `.key` or `.private` file (or the stem).
@@ -403,6 +460,7 @@ impl ZoneKey {
             &private_path,
             dnskey.algorithm,
             dnskey.public_key,
+            alg,
         )?;
         let crypto = |source| KeyFileError::Crypto {
             path: private_path.clone(),
@@ -422,13 +480,100 @@ impl ZoneKey {
     }
 }
 
-/// Parses the text of the `.private` file `path` for the DNSKEY with algorithm `number` and
-/// `public_key`.
+/// The timing fields of BIND private files (BIND 9 `dst` metadata), each `YYYYMMDDHHMMSS` UTC.
+const BIND_TIMING_FIELDS: [&str; 8] = [
+    "Created",
+    "Publish",
+    "Activate",
+    "Inactive",
+    "Delete",
+    "SyncPublish",
+    "SyncDelete",
+    "Revoke",
+];
+
+/// The times `dnssec-keygen` writes by default, in its order: `Created`, `Publish`, `Activate`;
+/// pqdns writes all three as the time the key files are written.
+const BIND_TIMES: &[&str] = BIND_TIMING_FIELDS.split_at(3).0;
+
+/// The `Key:` field of Verisign's mtl-mode-ldns private files (`Private-key-format: v1.2`):
+/// a 4-byte big-endian length, the secret key in liboqs' encoding (ML-DSA: the expanded
+/// 2,560-byte ML-DSA-44 key, not the seed; Falcon-512: 1,281 bytes), a 4-byte big-endian
+/// length and the public key. For MTL algorithms the MTL signing context (its SPHINCS+ seed,
+/// series identifier, leaf count and tree state) follows.
+pub struct LdnsKeyField;
+
+impl LdnsKeyField {
+    /// The field name.
+    pub const NAME: &'static str = "Key";
+
+    /// The field value (before base64) for `secret` and `public`, each at most 4 GiB - 1 bytes
+    /// (key sizes are a few kilobytes).
+    pub fn encode(secret: &[u8], public: &[u8]) -> Zeroizing<Vec<u8>> {
+        let mut out = Zeroizing::new(Vec::with_capacity(8 + secret.len() + public.len()));
+        for part in [secret, public] {
+            let len = u32::try_from(part.len()).unwrap_or(u32::MAX);
+            out.extend_from_slice(&len.to_be_bytes());
+            out.extend_from_slice(part);
+        }
+        out
+    }
+
+    /// Splits a field value into its parts.
+    ///
+    /// # Errors
+    /// What is wrong if a length runs past the end.
+    pub fn split(value: &[u8]) -> Result<LdnsKeyParts<'_>, &'static str> {
+        fn part(value: &[u8]) -> Option<(&[u8], &[u8])> {
+            let (len, rest) = value.split_first_chunk::<4>()?;
+            let len = usize::try_from(u32::from_be_bytes(*len)).ok()?;
+            (rest.len() >= len).then(|| rest.split_at(len))
+        }
+        let (secret, rest) =
+            part(value).ok_or("Key: the secret key's length runs past the end of the field")?;
+        let (public, rest) =
+            part(rest).ok_or("Key: the public key's length runs past the end of the field")?;
+        Ok(LdnsKeyParts {
+            secret,
+            public,
+            rest,
+        })
+    }
+}
+
+/// The parts of an ldns `Key:` field value ([`LdnsKeyField::split`]), borrowed from it.
+#[derive(Clone, Copy)]
+pub struct LdnsKeyParts<'a> {
+    /// The secret key, liboqs encoding.
+    pub secret: &'a [u8],
+    /// The public key (the DNSKEY public-key field).
+    pub public: &'a [u8],
+    /// What follows: empty, or for MTL the MTL signing context.
+    pub rest: &'a [u8],
+}
+
+impl std::fmt::Debug for LdnsKeyParts<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "LdnsKeyParts(secret {} bytes redacted, public {} bytes, rest {} bytes)",
+            self.secret.len(),
+            self.public.len(),
+            self.rest.len()
+        )
+    }
+}
+
+/// Parses the text of the `.private` file `path` for the DNSKEY with algorithm `number`
+/// (meaning `alg`) and `public_key`. An ldns `Key:` field ([`LdnsKeyField`]) becomes the
+/// `PrivateKey` field; its public key must be the DNSKEY's. An MTL key's context after it is
+/// not needed: pqdns starts a new series (random identifier) whenever it signs.
 fn parse_private(
     text: &str,
     path: &Path,
     number: SecAlg,
     public_key: &[u8],
+    alg: Algorithm,
 ) -> Result<PrivateFields, KeyFileError> {
     let parse_err = |line, message: String| KeyFileError::Parse {
         path: path.to_path_buf(),
@@ -462,8 +607,41 @@ fn parse_private(
                     ));
                 }
             }
-            "Created" | "Publish" | "Activate" | "Inactive" | "Delete" | "SyncPublish"
-            | "SyncDelete" | "Revoke" => {}
+            timing if BIND_TIMING_FIELDS.contains(&timing) => {
+                if crate::time::from_yyyymmddhhmmss(value).is_none() {
+                    return Err(parse_err(
+                        line_no,
+                        format!("{timing}: {value:?} is not a YYYYMMDDHHMMSS time"),
+                    ));
+                }
+            }
+            LdnsKeyField::NAME => {
+                let bytes = Zeroizing::new(
+                    base64::engine::general_purpose::STANDARD
+                        .decode(value)
+                        .map_err(|_| parse_err(line_no, "Key: value is not base64".into()))?,
+                );
+                let LdnsKeyParts {
+                    secret,
+                    public,
+                    rest,
+                } = LdnsKeyField::split(&bytes).map_err(|m| parse_err(line_no, m.into()))?;
+                if public != public_key {
+                    return Err(parse_err(
+                        line_no,
+                        "Key: the public key differs from the one in the .key file".into(),
+                    ));
+                }
+                if !rest.is_empty() && !alg.is_mtl() {
+                    return Err(parse_err(
+                        line_no,
+                        format!("Key: {} bytes after the public key", rest.len()),
+                    ));
+                }
+                fields
+                    .0
+                    .push(("PrivateKey".into(), Zeroizing::new(secret.to_vec())));
+            }
             // OQS-BIND repeats the public key; it must be the DNSKEY's.
             "PublicKey" => {
                 let bytes = base64::engine::general_purpose::STANDARD

@@ -85,6 +85,20 @@ pub trait SigningKey: Send + Sync {
     fn public_key(&self) -> &[u8];
     /// The private key as BIND private-file fields.
     fn private_fields(&self) -> PrivateFields;
+    /// The secret key in liboqs' `OQS_SIG` encoding, as tools built on liboqs store it (Verisign's
+    /// ldns `Key:` field): for ML-DSA the expanded FIPS 204 `skEncode` form (2,560 bytes for
+    /// ML-DSA-44, 4,032 for ML-DSA-65, 4,896 for ML-DSA-87), never the 32-byte seed. The
+    /// default is the single `PrivateKey` field of [`SigningKey::private_fields`].
+    ///
+    /// # Errors
+    /// [`CryptoError::Unsupported`] if the key has no single `PrivateKey` field (RSA) and does
+    /// not override this; [`CryptoError::Library`] if expanding the key fails.
+    fn liboqs_secret_key(&self) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
+        self.private_fields()
+            .get("PrivateKey")
+            .map(|k| Zeroizing::new(k.to_vec()))
+            .ok_or(CryptoError::Unsupported(self.algorithm()))
+    }
     /// Signs `message`; returns the RRSIG signature field.
     ///
     /// # Errors
