@@ -182,7 +182,10 @@ fn a_silent_server_costs_one_timeout_not_one_per_name() {
             Some(m.to_wire())
         })
         .await;
-        let config = Config::new(Mode::ForwardAny(vec![silent, good]), TrustAnchors::default());
+        let config = Config::new(
+            Mode::ForwardAny(vec![silent, good]),
+            TrustAnchors::default(),
+        );
         let client = Client::new(
             Transport::Udp,
             Duration::from_millis(500),
