@@ -1,6 +1,8 @@
 //! DNS over TLS (RFC 7858): the TCP stream loop ([`crate::tcp`]) inside TLS, ALPN "dot"
-//! (RFC 7858 §3.2 via the IANA registry), after a handshake bounded by the idle timeout (DoH
-//! uses the same handshake). The negotiated key exchange group is logged at debug level and
+//! (RFC 7858 §3.2 via the IANA registry), after a handshake bounded by its own, short timeout
+//! ([`crate::ListenConfig::handshake_timeout`]: a client that connects and never completes
+//! the handshake holds a connection slot seconds, not the idle timeout; DoH uses the same
+//! handshake). The negotiated key exchange group is logged at debug level and
 //! reported as [`Event::Handshake`]; a handshake the TLS policy or certificate refuses is
 //! logged at info level (at most once a second) and reported with its reason. Zone transfers over TLS (XoT, RFC 9103) are served like
 //! over TCP; the ALPN is "dot" (RFC 9103 §7.1 registers it for XoT too).
@@ -18,7 +20,7 @@ use tracing::{debug, info};
 use crate::service::{Event, HandshakeFailure, Service, Transport};
 use crate::tcp::StreamLimits;
 
-/// Runs the TLS handshake on `stream`, bounded by the idle timeout; logs the negotiated TLS
+/// Runs the TLS handshake on `stream`, bounded by the handshake timeout; logs the negotiated TLS
 /// version, key exchange group and resumption at debug level and reports the handshake (or its
 /// failure) to `service`. `None` if it failed or timed out.
 pub(crate) async fn handshake<S: Service>(
@@ -29,7 +31,7 @@ pub(crate) async fn handshake<S: Service>(
     service: &S,
     limits: StreamLimits,
 ) -> Option<TlsStream<TcpStream>> {
-    let error = match timeout(limits.idle, acceptor.accept(stream)).await {
+    let error = match timeout(limits.handshake, acceptor.accept(stream)).await {
         Ok(Ok(tls)) => {
             let conn = tls.get_ref().1;
             let group = conn.negotiated_key_exchange_group().map(|g| g.name());

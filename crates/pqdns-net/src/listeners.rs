@@ -36,8 +36,15 @@ pub const LISTEN_BACKLOG: u32 = 4096;
 pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 10;
 /// Default cap on simultaneous connections per stream listener.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
-/// Default cap on simultaneous connections from one client address per stream listener.
+/// Default cap on simultaneous connections from one client (address prefix,
+/// [`DEFAULT_CLIENT_PREFIX`]) per stream listener.
 pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 32;
+/// Default prefix lengths that make one client for [`ListenConfig::max_connections_per_ip`]:
+/// IPv4 /24, IPv6 /56 (as response-rate limiting counts clients), so a host with many
+/// addresses cannot take every connection slot.
+pub const DEFAULT_CLIENT_PREFIX: (u8, u8) = (24, 56);
+/// Default time a TLS handshake (DoT, DoH) may take, in seconds.
+pub const DEFAULT_HANDSHAKE_TIMEOUT_SECS: u64 = 3;
 /// Default number of threads, each with its own socket, serving one UDP address.
 pub const DEFAULT_UDP_THREADS: usize = 1;
 /// Default cap on deferred queries in flight per UDP socket.
@@ -86,13 +93,19 @@ pub struct ListenConfig {
     /// signs handshakes one at a time while its socket fills; the kernel spreads clients over
     /// the sockets by address and port.
     pub doq_endpoints: usize,
-    /// How long a TCP, DoT, DoH or DoQ connection may sit idle, a TLS handshake may take, and
-    /// any single write may block.
+    /// How long a TCP, DoT, DoH or DoQ connection may sit idle, and any single write may
+    /// block.
     pub idle_timeout: Duration,
+    /// How long a DoT or DoH TLS handshake may take.
+    pub handshake_timeout: Duration,
     /// Connections per stream listener.
     pub max_connections: usize,
-    /// Connections per client address per stream listener.
+    /// Connections per client per stream listener: per address prefix of
+    /// [`ListenConfig::client_prefix`] bits.
     pub max_connections_per_ip: usize,
+    /// Prefix lengths (IPv4, IPv6) that make one client for `max_connections_per_ip`; 32 and
+    /// 128 count each address.
+    pub client_prefix: (u8, u8),
     /// Deferred queries in flight per UDP socket; more are dropped.
     pub max_deferred: usize,
     /// How long a deferred query may take; after that no response is sent (DoH: 504).
@@ -120,8 +133,10 @@ impl ListenConfig {
             udp_threads: DEFAULT_UDP_THREADS,
             doq_endpoints: default_doq_endpoints(),
             idle_timeout: Duration::from_secs(DEFAULT_IDLE_TIMEOUT_SECS),
+            handshake_timeout: Duration::from_secs(DEFAULT_HANDSHAKE_TIMEOUT_SECS),
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
+            client_prefix: DEFAULT_CLIENT_PREFIX,
             max_deferred: DEFAULT_MAX_DEFERRED,
             deferred_timeout: Duration::from_secs(DEFAULT_DEFERRED_TIMEOUT_SECS),
             tls: TlsSettings {
@@ -281,11 +296,16 @@ impl Listeners {
         }
         let limits = StreamLimits {
             idle: c.idle_timeout,
+            handshake: c.handshake_timeout,
             deferred: c.deferred_timeout,
+        };
+        let limiter = || {
+            let (v4, v6) = c.client_prefix;
+            ConnLimiter::per_prefix(c.max_connections, c.max_connections_per_ip, v4, v6)
         };
         let doh_path: Arc<str> = Arc::from(c.doh_path.as_str());
         for (kind, listener) in listeners {
-            let limiter = ConnLimiter::new(c.max_connections, c.max_connections_per_ip);
+            let limiter = limiter();
             let service = Arc::clone(&service);
             let rx = rx.clone();
             let task = match (kind, &acceptors) {
@@ -312,7 +332,7 @@ impl Listeners {
         }
         for group in quic {
             // The endpoints of one address share its connection limits.
-            let limiter = ConnLimiter::new(c.max_connections, c.max_connections_per_ip);
+            let limiter = limiter();
             for endpoint in group {
                 let (service, rx) = (Arc::clone(&service), rx.clone());
                 tasks.push(tokio::spawn(doq::serve(

@@ -45,6 +45,8 @@ const MAX_FRAME: usize = 2 + 65535;
 pub(crate) struct StreamLimits {
     /// How long the connection may sit idle, and any single write may take.
     pub idle: Duration,
+    /// How long a TLS handshake may take.
+    pub handshake: Duration,
     /// How long a deferred query may take before it is given up (no response is sent).
     pub deferred: Duration,
 }

@@ -309,3 +309,60 @@ fn doh_awaits_deferred_answers_over_http2_and_http1() {
     });
     assert_eq!(server.service.later.load(Ordering::Relaxed), 3);
 }
+
+/// A TCP connection to `server` from `source` (any loopback address).
+async fn connect_from(source: &str, server: SocketAddr) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+    socket.connect(server).await.unwrap()
+}
+
+/// One query over `stream`: its answer's ID, or `None` if the server closed the connection.
+async fn ask(stream: &mut TcpStream, id: u16) -> Option<u16> {
+    let q = query(id);
+    let mut framed = (q.len() as u16).to_be_bytes().to_vec();
+    framed.extend(q);
+    stream.write_all(&framed).await.ok()?;
+    let mut len = [0u8; 2];
+    tokio::time::timeout(READ_LIMIT, stream.read_exact(&mut len))
+        .await
+        .unwrap()
+        .ok()?;
+    let mut answer = vec![0u8; usize::from(u16::from_be_bytes(len))];
+    stream.read_exact(&mut answer).await.ok()?;
+    Some(id_of(&answer))
+}
+
+/// Issue 31 item 11: a DoT client that connects and never completes its handshake holds its
+/// connection slot for the handshake timeout (3 s by default), not the idle timeout (10 s);
+/// connection slots count per /24, so one host's many addresses are one client and cannot
+/// take every slot of the listener.
+#[test]
+fn stalled_handshakes_end_early_and_a_prefix_is_one_client() {
+    let running = Running::start();
+    running.rt.block_on(async {
+        let mut stalled = TcpStream::connect(running.addrs().dot[0]).await.unwrap();
+        let start = std::time::Instant::now();
+        let mut buf = [0u8; 16];
+        let read = tokio::time::timeout(READ_LIMIT, stalled.read(&mut buf)).await;
+        assert!(matches!(read, Ok(Ok(0)) | Ok(Err(_))), "{read:?}");
+        let took = start.elapsed();
+        assert!(
+            took >= Duration::from_secs(2) && took < Duration::from_secs(6),
+            "closed after {took:?}"
+        );
+
+        let tcp = running.addrs().tcp[0];
+        let mut held = Vec::new();
+        for i in 0..pqdns_net::DEFAULT_MAX_CONNECTIONS_PER_IP {
+            let mut s = connect_from(&format!("127.0.0.{}", 2 + i), tcp).await;
+            assert_eq!(ask(&mut s, 7).await, Some(7), "connection {i}");
+            held.push(s);
+        }
+        let mut over = connect_from("127.0.0.200", tcp).await;
+        assert_eq!(ask(&mut over, 8).await, None, "the /24 has its share");
+        let mut other = connect_from("127.0.1.1", tcp).await;
+        assert_eq!(ask(&mut other, 9).await, Some(9), "another /24 is served");
+        drop(held);
+    });
+}

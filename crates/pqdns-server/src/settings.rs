@@ -18,7 +18,7 @@
 //! answer_cache_mib = 32       # MiB of prepared responses per catalog; 0 builds each anew
 //! tcp_idle_timeout = 10       # seconds a TCP/DoT/DoH connection may sit idle (RFC 7766 §6.2.3)
 //! max_connections = 512       # per stream listener (TCP, DoT, DoH each)
-//! max_connections_per_ip = 32 # per client address and stream listener
+//! max_connections_per_ip = 32 # per client /24 (IPv6 /56) and stream listener
 //! axfr_allow = ["127.0.0.1", "::1", "10.0.0.0/8"]  # who may AXFR/IXFR over TCP and DoT
 //!                             # (addresses or CIDR prefixes); default [] refuses everyone
 //! notify = ["192.0.2.53", "127.0.0.1:30053"]       # secondaries sent NOTIFY at start and after
