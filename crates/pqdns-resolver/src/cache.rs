@@ -18,7 +18,7 @@
 //! [`ENTRY_OVERHEAD`]) and the whole is kept within [`Limits::bytes`] by `quick_cache`'s
 //! S3-FIFO eviction; a response heavier than the cache's share per shard is not stored.
 
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -72,7 +72,14 @@ struct Entry {
     confirmed: AtomicBool,
     /// [`message_bytes`] of `message`, fixed when stored.
     bytes: u64,
+    /// Which store this is ([`Stored`]): a confirmation names the entry it vouches for, not
+    /// whatever a later store put under the same key.
+    id: u64,
 }
+
+/// One stored response, as [`Cache::get`] and [`Cache::put`] name it for [`Cache::confirm`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stored(u64);
 
 impl Entry {
     fn live(&self, now: Instant) -> bool {
@@ -99,6 +106,7 @@ impl Weighter<(Name, RrType), Arc<Entry>> for ByBytes {
 pub struct Cache {
     entries: QuickCache<(Name, RrType), Arc<Entry>, ByBytes>,
     max_ttl: u32,
+    next_id: AtomicU64,
 }
 
 impl std::fmt::Debug for Cache {
@@ -119,22 +127,33 @@ impl Cache {
         Cache {
             entries: QuickCache::with_weighter(items, bytes, ByBytes),
             max_ttl: limits.max_ttl,
+            next_id: AtomicU64::new(0),
         }
     }
 
-    /// A live cached response for (`name`, `rtype`), if any.
-    pub fn get(&self, name: &Name, rtype: RrType, now: Instant) -> Option<Message> {
+    /// A live cached response for (`name`, `rtype`), if any, and which store it is.
+    pub fn get(&self, name: &Name, rtype: RrType, now: Instant) -> Option<(Message, Stored)> {
         let entry = self.entries.get(&(name.clone(), rtype))?;
-        entry.live(now).then(|| entry.message.clone())
+        entry
+            .live(now)
+            .then(|| (entry.message.clone(), Stored(entry.id)))
     }
 
     /// Stores `message`, unconfirmed, for the lifetime its records allow at `unix_now` (UNIX
-    /// seconds, for RRSIG expirations); a lifetime of 0 is not stored.
-    pub fn put(&self, name: Name, rtype: RrType, message: Message, now: Instant, unix_now: u64) {
+    /// seconds, for RRSIG expirations); a lifetime of 0 is not stored (`None`).
+    pub fn put(
+        &self,
+        name: Name,
+        rtype: RrType,
+        message: Message,
+        now: Instant,
+        unix_now: u64,
+    ) -> Option<Stored> {
         let ttl = answer_ttl(&message, unix_now).min(self.max_ttl);
         if ttl == 0 {
-            return;
+            return None;
         }
+        let id = self.next_id.fetch_add(1, Relaxed);
         let bytes = message_bytes(&name, &message);
         let entry = Entry {
             message,
@@ -142,15 +161,20 @@ impl Cache {
             ttl,
             confirmed: AtomicBool::new(false),
             bytes,
+            id,
         };
         self.entries.insert((name, rtype), Arc::new(entry));
+        Some(Stored(id))
     }
 
-    /// Lets the response for (`name`, `rtype`) live for its whole lifetime: a resolution that
-    /// used it ended other than Bogus.
-    pub fn confirm(&self, name: &Name, rtype: RrType) {
+    /// Lets the response `stored` for (`name`, `rtype`) live for its whole lifetime: a
+    /// resolution that used it ended other than Bogus. Nothing happens if another response
+    /// has replaced it since.
+    pub fn confirm(&self, name: &Name, rtype: RrType, stored: Stored) {
         if let Some(entry) = self.entries.get(&(name.clone(), rtype)) {
-            entry.confirmed.store(true, Relaxed);
+            if entry.id == stored.0 {
+                entry.confirmed.store(true, Relaxed);
+            }
         }
     }
 
@@ -275,8 +299,8 @@ mod tests {
         let c = Cache::new(Limits::default());
         let (a, b) = (n("a.example."), n("b.example."));
         c.put(a.clone(), RrType::TXT, answer(86_400, 10), now, NOW);
-        c.put(b.clone(), RrType::TXT, answer(86_400, 10), now, NOW);
-        c.confirm(&b, RrType::TXT);
+        let stored = c.put(b.clone(), RrType::TXT, answer(86_400, 10), now, NOW);
+        c.confirm(&b, RrType::TXT, stored.unwrap());
         let at = |s: u64| now + Duration::from_secs(s);
         assert!(c.get(&a, RrType::TXT, at(4)).is_some());
         assert!(c.get(&a, RrType::TXT, at(5)).is_none(), "never confirmed");
@@ -285,9 +309,24 @@ mod tests {
         // A TTL of 0 is not stored, and a short TTL is not lengthened.
         c.put(a.clone(), RrType::A, answer(0, 4), now, NOW);
         assert!(c.get(&a, RrType::A, now).is_none());
-        c.put(a.clone(), RrType::MX, answer(2, 4), now, NOW);
-        c.confirm(&a, RrType::MX);
+        let stored = c
+            .put(a.clone(), RrType::MX, answer(2, 4), now, NOW)
+            .unwrap();
+        c.confirm(&a, RrType::MX, stored);
         assert!(c.get(&a, RrType::MX, at(2)).is_none());
+        // A confirmation vouches for the response it used, not for one stored since.
+        let used = c
+            .put(b.clone(), RrType::A, answer(600, 4), now, NOW)
+            .unwrap();
+        let later = c
+            .put(b.clone(), RrType::A, answer(600, 4), now, NOW)
+            .unwrap();
+        assert_ne!(used, later);
+        c.confirm(&b, RrType::A, used);
+        assert!(
+            c.get(&b, RrType::A, at(5)).is_none(),
+            "the later one stays unconfirmed"
+        );
     }
 
     #[test]
@@ -296,14 +335,14 @@ mod tests {
         let at = |s: u64| now + Duration::from_secs(s);
         let c = Cache::new(Limits::new(1 << 20, 600));
         let a = n("a.example.");
-        c.put(a.clone(), RrType::TXT, answer(86_400, 10), now, NOW);
-        c.confirm(&a, RrType::TXT);
+        let stored = c.put(a.clone(), RrType::TXT, answer(86_400, 10), now, NOW);
+        c.confirm(&a, RrType::TXT, stored.unwrap());
         assert!(c.get(&a, RrType::TXT, at(599)).is_some());
         assert!(c.get(&a, RrType::TXT, at(600)).is_none(), "max_ttl");
         let mut signed = answer(500, 10);
         signed.answers.push(rrsig(100));
-        c.put(a.clone(), RrType::TXT, signed, now, NOW);
-        c.confirm(&a, RrType::TXT);
+        let stored = c.put(a.clone(), RrType::TXT, signed, now, NOW);
+        c.confirm(&a, RrType::TXT, stored.unwrap());
         assert!(c.get(&a, RrType::TXT, at(99)).is_some());
         assert!(
             c.get(&a, RrType::TXT, at(100)).is_none(),
@@ -323,8 +362,9 @@ mod tests {
         let c = Cache::new(Limits::new(limit, MAX_TTL));
         for i in 0..200 {
             let name = n(&format!("n{i}.example."));
-            c.put(name.clone(), RrType::TXT, answer(3600, 62_000), now, NOW);
-            c.confirm(&name, RrType::TXT);
+            if let Some(stored) = c.put(name.clone(), RrType::TXT, answer(3600, 62_000), now, NOW) {
+                c.confirm(&name, RrType::TXT, stored);
+            }
         }
         assert!(c.bytes() <= limit as u64, "{} bytes", c.bytes());
         assert!(c.len() < 20, "{} entries of 62 kB in 1 MiB", c.len());

@@ -27,7 +27,7 @@ use tokio::sync::Semaphore;
 
 use crate::anchors::TrustAnchors;
 use crate::answer::Answer;
-use crate::cache::{self, Cache};
+use crate::cache::{self, Cache, Stored};
 use crate::infra::Infra;
 use crate::iterate::Delegations;
 use crate::random;
@@ -190,14 +190,23 @@ pub(crate) struct Ctx {
     pub(crate) resolving: Vec<Name>,
     /// Ask for full MTL signatures (EDNS option 65050) and bypass cached responses.
     full_signatures: bool,
-    /// The (QNAME, QTYPE) of every response this resolution took from the cache or put in
-    /// it, to confirm them when it does not end Bogus (at most [`MAX_USED`]).
-    pub(crate) used: Vec<(Name, RrType)>,
+    /// The (QNAME, QTYPE) and store of every response this resolution took from the cache or
+    /// put in it, to confirm them when it does not end Bogus (at most [`MAX_USED`]).
+    pub(crate) used: Vec<(Name, RrType, Stored)>,
 }
 
 /// Cached responses one resolution remembers having used (lookups beyond are not confirmed,
 /// so they just expire sooner).
 const MAX_USED: usize = 256;
+
+impl Ctx {
+    /// Remembers that the resolution used the cached response `stored` for (`name`, `qtype`).
+    fn used(&mut self, name: &Name, qtype: RrType, stored: Stored) {
+        if self.used.len() < MAX_USED {
+            self.used.push((name.clone(), qtype, stored));
+        }
+    }
+}
 
 /// A validating resolver: one transport client, a cache, and trust per zone. Clones share
 /// everything.
@@ -395,9 +404,9 @@ impl Inner {
 
     /// Lets the cached responses a resolution `used` live their whole TTL: it did not end
     /// Bogus ([`crate::cache`]).
-    pub(crate) fn confirm_cached(&self, used: &[(Name, RrType)]) {
-        for (name, qtype) in used {
-            self.cache.confirm(name, *qtype);
+    pub(crate) fn confirm_cached(&self, used: &[(Name, RrType, Stored)]) {
+        for (name, qtype, stored) in used {
+            self.cache.confirm(name, *qtype, *stored);
         }
     }
 
@@ -410,12 +419,10 @@ impl Inner {
     ) -> BoxFuture<'a, Result<Message, ResolveError>> {
         Box::pin(async move {
             let now = Instant::now();
-            if ctx.used.len() < MAX_USED {
-                ctx.used.push((qname.clone(), qtype));
-            }
             // A cached response may hold the condensed signatures that need a ladder.
             if !ctx.full_signatures {
-                if let Some(m) = self.cache.get(qname, qtype, now) {
+                if let Some((m, stored)) = self.cache.get(qname, qtype, now) {
+                    ctx.used(qname, qtype, stored);
                     return Ok(m);
                 }
             }
@@ -426,8 +433,12 @@ impl Inner {
                     self.iterate(qname, qtype, roots, *port, ctx).await?
                 }
             };
-            self.cache
-                .put(qname.clone(), qtype, m.clone(), now, self.now());
+            if let Some(stored) = self
+                .cache
+                .put(qname.clone(), qtype, m.clone(), now, self.now())
+            {
+                ctx.used(qname, qtype, stored);
+            }
             Ok(m)
         })
     }

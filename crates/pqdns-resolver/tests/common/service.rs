@@ -69,6 +69,18 @@ impl Service {
         }
     }
 
+    /// Its resident memory, bytes (`VmRSS` of `/proc/PID/status`).
+    pub fn rss(&self) -> u64 {
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", self._child.0.id())).unwrap();
+        let kib: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap();
+        kib * 1024
+    }
+
     /// The value of the metrics series `series` (name and labels as printed).
     pub fn metric(&self, series: &str) -> u64 {
         let url = format!("http://{}/metrics", self.metrics);
