@@ -135,7 +135,7 @@ impl Rrl {
         let over = count - self.settings.rate;
         match self.settings.slip {
             0 => Verdict::Drop,
-            s if over % s == 0 => Verdict::Slip,
+            s if over.is_multiple_of(s) => Verdict::Slip,
             _ => Verdict::Drop,
         }
     }

@@ -279,7 +279,8 @@ pub struct Settings {
     pub rrl: RrlSettings,
     /// Largest UDP response to a client without a valid server cookie, as a multiple of its
     /// query's length in bytes; larger responses are cut to their question and OPT with TC set
-    /// ([`crate::service`]). 0 turns the limit off. Default [`DEFAULT_AMPLIFICATION_LIMIT`].
+    /// (the UDP path of the server's service). 0 turns the limit off. Default
+    /// [`DEFAULT_AMPLIFICATION_LIMIT`].
     pub amplification_limit: u32,
     /// TLS settings.
     pub tls: TlsSettings,
