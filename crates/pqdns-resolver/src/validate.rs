@@ -9,6 +9,9 @@
 //! Bogus, then Indeterminate, then Insecure — and Secure only through
 //! [`pqdns_core::dnssec::validate::conclude`], which checks that the verified RRsets and
 //! proofs answer the question.
+//!
+//! QTYPE ANY (RFC 8482 §4.1) is answered by the first RRset the server gives at the name (a
+//! CNAME included), validated as any other; the rest are dropped.
 
 use std::sync::Arc;
 
@@ -311,7 +314,11 @@ impl Inner {
                 r.rtype == RrType::DNAME && r.owner != name && name.is_subdomain_of(&r.owner)
             });
             let found = redirect
-                .or_else(|| s.find(Section::Answer, |r| r.owner == name && r.rtype == qtype))
+                .or_else(|| {
+                    s.find(Section::Answer, |r| {
+                        r.owner == name && r.rtype.answers(qtype)
+                    })
+                })
                 .or_else(|| {
                     (qtype != RrType::CNAME)
                         .then(|| {
@@ -363,7 +370,7 @@ impl Inner {
                     return Ok(Step::Done);
                 }
                 next
-            } else if set.rtype == qtype {
+            } else if set.rtype.answers(qtype) {
                 if code == Rcode::NXDOMAIN {
                     return Err(Halt::Bogus(Reason::new(
                         Ede::DNSSEC_BOGUS,
