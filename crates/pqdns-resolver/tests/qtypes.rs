@@ -1,6 +1,8 @@
 //! QTYPEs that are not one RRset (issue 31 item 6): ANY is answered by one RRset of the name,
 //! validated as any other (RFC 8482 §4.1), against an in-process signed pqdns-server zone and
-//! a scripted authority that sends several RRsets.
+//! a scripted authority that sends several RRsets; RRSIG by the RRSIG records the authority
+//! sends, unvalidated (nothing signs a signature, RFC 4035 §2.2), without the validation
+//! queries that would make it Bogus.
 
 mod common;
 
@@ -45,6 +47,18 @@ fn rt() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .unwrap()
+}
+
+/// RRSIG RDATA covering `covered`, signed by `example.` (RFC 4034 §3.1), with a made-up
+/// signature.
+fn rrsig(covered: RrType) -> Vec<u8> {
+    let mut rdata = covered.0.to_be_bytes().to_vec();
+    rdata.extend([
+        13, 2, 0, 0, 0, 60, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0x12, 0x34,
+    ]);
+    rdata.extend_from_slice(name("example.").as_wire());
+    rdata.extend([7u8; 64]);
+    rdata
 }
 
 #[test]
@@ -124,4 +138,52 @@ fn any_keeps_the_first_of_several_rrsets() {
         "{:?}",
         a.dropped()
     );
+}
+
+#[test]
+fn rrsig_records_are_answered_unvalidated() {
+    let rt = rt();
+    let a = rt.block_on(async {
+        let addr = scripted(|m| {
+            let q = &m.questions[0];
+            let owner = q.qname.to_string();
+            if q.qtype != RrType::RRSIG {
+                return Vec::new();
+            }
+            vec![
+                record(&owner, RrType::RRSIG, 60, rrsig(RrType::A)),
+                record(&owner, RrType::RRSIG, 30, rrsig(RrType::TXT)),
+            ]
+        })
+        .await;
+        // The zone is under a trust anchor: validating the signatures (or the absence of an
+        // answer) would need its DNSKEYs, which this authority does not have (Bogus).
+        let mut anchors = TrustAnchors::default();
+        anchors.add_ds(name("example."), vec![0, 1, 13, 2, 0xaa]);
+        resolver(addr, anchors)
+            .resolve(&name("www.example."), RrType::RRSIG)
+            .await
+            .unwrap()
+    });
+    assert!(
+        matches!(a.status(), Status::Indeterminate(_)),
+        "{:?}",
+        a.status()
+    );
+    assert_eq!(a.rcode(), Rcode::NOERROR);
+    assert_eq!(a.answers().len(), 1, "{:?}", a.answers());
+    let set = &a.answers()[0];
+    assert_eq!(
+        (set.owner(), set.rtype()),
+        (&name("www.example."), RrType::RRSIG)
+    );
+    let records = set.records();
+    assert_eq!(
+        records.iter().map(|r| r.rdata.clone()).collect::<Vec<_>>(),
+        [rrsig(RrType::A), rrsig(RrType::TXT)]
+    );
+    assert!(records.iter().all(|r| r.ttl == 30));
+    // Nothing was looked up to validate them, and nothing was dropped.
+    assert_eq!(a.exchanges().len(), 1);
+    assert!(a.dropped().is_empty(), "{:?}", a.dropped());
 }

@@ -103,6 +103,10 @@ fn questions() -> Vec<(String, &'static str)> {
         ("mx.ecdsa.tld.", "ANY"),
         ("nope.ecdsa.tld.", "ANY"),
         ("www.expired.tld.", "ANY"),
+        // pqdns-server answers QTYPE RRSIG with NODATA: both validate that negative answer
+        // (its NSEC lists RRSIG at the name: SERVFAIL; unsigned: NODATA without AD).
+        ("www.ecdsa.tld.", "RRSIG"),
+        ("www.plain.tld.", "RRSIG"),
     ] {
         q.push((name.to_string(), t));
     }

@@ -11,8 +11,10 @@
 //!   forwarder), `response` writes the RFC 4035 §3.2 response, and the cache keeps it.
 //!
 //! QTYPE ANY gets a minimal answer (RFC 8482 §4.1): the first RRset the authority gives for
-//! the name, validated as any other (AD when Secure), the others dropped. The other
-//! meta-QTYPEs (128-254: AXFR, IXFR, MAILA, MAILB) and classes other than IN get NOTIMP.
+//! the name, validated as any other (AD when Secure), the others dropped. QTYPE RRSIG gets
+//! the RRSIG records the authority gives, unvalidated (no AD: nothing signs a signature,
+//! RFC 4035 §2.2; unbound does the same). The other meta-QTYPEs (128-254: AXFR, IXFR,
+//! MAILA, MAILB) and classes other than IN get NOTIMP.
 //!
 //! Each client prefix (/24, /56, as response-rate limiting counts clients: one host's many
 //! addresses are one client) has at most [`ServiceConfig::max_per_client`] resolutions in
