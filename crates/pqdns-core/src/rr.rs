@@ -63,6 +63,15 @@ rr_types! {
     CAA = 257, "CAA", "CA authorization, RFC 8659.";
 }
 
+impl RrType {
+    /// Whether an RRset of this type answers a question for `qtype`: the same type, or for
+    /// QTYPE ANY any type but RRSIG (RFC 1035 §3.2.3; RFC 8482 §4.1 lets one RRset of the
+    /// name answer ANY). RRSIGs belong to the RRset they cover (RFC 4034 §3).
+    pub fn answers(self, qtype: RrType) -> bool {
+        self == qtype || (qtype == RrType::ANY && self != RrType::RRSIG)
+    }
+}
+
 impl fmt::Display for RrType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.mnemonic() {
@@ -168,5 +177,12 @@ mod tests {
         assert_eq!(RrType::NSEC3PARAM.to_string(), "NSEC3PARAM");
         assert_eq!(RrType::from_mnemonic("BOGUS"), None);
         assert_eq!(Class::from_mnemonic("class4"), Some(Class(4)));
+    }
+
+    #[test]
+    fn any_is_answered_by_any_type_but_rrsig() {
+        assert!(RrType::A.answers(RrType::A) && RrType::MX.answers(RrType::ANY));
+        assert!(RrType::CNAME.answers(RrType::ANY) && RrType::RRSIG.answers(RrType::RRSIG));
+        assert!(!RrType::A.answers(RrType::AAAA) && !RrType::RRSIG.answers(RrType::ANY));
     }
 }

@@ -37,7 +37,8 @@ pub enum AnswerRRset {
     Secure(VerifiedRRset),
     /// From a zone proven to be unsigned (RFC 4035 §4.3 Insecure): not verified.
     Insecure(UnverifiedRRset),
-    /// Not below any trust anchor: not verified.
+    /// Not below any trust anchor, or RRSIG records answering QTYPE RRSIG (which nothing
+    /// signs, RFC 4035 §2.2): not verified.
     Indeterminate(UnverifiedRRset),
 }
 

@@ -169,7 +169,9 @@ impl Inner {
     }
 
     /// Data without RRSIGs at `owner`: Insecure if its zone is provably unsigned, else Bogus.
-    /// The zone is found through SOA queries but never above the closest trust anchor.
+    /// The zone is found through SOA queries but never above the closest trust anchor; none
+    /// are needed when a zone at or above `owner` (below the anchor) is already known to be
+    /// Insecure ([`Inner::known_insecure`]).
     pub(crate) async fn unsigned(&self, owner: &Name, ctx: &mut Ctx) -> Unsigned {
         let Some(anchor) = self.config.anchors.closest(owner).cloned() else {
             return Unsigned::Indeterminate(Reason::new(
@@ -177,6 +179,9 @@ impl Inner {
                 format!("no trust anchor covers {owner}"),
             ));
         };
+        if let Some(r) = self.known_insecure(owner, &anchor, ctx) {
+            return Unsigned::Insecure(r);
+        }
         let zone = match self.find_zone(owner, &anchor, ctx).await {
             Some(z) => z,
             None => anchor,
@@ -189,6 +194,34 @@ impl Inner {
                 format!("{owner} is in signed zone {zone} but has no RRSIG"),
             )),
         }
+    }
+
+    /// The Insecure verdict of the closest zone at or above `owner`, strictly below `anchor`,
+    /// that this resolution or an earlier one (within its TTL) found Insecure. RFC 4035 §4.3:
+    /// below an unsigned delegation (or one whose DS algorithms are all unsupported) every
+    /// name is Insecure, whatever zone holds it, so the SOA queries that would find that zone
+    /// are not needed (a name in an unsigned zone then costs one query, not two). Secure
+    /// zones prove nothing here: `owner` may sit in an unsigned zone below them.
+    fn known_insecure(&self, owner: &Name, anchor: &Name, ctx: &mut Ctx) -> Option<Reason> {
+        let now = Instant::now();
+        let mut cur = Some(owner.clone());
+        while let Some(n) = cur {
+            if n == *anchor || !n.is_subdomain_of(anchor) {
+                return None;
+            }
+            let trust = ctx
+                .trust
+                .get(&n)
+                .cloned()
+                .or_else(|| self.trust.get(&n, now));
+            if let Some(ZoneTrust::Insecure(r)) = trust {
+                ctx.chain
+                    .push(format!("{owner}: below {n}, known to be Insecure"));
+                return Some(r);
+            }
+            cur = n.parent();
+        }
+        None
     }
 
     /// The closest name at or above `owner`, strictly below `anchor`, that has an SOA.

@@ -9,6 +9,11 @@
 //! Bogus, then Indeterminate, then Insecure — and Secure only through
 //! [`pqdns_core::dnssec::validate::conclude`], which checks that the verified RRsets and
 //! proofs answer the question.
+//!
+//! QTYPE ANY (RFC 8482 §4.1) is answered by the first RRset the server gives at the name (a
+//! CNAME included), validated as any other; the rest are dropped. QTYPE RRSIG is answered by
+//! the RRSIG records at the name, unvalidated (Indeterminate): nothing signs them (RFC 4035
+//! §2.2), and unbound does the same; a negative answer to it is validated as usual.
 
 use std::sync::Arc;
 
@@ -18,7 +23,7 @@ use pqdns_core::dnssec::validate::{
 };
 use pqdns_core::message::Message;
 use pqdns_core::wire::{Ede, Rcode, FLAG_AA};
-use pqdns_core::{Name, RrType};
+use pqdns_core::{Name, Record, RrType};
 
 use crate::answer::{rcode_name, Answer, AnswerRRset, Dropped, Referral, Section};
 use crate::resolve::{Ctx, Inner, ResolveError};
@@ -84,6 +89,17 @@ impl Sections {
         out
     }
 
+    /// Marks the RRsets of `section` at `owner` that are RRSIGs alone (the answer to QTYPE
+    /// RRSIG) as used.
+    fn take_signatures(&mut self, section: Section, owner: &Name) {
+        let i = index(section);
+        for (set, used) in self.sets[i].iter().zip(self.used[i].iter_mut()) {
+            if set.owner == *owner && set.rdatas.is_empty() && !set.rrsigs.is_empty() {
+                *used = true;
+            }
+        }
+    }
+
     /// What the answer did not use.
     fn dropped(&self) -> Vec<Dropped> {
         let mut out = Vec::new();
@@ -121,6 +137,47 @@ fn substitute(name: &Name, dname: &UnverifiedRRset) -> Result<Name, Halt> {
                 ),
             ))
         })
+}
+
+/// QTYPE RRSIG: the RRSIG records at the current name in the answer section, if there are
+/// any, become the answer, unvalidated (Indeterminate: no AD). Nothing signs a signature
+/// (RFC 4035 §2.2: "An RRSIG RR itself MUST NOT be signed"), so there is nothing to verify
+/// them with; unbound answers positive RRSIG queries unchecked too. Without RRSIG records
+/// the answer is negative and validated as any other. True if it found some.
+fn signatures(msg: &Message, s: &mut Sections, w: &mut Walk) -> bool {
+    let found: Vec<&Record> = msg
+        .answers
+        .iter()
+        .filter(|r| r.rtype == RrType::RRSIG && r.owner == w.name)
+        .collect();
+    let Some(first) = found.first() else {
+        return false;
+    };
+    let mut set = UnverifiedRRset {
+        owner: w.name.clone(),
+        rtype: RrType::RRSIG,
+        class: first.class,
+        ttl: found.iter().map(|r| r.ttl).min().unwrap_or(0),
+        rdatas: Vec::new(),
+        rrsigs: Vec::new(),
+        rrsig_ttl: 0,
+    };
+    for r in found {
+        if !set.rdatas.contains(&r.rdata) {
+            set.rdatas.push(r.rdata.clone());
+        }
+    }
+    s.take_signatures(Section::Answer, &w.name);
+    w.indeterminate(Reason::new(
+        Ede::OTHER,
+        format!(
+            "RRSIG records at {} are not validated: no signature covers a signature \
+             (RFC 4035 §2.2)",
+            w.name
+        ),
+    ));
+    w.answers.push(AnswerRRset::Indeterminate(set));
+    true
 }
 
 /// Why the walk stopped early.
@@ -303,6 +360,9 @@ impl Inner {
             return Ok(Step::Done);
         }
         let qtype = w.qtype;
+        if qtype == RrType::RRSIG && code == Rcode::NOERROR && signatures(msg, s, w) {
+            return Ok(Step::Done);
+        }
         let mut advanced = false;
         loop {
             let name = w.name.clone();
@@ -311,7 +371,11 @@ impl Inner {
                 r.rtype == RrType::DNAME && r.owner != name && name.is_subdomain_of(&r.owner)
             });
             let found = redirect
-                .or_else(|| s.find(Section::Answer, |r| r.owner == name && r.rtype == qtype))
+                .or_else(|| {
+                    s.find(Section::Answer, |r| {
+                        r.owner == name && r.rtype.answers(qtype)
+                    })
+                })
                 .or_else(|| {
                     (qtype != RrType::CNAME)
                         .then(|| {
@@ -363,7 +427,7 @@ impl Inner {
                     return Ok(Step::Done);
                 }
                 next
-            } else if set.rtype == qtype {
+            } else if set.rtype.answers(qtype) {
                 if code == Rcode::NXDOMAIN {
                     return Err(Halt::Bogus(Reason::new(
                         Ede::DNSSEC_BOGUS,

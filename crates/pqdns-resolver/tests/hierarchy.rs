@@ -7,7 +7,8 @@
 mod common;
 
 use common::hierarchy::{
-    anchors, build, free_port, local, serve, Running, LEAF_IP, LEAVES, ROOT_IP, TLD_IP,
+    anchors, build, build_with, free_port, local, serve, Leaf, Running, LEAF_IP, LEAVES, ROOT_IP,
+    TLD_IP,
 };
 use common::runtime;
 
@@ -146,6 +147,69 @@ fn iterative_resolution_walks_referrals_from_the_root() {
     );
     let insecure = resolve(&running.rt, &r, "www.unsigned.tld.", RrType::A);
     assert!(matches!(insecure, Status::Insecure(_)), "{insecure:?}");
+}
+
+/// Issue 31 item 6: once a zone is known to be an unsigned delegation (its trust remembered
+/// from an earlier resolution), each name in it costs one query — its own — and no SOA query
+/// to find the zone it is in. Positive answers, a CNAME, a wildcard, NODATA and NXDOMAIN.
+#[test]
+fn names_in_a_known_unsigned_zone_cost_one_query_each() {
+    let leaves: Vec<Leaf> = LEAVES
+        .iter()
+        .filter(|l| l.algorithms.is_empty())
+        .copied()
+        .collect();
+    let h = build_with(&leaves, "ECDSAP256SHA256", "ECDSAP256SHA256", "");
+    let rt = runtime();
+    let mut zones = vec![h.root.clone(), h.tld.clone()];
+    zones.extend(h.leaves.iter().cloned());
+    let handle = serve(&rt, h.dir.path(), zones, local(), false);
+    let addr = handle.addrs.udp[0];
+    let running = Running {
+        rt,
+        handles: vec![handle],
+    };
+    let r = Resolver::new(
+        config(
+            Mode::Forward(addr),
+            anchors(&h),
+            PqPolicy::AnyAlgorithm,
+            None,
+        ),
+        client(Transport::Udp),
+    );
+    let ask = |name: &str, t: RrType| {
+        running
+            .rt
+            .block_on(r.resolve(&name.parse().unwrap(), t))
+            .unwrap()
+    };
+    // The first name finds the zone and proves the delegation unsigned (DS, DNSKEYs, SOA).
+    let first = ask("www.unsigned.tld.", RrType::A);
+    assert!(
+        matches!(first.status(), Status::Insecure(_)),
+        "{:?}",
+        first.status()
+    );
+    assert!(first.exchanges().len() > 2, "{:?}", first.chain());
+    for (name, t, rcode, answers) in [
+        ("ns.unsigned.tld.", RrType::A, "NOERROR", 1),
+        ("a.b.ent.unsigned.tld.", RrType::A, "NOERROR", 1),
+        ("alias.unsigned.tld.", RrType::A, "NOERROR", 2),
+        ("x.wild.unsigned.tld.", RrType::TXT, "NOERROR", 1),
+        ("www.unsigned.tld.", RrType::AAAA, "NOERROR", 0),
+        ("nope.unsigned.tld.", RrType::A, "NXDOMAIN", 0),
+    ] {
+        let a = ask(name, t);
+        let what = format!("{name} {t}: {:?} {:?}", a.status(), a.chain());
+        assert!(matches!(a.status(), Status::Insecure(_)), "{what}");
+        assert_eq!(
+            (a.rcode_name().as_str(), a.answers().len()),
+            (rcode, answers),
+            "{what}"
+        );
+        assert_eq!(a.exchanges().len(), 1, "{what}");
+    }
 }
 
 #[test]

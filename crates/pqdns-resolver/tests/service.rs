@@ -7,7 +7,7 @@
 //!   DoT and DoH (which reports the negotiated X25519MLKEM768), and pqdns-resolve over DoT and
 //!   DoQ;
 //! - AD on Secure answers, NXDOMAIN/NODATA with their NSEC/NSEC3 proofs under DO, Insecure
-//!   data without AD, SERVFAIL with EDE 7 and a reason for a leaf with expired signatures and
+//!   data without AD, ANY answered with one validated RRset (RFC 8482), SERVFAIL with EDE 7 and a reason for a leaf with expired signatures and
 //!   its data with CD=1;
 //! - a second resolver forwarding over DoT to the first with a hybrid-only TLS client;
 //! - hostile authorities (a referral loop, 100 NS names without glue, a silent server, one
@@ -203,6 +203,22 @@ fn stubs_get_validated_answers_over_every_transport() {
         insecure.text
     );
     assert!(!insecure.has_flag("ad"), "{}", insecure.text);
+    // ANY (RFC 8482 §4.1): one RRset of the name (pqdns-server gives the lowest type, A),
+    // validated: AD when Secure, none when Insecure. Other meta-QTYPEs: NOTIMP.
+    for (name, secure) in [("www.falcon.tld.", true), ("www.unsigned.tld.", false)] {
+        let any = s.dig(&["+dnssec", name, "ANY"]);
+        assert_eq!(any.status(), "NOERROR", "ANY {name}:\n{}", any.text);
+        assert_eq!(any.has_flag("ad"), secure, "ANY {name}:\n{}", any.text);
+        let types: Vec<String> = any
+            .section("ANSWER")
+            .into_iter()
+            .filter(|r| r.rtype != "RRSIG")
+            .map(|r| format!("{} {}", r.owner, r.rtype))
+            .collect();
+        assert_eq!(types, [format!("{name} A")], "ANY {name}:\n{}", any.text);
+    }
+    let mailb = s.dig(&["www.falcon.tld.", "TYPE253"]);
+    assert_eq!(mailb.status(), "NOTIMP", "{}", mailb.text);
 
     // TCP, DoT and DoH with dig; DoT with kdig (the answers now come from the cache or not,
     // each must be validated data).

@@ -2,7 +2,8 @@
 //! Ed25519, which unbound validates), both resolvers iterate from the same root hints with the
 //! same trust anchor and must give the same RCODE, AD bit and answer section for every name
 //! of a list: positive answers, NXDOMAIN, NODATA, empty non-terminals, wildcards, CNAME chains
-//! inside a zone and across zones, an unsigned zone and one with expired signatures.
+//! inside a zone and across zones, an unsigned zone and one with expired signatures, and ANY
+//! (RFC 8482: the one RRset the authority gives, validated).
 //!
 //! unbound sends its queries to port 53 of the addresses it learns, so the hierarchy's servers
 //! listen on port 53 of their own loopback addresses (127.0.1.x): the test needs to bind
@@ -94,6 +95,18 @@ fn questions() -> Vec<(String, &'static str)> {
         ("tld.", "SOA"),
         ("ecdsa.tld.", "DS"),
         ("ecdsa.tld.", "DNSKEY"),
+        // RFC 8482: what the authority gives for ANY (one RRset), validated.
+        ("www.ecdsa.tld.", "ANY"),
+        ("www.nsec3.tld.", "ANY"),
+        ("www.plain.tld.", "ANY"),
+        ("alias.ecdsa.tld.", "ANY"),
+        ("mx.ecdsa.tld.", "ANY"),
+        ("nope.ecdsa.tld.", "ANY"),
+        ("www.expired.tld.", "ANY"),
+        // pqdns-server answers QTYPE RRSIG with NODATA: both validate that negative answer
+        // (its NSEC lists RRSIG at the name: SERVFAIL; unsigned: NODATA without AD).
+        ("www.ecdsa.tld.", "RRSIG"),
+        ("www.plain.tld.", "RRSIG"),
     ] {
         q.push((name.to_string(), t));
     }

@@ -428,8 +428,8 @@ pub mod danger {
 /// - `answers` is the chain from `qname`: CNAME RRsets (RFC 1034 §3.6.2), each owned by the
 ///   previous one's target, or DNAME RRsets owned by an ancestor of the current name, which
 ///   redirect it by substitution (RFC 6672 §3.1; a synthesized CNAME is not needed, and for
-///   QTYPE CNAME a final DNAME answers), then the `qtype` RRset; an RRset off the chain is an
-///   error;
+///   QTYPE CNAME a final DNAME answers), then the `qtype` RRset (for QTYPE ANY, one RRset of
+///   any type, a CNAME included: [`RrType::answers`]); an RRset off the chain is an error;
 /// - every RRset synthesised from a wildcard has a [`Claim::Expanded`] proof for its owner
 ///   (RFC 4035 §5.3.4);
 /// - if the chain ends before a `qtype` RRset, a denial proves NXDOMAIN or NODATA for the last
@@ -488,7 +488,7 @@ pub fn conclude(
             }
             continue;
         }
-        if rrset.rtype == qtype {
+        if rrset.rtype.answers(qtype) {
             if i + 1 != answers.len() {
                 return Err(bogus(format!("RRsets after the {qtype} RRset at {name}")));
             }

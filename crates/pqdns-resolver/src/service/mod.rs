@@ -10,6 +10,12 @@
 //! - a miss is deferred: the [`Resolver`] resolves and validates it (iteratively or through a
 //!   forwarder), `response` writes the RFC 4035 §3.2 response, and the cache keeps it.
 //!
+//! QTYPE ANY gets a minimal answer (RFC 8482 §4.1): the first RRset the authority gives for
+//! the name, validated as any other (AD when Secure), the others dropped. QTYPE RRSIG gets
+//! the RRSIG records the authority gives, unvalidated (no AD: nothing signs a signature,
+//! RFC 4035 §2.2; unbound does the same). The other meta-QTYPEs (128-254: AXFR, IXFR,
+//! MAILA, MAILB) and classes other than IN get NOTIMP.
+//!
 //! Each client prefix (/24, /56, as response-rate limiting counts clients: one host's many
 //! addresses are one client) has at most [`ServiceConfig::max_per_client`] resolutions in
 //! flight, and the service at most [`ServiceConfig::max_in_flight`]; more get SERVFAIL with
@@ -27,7 +33,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use pqdns_core::wire::{Ede, Header, MessageWriter, Rcode};
-use pqdns_core::Class;
+use pqdns_core::{Class, RrType};
 use pqdns_net::acl::AllowList;
 use pqdns_net::service::{
     Event, NoTransfer, OwnedRequest, Reply, Request, ResponseInfo, Service, Transport,
@@ -140,6 +146,13 @@ fn limit(query: &ClientQuery, transport: Transport) -> usize {
     }
 }
 
+/// QTYPEs answered NOTIMP: the meta-TYPEs 128-254 (RFC 6895 §3.1: AXFR, IXFR, MAILA, MAILB
+/// and unassigned), which a recursive resolver does not pass on. ANY (255) is resolved: RFC
+/// 8482 §4.1, see the module documentation.
+fn is_meta_qtype(qtype: RrType) -> bool {
+    (128..255).contains(&qtype.0)
+}
+
 /// A header-only response with `rcode` (and an OPT record when the query had one): for
 /// queries that cannot be answered at all.
 fn bare(header: Header, rcode: Rcode, edns: bool, out: &mut Vec<u8>, base: usize) -> usize {
@@ -186,7 +199,7 @@ impl Service for RecursiveService {
                 .serve(&query, written, false, out, base, limit, Instant::now());
             return Reply::Ready(self.ready(request.transport, out, base, len));
         }
-        if query.qclass != Class::IN || (128..=255).contains(&query.qtype.0) {
+        if query.qclass != Class::IN || is_meta_qtype(query.qtype) {
             let len = bare(query.header, Rcode::NOTIMP, query.edns.is_some(), out, base);
             return Reply::Ready(self.ready(request.transport, out, base, len));
         }
