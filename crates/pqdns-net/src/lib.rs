@@ -39,12 +39,14 @@
 #![warn(missing_docs)]
 
 pub mod acl;
+pub mod cookie;
 mod doh;
 mod doq;
 mod dot;
 mod limit;
 mod listeners;
 pub mod metrics_http;
+pub mod rrl;
 pub mod service;
 mod tcp;
 pub mod tls;

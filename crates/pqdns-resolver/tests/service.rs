@@ -142,6 +142,20 @@ fn world() -> World {
     }
 }
 
+/// The COOKIE option dig printed (client and server cookie, hex), which it found good: its
+/// client cookie echoed with a server cookie.
+fn server_cookie(out: &DigOutput) -> String {
+    let line = out
+        .text
+        .lines()
+        .find_map(|l| l.strip_prefix("; COOKIE: "))
+        .unwrap_or_else(|| panic!("no cookie in:\n{}", out.text));
+    assert!(line.ends_with("(good)"), "{line}");
+    let hex = line.split_whitespace().next().unwrap().to_string();
+    assert_eq!(hex.len(), 48, "8 + 16 bytes: {line}");
+    hex
+}
+
 fn assert_secure_answer(out: &DigOutput, what: &str) {
     assert_eq!(out.status(), "NOERROR", "{what}:\n{}", out.text);
     assert!(out.has_flag("ad"), "{what}: no AD:\n{}", out.text);
@@ -172,6 +186,22 @@ fn stubs_get_validated_answers_over_every_transport() {
             plain.text
         );
     }
+    // DNS cookies and the UDP limits against reflection. dig sends a client cookie and gets a
+    // server cookie back ("good": its client cookie echoed); the signed answers above are
+    // more than 3 × their query, so over UDP they came back TC (dig sent only its client
+    // cookie) and dig took them over TCP. Without following TC: the cut answer, with TC.
+    let falcon = s.dig(&["+dnssec", "www.falcon.tld.", "A"]);
+    let cookie = server_cookie(&falcon);
+    let cut = s.dig(&["+dnssec", "+ignore", "+nocookie", "www.falcon.tld.", "A"]);
+    assert!(cut.has_flag("tc"), "{}", cut.text);
+    assert!(cut.section("ANSWER").is_empty(), "{}", cut.text);
+    // Back with the server cookie, the whole answer over UDP.
+    let with_cookie = format!("+cookie={cookie}");
+    let whole = s.dig(&["+dnssec", "+ignore", &with_cookie, "www.falcon.tld.", "A"]);
+    assert_secure_answer(&whole, "with the server cookie");
+    assert!(!whole.has_flag("tc"), "{}", whole.text);
+    assert!(whole.has_rrsig("ANSWER", "A"), "{}", whole.text);
+
     // NXDOMAIN and NODATA, proven: NSEC for falcon, NSEC3 for sphincs.
     let nx = s.dig(&["+dnssec", "nope.falcon.tld.", "A"]);
     assert_eq!(nx.status(), "NXDOMAIN", "{}", nx.text);

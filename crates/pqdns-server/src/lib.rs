@@ -42,7 +42,8 @@ pub mod answer;
 mod answer_cache;
 mod axfr;
 pub mod catalog;
-pub mod cookie;
+/// DNS cookies (moved to pqdns-net, shared with the resolver service).
+pub use pqdns_net::cookie;
 mod denial;
 mod fragment;
 #[cfg(any(test, feature = "test-util"))]
@@ -53,7 +54,8 @@ pub mod key_lock;
 mod metrics;
 mod notify;
 mod query;
-pub mod rrl;
+/// Response-rate limiting (moved to pqdns-net, shared with the resolver service).
+pub use pqdns_net::rrl;
 pub mod server;
 mod service;
 pub mod settings;

@@ -35,7 +35,7 @@ use crate::fragment::{self, Fragmenter};
 use crate::identity::Identity;
 use crate::metrics::{Metrics, Proto};
 use crate::query::ParseError;
-use crate::rrl::{Rrl, Verdict};
+use crate::rrl::{self, Rrl, Verdict};
 use crate::settings::Settings;
 
 /// The authoritative server's state as the listeners see it.
@@ -158,10 +158,7 @@ impl Authoritative {
         if o.len == 0 || o.cookie == CookieCheck::Valid {
             return;
         }
-        let limit = usize::try_from(self.amplification_limit)
-            .unwrap_or(usize::MAX)
-            .saturating_mul(query_len);
-        if self.amplification_limit > 0 && o.len > limit {
+        if rrl::exceeds_amplification_limit(self.amplification_limit, query_len, o.len) {
             self.truncate(out, o);
             if let Some(m) = &self.metrics {
                 m.amplification_limited();

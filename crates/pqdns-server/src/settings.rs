@@ -96,8 +96,9 @@ pub const MAX_UDP_THREADS: usize = 64;
 pub const DEFAULT_ANSWER_CACHE_MIB: usize = 32;
 
 /// Default [`Settings::amplification_limit`]: 3, the factor QUIC allows toward an address it
-/// has not validated (RFC 9000 §8.1), and what issue 16 asked of cookie-less clients.
-pub const DEFAULT_AMPLIFICATION_LIMIT: u32 = 3;
+/// has not validated (RFC 9000 §8.1), and what issue 16 asked of cookie-less clients (the
+/// shared rule is [`crate::rrl::exceeds_amplification_limit`]).
+pub use crate::rrl::DEFAULT_AMPLIFICATION_LIMIT;
 /// Port of a NOTIFY target given without one.
 pub const DEFAULT_NOTIFY_PORT: u16 = 53;
 
@@ -279,7 +280,7 @@ pub struct Settings {
     pub rrl: RrlSettings,
     /// Largest UDP response to a client without a valid server cookie, as a multiple of its
     /// query's length in bytes; larger responses are cut to their question and OPT with TC set
-    /// (the UDP path of the server's service). 0 turns the limit off. Default
+    /// ([`crate::rrl::exceeds_amplification_limit`]). 0 turns the limit off. Default
     /// [`DEFAULT_AMPLIFICATION_LIMIT`].
     pub amplification_limit: u32,
     /// TLS settings.

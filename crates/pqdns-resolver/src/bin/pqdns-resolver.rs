@@ -16,6 +16,8 @@ use pqdns_core::dnssec::Profile;
 use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::stdout;
 use pqdns_net::acl::{AllowList, IpPrefix};
+use pqdns_net::cookie::{self, CookieMode};
+use pqdns_net::rrl;
 use pqdns_net::tls::{CertAlgorithm, KxPolicy};
 use pqdns_net::{ListenConfig, Listeners};
 use pqdns_resolver::fragment::FragConfig;
@@ -47,6 +49,11 @@ const SYSTEM_ROOT_KEY: &str = "/usr/share/dns/root.key";
 /// Answers are cached (positive and negative, RFC 2308) within --cache-size. Only addresses
 /// in --allow may query (default: loopback). Each resolution is bounded in queries, referrals
 /// and glueless NS names; each client address in resolutions in flight.
+///
+/// Against reflection, as pqdns-server: every response to a query with a DNS cookie carries
+/// a server cookie; over UDP, clients without a valid one get at most --amplification-limit
+/// times their query's size (else TC=1) and at most --rrl-rate responses per second per
+/// network.
 ///
 /// Signals: SIGHUP re-reads the TLS certificate and key; SIGINT and SIGTERM shut down
 /// gracefully.
@@ -174,6 +181,29 @@ struct Cli {
     #[arg(long, value_name = "N", default_value_t = 256)]
     max_in_flight: usize,
 
+    /// DNS cookies (RFC 7873, RFC 9018 server cookies): "on" answers every COOKIE option
+    /// with a server cookie (FORMERR for a malformed one), and a valid server cookie exempts
+    /// its client from the UDP limits below; "off" ignores COOKIE options.
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_cookie_mode)]
+    cookies: CookieMode,
+
+    /// Server cookie secret shared by the servers of an anycast set: 32 hex digits (16
+    /// bytes). [default: random, replaced daily]
+    #[arg(long, value_name = "HEX", value_parser = cookie::parse_secret)]
+    cookie_secret: Option<[u8; cookie::SECRET_LEN]>,
+
+    /// UDP responses per second per client network (/24, /56) and kind (NOERROR, NXDOMAIN,
+    /// errors) to clients without a valid server cookie; beyond it every second response is
+    /// sent truncated (TC=1), the others dropped. 0 turns response-rate limiting off.
+    #[arg(long, value_name = "N", default_value_t = rrl::DEFAULT_RATE)]
+    rrl_rate: u32,
+
+    /// Largest UDP response to a client without a valid server cookie, as a multiple of its
+    /// query's size; a larger one is sent truncated (TC=1, with our server cookie) so the
+    /// client retries with the cookie or over TCP. 0 turns the limit off.
+    #[arg(long, value_name = "FACTOR", default_value_t = rrl::DEFAULT_AMPLIFICATION_LIMIT)]
+    amplification_limit: u32,
+
     /// UDP fragmentation offered to authorities: "arrf", "qbf" or "off" (TC → TCP only).
     #[arg(long, value_name = "MODE", default_value = "arrf")]
     fragmentation: Fragmentation,
@@ -233,6 +263,15 @@ fn main() -> ExitCode {
 }
 
 /// An upstream named by --forward.
+/// `--cookies`: "on" or "off" (the service never demands cookies).
+fn parse_cookie_mode(text: &str) -> Result<CookieMode, String> {
+    match text {
+        "on" => Ok(CookieMode::On),
+        "off" => Ok(CookieMode::Off),
+        _ => Err(format!("{text:?}: use \"on\" or \"off\"")),
+    }
+}
+
 fn parse_forward(text: &str) -> Result<(Transport, SocketAddr), String> {
     let (transport, rest) = if let Some(r) = text.strip_prefix("tls://") {
         (Transport::Dot, r)
@@ -337,6 +376,10 @@ fn setup(cli: &Cli) -> Result<Setup, String> {
     };
     service.max_per_client = cli.max_per_client.max(1);
     service.max_in_flight = cli.max_in_flight.max(1);
+    service.cookies = cli.cookies;
+    service.cookie_secret = cli.cookie_secret;
+    service.rrl.rate = cli.rrl_rate;
+    service.amplification_limit = cli.amplification_limit;
     let service = Arc::new(RecursiveService::new(resolver, service));
 
     let mut listen = ListenConfig::new(cli.tls_dir.clone());

@@ -7,7 +7,9 @@
 //!   and whether the query had EDNS (an OPT record in the response, RFC 6891 §7).
 //! - Served: the prepared bytes with the query's ID, RD bit and QNAME case copied in, AD set
 //!   when the data was Secure and the query has DO or AD (RFC 6840 §5.7-5.8), and every TTL
-//!   lowered by the seconds since it was stored (RFC 1035 §7.1). Over UDP, a response larger
+//!   lowered by the seconds since it was stored (RFC 1035 §7.1). Our COOKIE option (RFC 7873
+//!   §5.2.3-5.2.5), different for every client and query, is never stored: it is appended to
+//!   the OPT record (the last record) of each response served. Over UDP, a response larger
 //!   than the client accepts becomes its header, question and OPT with TC set (RFC 6891
 //!   §7, RFC 1035 §4.2.1).
 //! - Lifetime: the smallest TTL in the response (negative answers: min(SOA TTL, SOA MINIMUM),
@@ -22,8 +24,11 @@ use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
 use pqdns_core::wire::rdata::Soa;
-use pqdns_core::wire::{MessageView, Section, FLAG_AD, FLAG_RD, FLAG_TC, HEADER_LEN, OPT_LEN};
+use pqdns_core::wire::{
+    MessageView, Section, FLAG_AD, FLAG_RD, FLAG_TC, HEADER_LEN, OPTION_COOKIE, OPT_LEN,
+};
 use pqdns_core::RrType;
+use pqdns_net::cookie::RESPONSE_COOKIE_LEN;
 
 use super::query::ClientQuery;
 use super::response::Written;
@@ -84,7 +89,8 @@ impl Prepared {
     }
 
     /// Writes the response to `query` at `out[base..]` (`out` truncated to `base` first),
-    /// at most `limit` bytes; returns its length.
+    /// at most `limit` bytes, with `cookie` as its COOKIE option data when it has an OPT
+    /// record; returns its length.
     fn write(
         &self,
         query: &ClientQuery,
@@ -92,11 +98,17 @@ impl Prepared {
         base: usize,
         limit: usize,
         now: Instant,
+        cookie: Option<&[u8; RESPONSE_COOKIE_LEN]>,
     ) -> usize {
         out.truncate(base);
         let m = &self.message;
         let qend = usize::from(self.question_end);
-        if m.len() <= limit {
+        let cookie = cookie.filter(|_| self.opt_at.is_some());
+        let extra = cookie.map_or(0, |c| 4 + c.len());
+        // Where the OPT record starts in `out`.
+        let opt_at;
+        if m.len() + extra <= limit {
+            opt_at = self.opt_at.map(|at| base + usize::from(at));
             out.extend_from_slice(m);
             let elapsed = u32::try_from(now.saturating_duration_since(self.stored).as_secs())
                 .unwrap_or(u32::MAX);
@@ -109,9 +121,20 @@ impl Prepared {
             // Too large for the client: header, question and OPT, with TC (RFC 6891 §7).
             out.extend_from_slice(&m[..qend]);
             let opt = self.opt_at.map_or(&[][..], |at| &m[usize::from(at)..]);
+            opt_at = (!opt.is_empty()).then_some(base + qend);
             out.extend_from_slice(opt);
             out[base + 6..base + 12].copy_from_slice(&[0, 0, 0, 0, 0, u8::from(!opt.is_empty())]);
             out[base + 2] |= (FLAG_TC >> 8) as u8;
+        }
+        if let (Some(cookie), Some(at)) = (cookie, opt_at) {
+            // The OPT record is last: the option goes at the end, its RDLENGTH grows.
+            let rdlen = usize::from(u16::from_be_bytes([out[at + 9], out[at + 10]])) + extra;
+            if let Ok(rdlen) = u16::try_from(rdlen) {
+                out[at + 9..at + 11].copy_from_slice(&rdlen.to_be_bytes());
+                out.extend_from_slice(&OPTION_COOKIE.to_be_bytes());
+                out.extend_from_slice(&(RESPONSE_COOKIE_LEN as u16).to_be_bytes());
+                out.extend_from_slice(cookie);
+            }
         }
         out[base..base + 2].copy_from_slice(&query.header.id.to_be_bytes());
         let mut flags = u16::from_be_bytes([out[base + 2], out[base + 3]]);
@@ -193,7 +216,9 @@ impl ResponseCache {
     }
 
     /// Writes the cached response to `query` at `out[base..]`, at most `limit` bytes (larger
-    /// ones are sent truncated); `None` on a miss or an expired entry.
+    /// ones are sent truncated), with `cookie` as its COOKIE option data (RFC 7873 §5.2.3,
+    /// made for this query; only if the response has an OPT record); `None` on a miss or an
+    /// expired entry.
     pub(crate) fn answer(
         &self,
         query: &ClientQuery,
@@ -201,6 +226,7 @@ impl ResponseCache {
         base: usize,
         limit: usize,
         now: Instant,
+        cookie: Option<&[u8; RESPONSE_COOKIE_LEN]>,
     ) -> Option<usize> {
         let key = Key::of(query);
         let shard = self.shards[key.shard()]
@@ -210,13 +236,17 @@ impl ResponseCache {
         if entry.expires <= now {
             return None;
         }
-        Some(entry.write(query, out, base, limit, now))
+        Some(entry.write(query, out, base, limit, now, cookie))
     }
 
     /// Writes the response to `query` from `written` at `out[base..]`, at most `limit` bytes,
-    /// as [`ResponseCache::answer`] would, and with `store` keeps it for later queries.
-    /// Returns the length (0 if `written` does not parse: nothing is sent).
-    #[allow(clippy::too_many_arguments)]
+    /// with `cookie`, as [`ResponseCache::answer`] would, and with `store` keeps it (without
+    /// the cookie) for later queries. Returns the length (0 if `written` does not parse:
+    /// nothing is sent).
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the serving path's buffers and limits, passed without allocating"
+    )]
     pub(crate) fn serve(
         &self,
         query: &ClientQuery,
@@ -226,11 +256,12 @@ impl ResponseCache {
         base: usize,
         limit: usize,
         now: Instant,
+        cookie: Option<&[u8; RESPONSE_COOKIE_LEN]>,
     ) -> usize {
         let Some(prepared) = self.prepare(written.message, written.secure, now) else {
             return 0;
         };
-        let len = prepared.write(query, out, base, limit, now);
+        let len = prepared.write(query, out, base, limit, now, cookie);
         let key = Key::of(query);
         let size = prepared.size(key.len);
         let share = self.limits.bytes / SHARDS;
@@ -415,7 +446,7 @@ mod tests {
         now: Instant,
     ) -> Vec<u8> {
         let mut out = Vec::new();
-        let len = cache.serve(q, w, true, &mut out, 0, limit, now);
+        let len = cache.serve(q, w, true, &mut out, 0, limit, now, None);
         out.truncate(len);
         out
     }
@@ -442,6 +473,7 @@ mod tests {
             2,
             65_535,
             t0,
+            None,
         );
         assert_eq!(
             out[..2],
@@ -457,7 +489,14 @@ mod tests {
         let other = query("WWW.Example.", FLAG_AD, Some(Edns::dnssec_ok(1232)));
         let mut out = Vec::new();
         let len = cache
-            .answer(&other, &mut out, 0, 65_535, t0 + Duration::from_secs(100))
+            .answer(
+                &other,
+                &mut out,
+                0,
+                65_535,
+                t0 + Duration::from_secs(100),
+                None,
+            )
             .expect("a hit");
         let h = Header::parse(&out[..len]).unwrap();
         assert!(!h.has(FLAG_RD) && h.has(FLAG_AD));
@@ -472,9 +511,18 @@ mod tests {
                 e
             }),
         );
-        assert!(cache.answer(&no_do, &mut out, 0, 65_535, t0).is_none());
         assert!(cache
-            .answer(&other, &mut out, 0, 65_535, t0 + Duration::from_secs(300))
+            .answer(&no_do, &mut out, 0, 65_535, t0, None)
+            .is_none());
+        assert!(cache
+            .answer(
+                &other,
+                &mut out,
+                0,
+                65_535,
+                t0 + Duration::from_secs(300),
+                None
+            )
             .is_none());
     }
 
@@ -521,9 +569,58 @@ mod tests {
         assert_eq!(v.opt().unwrap().udp_payload(), 1232);
         // Over TCP the whole answer.
         let len = cache
-            .answer(&q, &mut out, 0, 65_535, Instant::now())
+            .answer(&q, &mut out, 0, 65_535, Instant::now(), None)
             .unwrap();
         assert_eq!(MessageView::parse(&out[..len]).unwrap().counts()[1], 40);
+    }
+
+    #[test]
+    fn the_cookie_is_written_per_response_never_stored() {
+        let cache = ResponseCache::new(CacheLimits::default());
+        let t0 = Instant::now();
+        let q = query("c.example.", 0, Some(Edns::dnssec_ok(1232)));
+        let cookie_of = |msg: &[u8]| {
+            let v = MessageView::parse(msg).unwrap();
+            v.opt().unwrap().option(OPTION_COOKIE).map(<[u8]>::to_vec)
+        };
+        let (a, b) = ([1u8; RESPONSE_COOKIE_LEN], [2u8; RESPONSE_COOKIE_LEN]);
+        let mut out = Vec::new();
+        let len = cache.serve(
+            &q,
+            response("c.example.", 3, 60, true),
+            true,
+            &mut out,
+            0,
+            65_535,
+            t0,
+            Some(&a),
+        );
+        assert_eq!(cookie_of(&out[..len]), Some(a.to_vec()), "on the miss");
+        let len = cache.answer(&q, &mut out, 0, 65_535, t0, Some(&b)).unwrap();
+        assert_eq!(cookie_of(&out[..len]), Some(b.to_vec()), "on a hit");
+        assert_eq!(MessageView::parse(&out[..len]).unwrap().counts()[1], 3);
+        let len = cache.answer(&q, &mut out, 0, 65_535, t0, None).unwrap();
+        assert_eq!(cookie_of(&out[..len]), None, "not stored");
+        // The option counts against the client's size: one byte short, the answer is cut.
+        let len = cache.answer(&q, &mut out, 0, 65_535, t0, None).unwrap();
+        let len = cache
+            .answer(
+                &q,
+                &mut out,
+                0,
+                len + 4 + RESPONSE_COOKIE_LEN - 1,
+                t0,
+                Some(&a),
+            )
+            .unwrap();
+        let v = MessageView::parse(&out[..len]).unwrap();
+        assert!(v.header().has(FLAG_TC));
+        assert_eq!(v.counts(), [1, 0, 0, 1]);
+        assert_eq!(
+            cookie_of(&out[..len]),
+            Some(a.to_vec()),
+            "kept when truncated"
+        );
     }
 
     #[test]
@@ -535,8 +632,8 @@ mod tests {
         let cache = ResponseCache::new(CacheLimits::default());
         let q = query("nx.example.", 0, None);
         put(&cache, &q, response("nx.example.", 0, 300, false), 512, t0);
-        assert!(cache.answer(&q, &mut out, 0, 512, at(59)).is_some());
-        assert!(cache.answer(&q, &mut out, 0, 512, at(60)).is_none());
+        assert!(cache.answer(&q, &mut out, 0, 512, at(59), None).is_some());
+        assert!(cache.answer(&q, &mut out, 0, 512, at(60), None).is_none());
         // A cap of 100 s lowers the TTLs served and the lifetime.
         let capped = ResponseCache::new(CacheLimits {
             max_ttl: 100,
@@ -551,16 +648,16 @@ mod tests {
         );
         let len = out.len();
         assert_eq!(ttls(&out[..len]), [100, 100, 100]);
-        assert!(capped.answer(&q, &mut out, 0, 512, at(100)).is_none());
+        assert!(capped.answer(&q, &mut out, 0, 512, at(100), None).is_none());
         // A floor of 50 s keeps a 5 s answer; its TTLs count down to 0, not below.
         let floored = ResponseCache::new(CacheLimits {
             min_ttl: 50,
             ..CacheLimits::default()
         });
         put(&floored, &q, response("nx.example.", 1, 5, false), 512, t0);
-        let len = floored.answer(&q, &mut out, 0, 512, at(40)).unwrap();
+        let len = floored.answer(&q, &mut out, 0, 512, at(40), None).unwrap();
         assert_eq!(ttls(&out[..len]), [0]);
-        assert!(floored.answer(&q, &mut out, 0, 512, at(50)).is_none());
+        assert!(floored.answer(&q, &mut out, 0, 512, at(50), None).is_none());
         // Not stored when asked not to.
         let q2 = query("other.example.", 0, None);
         cache.serve(
@@ -571,8 +668,9 @@ mod tests {
             0,
             512,
             t0,
+            None,
         );
-        assert!(cache.answer(&q2, &mut out, 0, 512, t0).is_none());
+        assert!(cache.answer(&q2, &mut out, 0, 512, t0, None).is_none());
     }
 
     #[test]
@@ -596,7 +694,7 @@ mod tests {
         }
         // The latest one is there; many earlier ones were dropped.
         let last = query("n499.example.", 0, None);
-        assert!(cache.answer(&last, &mut out, 0, 512, t0).is_some());
+        assert!(cache.answer(&last, &mut out, 0, 512, t0, None).is_some());
         assert!(cache.bytes() > limits.bytes / 2);
     }
 }

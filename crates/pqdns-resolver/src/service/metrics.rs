@@ -10,7 +10,10 @@
 //! - `pqdns_resolver_upstream_rtt_seconds`: histogram of the time of each exchange with an
 //!   authority or forwarder;
 //! - `pqdns_resolver_tls_handshakes_total{group}`: completed DoT/DoH/DoQ handshakes with
-//!   stubs, by negotiated key exchange group.
+//!   stubs, by negotiated key exchange group;
+//! - `pqdns_resolver_udp_limited_total{limit,action}`: UDP responses to clients without a
+//!   valid server cookie cut to TC (`truncated`) or not sent (`dropped`) by the amplification
+//!   limit (`amplification`) or response-rate limiting (`rate`).
 //!
 //! Counting is relaxed atomic adds on fixed arrays: no lock, no allocation.
 
@@ -57,6 +60,26 @@ pub struct ServiceMetrics {
     rtt: [AtomicU64; RTT_BUCKETS.len() + 1],
     rtt_sum_micros: AtomicU64,
     handshakes: [AtomicU64; GROUP_SLOTS],
+    /// UDP responses limited: amplification/truncated, rate/truncated, rate/dropped.
+    limited: [AtomicU64; 3],
+}
+
+/// Labels of [`ServiceMetrics`]' `limited` counters.
+const LIMITED: [(&str, &str); 3] = [
+    ("amplification", "truncated"),
+    ("rate", "truncated"),
+    ("rate", "dropped"),
+];
+
+/// Why a UDP response was limited ([`ServiceMetrics::limited`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Limited {
+    /// Over the amplification limit: cut to TC.
+    Amplification,
+    /// Over the prefix's rate: sent as a TC stub (slip).
+    RateSlip,
+    /// Over the prefix's rate: not sent.
+    RateDrop,
 }
 
 impl Default for ServiceMetrics {
@@ -68,6 +91,7 @@ impl Default for ServiceMetrics {
             rtt: counters(),
             rtt_sum_micros: AtomicU64::new(0),
             handshakes: counters(),
+            limited: counters(),
         }
     }
 }
@@ -134,6 +158,11 @@ impl ServiceMetrics {
         self.handshakes[group_slot(group)].fetch_add(1, Relaxed);
     }
 
+    /// A UDP response limited for `why`.
+    pub(crate) fn limited(&self, why: Limited) {
+        self.limited[why as usize].fetch_add(1, Relaxed);
+    }
+
     /// The text exposition.
     pub fn render(&self) -> String {
         let mut out = String::with_capacity(4096);
@@ -185,6 +214,14 @@ impl ServiceMetrics {
                 "pqdns_resolver_tls_handshakes_total{{group=\"{group}\"}} {n}"
             );
         }
+        out.push_str("# HELP pqdns_resolver_udp_limited_total UDP responses to clients without a valid server cookie truncated or dropped, by limit.\n# TYPE pqdns_resolver_udp_limited_total counter\n");
+        for ((limit, action), c) in LIMITED.iter().zip(&self.limited) {
+            let _ = writeln!(
+                out,
+                "pqdns_resolver_udp_limited_total{{limit=\"{limit}\",action=\"{action}\"}} {}",
+                load(c)
+            );
+        }
         out
     }
 }
@@ -207,6 +244,9 @@ mod tests {
         m.upstream(Duration::from_secs(9));
         m.handshake(Some(rustls::NamedGroup::from(0x11ec)));
         m.handshake(None);
+        m.limited(Limited::Amplification);
+        m.limited(Limited::RateDrop);
+        m.limited(Limited::RateDrop);
         let text = m.render();
         for line in [
             "pqdns_resolver_queries_total{transport=\"udp\",rcode=\"NOERROR\"} 2",
@@ -222,6 +262,9 @@ mod tests {
             "pqdns_resolver_upstream_rtt_seconds_sum 9.0007",
             "pqdns_resolver_tls_handshakes_total{group=\"X25519MLKEM768\"} 1",
             "pqdns_resolver_tls_handshakes_total{group=\"other\"} 1",
+            "pqdns_resolver_udp_limited_total{limit=\"amplification\",action=\"truncated\"} 1",
+            "pqdns_resolver_udp_limited_total{limit=\"rate\",action=\"truncated\"} 0",
+            "pqdns_resolver_udp_limited_total{limit=\"rate\",action=\"dropped\"} 2",
         ] {
             assert!(
                 text.lines().any(|l| l == line),

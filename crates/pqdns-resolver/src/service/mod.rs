@@ -23,6 +23,20 @@
 //! (at most `max_exchanges` responses of at most 64 KiB held, 4 MiB), so the memory of all
 //! resolutions in flight is bounded too; the listeners bound connections and deferred
 //! queries.
+//!
+//! Against reflection (the service's UDP answers can be kilobytes of post-quantum DNSSEC, and
+//! a wide [`ServiceConfig::allow`] lets spoofed queries in), the service speaks DNS cookies
+//! and limits UDP answers as pqdns-server does, with the same shared code
+//! ([`pqdns_net::cookie`], [`pqdns_net::rrl`]):
+//! - a COOKIE option of a length RFC 7873 §5.2.2 does not allow gets FORMERR; every response
+//!   to a query with a client cookie carries our server cookie (RFC 7873 §5.2.3-5.2.5, RFC 9018
+//!   format), written per response, cache hits included (never stored in the cache);
+//! - over UDP, a client without a valid server cookie has not shown that the query's source
+//!   address is its own: its response is at most [`ServiceConfig::amplification_limit`] times
+//!   the query's bytes (a larger one is cut to its question and OPT record, our cookie
+//!   included, with TC set: the client asks again with the cookie or over TCP), and responses
+//!   to its prefix (/24, /56) are rate-limited ([`ServiceConfig::rrl`]). Stream transports and
+//!   clients with a valid server cookie are not limited.
 
 pub mod cache;
 pub mod metrics;
@@ -32,9 +46,13 @@ mod response;
 use std::sync::Arc;
 use std::time::Instant;
 
-use pqdns_core::wire::{Ede, Header, MessageWriter, Rcode};
+use std::net::IpAddr;
+
+use pqdns_core::wire::{truncate_to_question, Ede, Header, MessageWriter, Rcode, OPTION_COOKIE};
 use pqdns_core::{Class, RrType};
 use pqdns_net::acl::AllowList;
+use pqdns_net::cookie::{self, CookieCheck, CookieMode, Cookies, RESPONSE_COOKIE_LEN};
+use pqdns_net::rrl::{self, Rrl, RrlSettings, Verdict};
 use pqdns_net::service::{
     Event, NoTransfer, OwnedRequest, Reply, Request, ResponseInfo, Service, Transport,
 };
@@ -42,8 +60,9 @@ use pqdns_net::ConnLimiter;
 
 use crate::resolve::Resolver;
 pub use cache::{CacheLimits, ResponseCache};
+use metrics::Limited;
 pub use metrics::ServiceMetrics;
-use query::{ClientQuery, Parsed};
+use query::{ClientQuery, CookieOption, Parsed};
 pub use response::RESPONSE_UDP_PAYLOAD;
 
 /// Largest message over a stream transport, bytes.
@@ -61,6 +80,22 @@ pub struct ServiceConfig {
     pub max_per_client: usize,
     /// Resolutions in flight in all.
     pub max_in_flight: usize,
+    /// DNS cookies (RFC 7873, RFC 9018): [`CookieMode::On`] (default) answers COOKIE options
+    /// with server cookies, and a valid one exempts a client from the UDP limits;
+    /// [`CookieMode::Off`] ignores COOKIE options (no FORMERR, no server cookie, no
+    /// exemption). [`CookieMode::Require`] is taken as `On`: the service never answers
+    /// BADCOOKIE.
+    pub cookies: CookieMode,
+    /// The server secret (16 bytes, SipHash-2-4 key, RFC 9018 §4.4) shared with other
+    /// servers of an anycast set; `None` (default): random, replaced every
+    /// [`cookie::DEFAULT_ROTATION`].
+    pub cookie_secret: Option<[u8; cookie::SECRET_LEN]>,
+    /// Response-rate limiting of UDP responses to clients without a valid server cookie
+    /// (default 200 responses/s per /24 or /56 and kind, slip 2; rate 0 turns it off).
+    pub rrl: RrlSettings,
+    /// Largest UDP response to a client without a valid server cookie, as a multiple of the
+    /// query's length in bytes; 0: no limit. Default [`rrl::DEFAULT_AMPLIFICATION_LIMIT`] (3).
+    pub amplification_limit: u32,
 }
 
 /// Default [`ServiceConfig::max_per_client`].
@@ -68,8 +103,8 @@ pub const DEFAULT_MAX_PER_CLIENT: usize = 64;
 /// Default [`ServiceConfig::max_in_flight`].
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
 /// Prefix lengths that make one client for [`ServiceConfig::max_per_client`]: IPv4 /24,
-/// IPv6 /56 (pqdns-server's response-rate limiting counts the same way).
-pub const CLIENT_PREFIX: (u8, u8) = (24, 56);
+/// IPv6 /56 (response-rate limiting counts the same way by default).
+pub const CLIENT_PREFIX: (u8, u8) = (rrl::DEFAULT_IPV4_PREFIX, rrl::DEFAULT_IPV6_PREFIX);
 
 impl Default for ServiceConfig {
     fn default() -> ServiceConfig {
@@ -81,6 +116,10 @@ impl Default for ServiceConfig {
             cache: CacheLimits::default(),
             max_per_client: DEFAULT_MAX_PER_CLIENT,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            cookies: CookieMode::On,
+            cookie_secret: None,
+            rrl: RrlSettings::default(),
+            amplification_limit: rrl::DEFAULT_AMPLIFICATION_LIMIT,
         }
     }
 }
@@ -93,6 +132,27 @@ pub struct RecursiveService {
     /// Resolutions in flight, in all and per client prefix.
     clients: Arc<ConnLimiter>,
     metrics: ServiceMetrics,
+    /// Server cookie secrets; `None` when cookies are off.
+    cookies: Option<Cookies>,
+    /// Response-rate limiting over UDP; `None` when off.
+    rrl: Option<Rrl>,
+    /// See [`ServiceConfig::amplification_limit`].
+    amplification_limit: u32,
+}
+
+/// How a query's COOKIE option checked, and our COOKIE option data for its response.
+#[derive(Clone, Copy, Debug)]
+struct CookieReply {
+    check: CookieCheck,
+    data: Option<[u8; RESPONSE_COOKIE_LEN]>,
+}
+
+impl CookieReply {
+    /// No cookie to check or send.
+    const NONE: CookieReply = CookieReply {
+        check: CookieCheck::Absent,
+        data: None,
+    };
 }
 
 impl RecursiveService {
@@ -109,6 +169,14 @@ impl RecursiveService {
                 CLIENT_PREFIX.1,
             ),
             metrics: ServiceMetrics::default(),
+            cookies: match config.cookies {
+                CookieMode::Off => None,
+                mode => Cookies::new(mode, config.cookie_secret, cookie::DEFAULT_ROTATION)
+                    .map_err(|e| tracing::warn!(error = %e, "DNS cookies are off"))
+                    .ok(),
+            },
+            rrl: Rrl::new(config.rrl),
+            amplification_limit: config.amplification_limit,
         }
     }
 
@@ -127,11 +195,59 @@ impl RecursiveService {
         &self.metrics
     }
 
-    /// Counts a response of `len` bytes written at `out[base..]` and says it is ready.
-    fn ready(&self, transport: Transport, out: &[u8], base: usize, len: usize) -> ResponseInfo {
+    /// Checks the query's COOKIE option from `client` and makes the one of its response
+    /// (RFC 7873 §5.2.3-5.2.5; RFC 9018 §4.3: a young valid server cookie is sent back).
+    fn cookie(&self, query: &ClientQuery, client: IpAddr) -> CookieReply {
+        let (Some(cookies), CookieOption::Present(c)) = (&self.cookies, query.cookie) else {
+            return CookieReply::NONE;
+        };
+        let now = pqdns_core::time::now();
+        let check = cookies.check(c.as_bytes(), client, now);
+        let mut data = [0; RESPONSE_COOKIE_LEN];
+        cookies.answer(c.as_bytes(), check, client, now, &mut data);
+        CookieReply {
+            check,
+            data: Some(data),
+        }
+    }
+
+    /// Applies the UDP limits to the response of `len` bytes at `out[base..]` to a query of
+    /// `query_len` bytes whose cookie checked as `check`, and counts it; returns the length
+    /// to send (0: nothing). See the module documentation: for clients without a valid
+    /// server cookie, the amplification limit, then response-rate limiting (within the
+    /// prefix's rate the response goes; beyond it, it is dropped or cut to TC).
+    fn finish(
+        &self,
+        request: &Request<'_>,
+        check: CookieCheck,
+        out: &mut [u8],
+        base: usize,
+        mut len: usize,
+    ) -> ResponseInfo {
+        let udp = request.transport == Transport::Udp;
+        if udp && len > 0 && check != CookieCheck::Valid {
+            let query_len = request.message.len();
+            if rrl::exceeds_amplification_limit(self.amplification_limit, query_len, len) {
+                len = truncate_to_question(&mut out[base..base + len], None).unwrap_or(0);
+                self.metrics.limited(Limited::Amplification);
+            }
+            if let (Some(rrl), Some(&flags)) = (&self.rrl, out.get(base + 3)) {
+                match rrl.verdict(request.client.ip(), Rcode(u16::from(flags & 0x0f))) {
+                    Verdict::Send => {}
+                    Verdict::Slip => {
+                        len = truncate_to_question(&mut out[base..base + len], None).unwrap_or(0);
+                        self.metrics.limited(Limited::RateSlip);
+                    }
+                    Verdict::Drop => {
+                        len = 0;
+                        self.metrics.limited(Limited::RateDrop);
+                    }
+                }
+            }
+        }
         if len >= 4 {
             let rcode = Rcode(u16::from(out[base + 3] & 0x0f));
-            self.metrics.response(transport, rcode);
+            self.metrics.response(request.transport, rcode);
         }
         ResponseInfo::new(len)
     }
@@ -153,12 +269,22 @@ fn is_meta_qtype(qtype: RrType) -> bool {
     (128..255).contains(&qtype.0)
 }
 
-/// A header-only response with `rcode` (and an OPT record when the query had one): for
-/// queries that cannot be answered at all.
-fn bare(header: Header, rcode: Rcode, edns: bool, out: &mut Vec<u8>, base: usize) -> usize {
+/// A header-only response with `rcode` (and an OPT record when the query had one, with our
+/// COOKIE option if given): for queries that cannot be answered at all.
+fn bare(
+    header: Header,
+    rcode: Rcode,
+    edns: bool,
+    cookie: Option<&[u8; RESPONSE_COOKIE_LEN]>,
+    out: &mut Vec<u8>,
+    base: usize,
+) -> usize {
     let mut w = MessageWriter::response(out, base, MAX_STREAM_RESPONSE, header);
     if edns {
         let _fits = w.set_opt(RESPONSE_UDP_PAYLOAD, 0, 0);
+        if let Some(c) = cookie {
+            let _fits = w.add_option(OPTION_COOKIE, c);
+        }
     }
     w.finish(rcode)
 }
@@ -184,29 +310,41 @@ impl Service for RecursiveService {
                 rcode,
                 edns,
             } => {
-                let len = bare(header, rcode, edns, out, base);
-                self.metrics.response(request.transport, rcode);
-                let info = ResponseInfo::new(len).with_malformed(rcode == Rcode::FORMERR);
-                return Reply::Ready(info);
+                let len = bare(header, rcode, edns, None, out, base);
+                let info = self.finish(request, CookieCheck::Absent, out, base, len);
+                return Reply::Ready(info.with_malformed(rcode == Rcode::FORMERR));
             }
         };
+        if self.cookies.is_some() && query.cookie == CookieOption::Malformed {
+            // RFC 7873 §5.2.2: "If the COOKIE option is too short to contain a Client Cookie
+            // [...] or is otherwise malformed, then FORMERR is generated."
+            let len = bare(query.header, Rcode::FORMERR, true, None, out, base);
+            let info = self.finish(request, CookieCheck::Absent, out, base, len);
+            return Reply::Ready(info.with_malformed(true));
+        }
         let limit = limit(&query, request.transport);
+        let cookie = self.cookie(&query, request.client.ip());
+        let data = cookie.data.as_ref();
         if !self.allow.allows(request.client.ip()) {
             let text = "recursion is not offered to this address";
             let written = response::failure(&query, Rcode::REFUSED, Ede::PROHIBITED, text);
+            let now = Instant::now();
             let len = self
                 .cache
-                .serve(&query, written, false, out, base, limit, Instant::now());
-            return Reply::Ready(self.ready(request.transport, out, base, len));
+                .serve(&query, written, false, out, base, limit, now, data);
+            return Reply::Ready(self.finish(request, cookie.check, out, base, len));
         }
         if query.qclass != Class::IN || is_meta_qtype(query.qtype) {
-            let len = bare(query.header, Rcode::NOTIMP, query.edns.is_some(), out, base);
-            return Reply::Ready(self.ready(request.transport, out, base, len));
+            let edns = query.edns.is_some();
+            let len = bare(query.header, Rcode::NOTIMP, edns, data, out, base);
+            return Reply::Ready(self.finish(request, cookie.check, out, base, len));
         }
-        let hit = self.cache.answer(&query, out, base, limit, Instant::now());
+        let hit = self
+            .cache
+            .answer(&query, out, base, limit, Instant::now(), data);
         self.metrics.cache(hit.is_some());
         match hit {
-            Some(len) => Reply::Ready(self.ready(request.transport, out, base, len)),
+            Some(len) => Reply::Ready(self.finish(request, cookie.check, out, base, len)),
             None => Reply::Defer,
         }
     }
@@ -224,16 +362,13 @@ impl Service for RecursiveService {
         let Some(_slot) = self.clients.try_acquire(request.client.ip()) else {
             let text = "too many queries in progress (from this network or in all)";
             let written = response::failure(&query, Rcode::SERVFAIL, Ede::OTHER, text);
-            let len = self.cache.serve(
-                &query,
-                written,
-                false,
-                &mut out,
-                base,
-                limit,
-                Instant::now(),
-            );
-            let info = self.ready(request.transport, &out, base, len);
+            let cookie = self.cookie(&query, request.client.ip());
+            let now = Instant::now();
+            let data = cookie.data.as_ref();
+            let len = self
+                .cache
+                .serve(&query, written, false, &mut out, base, limit, now, data);
+            let info = self.finish(&request.as_request(), cookie.check, &mut out, base, len);
             return (out, info);
         };
         let qname = query.qname.to_name().to_lowercase();
@@ -247,10 +382,13 @@ impl Service for RecursiveService {
                 response::from_error(&query, &e)
             }
         };
+        // The cookie when the answer goes out: the secret may have rotated meanwhile.
+        let cookie = self.cookie(&query, request.client.ip());
+        let (now, data) = (Instant::now(), cookie.data.as_ref());
         let len = self
             .cache
-            .serve(&query, written, true, &mut out, base, limit, Instant::now());
-        let info = self.ready(request.transport, &out, base, len);
+            .serve(&query, written, true, &mut out, base, limit, now, data);
+        let info = self.finish(&request.as_request(), cookie.check, &mut out, base, len);
         (out, info)
     }
 
@@ -260,3 +398,6 @@ impl Service for RecursiveService {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,12 +1,43 @@
 //! A stub's query as the resolver service reads it (RFC 1035 §4.1.1, RFC 6891 §6.1, RFC 4035
-//! §3.2): one question, the RD/CD/AD bits, and EDNS(0) (UDP payload size, DO, version).
-//! Reading allocates nothing.
+//! §3.2): one question, the RD/CD/AD bits, EDNS(0) (UDP payload size, DO, version) and the
+//! COOKIE option (RFC 7873 §4). Reading allocates nothing.
 
 use pqdns_core::wire::{
     Header, MessageView, NameBuf, Opcode, Rcode, FLAG_AD, FLAG_CD, FLAG_QR, FLAG_RD,
-    MIN_UDP_PAYLOAD,
+    MIN_UDP_PAYLOAD, OPTION_COOKIE,
 };
 use pqdns_core::{Class, RrType};
+use pqdns_net::cookie;
+
+/// Longest COOKIE option data RFC 7873 §5.2.2 accepts: an 8-byte client cookie and a server
+/// cookie of at most 32 bytes.
+const MAX_COOKIE: usize = 40;
+
+/// The data of a query's COOKIE option (RFC 7873 §4), of a length [`cookie::split`] accepts:
+/// a client cookie and possibly a server cookie.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct QueryCookie {
+    data: [u8; MAX_COOKIE],
+    len: u8,
+}
+
+impl QueryCookie {
+    /// The option data as sent.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.data[..usize::from(self.len)]
+    }
+}
+
+/// What a query's COOKIE option is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CookieOption {
+    /// No COOKIE option.
+    Absent,
+    /// A well-formed one.
+    Present(QueryCookie),
+    /// One of a length RFC 7873 §5.2.2 answers with FORMERR (not 8, nor 16 to 40 bytes).
+    Malformed,
+}
 
 /// EDNS(0) as a client sent it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,6 +57,8 @@ pub(crate) struct ClientQuery {
     pub(crate) qtype: RrType,
     pub(crate) qclass: Class,
     pub(crate) edns: Option<ClientEdns>,
+    /// The COOKIE option (the first one, if several).
+    pub(crate) cookie: CookieOption,
 }
 
 impl ClientQuery {
@@ -106,6 +139,24 @@ pub(crate) fn parse(message: &[u8]) -> Parsed {
         }),
         None => None,
     };
+    let cookie = match opt.and_then(|o| o.option(OPTION_COOKIE)) {
+        None => CookieOption::Absent,
+        Some(data) if cookie::split(data).is_none() => CookieOption::Malformed,
+        Some(data) => {
+            let mut c = QueryCookie {
+                data: [0; MAX_COOKIE],
+                len: 0,
+            };
+            match (c.data.get_mut(..data.len()), u8::try_from(data.len())) {
+                (Some(to), Ok(len)) => {
+                    to.copy_from_slice(data);
+                    c.len = len;
+                    CookieOption::Present(c)
+                }
+                _ => CookieOption::Malformed,
+            }
+        }
+    };
     match (view.counts()[0], view.question()) {
         (1, Some(q)) => Parsed::Query(ClientQuery {
             header,
@@ -113,6 +164,7 @@ pub(crate) fn parse(message: &[u8]) -> Parsed {
             qtype: q.qtype,
             qclass: q.qclass,
             edns,
+            cookie,
         }),
         _ => error(Rcode::FORMERR, edns.is_some()),
     }
@@ -122,7 +174,7 @@ pub(crate) fn parse(message: &[u8]) -> Parsed {
 mod tests {
     use super::*;
     use pqdns_core::message::{Message, Question};
-    use pqdns_core::wire::Edns;
+    use pqdns_core::wire::{Edns, OPTION_COOKIE};
 
     fn query(flags: u16, edns: Option<Edns>) -> Vec<u8> {
         let mut m = Message::query(
@@ -164,6 +216,29 @@ mod tests {
         // A payload below 512 counts as 512 (RFC 6891 §6.2.5).
         assert_eq!(q.udp_limit(), 512);
         assert!(q.wants_ad());
+    }
+
+    #[test]
+    fn cookie_options_by_length() {
+        for (len, want) in [(8, true), (9, false), (16, true), (40, true), (41, false)] {
+            let mut edns = Edns::dnssec_ok(1232);
+            edns.set_option(OPTION_COOKIE, vec![7; len]);
+            let Parsed::Query(q) = parse(&query(0, Some(edns))) else {
+                panic!("not a query")
+            };
+            match q.cookie {
+                CookieOption::Present(c) => {
+                    assert!(want, "{len} bytes");
+                    assert_eq!(c.as_bytes(), &vec![7; len][..]);
+                }
+                CookieOption::Malformed => assert!(!want, "{len} bytes"),
+                CookieOption::Absent => panic!("{len} bytes: not seen"),
+            }
+        }
+        let Parsed::Query(q) = parse(&query(0, Some(Edns::dnssec_ok(1232)))) else {
+            panic!("not a query")
+        };
+        assert_eq!(q.cookie, CookieOption::Absent);
     }
 
     #[test]

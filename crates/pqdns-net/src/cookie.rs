@@ -14,12 +14,15 @@
 //!
 //! The secret is drawn from the OS CSPRNG at start and replaced every
 //! [`DEFAULT_ROTATION`], the previous one still verifying for an hour (RFC 9018 §5: new
-//! cookies with the new secret, both accepted meanwhile), or configured (`cookie_secret`, 32
-//! hex digits) so that an anycast set shares it.
+//! cookies with the new secret, both accepted meanwhile), or configured (32 hex digits,
+//! [`parse_secret`]) so that an anycast set shares it.
 //!
-//! A COOKIE option of a length RFC 7873 §5.2.2 does not allow (not 8, nor 16 to 40) gets
-//! FORMERR. With `cookies = "require"`, UDP queries without a valid server cookie get
-//! BADCOOKIE (RFC 7873 §5.2.3) and a fresh cookie, nothing else.
+//! A COOKIE option of a length RFC 7873 §5.2.2 does not allow (not 8, nor 16 to 40; see
+//! [`split`]) gets FORMERR. Under [`CookieMode::Require`], UDP queries without a valid server
+//! cookie get BADCOOKIE (RFC 7873 §5.2.3) and a fresh cookie, nothing else.
+//!
+//! This module holds the protocol only (checking and making cookies); the services that answer
+//! queries (pqdns-server's engine, the resolver service) put the option in their responses.
 
 use std::net::IpAddr;
 use std::sync::{PoisonError, RwLock};

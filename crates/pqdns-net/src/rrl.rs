@@ -32,7 +32,8 @@ pub const DEFAULT_IPV4_PREFIX: u8 = 24;
 /// Default IPv6 prefix length of a bucket.
 pub const DEFAULT_IPV6_PREFIX: u8 = 56;
 
-/// RRL settings (`[server]`: `rrl_rate`, `rrl_slip`, `rrl_ipv4_prefix`, `rrl_ipv6_prefix`).
+/// RRL settings (pqdns-server: `[server]` `rrl_rate`, `rrl_slip`, `rrl_ipv4_prefix`,
+/// `rrl_ipv6_prefix`; pqdns-resolver: `--rrl-rate`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RrlSettings {
     /// Responses per second per bucket; 0 turns RRL off.
@@ -54,6 +55,23 @@ impl Default for RrlSettings {
             ipv6_prefix: DEFAULT_IPV6_PREFIX,
         }
     }
+}
+
+/// Default amplification limit: a UDP response to a client without a valid server cookie is at
+/// most 3 times its query's bytes, the factor QUIC allows toward an address it has not
+/// validated (RFC 9000 §8.1).
+pub const DEFAULT_AMPLIFICATION_LIMIT: u32 = 3;
+
+/// Whether a UDP response of `response_len` bytes to a query of `query_len` bytes, from a
+/// client without a valid server cookie, is over the amplification `limit` (a multiple of the
+/// query's length; 0: no limit). A response over it is cut to its question and OPT record
+/// with TC set (`pqdns_core::wire::truncate_to_question`), so the client asks again with the
+/// cookie it got or over TCP.
+pub fn exceeds_amplification_limit(limit: u32, query_len: usize, response_len: usize) -> bool {
+    let most = usize::try_from(limit)
+        .unwrap_or(usize::MAX)
+        .saturating_mul(query_len);
+    limit > 0 && response_len > most
 }
 
 /// What to do with one response.
@@ -189,6 +207,18 @@ mod tests {
             assert_eq!(r.verdict_at(v6, Rcode::NOERROR, 7), Verdict::Send);
         }
         assert_ne!(r.verdict_at(same56, Rcode::NOERROR, 7), Verdict::Send);
+    }
+
+    #[test]
+    fn amplification_limit_is_a_multiple_of_the_query() {
+        assert!(!exceeds_amplification_limit(3, 40, 120));
+        assert!(exceeds_amplification_limit(3, 40, 121));
+        assert!(!exceeds_amplification_limit(0, 40, 65_535), "0 is off");
+        assert!(!exceeds_amplification_limit(
+            u32::MAX,
+            usize::MAX,
+            usize::MAX
+        ));
     }
 
     #[test]

@@ -1,0 +1,317 @@
+//! The service's DNS cookies and UDP limits, against a forwarder on 127.0.0.1 that answers
+//! every A query (40 records for names starting with `big`, else one).
+
+use std::net::{SocketAddr, UdpSocket};
+use std::time::Duration;
+
+use pqdns_core::message::{Message, Question};
+use pqdns_core::wire::{Edns, MessageView, Section, FLAG_QR, FLAG_RA, FLAG_RD, FLAG_TC};
+use pqdns_core::{Class, Record, RrType};
+
+use super::*;
+use crate::{Client, Config, Mode, TlsOptions, TrustAnchors};
+
+const CLIENT_COOKIE: [u8; 8] = [1, 2, 3, 4, 5, 6, 7, 8];
+const CLIENT: &str = "127.0.0.1:5300";
+
+/// A forwarder on 127.0.0.1 (its thread ends after 30 s without queries).
+fn forwarder() -> SocketAddr {
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let addr = socket.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 65_535];
+        while let Ok((n, peer)) = socket.recv_from(&mut buf) {
+            let Ok(q) = Message::parse(&buf[..n]) else {
+                continue;
+            };
+            let mut r = q.clone();
+            r.flags = FLAG_QR | FLAG_RA | (q.flags & FLAG_RD);
+            r.edns = q.edns.as_ref().map(|_| Edns::dnssec_ok(1232));
+            if let Some(question) = q.questions.first().filter(|q| q.qtype == RrType::A) {
+                let many = question.qname.to_string().starts_with("big");
+                for i in 0..if many { 40 } else { 1 } {
+                    r.answers.push(Record {
+                        owner: question.qname.clone(),
+                        rtype: RrType::A,
+                        class: Class::IN,
+                        ttl: 300,
+                        rdata: vec![192, 0, 2, i],
+                    });
+                }
+            }
+            let _ = socket.send_to(&r.to_wire(), peer);
+        }
+    });
+    addr
+}
+
+fn service(config: ServiceConfig) -> Arc<RecursiveService> {
+    let upstream = crate::Transport::Udp;
+    let client = Client::new(upstream, Duration::from_secs(2), TlsOptions::default()).unwrap();
+    let config_r = Config::new(Mode::Forward(forwarder()), TrustAnchors::default());
+    Arc::new(RecursiveService::new(
+        Resolver::new(config_r, client),
+        config,
+    ))
+}
+
+/// An A query with EDNS (no DO) and `cookie` as its COOKIE option data.
+fn query(name: &str, cookie: Option<&[u8]>) -> Vec<u8> {
+    let mut edns = Edns::dnssec_ok(4096);
+    edns.flags = 0;
+    if let Some(c) = cookie {
+        edns.set_option(OPTION_COOKIE, c.to_vec());
+    }
+    let q = Question {
+        qname: name.parse().unwrap(),
+        qtype: RrType::A,
+        qclass: Class::IN,
+    };
+    Message::query(7, q, true, Some(edns)).to_wire()
+}
+
+/// The response of `service` to `packet` from `client` over `transport`, and whether it was
+/// answered at once (a cache hit, an error) rather than resolved.
+async fn ask(
+    service: &Arc<RecursiveService>,
+    packet: &[u8],
+    client: &str,
+    transport: Transport,
+) -> (Vec<u8>, bool) {
+    let request = Request::new(packet, client.parse().unwrap(), transport);
+    let mut out = Vec::new();
+    match service.respond(&(), &request, &mut out, 0) {
+        Reply::Ready(info) => {
+            out.truncate(info.len);
+            (out, true)
+        }
+        Reply::Defer => {
+            let later = Arc::clone(service).respond_later(request.to_owned(), out, 0);
+            let (mut out, info) = later.await;
+            out.truncate(info.len);
+            (out, false)
+        }
+        _ => panic!("no transfers"),
+    }
+}
+
+fn rcode(response: &[u8]) -> Rcode {
+    MessageView::parse(response).unwrap().rcode()
+}
+
+fn tc(response: &[u8]) -> bool {
+    MessageView::parse(response).unwrap().header().has(FLAG_TC)
+}
+
+fn answers(response: &[u8]) -> usize {
+    let view = MessageView::parse(response).unwrap();
+    view.records(Section::Answer).count()
+}
+
+/// The response's COOKIE option data.
+fn cookie_of(response: &[u8]) -> Option<Vec<u8>> {
+    let view = MessageView::parse(response).unwrap();
+    view.opt()?.option(OPTION_COOKIE).map(<[u8]>::to_vec)
+}
+
+/// Whether `service` takes `cookie` from `client` as a valid server cookie now.
+fn valid(service: &RecursiveService, cookie: &[u8], client: &str) -> bool {
+    let ip = client.parse::<SocketAddr>().unwrap().ip();
+    let cookies = service.cookies.as_ref().unwrap();
+    cookies.check(cookie, ip, pqdns_core::time::now()) == CookieCheck::Valid
+}
+
+#[tokio::test]
+async fn a_cookie_option_of_a_bad_length_is_formerr() {
+    let s = service(ServiceConfig::default());
+    for len in [0, 7, 9, 15, 41] {
+        let (r, now) = ask(
+            &s,
+            &query("small.test.", Some(&[7; 41][..len])),
+            CLIENT,
+            Transport::Udp,
+        )
+        .await;
+        assert!(now, "{len} bytes");
+        assert_eq!(rcode(&r), Rcode::FORMERR, "{len} bytes");
+    }
+    // 8 bytes is a client cookie: answered.
+    let (r, _) = ask(
+        &s,
+        &query("small.test.", Some(&[7; 8])),
+        CLIENT,
+        Transport::Udp,
+    )
+    .await;
+    assert_eq!((rcode(&r), answers(&r)), (Rcode::NOERROR, 1));
+    // With cookies off the option is ignored.
+    let off = service(ServiceConfig {
+        cookies: CookieMode::Off,
+        ..ServiceConfig::default()
+    });
+    let (r, _) = ask(
+        &off,
+        &query("small.test.", Some(&[7; 9])),
+        CLIENT,
+        Transport::Udp,
+    )
+    .await;
+    assert_eq!(rcode(&r), Rcode::NOERROR);
+    assert_eq!(cookie_of(&r), None);
+}
+
+#[tokio::test]
+async fn every_response_carries_a_server_cookie_valid_on_the_next_query() {
+    let s = service(ServiceConfig::default());
+    let (miss, at_once) = ask(
+        &s,
+        &query("small.test.", Some(&CLIENT_COOKIE)),
+        CLIENT,
+        Transport::Udp,
+    )
+    .await;
+    assert!(!at_once, "resolved");
+    assert_eq!(answers(&miss), 1);
+    let cookie = cookie_of(&miss).expect("a cookie on the miss");
+    assert_eq!((cookie.len(), &cookie[..8]), (24, &CLIENT_COOKIE[..]));
+    assert!(valid(&s, &cookie, CLIENT));
+    assert!(
+        !valid(&s, &cookie, "127.0.0.2:5300"),
+        "bound to the address"
+    );
+    // Back with it: a cache hit, with the cookie (still valid).
+    let (hit, at_once) = ask(
+        &s,
+        &query("small.test.", Some(&cookie)),
+        CLIENT,
+        Transport::Udp,
+    )
+    .await;
+    assert!(at_once, "a hit");
+    assert_eq!(answers(&hit), 1);
+    let again = cookie_of(&hit).expect("a cookie on the hit");
+    assert!(valid(&s, &again, CLIENT) && again[..8] == CLIENT_COOKIE);
+    // Another client's hit gets its own cookie, over TCP too: never one stored with the answer.
+    let other = [9u8; 8];
+    let (hit, at_once) = ask(
+        &s,
+        &query("small.test.", Some(&other)),
+        "127.0.0.3:53",
+        Transport::Tcp,
+    )
+    .await;
+    assert!(at_once);
+    let theirs = cookie_of(&hit).unwrap();
+    assert_eq!(theirs[..8], other);
+    assert!(valid(&s, &theirs, "127.0.0.3:1") && !valid(&s, &theirs, CLIENT));
+    // No client cookie, no cookie.
+    let (hit, _) = ask(&s, &query("small.test.", None), CLIENT, Transport::Udp).await;
+    assert_eq!((answers(&hit), cookie_of(&hit)), (1, None));
+}
+
+#[tokio::test]
+async fn large_udp_answers_to_unproven_clients_are_cut_to_three_times_the_query() {
+    let s = service(ServiceConfig::default());
+    for (cookie, at_once) in [
+        (None, false),
+        (None, true),
+        (Some(&CLIENT_COOKIE[..]), true),
+    ] {
+        let q = query("big.test.", cookie);
+        let (r, now) = ask(&s, &q, CLIENT, Transport::Udp).await;
+        assert_eq!(now, at_once, "miss, then hits");
+        assert!(r.len() <= 3 * q.len(), "{} > 3 × {}", r.len(), q.len());
+        assert!(tc(&r));
+        assert_eq!(answers(&r), 0);
+        // The cut answer keeps OPT and the cookie to come back with.
+        assert_eq!(cookie_of(&r).map(|c| c.len()), cookie.map(|_| 24));
+    }
+    // Over TCP the whole answer; over UDP too with the server cookie.
+    let (r, _) = ask(&s, &query("big.test.", None), CLIENT, Transport::Tcp).await;
+    assert_eq!((tc(&r), answers(&r)), (false, 40));
+    let (first, _) = ask(
+        &s,
+        &query("big.test.", Some(&CLIENT_COOKIE)),
+        CLIENT,
+        Transport::Udp,
+    )
+    .await;
+    let q = query("big.test.", Some(&cookie_of(&first).unwrap()));
+    let (r, _) = ask(&s, &q, CLIENT, Transport::Udp).await;
+    assert_eq!((tc(&r), answers(&r)), (false, 40));
+    assert!(r.len() > 3 * q.len());
+    // A forged server cookie proves nothing.
+    let mut forged = cookie_of(&first).unwrap();
+    forged[20] ^= 1;
+    let (r, _) = ask(
+        &s,
+        &query("big.test.", Some(&forged)),
+        CLIENT,
+        Transport::Udp,
+    )
+    .await;
+    assert!(tc(&r));
+    // The limit can be turned off.
+    let unlimited = service(ServiceConfig {
+        amplification_limit: 0,
+        ..ServiceConfig::default()
+    });
+    let (r, _) = ask(
+        &unlimited,
+        &query("big.test.", None),
+        CLIENT,
+        Transport::Udp,
+    )
+    .await;
+    assert_eq!((tc(&r), answers(&r)), (false, 40));
+}
+
+#[tokio::test]
+async fn bursts_over_the_rate_are_limited_unless_the_cookie_is_valid() {
+    let s = service(ServiceConfig {
+        rrl: RrlSettings {
+            rate: 5,
+            ..RrlSettings::default()
+        },
+        ..ServiceConfig::default()
+    });
+    // Into the cache over TCP, with the server cookie for this address.
+    let (r, _) = ask(
+        &s,
+        &query("small.test.", Some(&CLIENT_COOKIE)),
+        CLIENT,
+        Transport::Tcp,
+    )
+    .await;
+    let cookie = cookie_of(&r).unwrap();
+    let (mut full, mut limited) = (0, 0);
+    for _ in 0..30 {
+        let (r, _) = ask(&s, &query("small.test.", None), CLIENT, Transport::Udp).await;
+        if r.is_empty() || tc(&r) {
+            limited += 1;
+        } else {
+            full += 1;
+        }
+    }
+    // 5 a second (10 if the burst straddles a second), the rest dropped or sent with TC.
+    assert!(
+        full <= 10 && limited >= 20,
+        "{full} answered, {limited} limited"
+    );
+    // The same network with a valid cookie, and TCP, are not limited.
+    for _ in 0..30 {
+        let (r, _) = ask(
+            &s,
+            &query("small.test.", Some(&cookie)),
+            CLIENT,
+            Transport::Udp,
+        )
+        .await;
+        assert_eq!((tc(&r), answers(&r)), (false, 1));
+        let (r, _) = ask(&s, &query("small.test.", None), CLIENT, Transport::Tcp).await;
+        assert_eq!((tc(&r), answers(&r)), (false, 1));
+    }
+}
