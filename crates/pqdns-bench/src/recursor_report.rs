@@ -204,6 +204,12 @@ fn cache_rows(
         anchor.to_str().ok_or("path")?,
         "--log-level",
         "warn",
+        // Load from one address without cookies (unbound limits neither by default): no RRL,
+        // no amplification limit.
+        "--rrl-rate",
+        "0",
+        "--amplification-limit",
+        "0",
         // unbound serves DoT with the same self-signed certificate: it must cover its address.
         "--tls-name",
         UNBOUND_IP,

@@ -367,6 +367,18 @@ impl<'z> Lookup<'z> {
                     node,
                     wildcard_of,
                 } => {
+                    // RFC 4035 §3.2.1 leaves QTYPE RRSIG to the server: as BIND and NSD do,
+                    // every RRSIG at the name, whatever DO says (a signature is not signed).
+                    if qtype == RrType::RRSIG && wildcard_of.is_none() {
+                        match self.answer_rrsigs(w, owner, node) {
+                            Ok(true) => break,
+                            Ok(false) => {}
+                            Err(Full) => {
+                                w.set_flag(FLAG_TC);
+                                return rcode;
+                            }
+                        }
+                    }
                     let wanted = if qtype == RrType::ANY {
                         node.iter().find(|(_, s)| !s.rdatas.is_empty())
                     } else {
@@ -549,6 +561,35 @@ impl<'z> Lookup<'z> {
         )?;
         self.note_ttl(0, set.ttl);
         Ok(())
+    }
+
+    /// Writes every RRSIG of every RRset at `owner` as the answer to QTYPE RRSIG, one RRset's
+    /// signatures at a time; false if there are none.
+    fn answer_rrsigs(
+        &mut self,
+        w: &mut MessageWriter<'_, '_>,
+        owner: &Name,
+        node: &Node,
+    ) -> Result<bool, Full> {
+        let mut any = false;
+        for set in node.values().filter(|s| !s.rrsigs.is_empty()) {
+            let mark = w.mark();
+            for sig in &set.rrsigs {
+                let wire = owner.as_wire();
+                w.record(
+                    Section::Answer,
+                    wire,
+                    RrType::RRSIG,
+                    Class::IN,
+                    set.rrsig_ttl,
+                    sig,
+                );
+            }
+            w.commit(mark)?;
+            self.note_ttl(0, set.rrsig_ttl);
+            any = true;
+        }
+        Ok(any)
     }
 
     /// The RRSIGs to send: none without DO, full MTL signatures when asked for.

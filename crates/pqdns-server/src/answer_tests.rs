@@ -654,3 +654,28 @@ fn mtl_signatures_are_condensed_unless_option_65050_asks_for_full_ones() {
     let dnskey = build("example.", RrType::DNSKEY, Some((65535, true)));
     assert!(signature(&ask(&dnskey)).is_full());
 }
+
+/// QTYPE RRSIG is answered with every RRSIG at the name (RFC 4035 §3.2.1 leaves it to the
+/// server; BIND and NSD do this), with or without DO, and not as NODATA.
+#[test]
+fn rrsig_queries_get_the_signatures_at_the_name() {
+    let cat = signed(SignDenial::Nsec);
+    for dnssec in [false, true] {
+        let m = ask(&cat, "www.example.", RrType::RRSIG, dnssec);
+        assert_eq!(m.rcode, Rcode::NOERROR);
+        let answer = &m.sections[0];
+        assert!(answer
+            .iter()
+            .all(|r| r.rtype == RrType::RRSIG && r.owner == n("www.example.")));
+        // The A RRset's and the NSEC RRset's signatures: what each covers is the first field.
+        let mut covered: Vec<u16> = answer
+            .iter()
+            .map(|r| u16::from_be_bytes([r.rdata[0], r.rdata[1]]))
+            .collect();
+        covered.sort_unstable();
+        assert_eq!(covered, [RrType::A.0, RrType::NSEC.0], "dnssec {dnssec}");
+    }
+    // A name that does not exist: NXDOMAIN, as for any type.
+    let m = ask(&cat, "nothere.example.", RrType::RRSIG, true);
+    assert_eq!(m.rcode, Rcode::NXDOMAIN);
+}
