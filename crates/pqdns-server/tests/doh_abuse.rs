@@ -116,7 +116,8 @@ fn idle_doh_clients_are_closed_and_cannot_lock_others_out() {
         .unwrap();
     let (up_tx, mut up_rx) = tokio::sync::mpsc::channel(16);
     let mut attackers = Vec::new();
-    for source in ["127.0.0.2", "127.0.0.3", "127.0.0.4"] {
+    // Three clients on three /24s (connection caps count per /24), none the Go client's.
+    for source in ["127.0.1.2", "127.0.2.3", "127.0.3.4"] {
         attackers.push(rt.spawn(silent(source, doh, b"h2", up_tx.clone())));
         attackers.push(rt.spawn(silent(source, doh, b"http/1.1", up_tx.clone())));
         attackers.push(rt.spawn(pinging(source, doh, up_tx.clone())));
