@@ -57,6 +57,28 @@ pub fn zone_file_stem(origin: &Name) -> String {
         .replace('/', "\\047")
 }
 
+/// The zone's `K<zone>+*.private` files in `dir` whose `.key` file is missing (a directory
+/// that cannot be read has none to report).
+fn orphan_private_files(dir: &Path, zone: &Name) -> Vec<PathBuf> {
+    let prefix = format!("K{zone}+").to_ascii_lowercase();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut orphans: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.to_ascii_lowercase().starts_with(&prefix))
+                && p.extension().is_some_and(|e| e == "private")
+                && !p.with_extension("key").exists()
+        })
+        .collect();
+    orphans.sort();
+    orphans
+}
+
 /// The algorithm number in a key file name `K<zone>+<algorithm>+<key tag>.key`.
 fn key_file_algorithm(path: &Path) -> Option<SecAlg> {
     let name = path.file_name()?.to_str()?;
@@ -176,6 +198,9 @@ pub struct RolloverKeys {
     pub written: Vec<PathBuf>,
     /// Key files moved to `<key_dir>/retired/` (`.key` paths).
     pub retired: Vec<PathBuf>,
+    /// `.private` files of the zone without their `.key` file (a key generation cut short,
+    /// e.g. by a full disk): not used; for the operator to move or delete.
+    pub orphans: Vec<PathBuf>,
     /// The algorithm state after the steps.
     pub state: KeyState,
     /// The steps taken now, in order.
@@ -788,6 +813,7 @@ impl LoadedConfig {
             .collect();
         let signing_keys = keys.into_iter().filter(|k| usage(k).signs).collect();
         let next = state.next(&wanted, &timings, now);
+        let orphans = orphan_private_files(&self.key_directory(signing), &self.origin);
         Ok(RolloverKeys {
             signing: signing_keys,
             published,
@@ -795,6 +821,7 @@ impl LoadedConfig {
             ds,
             written,
             retired,
+            orphans,
             state,
             steps,
             next,
@@ -1017,6 +1044,16 @@ mod tests {
             .rollover_keys(rolling.signing().unwrap(), &zone, now + 120)
             .unwrap();
         assert!(keys.retired.is_empty(), "{:?}", keys.retired);
+        assert!(keys.orphans.is_empty());
+        // A .private file without its .key (a key generation cut short) is reported.
+        let keydir = dir.path().join("keys");
+        let orphan = keydir.join("Kexample.+013+00007.private");
+        std::fs::write(&orphan, "Private-key-format: v1.3\n").unwrap();
+        let reported = rolling
+            .rollover_keys(rolling.signing().unwrap(), &zone, now + 121)
+            .unwrap()
+            .orphans;
+        assert_eq!(reported, [orphan]);
         assert!(algorithms(&keys.signing).contains(&ecdsa));
         let ds_algorithms: Vec<u8> = keys.ds.iter().map(|r| r.rdata[3]).collect();
         assert_eq!(ds_algorithms, [13], "the parent is asked for no change yet");

@@ -253,6 +253,7 @@ pub fn load_zone(
         ds: ds_keys,
         written,
         retired,
+        orphans,
         steps,
         next,
         ..
@@ -265,6 +266,13 @@ pub fn load_zone(
     }
     for path in &retired {
         info!(zone = %zone.origin, file = %path.display(), "retired key file moved");
+    }
+    for path in &orphans {
+        warn!(
+            zone = %zone.origin, file = %path.display(),
+            "private key file without its .key file (a key generation cut short?): not used; \
+             move or delete it"
+        );
     }
     let prepared =
         existing::prepare(&mut zone, &keys, cfg.existing_dnssec(signing)).map_err(|error| {
