@@ -48,7 +48,7 @@ use tracing::{debug, warn};
 
 use crate::dot::handshake;
 use crate::limit::ConnLimiter;
-use crate::service::{respond_once, Event, Request, Service, Transport};
+use crate::service::{respond_once, Event, Request, Service, Transport, Unanswered};
 use crate::tcp::{accept_loop, refused_reporter, StreamLimits};
 use crate::tls::ALPN_H2;
 
@@ -402,11 +402,19 @@ async fn answer<S: Service>(
         }
     };
     let request = Request::new(&message, client, Transport::Doh);
-    let Some((mut out, info)) =
-        respond_once(service, &request, Vec::new(), 0, limits.deferred).await
-    else {
-        return status(StatusCode::GATEWAY_TIMEOUT, "no answer in time\n");
-    };
+    let (mut out, info) =
+        match respond_once(service, &request, Vec::new(), 0, limits.deferred).await {
+            Ok(answer) => answer,
+            Err(Unanswered::Timeout) => {
+                return status(StatusCode::GATEWAY_TIMEOUT, "no answer in time\n")
+            }
+            Err(Unanswered::Transfer) => {
+                return status(
+                    StatusCode::NOT_IMPLEMENTED,
+                    "zone transfers are not carried over DoH: use TCP or DoT\n",
+                )
+            }
+        };
     if info.len == 0 || info.malformed || info.len > out.len() {
         return status(StatusCode::BAD_REQUEST, "not a valid DNS query\n");
     }

@@ -300,8 +300,9 @@ async fn answer_stream<S: Service>(
         return Err(DOQ_PROTOCOL_ERROR);
     }
     let request = Request::new(message, client, Transport::Doq);
-    let Some((mut out, info)) =
-        respond_once(service, &request, vec![0, 0], 2, limits.deferred).await
+    // A transfer is refused like a deferred answer that never came: the stream is reset with
+    // an error (RFC 9250 §4.2 allows transfers over DoQ; no service here sends one).
+    let Ok((mut out, info)) = respond_once(service, &request, vec![0, 0], 2, limits.deferred).await
     else {
         return Err(DOQ_INTERNAL_ERROR);
     };

@@ -197,6 +197,9 @@ pub enum TransferEnd {
     WriteFailed,
     /// The server is shutting down.
     Shutdown,
+    /// Not sent: the transport carries one message per request (DoH, DoQ) and answered the
+    /// client with an error instead.
+    Unsupported,
 }
 
 /// The [`Service::Transfer`] of services that never answer with several messages.
@@ -212,25 +215,43 @@ impl Transfer for NoTransfer {
     }
 }
 
+/// Why a transport that carries one message per request (DoH, DoQ) has no response to send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unanswered {
+    /// A deferred answer did not complete within the deadline.
+    Timeout,
+    /// The service answered with several messages ([`Reply::Transfer`]), which this transport
+    /// does not carry: refused with an error, never dropped silently.
+    Transfer,
+}
+
 /// The response to `request` from `service`, now or, if it defers, when it completes within
-/// `deadline` (`None` after that). `out` holds the `base` bytes the caller owns; a transfer is
-/// answered with nothing (for transports that carry one message per request: DoH, DoQ).
+/// `deadline`. `out` holds the `base` bytes the caller owns.
+///
+/// # Errors
+/// [`Unanswered`]: the deadline passed, or the answer was a transfer (ended with
+/// [`TransferEnd::Unsupported`]).
 pub(crate) async fn respond_once<S: Service>(
     service: &Arc<S>,
     request: &Request<'_>,
     mut out: Vec<u8>,
     base: usize,
     deadline: std::time::Duration,
-) -> Option<(Vec<u8>, ResponseInfo)> {
+) -> Result<(Vec<u8>, ResponseInfo), Unanswered> {
     // The snapshot is not held across an await (it need not be Send).
     let reply = service.respond(&service.snapshot(), request, &mut out, base);
     match reply {
-        Reply::Ready(info) => Some((out, info)),
+        Reply::Ready(info) => Ok((out, info)),
         Reply::Defer => {
             let later = Arc::clone(service).respond_later(request.to_owned(), out, base);
-            tokio::time::timeout(deadline, later).await.ok()
+            tokio::time::timeout(deadline, later)
+                .await
+                .map_err(|_| Unanswered::Timeout)
         }
-        Reply::Transfer(_) => Some((out, ResponseInfo::default())),
+        Reply::Transfer(mut xfr) => {
+            xfr.end(TransferEnd::Unsupported);
+            Err(Unanswered::Transfer)
+        }
     }
 }
 
@@ -370,5 +391,49 @@ pub trait Service: Send + Sync + 'static {
     /// Observes a transport event; the default ignores it.
     fn event(&self, event: &Event) {
         let _ = event;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// A transfer that records how it ended.
+    struct Recorded(Arc<Mutex<Option<TransferEnd>>>);
+
+    impl Transfer for Recorded {
+        fn next_message(&mut self, _out: &mut Vec<u8>, _base: usize) -> Option<usize> {
+            None
+        }
+        fn end(&mut self, end: TransferEnd) {
+            *self.0.lock().unwrap() = Some(end);
+        }
+    }
+
+    /// A service that answers every request with a transfer.
+    struct Transfers(Arc<Mutex<Option<TransferEnd>>>);
+
+    impl Service for Transfers {
+        type Snapshot = ();
+        type Transfer = Recorded;
+
+        fn snapshot(&self) {}
+
+        fn respond(&self, _: &(), _: &Request<'_>, _: &mut Vec<u8>, _: usize) -> Reply<Recorded> {
+            Reply::Transfer(Recorded(Arc::clone(&self.0)))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_transfer_on_a_one_message_transport_is_refused_not_dropped() {
+        let ended = Arc::new(Mutex::new(None));
+        let service = Arc::new(Transfers(Arc::clone(&ended)));
+        let request = Request::new(&[0; 12], "127.0.0.1:5300".parse().unwrap(), Transport::Doh);
+        let deadline = std::time::Duration::from_secs(1);
+        let result = respond_once(&service, &request, Vec::new(), 0, deadline).await;
+        assert_eq!(result.err(), Some(Unanswered::Transfer));
+        assert_eq!(*ended.lock().unwrap(), Some(TransferEnd::Unsupported));
     }
 }

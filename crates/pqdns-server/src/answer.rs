@@ -13,7 +13,9 @@
 //! - NXDOMAIN and NODATA with the SOA (TTL min(SOA TTL, MINIMUM), RFC 2308 §3) and, with DO,
 //!   the denial proofs;
 //! - REFUSED outside our zones and for classes other than IN and ANY (answered as IN); class
-//!   CH for the server's identity ([`crate::identity`]); NOTIMP for opcodes other than QUERY, FORMERR for malformed queries, BADVERS for EDNS versions above 0 (RFC 6891 §6.1.3).
+//!   CH for the server's identity ([`crate::identity`]). Malformed messages, OPCODEs other
+//!   than QUERY and EDNS versions above 0 never get here: the acceptability check
+//!   ([`pqdns_core::wire::query`]) answers them FORMERR, NOTIMP and BADVERS.
 //!
 //! MTL zones (draft-fregly-dnsop-slh-dsa-mtl-dnssec): condensed signatures as signed, full
 //! ones (the condensed signature with the zone's signed ladder) for queries carrying EDNS
@@ -31,19 +33,18 @@ use std::net::IpAddr;
 
 use pqdns_core::dnssec::mtl::EDNS_FULL_SIGNATURES;
 use pqdns_core::name::NameError;
+use pqdns_core::wire::query::Query;
 use pqdns_core::wire::rdata::target_of;
-use pqdns_core::wire::{
-    Full, MessageWriter, Rcode, Section, WireError, EDNS_DO, FLAG_AA, FLAG_TC, MIN_UDP_PAYLOAD,
-    OPTION_COOKIE, OPTION_NSID,
-};
+use pqdns_core::wire::{Full, MessageWriter, Rcode, Section, FLAG_AA, FLAG_TC, MIN_UDP_PAYLOAD};
 use pqdns_core::zone::{Node, RRset};
 use pqdns_core::{Class, Name, RrType};
 
 use crate::catalog::{Catalog, MtlLadder, ServedZone};
-use crate::cookie::{self, CookieCheck, CookieMode, Cookies, RESPONSE_COOKIE_LEN};
+use crate::cookie::CookieCheck;
 use crate::denial::{prove, Denial};
-pub use crate::query::ParseError;
-use crate::query::{self, Query};
+use crate::finish;
+use crate::request::{self, Auth, Exchange};
+pub use pqdns_core::wire::query::ParseError;
 
 /// Longest CNAME chain followed inside a zone (the chain's records all go in the answer).
 pub const MAX_CNAME_HOPS: usize = 8;
@@ -87,6 +88,10 @@ pub struct Outcome {
 /// (`out` is truncated to `base` first; the bytes before `base` are left alone, e.g. for a TCP
 /// length prefix). `client` is the query's source address (for DNS cookies, [`crate::cookie`]);
 /// `udp_payload` is our EDNS UDP payload size in bytes.
+///
+/// This is the server's request pipeline without its network policy (zone transfers, UDP
+/// fragmentation, the amplification limit, RRL): a prepared answer, or one parse, the
+/// acceptability check, DNS cookies and this engine, each the same function the server runs.
 pub fn respond(
     catalog: &Catalog,
     packet: &[u8],
@@ -96,74 +101,57 @@ pub fn respond(
     out: &mut Vec<u8>,
     base: usize,
 ) -> Outcome {
-    let udp_payload = udp_payload.max(MIN_UDP_PAYLOAD);
-    let cookies = catalog.cookies.as_deref();
-    // Under `cookies = "require"` a UDP query's cookie decides the answer: never replayed.
-    let require =
-        transport == Transport::Udp && cookies.is_some_and(|c| c.mode() == CookieMode::Require);
-    if !require {
-        if let Some(r) = catalog
-            .answers
-            .replay(packet, transport, udp_payload, out, base)
-        {
-            let mut outcome = r.outcome;
-            if let (Some(range), Some(cookies)) = (r.cookie, cookies) {
-                let (data, now) = (&packet[range], pqdns_core::time::now());
-                outcome.cookie = cookies.check(data, client, now);
-                fill_cookie(cookies, data, outcome.cookie, client, now, &mut out[base..]);
-            }
-            return outcome;
-        }
-    }
-    let q = match query::parse(packet) {
-        Ok(q) => q,
-        Err(m) => return malformed(m, out, base),
+    let x = Exchange {
+        transport,
+        client,
+        udp_payload: udp_payload.max(MIN_UDP_PAYLOAD),
     };
-    let cookie = cookies.and(q.edns.and_then(|e| e.option(OPTION_COOKIE)));
-    if cookie.is_some_and(|c| cookie::split(c).is_none()) {
-        // RFC 7873 §5.2.2: a COOKIE option of a length other than 8 or 16 to 40 is FORMERR.
-        let m = query::Malformed {
-            error: ParseError::Wire(WireError::BadOpt),
-            header: Some(q.header),
-        };
-        return malformed(m, out, base);
+    if let Some(o) = request::replay(catalog, packet, &x, out, base) {
+        return o;
     }
-    let limit = match transport {
-        Transport::Stream => MAX_STREAM_MESSAGE,
-        Transport::Udp => q.udp_payload().min(udp_payload).into(),
-    };
-    let mut w = MessageWriter::response(out, base, limit, q.header);
-    // The question (at most 259 bytes) and an OPT always fit in 512 bytes.
-    let _fits = w.question(q.qname.as_wire(), q.qtype, q.qclass);
-    if let Some(edns) = q.edns {
-        let flags = if q.dnssec_ok() { EDNS_DO } else { 0 };
-        let _fits = w.set_opt(udp_payload, 0, flags);
-        // RFC 5001 §2.2: the NSID option in a query asks for ours (its payload is ignored).
-        if let (Some(nsid), Some(_)) = (&catalog.identity.nsid, edns.option(OPTION_NSID)) {
-            let _fits = w.add_option(OPTION_NSID, nsid);
-        }
-        // Room for our COOKIE option, filled in last (also in replays).
-        if cookie.is_some() {
-            let _fits = w.add_option(OPTION_COOKIE, &[0; RESPONSE_COOKIE_LEN]);
-        }
+    let accepted =
+        request::parse(packet, None).and_then(|q| Ok((q, request::authenticate(catalog, &q, &x)?)));
+    match accepted {
+        Ok((q, auth)) => answer(catalog, &q, &auth, &x, Prepare::Store, out, base),
+        Err(m) => finish::reject(&m, &x, out, base),
     }
-    let now = pqdns_core::time::now();
-    let check = match (cookie, cookies) {
-        (Some(data), Some(c)) => c.check(data, client, now),
-        _ => CookieCheck::Absent,
-    };
+}
+
+/// Whether an answer is kept among the catalog's prepared answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Prepare {
+    /// The answer to the query as received: replayed to the next query with the same bytes.
+    Store,
+    /// An answer to a query the pipeline derived (a fragment request's original question, a
+    /// complete answer to cut into fragments): its key would not be the query's.
+    Skip,
+}
+
+/// The QUERY handler: answers `q` (authenticated as `auth`) from `catalog` into `out[base..]`,
+/// within the limits of `x`, and stores the answer for replays when `prepare` says so.
+pub(crate) fn answer(
+    catalog: &Catalog,
+    q: &Query<'_>,
+    auth: &Auth<'_>,
+    x: &Exchange,
+    prepare: Prepare,
+    out: &mut Vec<u8>,
+    base: usize,
+) -> Outcome {
+    let mut w = finish::open(catalog, q, auth, x, out, base);
     let mut cache_ttl = None;
-    let (rcode, store) = if require && check != CookieCheck::Valid {
+    let (rcode, store) = if auth.refused {
         // RFC 7873 §5.2.3: BADCOOKIE with a cookie to retry with; without a cookie at all,
         // TC=1 sends the client to TCP. No data either way: nothing to amplify.
-        if cookie.is_some() {
+        if auth.cookie.is_some() {
             (Rcode::BADCOOKIE, false)
         } else {
             w.set_flag(FLAG_TC);
             (Rcode::NOERROR, false)
         }
     } else {
-        (answer_query(catalog, &q, &mut w, &mut cache_ttl), true)
+        let rcode = answer_query(catalog, q, &mut w, &mut cache_ttl);
+        (rcode, prepare == Prepare::Store)
     };
     let truncated = w.truncated();
     let outcome = Outcome {
@@ -173,61 +161,15 @@ pub fn respond(
         qtype: Some(q.qtype),
         error: None,
         cache_ttl,
-        cookie: check,
+        cookie: auth.check,
     };
     if store {
+        let packet = q.message.as_bytes();
         catalog
             .answers
-            .store(packet, transport, udp_payload, &out[base..], &outcome);
+            .store(packet, x.transport, x.udp_payload, &out[base..], &outcome);
     }
-    if let (Some(data), Some(cookies)) = (cookie, cookies) {
-        fill_cookie(cookies, data, check, client, now, &mut out[base..]);
-    }
-    outcome
-}
-
-/// Writes our COOKIE option data for the query's `data` (which checked as `check` at `now`)
-/// into the placeholder that ends `response`, which is left alone if it does not end in one.
-fn fill_cookie(
-    cookies: &Cookies,
-    data: &[u8],
-    check: CookieCheck,
-    client: IpAddr,
-    now: u64,
-    response: &mut [u8],
-) {
-    let Some(at) = response.len().checked_sub(RESPONSE_COOKIE_LEN + 4) else {
-        return;
-    };
-    let (head, slot) = response[at..].split_at_mut(4);
-    if head[..2] != OPTION_COOKIE.to_be_bytes()
-        || head[2..] != (RESPONSE_COOKIE_LEN as u16).to_be_bytes()
-    {
-        return;
-    }
-    if let Ok(slot) = <&mut [u8; RESPONSE_COOKIE_LEN]>::try_from(slot) {
-        cookies.answer(data, check, client, now, slot);
-    }
-}
-
-/// The response to a message that is not an acceptable query: FORMERR or NOTIMP, or nothing.
-fn malformed(m: query::Malformed, out: &mut Vec<u8>, base: usize) -> Outcome {
-    let mut outcome = Outcome {
-        len: 0,
-        rcode: Rcode::FORMERR,
-        truncated: false,
-        qtype: None,
-        error: Some(m.error),
-        cache_ttl: None,
-        cookie: CookieCheck::Absent,
-    };
-    if let (false, Some(header)) = (m.drop_silently(), m.header) {
-        if matches!(m.error, ParseError::Opcode(_)) {
-            outcome.rcode = Rcode::NOTIMP;
-        }
-        let w = MessageWriter::response(out, base, MAX_STREAM_MESSAGE, header);
-        outcome.len = w.finish(outcome.rcode);
-    }
+    finish::fill_cookie(catalog, auth, x.client, &mut out[base..]);
     outcome
 }
 
@@ -237,14 +179,6 @@ fn answer_query(
     w: &mut MessageWriter<'_, '_>,
     cache_ttl: &mut Option<u32>,
 ) -> Rcode {
-    // RFC 6891 §6.1.3: "If a responder does not implement the VERSION level of the request,
-    // then it MUST respond with RCODE=BADVERS."
-    if q.edns.is_some_and(|e| e.version() > 0) {
-        return Rcode::BADVERS;
-    }
-    if q.qtype == RrType::OPT {
-        return Rcode::FORMERR;
-    }
     let qname = q.qname.to_name();
     if q.qclass == Class::CH {
         return catalog.identity.answer_chaos(&qname, q.qtype, w);

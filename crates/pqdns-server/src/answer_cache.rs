@@ -25,7 +25,9 @@ use std::sync::{PoisonError, RwLock};
 use pqdns_core::name::MAX_NAME_LEN;
 use std::ops::Range;
 
-use pqdns_core::wire::{Rcode, FLAG_CD, FLAG_RD, HEADER_LEN, OPTION_COOKIE, OPT_LEN};
+use pqdns_core::wire::{
+    replay, Header, Rcode, FLAG_CD, FLAG_RD, HEADER_LEN, OPTION_COOKIE, OPT_LEN,
+};
 use pqdns_core::RrType;
 
 use crate::answer::{Outcome, Transport};
@@ -203,13 +205,10 @@ impl AnswerCache {
         out.truncate(base);
         let p = prepared?;
         out.extend_from_slice(&p.response);
-        let msg = &mut out[base..];
-        msg[..2].copy_from_slice(&packet[..2]);
-        let flags = u16::from_be_bytes([msg[2], msg[3]])
-            | (u16::from_be_bytes([packet[2], packet[3]]) & (FLAG_RD | FLAG_CD));
-        msg[2..4].copy_from_slice(&flags.to_be_bytes());
-        let qname = HEADER_LEN..HEADER_LEN + qname_len;
-        msg[qname.clone()].copy_from_slice(&packet[qname]);
+        // `write_key` read a header and a QNAME of `qname_len` bytes from `packet`.
+        let query = Header::parse(packet)?;
+        let qname = &packet[HEADER_LEN..HEADER_LEN + qname_len];
+        replay::patch_for_query(&mut out[base..], query, FLAG_RD | FLAG_CD, qname);
         Some(Replayed {
             outcome: Outcome {
                 len: p.response.len(),
@@ -287,7 +286,7 @@ mod tests {
     use crate::answer::{respond, Transport};
     use crate::catalog::Catalog;
     use crate::harness::{with_option, LOCALHOST};
-    use crate::query::{parse, tests::build};
+    use crate::request::{parse, tests::build};
 
     const ZONE: &str = "\
 @      SOA  ns1 hostmaster 1 7200 3600 1209600 300
@@ -368,7 +367,7 @@ big    TXT  \"612345678901234567890123456789012345678901234567890123456789012345
         for (want, packet, transport) in &expected {
             // Prime with the lower-case question, ID 0x1234 and no RD/CD, then replay.
             let mut primer = packet.clone();
-            let len = parse(packet).unwrap().qname.as_wire().len();
+            let len = parse(packet, None).unwrap().qname.as_wire().len();
             primer[..4].copy_from_slice(&[0x12, 0x34, 0, 0]);
             primer[12..12 + len].make_ascii_lowercase();
             let first = answer(&cached, &primer, *transport);

@@ -7,11 +7,11 @@ use pqdns_core::dnssec::nsec3::Nsec3Params;
 use pqdns_core::dnssec::sign::Denial as SignDenial;
 use pqdns_core::dnssec::Algorithm;
 use pqdns_core::wire::rdata::Nsec3;
-use pqdns_core::wire::MessageView;
+use pqdns_core::wire::{MessageView, OPTION_NSID};
 use pqdns_core::{Name, RrType};
 
 use super::*;
-use crate::query::tests::build;
+use crate::request::tests::build;
 
 const ZONE: &str = "\
 $ORIGIN example.

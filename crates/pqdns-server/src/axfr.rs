@@ -31,6 +31,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use pqdns_core::serial::Serial;
+use pqdns_core::wire::query::Query;
 use pqdns_core::wire::rdata::Soa;
 use pqdns_core::wire::{Header, MessageWriter, Rcode, Section, EDNS_DO, FLAG_AA, FLAG_CD};
 use pqdns_core::zone::Node;
@@ -39,7 +40,6 @@ use pqdns_core::{Class, Name, RrType, Zone};
 use crate::answer::MAX_STREAM_MESSAGE;
 use crate::catalog::Catalog;
 use crate::journal::Change;
-use crate::query;
 
 /// QTYPE IXFR (RFC 1995 §3).
 pub const IXFR: RrType = RrType(251);
@@ -128,12 +128,10 @@ pub struct Transfer {
 }
 
 impl Transfer {
-    /// Starts answering `packet` if it is an AXFR or IXFR request, from the `catalog` snapshot.
-    /// Returns `None` for any other query, and for malformed requests and EDNS versions above 0
-    /// (the ordinary answer path gives those FORMERR or BADVERS).
-    pub fn start(catalog: Arc<Catalog>, packet: &[u8]) -> Option<Transfer> {
-        let q = query::parse(packet).ok()?;
-        if !matches!(q.qtype, RrType::AXFR | IXFR) || q.edns.is_some_and(|e| e.version() > 0) {
+    /// Starts answering the accepted query `q` if it is an AXFR or IXFR request, from the
+    /// `catalog` snapshot. Returns `None` for any other query.
+    pub fn start(catalog: Arc<Catalog>, q: &Query<'_>) -> Option<Transfer> {
+        if !matches!(q.qtype, RrType::AXFR | IXFR) {
             return None;
         }
         let qname = q.qname.to_name();
@@ -564,7 +562,9 @@ mod tests {
 
     /// Runs a transfer to the end; every message parsed, with its wire length.
     fn run(catalog: &Arc<Catalog>, query: &Message) -> Vec<(usize, Message)> {
-        let mut xfr = Transfer::start(Arc::clone(catalog), &query.to_wire()).expect("a transfer");
+        let wire = query.to_wire();
+        let q = crate::request::parse(&wire, None).expect("an acceptable query");
+        let mut xfr = Transfer::start(Arc::clone(catalog), &q).expect("a transfer");
         let mut out = Vec::new();
         let mut messages = Vec::new();
         loop {
@@ -789,8 +789,8 @@ mod tests {
         });
         assert_eq!(rcode_of(&signed), Rcode::REFUSED);
         let a = request(&origin(), RrType::A, false).to_wire();
-        assert!(Transfer::start(Arc::clone(&catalog), &a).is_none());
-        assert!(Transfer::start(Arc::clone(&catalog), &a[..5]).is_none());
+        let q = crate::request::parse(&a, None).unwrap();
+        assert!(Transfer::start(Arc::clone(&catalog), &q).is_none());
     }
 
     #[test]

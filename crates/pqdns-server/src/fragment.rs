@@ -2,7 +2,8 @@
 //! sent the pqdns fragmentation EDNS option (`pqdns_core::frag::edns`); every other client gets
 //! the standard truncated answer (TC=1) and retries over TCP.
 //!
-//! Two hooks in the UDP path, both off the fast path of ordinary answers:
+//! Two hooks in the UDP path of the request pipeline, both off the fast path of ordinary
+//! answers, both working from the query parsed once by the pipeline (never parsing it again):
 //! - [`replace_truncated`]: after the answer engine set TC, the complete answer is computed
 //!   as for a stream transport and replaced by the first fragment (QBF fragment 1 with TC=1,
 //!   or the ARRF answer with its largest records replaced by RRFRAGs and TC clear).
@@ -33,15 +34,15 @@ use pqdns_core::dnssec::Profile;
 use pqdns_core::frag::edns::{FragOption, Fragmentation, DEFAULT_CODE, PUSH};
 use pqdns_core::frag::{arrf, qbf};
 use pqdns_core::message::{Message, Question};
-use pqdns_core::wire::{
-    Rcode, EDNS_DO, FLAG_CD, FLAG_QR, FLAG_RD, FLAG_TC, MIN_UDP_PAYLOAD, OPTION_COOKIE,
-};
+use pqdns_core::wire::query::Query;
+use pqdns_core::wire::{NameBuf, Rcode, FLAG_CD, FLAG_RD, FLAG_TC, MIN_UDP_PAYLOAD, OPTION_COOKIE};
 use pqdns_core::{Class, RrType};
 use tracing::debug;
 
-use crate::answer::{respond, Outcome, Transport};
+use crate::answer::{self, Outcome, Prepare, Transport};
 use crate::catalog::Catalog;
-use crate::cookie::{self, CookieCheck, RESPONSE_COOKIE_LEN};
+use crate::cookie::{CookieCheck, RESPONSE_COOKIE_LEN};
+use crate::request::{Auth, Exchange};
 
 /// Fragmentation settings (the `fragmentation`, `fragmentation_option` and `rrfrag_type`
 /// keys of `[server]`).
@@ -101,51 +102,45 @@ impl Fragmenter {
     }
 
     /// The query's option, if it offers our scheme.
-    fn signalled(&self, query: &Message) -> Option<FragOption> {
-        FragOption::find(query.edns.as_ref(), self.settings.option_code)
+    fn signalled(&self, q: &Query<'_>) -> Option<FragOption> {
+        let data = q.edns?.option(self.settings.option_code)?;
+        FragOption::decode(data)
+            .ok()
             .filter(|o| o.schemes & self.settings.mode.bit() != 0)
     }
 
-    /// The complete answer to `query` (as over a stream transport), with our option saying
-    /// which scheme fragments it; from the cache when the same question was answered under
-    /// the same catalog.
+    /// The complete answer to `q` (as over a stream transport, without a cookie: it is shared
+    /// by every client asking the question), with our option saying which scheme fragments
+    /// it; from the cache when the same question was answered under the same catalog.
     fn full_answer(
         &self,
         catalog: &Arc<Catalog>,
-        query: &Message,
+        q: &Query<'_>,
         udp_payload: u16,
     ) -> Option<Message> {
-        let question = query.questions.first()?;
-        let flags = (
-            query.flags & (FLAG_RD | FLAG_CD),
-            query.edns.as_ref().is_some_and(|e| e.flags & EDNS_DO != 0),
-        );
+        let question = Question {
+            qname: q.qname.to_name(),
+            qtype: q.qtype,
+            qclass: q.qclass,
+        };
+        let flags = (q.header.flags & (FLAG_RD | FLAG_CD), q.dnssec_ok());
         let cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(hit) = cache.iter().find(|c| {
-            c.catalog.as_ptr() == Arc::as_ptr(catalog)
-                && c.flags == flags
-                && c.question == *question
+            c.catalog.as_ptr() == Arc::as_ptr(catalog) && c.flags == flags && c.question == question
         }) {
             let mut full = hit.full.clone();
-            full.id = query.id;
+            full.id = q.header.id;
             return Some(full);
         }
         drop(cache);
-        // The complete answer is shared by every client asking the question: without cookies.
-        let mut shared = query.clone();
-        if let Some(edns) = shared.edns.as_mut() {
-            edns.options.retain(|(code, _)| *code != OPTION_COOKIE);
-        }
-        let mut buf = Vec::new();
-        let o = respond(
-            catalog,
-            &shared.to_wire(),
-            Transport::Stream,
-            Ipv4Addr::UNSPECIFIED.into(),
+        let x = Exchange {
+            transport: Transport::Stream,
+            client: Ipv4Addr::UNSPECIFIED.into(),
             udp_payload,
-            &mut buf,
-            0,
-        );
+        };
+        let mut buf = Vec::new();
+        let o = answer::answer(catalog, q, &Auth::none(), &x, Prepare::Skip, &mut buf, 0);
+        // Our own response, in the owned form the fragmenting schemes cut.
         let mut full = Message::parse(&buf[..o.len]).ok()?;
         FragOption::schemes(self.settings.mode.bit())
             .put(full.edns.as_mut()?, self.settings.option_code);
@@ -153,7 +148,7 @@ impl Fragmenter {
         cache.truncate(ANSWER_CACHE_ENTRIES - 1);
         cache.push_front(Cached {
             catalog: Arc::downgrade(catalog),
-            question: question.clone(),
+            question,
             flags,
             full: full.clone(),
         });
@@ -161,10 +156,10 @@ impl Fragmenter {
     }
 
     /// Fragment sizes are bounded like an ordinary UDP answer to this client.
-    fn budget(query: &Message, udp_payload: u16) -> usize {
+    fn budget(q: &Query<'_>, udp_payload: u16) -> usize {
         let ours = udp_payload.max(MIN_UDP_PAYLOAD);
-        query.edns.as_ref().map_or(MIN_UDP_PAYLOAD, |e| {
-            e.udp_payload.clamp(MIN_UDP_PAYLOAD, ours)
+        q.edns.map_or(MIN_UDP_PAYLOAD, |e| {
+            e.udp_payload().clamp(MIN_UDP_PAYLOAD, ours)
         }) as usize
     }
 
@@ -173,16 +168,13 @@ impl Fragmenter {
         (self.settings.mode == Fragmentation::Arrf).then_some(self.settings.rrfrag_type)
     }
 
-    /// True if `packet` may be a fragment request of our scheme (a cheap look at the question).
-    fn looks_like_request(&self, packet: &[u8]) -> bool {
-        let (Some(&len), Some(&next)) = (packet.get(12), packet.get(13)) else {
-            return false;
-        };
+    /// True if `q` is a fragment request of our scheme: a QBF `?n?` first label, or ARRF's
+    /// `. RRFRAG` question.
+    fn is_request(&self, q: &Query<'_>) -> bool {
+        let wire = q.qname.as_wire();
         match self.settings.mode {
-            Fragmentation::Qbf => (1..=63).contains(&len) && next == b'?',
-            Fragmentation::Arrf => {
-                len == 0 && packet.get(13..15) == Some(&self.settings.rrfrag_type.0.to_be_bytes())
-            }
+            Fragmentation::Qbf => (1..=63).contains(&wire[0]) && wire.get(1) == Some(&b'?'),
+            Fragmentation::Arrf => wire == [0] && q.qtype == self.settings.rrfrag_type,
             Fragmentation::Off => false,
         }
     }
@@ -227,26 +219,17 @@ fn formerr(request: &Message, out: &mut Vec<u8>) -> Outcome {
     write(&m, &m.to_wire(), out)
 }
 
-/// How the COOKIE option of `query` from `client` checks against the catalog's secrets, and
-/// the COOKIE option data we answer it with (RFC 7873 §5.2, RFC 9018 §4.3); `None` without
-/// cookies on either side.
+/// The COOKIE option data we answer the query's (authenticated as `auth`) with (RFC 7873
+/// §5.2, RFC 9018 §4.3); `None` without cookies on either side.
 fn answer_cookie(
     catalog: &Catalog,
-    query: &Message,
+    auth: &Auth<'_>,
     client: IpAddr,
-) -> (CookieCheck, Option<[u8; RESPONSE_COOKIE_LEN]>) {
-    let data = query.edns.as_ref().and_then(|e| e.option(OPTION_COOKIE));
-    let (Some(cookies), Some(data)) = (catalog.cookies.as_deref(), data) else {
-        return (CookieCheck::Absent, None);
-    };
-    if cookie::split(data).is_none() {
-        return (CookieCheck::Invalid, None);
-    }
-    let now = pqdns_core::time::now();
-    let check = cookies.check(data, client, now);
+) -> Option<[u8; RESPONSE_COOKIE_LEN]> {
+    let (cookies, data) = (catalog.cookies.as_deref()?, auth.cookie?);
     let mut ours = [0; RESPONSE_COOKIE_LEN];
-    cookies.answer(data, check, client, now, &mut ours);
-    (check, Some(ours))
+    cookies.answer(data, auth.check, client, auth.now, &mut ours);
+    Some(ours)
 }
 
 /// `full` with our COOKIE option `data` (if any) in its OPT.
@@ -258,50 +241,47 @@ fn with_cookie(full: &Message, data: Option<[u8; RESPONSE_COOKIE_LEN]>) -> Messa
     m
 }
 
-/// Answers a fragment request in `packet` from `client` into `out` (UDP, from `out[0]`).
-/// `None` if fragmentation is off or `packet` is not a fragment request of our scheme from a
-/// client that signalled it: the answer engine then handles it as any query.
+/// Answers the fragment request `q` (authenticated as `auth`, over UDP as `x` says) into
+/// `out` (from `out[0]`). `None` if fragmentation is off or `q` is not a fragment request of
+/// our scheme from a client that signalled it: the answer engine then handles it as any query.
 ///
-/// A request's DNS cookie is checked (a valid one exempts the response from rate limiting, as
-/// for queries). QBF fragments carry our COOKIE option as fragment 1 did (every QBF fragment
-/// repeats fragment 1's OPT: the fragment sizes depend on it); ARRF fragment responses carry
-/// none (the reassembled answer has the first response's OPT).
-pub fn answer_request(
+/// QBF fragments carry our COOKIE option as fragment 1 did (every QBF fragment repeats
+/// fragment 1's OPT: the fragment sizes depend on it); ARRF fragment responses carry none (the
+/// reassembled answer has the first response's OPT).
+pub(crate) fn answer_request(
     fragmenter: Option<&Fragmenter>,
     catalog: &Arc<Catalog>,
-    packet: &[u8],
-    client: IpAddr,
-    udp_payload: u16,
+    q: &Query<'_>,
+    auth: &Auth<'_>,
+    x: &Exchange,
     out: &mut Vec<u8>,
 ) -> Option<Outcome> {
-    let f = fragmenter?;
-    if !f.looks_like_request(packet) {
-        return None;
-    }
-    let t = f.settings.rrfrag_type;
-    let request = Message::parse_with(packet, Some(t)).ok()?;
-    if request.has_flag(FLAG_QR) || request.questions.len() != 1 {
-        return None;
-    }
-    let option = f.signalled(&request)?;
-    let budget = Fragmenter::budget(&request, udp_payload);
-    let (check, cookie) = answer_cookie(catalog, &request, client);
-    let q = &request.questions[0];
-    let mut original = request.clone();
-    original.additional.clear();
+    let f = fragmenter.filter(|f| f.is_request(q))?;
+    let option = f.signalled(q)?;
+    let budget = Fragmenter::budget(q, x.udp_payload);
+    // The owned form of the request the schemes read, copied from the view: not parsed again.
+    let request = Message::from_view(&q.message);
     let result = match f.settings.mode {
         Fragmentation::Qbf => {
-            let (n, qname) = qbf::parse_fragment_qname(&q.qname)?;
-            original.questions[0].qname = qname;
-            let full = with_cookie(&f.full_answer(catalog, &original, udp_payload)?, cookie);
+            let (n, qname) = qbf::parse_fragment_qname(&q.qname.to_name())?;
+            let original = Query {
+                qname: NameBuf::from(&qname),
+                ..*q
+            };
+            let cookie = answer_cookie(catalog, auth, x.client);
+            let full = with_cookie(&f.full_answer(catalog, &original, x.udp_payload)?, cookie);
             qbf::fragment(&full, n, budget, &f.profile).map_err(|e| e.to_string())
         }
         Fragmentation::Arrf => {
             let (qname, qtype) = option.question?;
-            original.questions[0].qname = qname;
-            original.questions[0].qtype = qtype;
-            original.questions[0].qclass = Class::IN;
-            let full = f.full_answer(catalog, &original, udp_payload)?;
+            let original = Query {
+                qname: NameBuf::from(&qname),
+                qtype,
+                qclass: Class::IN,
+                ..*q
+            };
+            let full = f.full_answer(catalog, &original, x.udp_payload)?;
+            let t = f.settings.rrfrag_type;
             arrf::answer_request(&full, &request, budget, t).map_err(|e| e.to_string())
         }
         Fragmentation::Off => return None,
@@ -313,12 +293,12 @@ pub fn answer_request(
             formerr(&request, out)
         }
     };
-    outcome.cookie = check;
+    outcome.cookie = auth.check;
     Some(outcome)
 }
 
-/// After the answer engine truncated the UDP answer in `out` to the query in `packet` from
-/// `client`, replaces it by the first fragment if the client signalled our scheme and the
+/// After the answer engine truncated the UDP answer in `out` to the query `q` (authenticated
+/// as `auth`), replaces it by the first fragment if the client signalled our scheme and the
 /// answer can be fragmented; otherwise leaves the TC=1 answer alone. The first fragment
 /// carries our COOKIE option when the query had one, so a client learns its server cookie
 /// from fragmented answers too.
@@ -330,35 +310,28 @@ pub fn answer_request(
 /// ([`arrf::pushed_responses`]). Each fits the same budget as the first. Empty otherwise: the
 /// client requests them (two round trips, and no unrequested datagrams to an unproven
 /// address).
-pub fn replace_truncated(
+pub(crate) fn replace_truncated(
     fragmenter: Option<&Fragmenter>,
     catalog: &Arc<Catalog>,
-    packet: &[u8],
-    client: IpAddr,
-    udp_payload: u16,
+    q: &Query<'_>,
+    auth: &Auth<'_>,
+    x: &Exchange,
     out: &mut Vec<u8>,
     outcome: &mut Outcome,
 ) -> Vec<Vec<u8>> {
-    let Some(f) = fragmenter else {
-        return Vec::new();
-    };
     // A fragment request is answered by `answer_request` only, never re-fragmented.
-    if f.looks_like_request(packet) {
-        return Vec::new();
-    }
-    let Ok(query) = Message::parse(packet) else {
+    let Some(f) = fragmenter.filter(|f| !f.is_request(q)) else {
         return Vec::new();
     };
-    let Some(option) = f.signalled(&query).filter(|o| o.question.is_none()) else {
+    let Some(option) = f.signalled(q).filter(|o| o.question.is_none()) else {
         return Vec::new();
     };
-    let budget = Fragmenter::budget(&query, udp_payload);
-    let Some(shared) = f.full_answer(catalog, &query, udp_payload) else {
+    let budget = Fragmenter::budget(q, x.udp_payload);
+    let Some(shared) = f.full_answer(catalog, q, x.udp_payload) else {
         return Vec::new();
     };
-    let (check, cookie) = answer_cookie(catalog, &query, client);
-    let push = option.push() && check == CookieCheck::Valid;
-    let full = with_cookie(&shared, cookie);
+    let push = option.push() && auth.check == CookieCheck::Valid;
+    let full = with_cookie(&shared, answer_cookie(catalog, auth, x.client));
     let (t, compact) = (f.settings.rrfrag_type, f.compact());
     let fragments = match f.settings.mode {
         Fragmentation::Qbf => qbf::fragment(&full, 1, budget, &f.profile)
@@ -403,7 +376,10 @@ pub fn replace_truncated(
     let Some(o) = emit(&fragments[0], compact, budget, out) else {
         return Vec::new();
     };
-    *outcome = Outcome { cookie: check, ..o };
+    *outcome = Outcome {
+        cookie: auth.check,
+        ..o
+    };
     fragments
         .drain(1..)
         .map(|m| m.to_wire_with(compact))

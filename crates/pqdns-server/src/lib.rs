@@ -45,6 +45,7 @@ pub mod catalog;
 /// DNS cookies (moved to pqdns-net, shared with the resolver service).
 pub use pqdns_net::cookie;
 mod denial;
+mod finish;
 mod fragment;
 #[cfg(any(test, feature = "test-util"))]
 pub mod harness;
@@ -53,7 +54,7 @@ pub mod journal;
 pub mod key_lock;
 mod metrics;
 mod notify;
-mod query;
+mod request;
 /// Response-rate limiting (moved to pqdns-net, shared with the resolver service).
 pub use pqdns_net::rrl;
 pub mod server;

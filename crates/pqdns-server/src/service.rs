@@ -1,40 +1,47 @@
-//! The authoritative server as a [`pqdns_net::Service`]: the shared listeners hand it query
-//! bytes with the client's address and transport, and it answers synchronously from the zone
-//! catalog in force ([`crate::answer`]), which is swapped atomically on reload. Per transport:
+//! The authoritative server as a [`pqdns_net::Service`]: the request pipeline. The shared
+//! listeners hand it query bytes with the client's address and transport; it answers
+//! synchronously from the zone catalog in force, which is swapped atomically on reload. In
+//! one order, each stage in one place (ARCHITECTURE.md draws it):
 //!
-//! - **UDP**: the answer engine with the client's EDNS payload limit; fragment requests and
-//!   truncated answers go through the ARRF/QBF responder ([`crate::fragment`]) for clients that
-//!   signalled it and hold a valid server cookie; such a client that asks for it gets every
-//!   fragment at once ([`Messages::Fragments`], sent as paced datagrams by the listener).
-//!   Against reflection, a client without a valid server cookie has not shown that the
-//!   query's source address is its own: its answer is at most
-//!   [`Settings::amplification_limit`] times the query's bytes (QUIC's rule toward an
-//!   unvalidated address, RFC 9000 §8.1), and a larger one is cut to its question and OPT
-//!   record with TC set, our server cookie included (RFC 7873 §5.2.3), so the client can ask
-//!   again with the cookie or over TCP. Then response-rate limiting ([`crate::rrl`]).
-//! - **TCP and DoT**: zone transfer requests (AXFR, IXFR) from clients in the allow-list
-//!   ([`crate::acl`]) are answered with several messages ([`crate::axfr`]); everything else is
-//!   answered by the engine with the stream limit (65535 bytes).
-//! - **DoH**: as TCP, without transfers (the engine answers them REFUSED).
+//! 0. a prepared answer for a query asked before, without parsing it (`request::replay`);
+//! 1. one parse and 2. the acceptability check shared with the resolver service
+//!    ([`pqdns_core::wire::query`]; a rejection is answered by `finish::reject`);
+//! 3. transport policy: zone transfer requests (AXFR, IXFR) over TCP and DoT from clients in
+//!    the allow-list ([`crate::acl`]) are answered with several messages ([`crate::axfr`]);
+//! 4. message authentication: DNS cookies (`request::authenticate`);
+//! 5. dispatch: UDP fragment requests to the ARRF/QBF responder ([`crate::fragment`]), queries
+//!    to the answer engine ([`crate::answer`]);
+//! 6. over UDP, the finish: a truncated answer becomes its first fragment for a client that
+//!    signalled fragmentation and holds a valid server cookie (with every fragment at once
+//!    when it asks, [`Messages::Fragments`], sent as paced datagrams by the listener). Against
+//!    reflection, a client without a valid server cookie has not shown that the query's
+//!    source address is its own: its answer is at most [`Settings::amplification_limit`]
+//!    times the query's bytes (QUIC's rule toward an unvalidated address, RFC 9000 §8.1), and
+//!    a larger one is cut to its question and OPT record with TC set, our server cookie
+//!    included (RFC 7873 §5.2.3), so the client can ask again with the cookie or over TCP.
+//!    Then response-rate limiting ([`crate::rrl`]).
 //!
-//! Responses, transfer messages and TLS events are counted in the metrics when they are on.
+//! Stream transports allow 65535-byte answers; DoH gets no transfers (the engine answers them
+//! REFUSED). Responses, transfer messages and TLS events are counted in the metrics when they
+//! are on.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use pqdns_core::wire::truncate_to_question;
+use pqdns_core::wire::{truncate_to_question, MIN_UDP_PAYLOAD};
 use pqdns_net::{Event, Reply, Request, ResponseInfo, Service, Transfer, TransferEnd, Transport};
 use tracing::{debug, info, warn};
 
 use crate::acl::AllowList;
-use crate::answer::{self, respond, Outcome};
+use crate::answer::{self, Outcome, ParseError, Prepare};
 use crate::axfr;
 use crate::catalog::Catalog;
 use crate::cookie::{self, CookieCheck, CookieMode, Cookies};
+use crate::finish;
 use crate::fragment::{self, Fragmenter};
 use crate::identity::Identity;
 use crate::metrics::{Metrics, Proto};
-use crate::query::ParseError;
+use crate::request::{self, Exchange};
 use crate::rrl::{self, Rrl, Verdict};
 use crate::settings::Settings;
 
@@ -110,44 +117,61 @@ impl Authoritative {
         *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
     }
 
-    /// The UDP answer: fragment requests and truncated answers through the fragmenter (for
-    /// clients that proved their address with a cookie, while the amplification limit is on);
-    /// with the other fragments when they are pushed (see [`fragment::replace_truncated`]).
-    fn answer_udp(
+    /// Stages 1–6 for a request without a prepared answer: one parse and the acceptability
+    /// check, transport policy (zone transfers), authentication, dispatch and, over UDP, the
+    /// fragmentation of a truncated answer (with the other fragments when they are pushed,
+    /// see [`fragment::replace_truncated`]).
+    fn handle(
         &self,
         catalog: &Arc<Catalog>,
         request: &Request<'_>,
+        x: &Exchange,
         out: &mut Vec<u8>,
-    ) -> (Outcome, Vec<Vec<u8>>) {
-        let (frag, payload) = (self.fragmenter.as_ref(), self.udp_payload);
-        let packet = request.message;
-        let client = request.client.ip();
-        // Fragment requests are answers too: limited like the rest.
-        if let Some(mut o) = fragment::answer_request(frag, catalog, packet, client, payload, out) {
-            self.limit(packet.len(), client, out, &mut o);
-            return (o, Vec::new());
+        base: usize,
+    ) -> Handled {
+        let frag = self.fragmenter.as_ref();
+        // 1–2. One parse; the acceptability check shared with the resolver service.
+        let q = match request::parse(request.message, frag.and_then(Fragmenter::compact)) {
+            Ok(q) => q,
+            Err(m) => return Handled::Answer(finish::reject(&m, x, out, base), Vec::new()),
+        };
+        // 3. Transport policy: zone transfers over TCP and DoT to the allow-list; the engine
+        // answers every other transfer request REFUSED.
+        if matches!(request.transport, Transport::Tcp | Transport::Dot)
+            && self.axfr_allow.allows(x.client)
+        {
+            if let Some(xfr) = axfr::Transfer::start(Arc::clone(catalog), &q) {
+                return Handled::Transfer(Messages::Zone(ZoneTransfer {
+                    xfr,
+                    client: request.client,
+                    proto: Proto::of(request.transport),
+                    metrics: self.metrics.clone(),
+                }));
+            }
         }
-        let mut o = respond(
-            catalog,
-            packet,
-            answer::Transport::Udp,
-            client,
-            payload,
-            out,
-            0,
-        );
+        // 4. Message authentication.
+        let auth = match request::authenticate(catalog, &q, x) {
+            Ok(auth) => auth,
+            Err(m) => return Handled::Answer(finish::reject(&m, x, out, base), Vec::new()),
+        };
+        // 5. Dispatch: fragment requests (UDP), then the QUERY handler.
+        if x.transport == answer::Transport::Udp {
+            if let Some(o) = fragment::answer_request(frag, catalog, &q, &auth, x, out) {
+                return Handled::Answer(o, Vec::new());
+            }
+        }
+        let mut o = answer::answer(catalog, &q, &auth, x, Prepare::Store, out, base);
+        // 6. Finish: a truncated UDP answer becomes its first fragment; never for an address
+        // no cookie has proved while the amplification limit is on (some 1,200 bytes, it
+        // would be cut to TC by the limit anyway).
         let mut pushed = Vec::new();
-        // A first fragment is some 1,200 bytes: never to an address no cookie has proved
-        // while the amplification limit is on (it would be cut to TC below anyway).
-        if o.truncated && (self.amplification_limit == 0 || o.cookie == CookieCheck::Valid) {
-            pushed =
-                fragment::replace_truncated(frag, catalog, packet, client, payload, out, &mut o);
+        if x.transport == answer::Transport::Udp
+            && o.truncated
+            && (self.amplification_limit == 0 || o.cookie == CookieCheck::Valid)
+        {
+            pushed = fragment::replace_truncated(frag, catalog, &q, &auth, x, out, &mut o);
         }
-        if let Some(error) = o.error {
-            debug!(peer = %request.client, %error, "malformed UDP query");
-        }
-        self.limit(packet.len(), client, out, &mut o);
-        (o, pushed)
+        Handled::Answer(o, pushed)
     }
 
     /// The UDP limits, for clients without a valid server cookie: the amplification limit
@@ -185,6 +209,14 @@ impl Authoritative {
     }
 }
 
+/// What the stages after the prepared answers made of a request.
+enum Handled {
+    /// One response in the output buffer (its first fragment, over UDP, with the others).
+    Answer(Outcome, Vec<Vec<u8>>),
+    /// A zone transfer.
+    Transfer(Messages),
+}
+
 impl Service for Authoritative {
     type Snapshot = Arc<Catalog>;
     type Transfer = Messages;
@@ -193,6 +225,9 @@ impl Service for Authoritative {
         self.catalog()
     }
 
+    /// The request pipeline (ARCHITECTURE.md, "The server's request pipeline"): a prepared
+    /// answer, else [`Authoritative::handle`]; then, over UDP, the limits for unproven
+    /// addresses, and the metrics.
     fn respond(
         &self,
         catalog: &Arc<Catalog>,
@@ -201,43 +236,40 @@ impl Service for Authoritative {
         base: usize,
     ) -> Reply<Messages> {
         let transport = request.transport;
-        let mut pushed = Vec::new();
-        let outcome = match transport {
-            Transport::Udp => {
-                let (outcome, rest) = self.answer_udp(catalog, request, out);
-                pushed = rest;
-                outcome
-            }
-            _ => {
-                if matches!(transport, Transport::Tcp | Transport::Dot)
-                    && self.axfr_allow.allows(request.client.ip())
-                {
-                    if let Some(xfr) = axfr::Transfer::start(Arc::clone(catalog), request.message) {
-                        return Reply::Transfer(Messages::Zone(ZoneTransfer {
-                            xfr,
-                            client: request.client,
-                            proto: Proto::of(transport),
-                            metrics: self.metrics.clone(),
-                        }));
-                    }
-                }
-                let payload = self.udp_payload;
-                respond(
-                    catalog,
-                    request.message,
-                    answer::Transport::Stream,
-                    request.client.ip(),
-                    payload,
-                    out,
-                    base,
-                )
-            }
+        let x = Exchange {
+            transport: match transport {
+                Transport::Udp => answer::Transport::Udp,
+                _ => answer::Transport::Stream,
+            },
+            client: request.client.ip(),
+            udp_payload: self.udp_payload.max(MIN_UDP_PAYLOAD),
         };
-        // NOTIMP for other opcodes is an answer; anything else the engine could not parse is
-        // malformed (DoH sends 400 for it).
+        // 0. A query asked before: its prepared answer, without parsing it; but a truncated
+        // UDP answer may become fragments, which takes the parsed query.
+        let fragments = self.fragmenter.is_some() && transport == Transport::Udp;
+        let (mut outcome, pushed) = match request::replay(catalog, request.message, &x, out, base) {
+            Some(o) if !(o.truncated && fragments) => (o, Vec::new()),
+            _ => match self.handle(catalog, request, &x, out, base) {
+                Handled::Answer(o, pushed) => (o, pushed),
+                Handled::Transfer(t) => return Reply::Transfer(t),
+            },
+        };
+        if let Some(error) = outcome.error {
+            debug!(peer = %request.client, %error, "malformed query");
+        }
+        if transport == Transport::Udp {
+            self.limit(
+                request.message.len(),
+                x.client,
+                &mut out[base..],
+                &mut outcome,
+            );
+        }
+        // NOTIMP and BADVERS are answers; anything else the pipeline rejected is malformed
+        // (DoH sends 400 for it).
         let malformed = outcome
             .error
-            .is_some_and(|e| !matches!(e, ParseError::Opcode(_)));
+            .is_some_and(|e| !matches!(e, ParseError::Opcode(_) | ParseError::EdnsVersion(_)));
         if let (Some(m), Some(proto)) = (&self.metrics, Proto::of(transport)) {
             if outcome.len > 0 && !(malformed && transport == Transport::Doh) {
                 m.response(
@@ -383,6 +415,9 @@ impl Transfer for ZoneTransfer {
                 records = self.xfr.records(), "zone transfer"
             ),
             TransferEnd::Shutdown => warn!(%peer, %zone, "zone transfer cut short by shutdown"),
+            TransferEnd::Unsupported => {
+                warn!(%peer, %zone, "zone transfer refused: the transport carries one message")
+            }
             _ => warn!(%peer, %zone, "zone transfer aborted: write timed out or failed"),
         }
     }
@@ -397,7 +432,7 @@ mod tests {
     use std::time::Instant;
 
     use pqdns_core::frag::arrf::{self, Key, Limits, Progress, Reassembler};
-    use pqdns_core::frag::edns::{FragOption, ARRF, DEFAULT_CODE};
+    use pqdns_core::frag::edns::{FragOption, ARRF, DEFAULT_CODE, PUSH};
     use pqdns_core::message::{Message, Question};
     use pqdns_core::wire::{Edns, MessageView, FLAG_TC, OPTION_COOKIE};
     use pqdns_core::{Class, RrType};
@@ -499,6 +534,86 @@ mod tests {
         forged[12] ^= 1;
         let r = udp(&s, &query("example.", RrType::DNSKEY, Some(&forged), false));
         assert!(MessageView::parse(&r).unwrap().header().has(FLAG_TC));
+    }
+
+    /// Issue 26, must-show 1: whatever path a request takes through the pipeline, its bytes
+    /// are parsed once (and a replayed answer not at all).
+    #[test]
+    fn every_request_is_parsed_once() {
+        use pqdns_core::wire::parse_log::take_query_parses;
+        let mut s = server(Algorithm::MlDsa44, 3);
+        s.axfr_allow = "192.0.2.7"
+            .parse::<crate::acl::IpPrefix>()
+            .map(|p| AllowList::new(vec![p]))
+            .unwrap();
+        let parses = |s: &Authoritative, packet: &[u8], transport| {
+            take_query_parses();
+            let client: SocketAddr = "192.0.2.7:5300".parse().unwrap();
+            let mut out = Vec::new();
+            let request = Request::new(packet, client, transport);
+            let reply = s.respond(&s.snapshot(), &request, &mut out, 0);
+            (take_query_parses(), reply)
+        };
+        // An ordinary query, then the same bytes again: one parse, then a replay (over TCP:
+        // over UDP this ML-DSA answer is truncated, and fragmenting takes the parsed query).
+        let q = query("ns.example.", RrType::A, None, false);
+        assert_eq!(parses(&s, &q, Transport::Tcp).0, 1);
+        assert_eq!(parses(&s, &q, Transport::Tcp).0, 0, "replayed");
+        // Malformed, and an OPCODE we do not handle.
+        assert_eq!(parses(&s, &q[..q.len() - 1], Transport::Udp).0, 1);
+        let mut notify = q.clone();
+        notify[2] = 4 << 3;
+        assert_eq!(parses(&s, &notify, Transport::Tcp).0, 1);
+        // A zone transfer to an allowed client.
+        let axfr = query("example.", RrType::AXFR, None, false);
+        let (n, reply) = parses(&s, &axfr, Transport::Tcp);
+        assert!(
+            matches!(reply, Reply::Transfer(Messages::Zone(_))),
+            "{reply:?}"
+        );
+        assert_eq!(n, 1);
+        // A truncated ML-DSA answer that becomes pushed fragments for a proven client, twice
+        // (the second time its truncated answer is prepared, and still fragmented).
+        let first = udp(
+            &s,
+            &query("example.", RrType::DNSKEY, Some(&CLIENT_COOKIE), true),
+        );
+        let asking = |cookie: &[u8]| {
+            let mut edns = Edns::dnssec_ok(1232);
+            edns.set_option(OPTION_COOKIE, cookie.to_vec());
+            FragOption::schemes(ARRF | PUSH).put(&mut edns, DEFAULT_CODE);
+            let q = Question {
+                qname: "example.".parse().unwrap(),
+                qtype: RrType::DNSKEY,
+                qclass: Class::IN,
+            };
+            Message::query(9, q, false, Some(edns)).to_wire()
+        };
+        let pushing = asking(&server_cookie(&first));
+        for _ in 0..2 {
+            let (n, reply) = parses(&s, &pushing, Transport::Udp);
+            assert!(matches!(reply, Reply::Transfer(Messages::Fragments(_))));
+            assert_eq!(n, 1);
+        }
+        // An ARRF fragment request.
+        let fragment = query(
+            "example.",
+            RrType::DNSKEY,
+            Some(&server_cookie(&first)),
+            true,
+        );
+        let r = udp(&s, &fragment);
+        let t = arrf::DEFAULT_RRFRAG_TYPE;
+        let unsent = arrf::unsent(&Message::parse_with(&r, Some(t)).unwrap(), t).unwrap();
+        let group = &arrf::plan_requests(&unsent, 1232)[0];
+        let mut edns = Edns::dnssec_ok(4096);
+        edns.set_option(OPTION_COOKIE, server_cookie(&first));
+        let original = Message::parse(&fragment).unwrap().questions[0].clone();
+        let request = arrf::fragment_request(9, &original, group, edns, t, DEFAULT_CODE)
+            .to_wire_with(Some(t));
+        let (n, reply) = parses(&s, &request, Transport::Udp);
+        assert!(matches!(reply, Reply::Ready(_)));
+        assert_eq!(n, 1);
     }
 
     #[test]

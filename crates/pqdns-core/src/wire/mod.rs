@@ -9,6 +9,9 @@
 //!   ([`MessageWriter::add_option`]) are reserved from the budget before they are needed.
 //! - Numbers: [`Rcode`], [`Opcode`] and [`Ede`] are open newtypes with named constants (unknown
 //!   values are data); the header flag bits and [`HEADER_LEN`] are defined here only.
+//! - Queries: [`query`] is the one acceptability check of a server's incoming message
+//!   (which RCODE a malformed or unhandled message gets), shared by the authoritative server
+//!   and the resolver service.
 //! - RDATA: [`rdata`] has typed views (SOA, MX, SRV, DS, DNSKEY, RRSIG, NSEC, NSEC3,
 //!   NSEC3PARAM). Which RDATA names are compressed, decompressed or lowercased is one table,
 //!   the RDATA layouts of `crate::rdata`.
@@ -50,9 +53,13 @@ mod error;
 mod header;
 mod name;
 mod opcode;
+#[cfg(feature = "parse-log")]
+pub mod parse_log;
+pub mod query;
 mod rcode;
 pub mod rdata;
 mod record;
+pub mod replay;
 mod view;
 mod writer;
 

@@ -109,6 +109,19 @@ impl NameBuf {
     }
 }
 
+impl From<&Name> for NameBuf {
+    /// The name's wire form (at most 255 bytes, as every [`Name`] is).
+    fn from(name: &Name) -> NameBuf {
+        let wire = name.as_wire();
+        let mut buf = NameBuf {
+            bytes: [0; MAX_NAME_LEN],
+            len: wire.len() as u8,
+        };
+        buf.bytes[..wire.len()].copy_from_slice(wire);
+        buf
+    }
+}
+
 impl fmt::Debug for NameBuf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "NameBuf({})", self.to_name())

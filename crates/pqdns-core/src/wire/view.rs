@@ -57,6 +57,10 @@ impl<'a> MessageView<'a> {
         compact: Option<RrType>,
     ) -> Result<MessageView<'a>, WireError> {
         let header = Header::parse(msg).ok_or(WireError::ShortHeader)?;
+        #[cfg(feature = "parse-log")]
+        if !header.has(FLAG_QR) {
+            super::parse_log::count_query();
+        }
         let count = |i: usize| u16::from_be_bytes([msg[4 + 2 * i], msg[5 + 2 * i]]);
         let counts = [count(0), count(1), count(2), count(3)];
         let with_data = header.has(FLAG_QR);

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use pqdns_core::wire::rdata::Soa;
 use pqdns_core::wire::{
-    MessageView, Section, FLAG_AD, FLAG_RD, FLAG_TC, HEADER_LEN, OPTION_COOKIE, OPT_LEN,
+    replay, MessageView, Section, FLAG_AD, FLAG_RD, FLAG_TC, HEADER_LEN, OPTION_COOKIE, OPT_LEN,
 };
 use pqdns_core::RrType;
 use pqdns_net::cookie::RESPONSE_COOKIE_LEN;
@@ -136,18 +136,13 @@ impl Prepared {
                 out.extend_from_slice(cookie);
             }
         }
-        out[base..base + 2].copy_from_slice(&query.header.id.to_be_bytes());
-        let mut flags = u16::from_be_bytes([out[base + 2], out[base + 3]]);
-        if query.recursion_desired() {
-            flags |= FLAG_RD;
-        }
-        if self.secure && query.wants_ad() {
-            flags |= FLAG_AD;
-        }
-        out[base + 2..base + 4].copy_from_slice(&flags.to_be_bytes());
-        // The QNAME as the client spelled it (same length: the key matched it lowercased).
+        // ID, RD and the QNAME as the client spelled it (same length: the key matched it
+        // lowercased); AD for Secure data to clients that want it (RFC 6840 §5.7-5.8).
         let qname = query.qname.as_wire();
-        out[base + HEADER_LEN..base + HEADER_LEN + qname.len()].copy_from_slice(qname);
+        replay::patch_for_query(&mut out[base..], query.header, FLAG_RD, qname);
+        if self.secure && query.wants_ad() {
+            out[base + 3] |= FLAG_AD as u8;
+        }
         out.len() - base
     }
 }

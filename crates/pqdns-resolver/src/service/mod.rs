@@ -304,15 +304,13 @@ impl Service for RecursiveService {
     ) -> Reply<NoTransfer> {
         let query = match query::parse(request.message) {
             Parsed::Query(q) => q,
-            Parsed::Drop => return Reply::Ready(ResponseInfo::new(0)),
-            Parsed::Error {
-                header,
-                rcode,
-                edns,
-            } => {
-                let len = bare(header, rcode, edns, None, out, base);
+            Parsed::Rejected(m) => {
+                let len = m.respond(RESPONSE_UDP_PAYLOAD, None, out, base);
+                if len == 0 {
+                    return Reply::Ready(ResponseInfo::new(0));
+                }
                 let info = self.finish(request, CookieCheck::Absent, out, base, len);
-                return Reply::Ready(info.with_malformed(rcode == Rcode::FORMERR));
+                return Reply::Ready(info.with_malformed(m.rcode() == Some(Rcode::FORMERR)));
             }
         };
         if self.cookies.is_some() && query.cookie == CookieOption::Malformed {

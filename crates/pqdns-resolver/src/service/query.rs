@@ -1,11 +1,10 @@
 //! A stub's query as the resolver service reads it (RFC 1035 §4.1.1, RFC 6891 §6.1, RFC 4035
 //! §3.2): one question, the RD/CD/AD bits, EDNS(0) (UDP payload size, DO, version) and the
-//! COOKIE option (RFC 7873 §4). Reading allocates nothing.
+//! COOKIE option (RFC 7873 §4), after the acceptability check the authoritative server runs
+//! too ([`pqdns_core::wire::query`]). Reading allocates nothing.
 
-use pqdns_core::wire::{
-    Header, MessageView, NameBuf, Opcode, Rcode, FLAG_AD, FLAG_CD, FLAG_QR, FLAG_RD,
-    MIN_UDP_PAYLOAD, OPTION_COOKIE,
-};
+use pqdns_core::wire::query::{self, Malformed};
+use pqdns_core::wire::{Header, NameBuf, Opcode, FLAG_AD, FLAG_CD, MIN_UDP_PAYLOAD};
 use pqdns_core::{Class, RrType};
 use pqdns_net::cookie;
 
@@ -77,11 +76,6 @@ impl ClientQuery {
         self.dnssec_ok() || self.header.has(FLAG_AD)
     }
 
-    /// RD (RFC 1035 §4.1.1), copied into the response.
-    pub(crate) fn recursion_desired(&self) -> bool {
-        self.header.has(FLAG_RD)
-    }
-
     /// The largest response that may be sent over UDP, bytes (RFC 6891 §6.2.5: the client's
     /// payload size, at least 512; 512 without EDNS, RFC 1035 §4.2.1).
     pub(crate) fn udp_limit(&self) -> usize {
@@ -99,47 +93,19 @@ impl ClientQuery {
 pub(crate) enum Parsed {
     /// A query to answer.
     Query(ClientQuery),
-    /// An error to answer with a bare header (and OPT when the query had one): FORMERR for a
-    /// malformed message or not exactly one question, NOTIMP for an OPCODE other than QUERY,
-    /// BADVERS for an EDNS version above 0 (RFC 6891 §6.1.3).
-    Error {
-        header: Header,
-        rcode: Rcode,
-        edns: bool,
-    },
-    /// Nothing to answer: not even a header, or a response (QR set).
-    Drop,
+    /// A message the acceptability check shared with the authoritative server
+    /// ([`pqdns_core::wire::query`]) rejected: answered FORMERR, NOTIMP or BADVERS with a bare
+    /// header and OPT, or not at all ([`Malformed::respond`]).
+    Rejected(Malformed),
 }
 
 /// Reads a client's message.
 pub(crate) fn parse(message: &[u8]) -> Parsed {
-    let Some(header) = Header::parse(message) else {
-        return Parsed::Drop;
+    let q = match query::parse(message, None, &[Opcode::QUERY]) {
+        Ok(q) => q,
+        Err(m) => return Parsed::Rejected(m),
     };
-    if header.has(FLAG_QR) {
-        return Parsed::Drop;
-    }
-    let error = |rcode, edns| Parsed::Error {
-        header,
-        rcode,
-        edns,
-    };
-    let Ok(view) = MessageView::parse(message) else {
-        return error(Rcode::FORMERR, false);
-    };
-    let opt = view.opt();
-    if header.opcode() != Opcode::QUERY {
-        return error(Rcode::NOTIMP, opt.is_some());
-    }
-    let edns = match opt {
-        Some(o) if o.version() > 0 => return error(Rcode::BADVERS, true),
-        Some(o) => Some(ClientEdns {
-            udp_payload: o.udp_payload(),
-            dnssec_ok: o.dnssec_ok(),
-        }),
-        None => None,
-    };
-    let cookie = match opt.and_then(|o| o.option(OPTION_COOKIE)) {
+    let cookie = match q.cookie() {
         None => CookieOption::Absent,
         Some(data) if cookie::split(data).is_none() => CookieOption::Malformed,
         Some(data) => {
@@ -157,24 +123,24 @@ pub(crate) fn parse(message: &[u8]) -> Parsed {
             }
         }
     };
-    match (view.counts()[0], view.question()) {
-        (1, Some(q)) => Parsed::Query(ClientQuery {
-            header,
-            qname: q.qname.decode(),
-            qtype: q.qtype,
-            qclass: q.qclass,
-            edns,
-            cookie,
+    Parsed::Query(ClientQuery {
+        header: q.header,
+        qname: q.qname,
+        qtype: q.qtype,
+        qclass: q.qclass,
+        edns: q.edns.map(|o| ClientEdns {
+            udp_payload: o.udp_payload(),
+            dnssec_ok: o.dnssec_ok(),
         }),
-        _ => error(Rcode::FORMERR, edns.is_some()),
-    }
+        cookie,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use pqdns_core::message::{Message, Question};
-    use pqdns_core::wire::{Edns, OPTION_COOKIE};
+    use pqdns_core::wire::{Edns, Rcode, FLAG_QR, FLAG_RD, OPTION_COOKIE};
 
     fn query(flags: u16, edns: Option<Edns>) -> Vec<u8> {
         let mut m = Message::query(
@@ -198,7 +164,7 @@ mod tests {
         };
         assert_eq!(q.qname.as_wire(), b"\x03WwW\x07Example\x00");
         assert_eq!((q.qtype, q.qclass), (RrType::AAAA, Class::IN));
-        assert!(q.recursion_desired() && q.checking_disabled() && q.dnssec_ok());
+        assert!(q.header.has(FLAG_RD) && q.checking_disabled() && q.dnssec_ok());
         assert!(q.wants_ad());
         assert_eq!(q.udp_limit(), 4096);
     }
@@ -243,34 +209,19 @@ mod tests {
 
     #[test]
     fn errors_and_drops() {
-        assert!(matches!(parse(&[1, 2, 3]), Parsed::Drop));
-        assert!(matches!(parse(&query(FLAG_QR, None)), Parsed::Drop));
+        let rcode = |m: &[u8]| match parse(m) {
+            Parsed::Rejected(m) => (m.rcode(), m.edns),
+            Parsed::Query(_) => panic!("accepted"),
+        };
+        assert_eq!(rcode(&[1, 2, 3]), (None, false));
+        assert_eq!(rcode(&query(FLAG_QR, None)), (None, false));
         let mut truncated = query(0, None);
         truncated.pop();
-        assert!(matches!(
-            parse(&truncated),
-            Parsed::Error {
-                rcode: Rcode::FORMERR,
-                ..
-            }
-        ));
+        assert_eq!(rcode(&truncated), (Some(Rcode::FORMERR), false));
         let mut v1 = Edns::dnssec_ok(1232);
         v1.version = 1;
-        assert!(matches!(
-            parse(&query(0, Some(v1))),
-            Parsed::Error {
-                rcode: Rcode::BADVERS,
-                edns: true,
-                ..
-            }
-        ));
+        assert_eq!(rcode(&query(0, Some(v1))), (Some(Rcode::BADVERS), true));
         // OPCODE 2 (STATUS).
-        assert!(matches!(
-            parse(&query(2 << 11, None)),
-            Parsed::Error {
-                rcode: Rcode::NOTIMP,
-                ..
-            }
-        ));
+        assert_eq!(rcode(&query(2 << 11, None)), (Some(Rcode::NOTIMP), false));
     }
 }

@@ -315,3 +315,96 @@ async fn bursts_over_the_rate_are_limited_unless_the_cookie_is_valid() {
         assert_eq!((tc(&r), answers(&r)), (false, 1));
     }
 }
+
+/// Issue 26, must-show 2: the authoritative server and the resolver service run one
+/// acceptability check (`pqdns_core::wire::query`), so they answer the same malformed or
+/// non-QUERY message with the same RCODE, or both send nothing.
+#[tokio::test]
+async fn server_and_resolver_service_reject_alike() {
+    let good = query("www.example.", None);
+    let with = |edit: &dyn Fn(&mut Vec<u8>)| {
+        let mut m = good.clone();
+        edit(&mut m);
+        m
+    };
+    let opcode = |op: u8| move |m: &mut Vec<u8>| m[2] = (m[2] & 0x87) | (op << 3);
+    // The OPT record is the last 11 bytes of `good` (no options).
+    let opt_at = good.len() - 11;
+    let table: Vec<(&str, Vec<u8>, Option<Rcode>)> = vec![
+        ("shorter than a header", good[..11].to_vec(), None),
+        ("a response", with(&|m| m[2] |= 0x80), None),
+        (
+            "cut in the OPT record",
+            good[..good.len() - 3].to_vec(),
+            Some(Rcode::FORMERR),
+        ),
+        ("IQUERY", with(&opcode(1)), Some(Rcode::NOTIMP)),
+        ("STATUS", with(&opcode(2)), Some(Rcode::NOTIMP)),
+        ("NOTIFY", with(&opcode(4)), Some(Rcode::NOTIMP)),
+        ("UPDATE", with(&opcode(5)), Some(Rcode::NOTIMP)),
+        (
+            "a malformed NOTIFY",
+            with(&|m| {
+                opcode(4)(m);
+                m.push(0);
+            }),
+            Some(Rcode::FORMERR),
+        ),
+        ("QDCOUNT 0", with(&|m| m[5] = 0), Some(Rcode::FORMERR)),
+        (
+            "QDCOUNT 2",
+            with(&|m| {
+                let question = m[12..opt_at].to_vec();
+                m.splice(opt_at..opt_at, question);
+                m[5] = 2;
+            }),
+            Some(Rcode::FORMERR),
+        ),
+        (
+            "two OPT records",
+            with(&|m| {
+                let opt = m[opt_at..].to_vec();
+                m.extend(opt);
+                m[11] = 2;
+            }),
+            Some(Rcode::FORMERR),
+        ),
+        (
+            "EDNS version 1",
+            with(&|m| m[opt_at + 6] = 1),
+            Some(Rcode::BADVERS),
+        ),
+        (
+            "QTYPE OPT",
+            with(&|m| m[opt_at - 4..opt_at - 2].copy_from_slice(&[0, 41])),
+            Some(Rcode::FORMERR),
+        ),
+        (
+            "a QNAME pointing at itself",
+            with(&|m| {
+                m.splice(12..opt_at - 4, [0xc0, 12]);
+            }),
+            Some(Rcode::FORMERR),
+        ),
+        (
+            "trailing bytes",
+            with(&|m| m.extend([0, 0])),
+            Some(Rcode::FORMERR),
+        ),
+    ];
+    let catalog = pqdns_server::catalog::Catalog::new([]).unwrap();
+    let resolver = service(ServiceConfig::default());
+    let rcode_of = |response: &[u8]| {
+        (!response.is_empty()).then(|| MessageView::parse(response).expect("a response").rcode())
+    };
+    for (what, message, want) in table {
+        let mut out = Vec::new();
+        let client = CLIENT.parse::<SocketAddr>().unwrap().ip();
+        let udp = pqdns_server::answer::Transport::Udp;
+        let o = pqdns_server::answer::respond(&catalog, &message, udp, client, 1232, &mut out, 0);
+        let server = rcode_of(&out[..o.len]);
+        let (response, at_once) = ask(&resolver, &message, CLIENT, Transport::Udp).await;
+        assert!(at_once, "{what}: resolved");
+        assert_eq!((server, rcode_of(&response)), (want, want), "{what}");
+    }
+}

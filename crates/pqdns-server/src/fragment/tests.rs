@@ -9,8 +9,15 @@ use pqdns_core::frag::edns::{ARRF, PUSH, QBF};
 use pqdns_core::message::Question;
 use pqdns_core::wire::{Edns, FLAG_TC};
 
+use std::path::PathBuf;
+
+use pqdns_net::{Reply, Request, Service, Transfer, Transport as NetTransport};
+
 use super::*;
-use crate::cookie::{CookieMode, Cookies, DEFAULT_ROTATION};
+use crate::answer::respond;
+use crate::cookie::{CookieMode, Cookies, DEFAULT_ROTATION, SECRET_LEN};
+use crate::service::Authoritative;
+use crate::settings::Settings;
 
 const ZONE: &str =
     "@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 192.0.2.1\nwww A 192.0.2.2\n";
@@ -38,38 +45,59 @@ fn query(qname: &str, qtype: RrType, schemes: Option<u8>) -> Message {
     Message::query(7, q, false, Some(edns))
 }
 
-/// What the UDP path sends for `packet`: fragment request handling, the engine, the TC hook.
-fn udp(f: &Fragmenter, catalog: &Arc<Catalog>, packet: &[u8]) -> Vec<u8> {
+/// Our DNS cookie secret in the tests that need a valid server cookie.
+const SECRET: [u8; SECRET_LEN] = [0x5e; SECRET_LEN];
+
+/// A server for `catalog` fragmenting with `mode`, without the amplification limit (these
+/// tests are about fragments; the service's own tests cover the limit), with DNS cookies when
+/// `cookies` says so.
+fn server(mode: Fragmentation, cookies: bool) -> Authoritative {
+    let mut settings = Settings::new(PathBuf::from("/nonexistent"));
+    settings.fragmentation = self::settings(mode);
+    settings.amplification_limit = 0;
+    settings.cookies = if cookies {
+        CookieMode::On
+    } else {
+        CookieMode::Off
+    };
+    settings.cookie_secret = Some(SECRET);
+    Authoritative::new(
+        Arc::into_inner(catalog()).expect("a fresh catalog"),
+        &settings,
+    )
+}
+
+/// Everything the server's request pipeline sends over UDP for `packet` from 127.0.0.1: the
+/// response and the fragments pushed after it.
+fn pushing_wire(s: &Authoritative, packet: &[u8]) -> Vec<Vec<u8>> {
+    let client = std::net::SocketAddr::new(LOCALHOST, 5300);
     let mut out = Vec::new();
-    if answer_request(Some(f), catalog, packet, LOCALHOST, PAYLOAD, &mut out).is_some() {
-        return out;
-    }
-    let mut o = respond(
-        catalog,
-        packet,
-        Transport::Udp,
-        LOCALHOST,
-        PAYLOAD,
+    match s.respond(
+        &s.snapshot(),
+        &Request::new(packet, client, NetTransport::Udp),
         &mut out,
         0,
-    );
-    if o.truncated {
-        let pushed = replace_truncated(
-            Some(f),
-            catalog,
-            packet,
-            LOCALHOST,
-            PAYLOAD,
-            &mut out,
-            &mut o,
-        );
-        assert!(
-            pushed.is_empty(),
-            "pushed to a client without a valid cookie"
-        );
+    ) {
+        Reply::Ready(info) => {
+            out.truncate(info.len);
+            vec![out]
+        }
+        Reply::Transfer(mut messages) => {
+            let mut sent = Vec::new();
+            while let Some(len) = messages.next_message(&mut out, 0) {
+                sent.push(out[..len].to_vec());
+            }
+            sent
+        }
+        _ => panic!("a UDP answer is ready or pushed"),
     }
-    assert_eq!(o.len, out.len());
-    out
+}
+
+/// What the server sends over UDP for `packet`, which must be a single datagram.
+fn udp(s: &Authoritative, packet: &[u8]) -> Vec<u8> {
+    let mut sent = pushing_wire(s, packet);
+    assert_eq!(sent.len(), 1, "pushed to a client without a valid cookie");
+    sent.remove(0)
 }
 
 /// The complete answer as TCP gives it, with the option the fragmenter adds.
@@ -113,12 +141,12 @@ fn settings(mode: Fragmentation) -> FragSettings {
 
 #[test]
 fn qbf_client_gets_all_fragments_and_the_same_answer_as_tcp() {
-    let catalog = catalog();
-    let f = Fragmenter::new(settings(Fragmentation::Qbf)).unwrap();
+    let f = server(Fragmentation::Qbf, false);
+    let catalog = f.catalog();
     let profile = Profile::default_profile();
     for (name, qtype) in QUESTIONS {
         let q = query(name, qtype, Some(ARRF | QBF));
-        let first = Message::parse(&udp(&f, &catalog, &q.to_wire())).unwrap();
+        let first = Message::parse(&udp(&f, &q.to_wire())).unwrap();
         assert!(first.has_flag(FLAG_TC));
         assert_eq!(
             FragOption::find(first.edns.as_ref(), DEFAULT_CODE),
@@ -129,7 +157,7 @@ fn qbf_client_gets_all_fragments_and_the_same_answer_as_tcp() {
         for n in 2..=count {
             let mut req = q.clone();
             req.questions[0].qname = qbf::fragment_qname(n, &q.questions[0].qname).unwrap();
-            let wire = udp(&f, &catalog, &req.to_wire());
+            let wire = udp(&f, &req.to_wire());
             assert!(wire.len() <= usize::from(PAYLOAD));
             frags.push(Message::parse(&wire).unwrap());
         }
@@ -138,20 +166,20 @@ fn qbf_client_gets_all_fragments_and_the_same_answer_as_tcp() {
         // A fragment beyond the count: FORMERR.
         let mut req = q.clone();
         req.questions[0].qname = qbf::fragment_qname(count + 1, &q.questions[0].qname).unwrap();
-        let m = Message::parse(&udp(&f, &catalog, &req.to_wire())).unwrap();
+        let m = Message::parse(&udp(&f, &req.to_wire())).unwrap();
         assert_eq!(m.rcode(), Rcode::FORMERR);
     }
 }
 
 #[test]
 fn arrf_client_gets_all_ranges_and_the_same_answer_as_tcp() {
-    let catalog = catalog();
     let s = settings(Fragmentation::Arrf);
-    let f = Fragmenter::new(s).unwrap();
+    let f = server(Fragmentation::Arrf, false);
+    let catalog = f.catalog();
     let t = Some(s.rrfrag_type);
     for (name, qtype) in QUESTIONS {
         let q = query(name, qtype, Some(ARRF));
-        let wire = udp(&f, &catalog, &q.to_wire());
+        let wire = udp(&f, &q.to_wire());
         assert!(wire.len() <= usize::from(PAYLOAD));
         let first = Message::parse_with(&wire, t).unwrap();
         assert!(!first.has_flag(FLAG_TC));
@@ -173,7 +201,7 @@ fn arrf_client_gets_all_ranges_and_the_same_answer_as_tcp() {
                 DEFAULT_CODE,
             );
             let req_wire = req.to_wire_with(t);
-            let resp = udp(&f, &catalog, &req_wire);
+            let resp = udp(&f, &req_wire);
             // Amplification bound: no more than a full-size answer to the original query.
             assert!(
                 resp.len().saturating_sub(req_wire.len())
@@ -203,18 +231,9 @@ fn arrf_client_gets_all_ranges_and_the_same_answer_as_tcp() {
             s.rrfrag_type,
             DEFAULT_CODE,
         );
-        let m = Message::parse_with(&udp(&f, &catalog, &req.to_wire_with(t)), t).unwrap();
+        let m = Message::parse_with(&udp(&f, &req.to_wire_with(t)), t).unwrap();
         assert_eq!(m.rcode(), Rcode::FORMERR);
     }
-}
-
-/// `catalog()` answering DNS cookies.
-fn catalog_with_cookies() -> (Arc<Catalog>, Arc<Cookies>) {
-    let cookies = Arc::new(Cookies::new(CookieMode::On, None, DEFAULT_ROTATION).unwrap());
-    let catalog = Arc::into_inner(catalog())
-        .unwrap()
-        .with_cookies(Some(cookies.clone()));
-    (Arc::new(catalog), cookies)
 }
 
 /// `q` with COOKIE option `data`.
@@ -227,35 +246,9 @@ fn with_cookie_option(q: &Message, data: &[u8]) -> Message {
     q
 }
 
-/// Everything the UDP path sends for `q`: the first fragment and the pushed ones.
-fn pushing(f: &Fragmenter, catalog: &Arc<Catalog>, q: &Message) -> Vec<Vec<u8>> {
-    let packet = q.to_wire();
-    let mut out = Vec::new();
-    let mut o = respond(
-        catalog,
-        &packet,
-        Transport::Udp,
-        LOCALHOST,
-        PAYLOAD,
-        &mut out,
-        0,
-    );
-    assert!(o.truncated);
-    let rest = replace_truncated(
-        Some(f),
-        catalog,
-        &packet,
-        LOCALHOST,
-        PAYLOAD,
-        &mut out,
-        &mut o,
-    );
-    std::iter::once(out[..o.len].to_vec()).chain(rest).collect()
-}
-
 #[test]
 fn fragments_are_pushed_only_to_proven_clients_that_ask() {
-    let (catalog, cookies) = catalog_with_cookies();
+    let cookies = Cookies::new(CookieMode::On, Some(SECRET), DEFAULT_ROTATION).unwrap();
     let client_cookie = [7u8; 8];
     let mut valid = [0u8; RESPONSE_COOKIE_LEN];
     cookies.write(
@@ -268,8 +261,9 @@ fn fragments_are_pushed_only_to_proven_clients_that_ask() {
     forged[RESPONSE_COOKIE_LEN - 1] ^= 1;
     for mode in [Fragmentation::Arrf, Fragmentation::Qbf] {
         let s = settings(mode);
-        let f = Fragmenter::new(s).unwrap();
-        let t = f.compact();
+        let f = server(mode, true);
+        let catalog = f.catalog();
+        let t = f.fragmenter.as_ref().unwrap().compact();
         for (name, qtype) in QUESTIONS {
             let asking = query(name, qtype, Some(mode.bit() | PUSH));
             let not_asking = query(name, qtype, Some(mode.bit()));
@@ -283,7 +277,7 @@ fn fragments_are_pushed_only_to_proven_clients_that_ask() {
                 (&not_asking, Some(&valid[..])),
             ] {
                 let q = cookie.map_or(q.clone(), |c| with_cookie_option(q, c));
-                let sent = pushing(&f, &catalog, &q);
+                let sent = pushing_wire(&f, &q.to_wire());
                 assert_eq!(sent.len(), 1, "{mode} {name} {cookie:?}: pushed");
                 let first = Message::parse_with(&sent[0], t).unwrap();
                 let option = FragOption::find(first.edns.as_ref(), DEFAULT_CODE).unwrap();
@@ -298,7 +292,7 @@ fn fragments_are_pushed_only_to_proven_clients_that_ask() {
             // Proven and asked: every fragment at once, each within the budget; they make
             // the complete answer without a single request.
             let asking = with_cookie_option(&asking, &valid);
-            let sent = pushing(&f, &catalog, &asking);
+            let sent = pushing_wire(&f, &asking.to_wire());
             assert!(sent.len() > 1, "{mode} {name}: nothing pushed");
             assert!(sent.iter().all(|d| d.len() <= usize::from(PAYLOAD)));
             let messages: Vec<Message> = sent
@@ -337,9 +331,8 @@ fn fragments_are_pushed_only_to_proven_clients_that_ask() {
 
 #[test]
 fn clients_without_the_option_get_tc_and_fragment_names_are_ordinary_names() {
-    let catalog = catalog();
     for mode in [Fragmentation::Arrf, Fragmentation::Qbf] {
-        let f = Fragmenter::new(settings(mode)).unwrap();
+        let f = server(mode, false);
         // No option, or an option offering only the other scheme: standard truncation.
         let other = if mode == Fragmentation::Arrf {
             QBF
@@ -348,7 +341,7 @@ fn clients_without_the_option_get_tc_and_fragment_names_are_ordinary_names() {
         };
         for schemes in [None, Some(other)] {
             let q = query("example.", RrType::DNSKEY, schemes);
-            let m = Message::parse(&udp(&f, &catalog, &q.to_wire())).unwrap();
+            let m = Message::parse(&udp(&f, &q.to_wire())).unwrap();
             assert!(
                 m.has_flag(FLAG_TC) && m.answers.is_empty(),
                 "{mode} {schemes:?}"
@@ -357,18 +350,13 @@ fn clients_without_the_option_get_tc_and_fragment_names_are_ordinary_names() {
         }
     }
     // Without the option a `?2?` name is just a name (NXDOMAIN here).
-    let f = Fragmenter::new(settings(Fragmentation::Qbf)).unwrap();
+    let f = server(Fragmentation::Qbf, false);
     let q = query("?2?www.example.", RrType::A, None);
-    let mut out = Vec::new();
-    assert!(answer_request(
-        Some(&f),
-        &catalog,
-        &q.to_wire(),
-        LOCALHOST,
-        PAYLOAD,
-        &mut out
-    )
-    .is_none());
+    let m = Message::parse(&udp(&f, &q.to_wire())).unwrap();
+    assert_eq!(
+        (m.rcode(), m.questions[0].qname.clone()),
+        (Rcode::NXDOMAIN, q.questions[0].qname.clone())
+    );
     // Off: no fragmenter at all.
     assert!(Fragmenter::new(settings(Fragmentation::Off)).is_none());
 }
@@ -378,19 +366,21 @@ fn answer_cache_is_bounded_and_follows_the_catalog() {
     let f = Fragmenter::new(settings(Fragmentation::Arrf)).unwrap();
     // Two catalogs of the same zone with different keys (a reload).
     let (a, b) = (catalog(), catalog());
-    let q = query("example.", RrType::DNSKEY, Some(ARRF));
+    let wire = query("example.", RrType::DNSKEY, Some(ARRF)).to_wire();
+    let q = crate::request::parse(&wire, None).unwrap();
     let from_a = f.full_answer(&a, &q, PAYLOAD).unwrap();
     let from_b = f.full_answer(&b, &q, PAYLOAD).unwrap();
     assert_ne!(
         from_a.answers, from_b.answers,
         "a new catalog is not served from the old"
     );
-    let mut again = q.clone();
-    again.id = 99;
+    let mut again = q;
+    again.header.id = 99;
     let hit = f.full_answer(&a, &again, PAYLOAD).unwrap();
     assert_eq!((hit.id, &hit.answers), (99, &from_a.answers));
     for i in 0..40 {
-        let q = query(&format!("n{i}.example."), RrType::A, Some(ARRF));
+        let wire = query(&format!("n{i}.example."), RrType::A, Some(ARRF)).to_wire();
+        let q = crate::request::parse(&wire, None).unwrap();
         f.full_answer(&a, &q, PAYLOAD).unwrap();
     }
     assert_eq!(f.cache.lock().unwrap().len(), ANSWER_CACHE_ENTRIES);
@@ -400,7 +390,6 @@ fn answer_cache_is_bounded_and_follows_the_catalog() {
 /// within the UDP limit (or nothing is sent), and nothing panics.
 #[test]
 fn mutated_fragment_requests_never_panic_or_exceed_the_limit() {
-    let catalog = catalog();
     let q = query("www.example.", RrType::A, Some(ARRF | QBF));
     let t = FragSettings::default().rrfrag_type;
     let wanted = arrf::Wanted {
@@ -432,7 +421,7 @@ fn mutated_fragment_requests_never_panic_or_exceed_the_limit() {
         x
     };
     for (mode, seed) in seeds {
-        let f = Fragmenter::new(settings(mode)).unwrap();
+        let f = server(mode, false);
         for base in [seed, q.to_wire()] {
             for _ in 0..2000 {
                 let mut p = base.clone();
@@ -443,7 +432,7 @@ fn mutated_fragment_requests_never_panic_or_exceed_the_limit() {
                 if next() % 8 == 0 {
                     p.truncate((next() as usize) % p.len());
                 }
-                let out = udp(&f, &catalog, &p);
+                let out = udp(&f, &p);
                 assert!(
                     out.len() <= usize::from(PAYLOAD),
                     "{mode}: {} bytes",
