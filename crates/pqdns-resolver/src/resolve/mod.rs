@@ -17,7 +17,7 @@
 //! - `fetch`: where a response comes from — the cache of raw responses ([`crate::cache`]),
 //!   then the forwarders or iteration;
 //! - `exchange`: one query to a list of servers — the transport [`Client`], the servers that
-//!   did not answer recently ([`crate::infra`]), query IDs and EDNS;
+//!   did not answer recently (`crate::infra`), query IDs and EDNS;
 //! - `iterate`: referrals from the roots down (bailiwick rules), and the delegations learned;
 //! - `trust`: trust anchors, trust per zone (remembered, computed once for concurrent
 //!   resolutions), signature checks on blocking threads, and the MTL ladders;
