@@ -30,10 +30,31 @@ pub struct ClientCookies {
     entries: Mutex<HashMap<IpAddr, Entry>>,
 }
 
-/// Why a response's COOKIE option is not acceptable.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("COOKIE option {0} (RFC 7873 §5.3): the response is not from the server asked")]
-pub struct CookieMismatch(&'static str);
+/// Why a response's COOKIE option is not acceptable (RFC 7873 §5.3): the response is not from
+/// the server asked.
+#[derive(Clone, Copy, Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CookieMismatch {
+    /// The option's length, bytes, is neither a client cookie alone (8) nor a client and a
+    /// server cookie (16 to 40; RFC 7873 §4).
+    #[error(
+        "COOKIE option of an invalid length ({0} bytes) (RFC 7873 §5.3): the response is not \
+         from the server asked"
+    )]
+    Length(usize),
+    /// A COOKIE option came from a server we never sent one to.
+    #[error(
+        "COOKIE option from a server we sent none (RFC 7873 §5.3): the response is not from \
+         the server asked"
+    )]
+    NoneSent,
+    /// The client cookie echoed is not the one we sent that server.
+    #[error(
+        "COOKIE option with another client cookie than ours (RFC 7873 §5.3): the response is \
+         not from the server asked"
+    )]
+    NotOurs,
+}
 
 impl ClientCookies {
     /// The COOKIE option data to send to `server`: our client cookie, then its server cookie
@@ -67,14 +88,12 @@ impl ClientCookies {
     pub fn learn(&self, server: IpAddr, option: Option<&[u8]>) -> Result<(), CookieMismatch> {
         let Some(data) = option else { return Ok(()) };
         if !(data.len() == CLIENT_LEN || (16..=40).contains(&data.len())) {
-            return Err(CookieMismatch("of an invalid length"));
+            return Err(CookieMismatch::Length(data.len()));
         }
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = entries
-            .get_mut(&server)
-            .ok_or(CookieMismatch("from a server we sent none"))?;
+        let entry = entries.get_mut(&server).ok_or(CookieMismatch::NoneSent)?;
         if data[..CLIENT_LEN] != entry.client {
-            return Err(CookieMismatch("with another client cookie than ours"));
+            return Err(CookieMismatch::NotOurs);
         }
         if data.len() > CLIENT_LEN {
             entry.server = data[CLIENT_LEN..].to_vec();
@@ -106,11 +125,15 @@ mod tests {
         assert_eq!(c.option_for(a).unwrap(), reply, "sent back from now on");
         let mut forged = reply.clone();
         forged[0] ^= 1;
-        assert!(c.learn(a, Some(&forged)).is_err());
-        assert!(
-            c.learn(a, Some(&reply[..12])).is_err(),
+        assert_eq!(c.learn(a, Some(&forged)), Err(CookieMismatch::NotOurs));
+        assert_eq!(
+            c.learn(a, Some(&reply[..12])),
+            Err(CookieMismatch::Length(12)),
             "12 bytes is no cookie"
         );
-        assert!(c.learn("192.0.2.9".parse().unwrap(), Some(&reply)).is_err());
+        assert_eq!(
+            c.learn("192.0.2.9".parse().unwrap(), Some(&reply)),
+            Err(CookieMismatch::NoneSent)
+        );
     }
 }

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use quinn::{Connection, Endpoint};
 use rustls::pki_types::ServerName;
 
-use crate::transport::{ExchangeInfo, TransportError};
+use crate::transport::{BadAnswer, ExchangeInfo, TransportError};
 
 /// Most QUIC connections kept open at once (one per server); beyond it closed connections are
 /// forgotten first, then the longest-held is closed.
@@ -114,7 +114,7 @@ impl DoqConnections {
             Err(e @ pqdns_net::QueryError::Quic(_)) => {
                 Err(TransportError::Io(std::io::Error::other(e.to_string())))
             }
-            Err(e) => Err(TransportError::BadAnswer(e.to_string())),
+            Err(e) => Err(BadAnswer::Doq(e).into()),
         }
     }
 }

@@ -49,17 +49,14 @@ mod doq;
 mod flight;
 pub mod fragment;
 mod infra;
-mod iterate;
 mod random;
 pub mod resolve;
 pub mod root_hints;
 pub mod service;
 pub mod transport;
-mod trust;
 mod ttl_map;
-mod validate;
 
 pub use anchors::TrustAnchors;
 pub use answer::{Answer, AnswerRRset, Dropped, Referral, Section};
-pub use resolve::{Config, Mode, ResolveError, Resolver, WorkLimits};
+pub use resolve::{Config, Lame, LimitReached, Mode, ResolveError, Resolver, WorkLimits};
 pub use transport::{Client, ExchangeInfo, TlsOptions, Transport};

@@ -26,7 +26,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UdpSocket};
 use tokio_rustls::client::TlsStream;
 
-use crate::cookies::ClientCookies;
+use crate::cookies::{ClientCookies, CookieMismatch};
 use crate::doq::DoqConnections;
 use crate::fragment::{FragConfig, Fragmenting};
 use crate::random;
@@ -73,14 +73,60 @@ pub enum TransportError {
     Timeout(Duration),
     /// The answer does not parse, or does not match the query.
     #[error("bad answer: {0}")]
-    BadAnswer(String),
+    BadAnswer(#[from] BadAnswer),
     /// HTTP-level failure for DoH.
     #[error("DoH: {0}")]
-    Http(String),
+    Http(#[from] HttpError),
     /// The TLS configuration could not be built (e.g. unreadable CA file).
     #[error("TLS setup: {0}")]
     TlsSetup(String),
 }
+
+/// Why a server's response is not accepted as the answer to our query.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BadAnswer {
+    /// The response is not a DNS message (RFC 1035 §4.1).
+    #[error("malformed response (FORMERR): {0}")]
+    Malformed(pqdns_core::wire::WireError),
+    /// The QR bit is clear (RFC 1035 §4.1.1): a query, not a response.
+    #[error("QR bit clear: not a response")]
+    NotResponse,
+    /// The ID or the question differs from ours (RFC 5452 §9.1).
+    #[error("ID or question does not match the query")]
+    Mismatch,
+    /// The COOKIE option does not echo our client cookie (RFC 7873 §5.3).
+    #[error("{0}")]
+    Cookie(#[from] CookieMismatch),
+    /// The DoQ stream did not carry one length-prefixed message (RFC 9250 §4.2).
+    #[error("{0}")]
+    Doq(pqdns_net::QueryError),
+}
+
+/// Why a DNS-over-HTTPS exchange (RFC 8484) failed. The underlying errors (hyper's, http's)
+/// are boxed so that their versions are not part of this API.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HttpError {
+    /// The HTTP/2 connection could not be set up.
+    #[error("{0}")]
+    Handshake(BoxError),
+    /// The request could not be built (e.g. the TLS server name is no valid authority).
+    #[error("{0}")]
+    Request(BoxError),
+    /// The request could not be sent, or no response came (the connection closed).
+    #[error("{0}")]
+    Send(BoxError),
+    /// The server answered with this HTTP status instead of 200 (RFC 8484 §4.2.1).
+    #[error("status {0}")]
+    Status(u16),
+    /// The response body could not be read, or is over [`MAX_MESSAGE`] bytes.
+    #[error("{0}")]
+    Body(BoxError),
+}
+
+/// An error from a library below, boxed.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// TLS settings for DoT and DoH.
 #[derive(Clone, Debug, Default)]
@@ -368,16 +414,12 @@ impl Client {
         let answer = result.map_err(|_| TransportError::Timeout(self.timeout))??;
         info.elapsed = start.elapsed();
         let message = Message::parse(&answer)
-            .map_err(|e| TransportError::BadAnswer(format!("malformed response (FORMERR): {e}")))?;
+            .map_err(|e| TransportError::BadAnswer(BadAnswer::Malformed(e)))?;
         if !message.has_flag(FLAG_QR) {
-            return Err(TransportError::BadAnswer(
-                "QR bit clear: not a response".into(),
-            ));
+            return Err(BadAnswer::NotResponse.into());
         }
         if message.id != query.id || message.questions != query.questions {
-            return Err(TransportError::BadAnswer(
-                "ID or question does not match the query".into(),
-            ));
+            return Err(BadAnswer::Mismatch.into());
         }
         if query
             .edns
@@ -387,7 +429,7 @@ impl Client {
             let echoed = message.edns.as_ref().and_then(|e| e.option(OPTION_COOKIE));
             self.cookies
                 .learn(server.ip(), echoed)
-                .map_err(|e| TransportError::BadAnswer(e.to_string()))?;
+                .map_err(BadAnswer::from)?;
         }
         Ok((message, info))
     }
@@ -608,7 +650,7 @@ impl Client {
             hyper_util::rt::TokioIo::new(*tls),
         )
         .await
-        .map_err(|e| TransportError::Http(e.to_string()))?;
+        .map_err(|e| HttpError::Handshake(e.into()))?;
         tokio::spawn(async move {
             let _ = conn.await;
         });
@@ -637,24 +679,19 @@ impl Client {
             .header("content-type", "application/dns-message")
             .header("accept", "application/dns-message")
             .body(Full::new(Bytes::copy_from_slice(wire)))
-            .map_err(|e| TransportError::Http(e.to_string()))?;
-        send.ready()
-            .await
-            .map_err(|e| TransportError::Http(e.to_string()))?;
+            .map_err(|e| HttpError::Request(e.into()))?;
+        send.ready().await.map_err(|e| HttpError::Send(e.into()))?;
         let response = send
             .send_request(request)
             .await
-            .map_err(|e| TransportError::Http(e.to_string()))?;
+            .map_err(|e| HttpError::Send(e.into()))?;
         if response.status() != http::StatusCode::OK {
-            return Err(TransportError::Http(format!(
-                "status {}",
-                response.status()
-            )));
+            return Err(HttpError::Status(response.status().as_u16()).into());
         }
         let body = Limited::new(response.into_body(), MAX_MESSAGE)
             .collect()
             .await
-            .map_err(|e| TransportError::Http(e.to_string()))?;
+            .map_err(HttpError::Body)?;
         Ok(body.to_bytes().to_vec())
     }
 }

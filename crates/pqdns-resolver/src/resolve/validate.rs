@@ -5,10 +5,13 @@
 //! A DNAME above the current name redirects it (RFC 6672 §3.1: the DNAME is verified, the
 //! server's synthesized CNAME is unsigned and used only if it agrees). A CNAME or DNAME target
 //! the response does not cover is looked up separately (bounded by
-//! [`crate::resolve::WorkLimits::max_cnames`]). The overall status is the weakest link —
+//! [`WorkLimits::max_cnames`]). The overall status is the weakest link —
 //! Bogus, then Indeterminate, then Insecure — and Secure only through
 //! [`pqdns_core::dnssec::validate::conclude`], which checks that the verified RRsets and
 //! proofs answer the question.
+//!
+//! Owns nothing across resolutions: it drives [`Fetch`] for responses and [`Trust`] for
+//! every RRset and proof, and builds the [`Answer`].
 //!
 //! QTYPE ANY (RFC 8482 §4.1) is answered by the first RRset the server gives at the name (a
 //! CNAME included), validated as any other; the rest are dropped. QTYPE RRSIG is answered by
@@ -25,9 +28,11 @@ use pqdns_core::message::Message;
 use pqdns_core::wire::{Ede, Rcode, FLAG_AA};
 use pqdns_core::{Name, Record, RrType};
 
+use super::ctx::Ctx;
+use super::fetch::Fetch;
+use super::trust::{Checked, NoDs, Trust, Unsigned};
+use super::{LimitReached, ResolveError, WorkLimits};
 use crate::answer::{rcode_name, Answer, AnswerRRset, Dropped, Referral, Section};
-use crate::resolve::{Ctx, Inner, ResolveError};
-use crate::trust::{Checked, NoDs, Unsigned};
 
 /// The RRsets of one response and which of them the answer uses.
 struct Sections {
@@ -239,6 +244,7 @@ impl Walk {
     }
 
     fn finish(mut self, ctx: Ctx) -> Answer {
+        let (chain, exchanges) = ctx.into_report();
         let status = if let Some(r) = self.bogus.take() {
             Status::Bogus(r)
         } else if let Some(r) = self.indeterminate.take() {
@@ -267,35 +273,63 @@ impl Walk {
             denials: self.denials,
             referral: self.referral,
             dropped: self.dropped,
-            chain: ctx.chain,
-            exchanges: ctx.exchanges,
+            chain,
+            exchanges,
             unvalidated: self.messages,
         }
     }
 }
 
-impl Inner {
-    /// Resolves and validates (qname, qtype) into an [`Answer`].
-    pub(crate) async fn answer(&self, qname: Name, qtype: RrType) -> Result<Answer, ResolveError> {
-        let (answer, ladder_missing) = self.answer_in(qname.clone(), qtype, self.new_ctx()).await?;
+/// One resolution's view of the resolver: where responses come from, and trust.
+pub(super) struct Validation<'a> {
+    fetch: &'a Fetch,
+    trust: &'a Trust,
+    /// [`WorkLimits::max_cnames`].
+    max_cnames: usize,
+}
+
+impl<'a> Validation<'a> {
+    /// Resolutions with responses from `fetch` and trust from `trust`, following at most
+    /// `max_cnames` CNAMEs and DNAMEs.
+    pub(super) fn new(fetch: &'a Fetch, trust: &'a Trust, max_cnames: usize) -> Self {
+        Validation {
+            fetch,
+            trust,
+            max_cnames,
+        }
+    }
+
+    /// Resolves and validates (qname, qtype) into an [`Answer`] within `work`.
+    pub(super) async fn answer(
+        &self,
+        work: &WorkLimits,
+        qname: Name,
+        qtype: RrType,
+    ) -> Result<Answer, ResolveError> {
+        let local = self.trust.local();
+        let (answer, ladder_missing) = self
+            .answer_in(qname.clone(), qtype, Ctx::new(work, local))
+            .await?;
         if answer.status().is_bogus() && ladder_missing {
             // A condensed MTL signature whose ladder is not held (a zone re-signed since its
             // DNSKEY RRset was trusted): once more, asking for full signatures, whose ladders
             // are then kept for the condensed signatures that follow.
-            let ctx = self.full_signature_ctx(answer.exchanges());
+            let local = self.trust.local();
+            let ctx = Ctx::full_signatures(work, local, answer.exchanges());
             return Ok(self.answer_in(qname, qtype, ctx).await?.0);
         }
         Ok(answer)
     }
 
-    /// As [`Inner::answer`] with `ctx`; also says whether a ladder was missing.
+    /// Resolves and validates (qname, qtype) with `ctx`; also says whether a ladder was
+    /// missing.
     async fn answer_in(
         &self,
         qname: Name,
         qtype: RrType,
         mut ctx: Ctx,
     ) -> Result<(Answer, bool), ResolveError> {
-        let mut msg = self.lookup(&qname, qtype, &mut ctx).await?;
+        let mut msg = self.fetch.lookup(&qname, qtype, &mut ctx).await?;
         let mut w = Walk {
             qname: qname.clone(),
             qtype,
@@ -322,7 +356,7 @@ impl Inner {
                 Ok(Step::Done) => break,
                 Ok(Step::Chase) => {
                     let name = w.name.clone();
-                    msg = self.lookup(&name, qtype, &mut ctx).await?;
+                    msg = self.fetch.lookup(&name, qtype, &mut ctx).await?;
                 }
                 Err(Halt::Bogus(r)) => {
                     w.bogus = Some(r);
@@ -331,12 +365,12 @@ impl Inner {
                 Err(Halt::Error(e)) => return Err(e),
             }
         }
-        let ladder_missing = Inner::ladder_missing(&ctx);
-        let used = std::mem::take(&mut ctx.used);
+        let ladder_missing = ctx.trust().ladder_missing();
+        let used = ctx.take_used();
         let answer = w.finish(ctx);
         // RFC 4035 §4.7: what failed validation is not kept beyond a few seconds.
         if !answer.status().is_bogus() {
-            self.confirm_cached(&used);
+            self.fetch.confirm(&used);
         }
         Ok((answer, ladder_missing))
     }
@@ -387,13 +421,13 @@ impl Inner {
                 });
             let Some(j) = found else { break };
             let set = s.take(Section::Answer, j);
-            match self.check_rrset(&set, ctx).await {
+            match self.trust.check_rrset(&set, self.fetch, ctx).await {
                 Checked::Secure(v, keys) => {
                     if v.from_wildcard() {
                         let source = v.signed_owner().parent().unwrap_or_else(Name::root);
                         let claim = Claim::Expanded { source };
                         let d = self.prove_with(&keys, s, &name, claim, ctx).await?;
-                        ctx.chain.push(format!("{name}: wildcard expansion proven"));
+                        ctx.note(format!("{name}: wildcard expansion proven"));
                         w.denial(d);
                     }
                     w.secure.push(v.clone());
@@ -466,14 +500,17 @@ impl Inner {
         self.negative(None, s, w, ctx).await
     }
 
-    /// Counts one CNAME or DNAME followed, against [`crate::resolve::WorkLimits::max_cnames`].
+    /// Counts one CNAME or DNAME followed, against [`WorkLimits::max_cnames`].
     fn count_redirection(&self, w: &mut Walk) -> Result<(), Halt> {
         w.cnames += 1;
-        if w.cnames > self.config.work.max_cnames {
-            return Err(Halt::Error(ResolveError::WorkLimit(format!(
-                "more than {} CNAMEs or DNAMEs from {}",
-                self.config.work.max_cnames, w.qname
-            ))));
+        if w.cnames > self.max_cnames {
+            return Err(Halt::Error(
+                LimitReached::Redirections {
+                    limit: self.max_cnames,
+                    qname: w.qname.clone(),
+                }
+                .into(),
+            ));
         }
         Ok(())
     }
@@ -494,7 +531,7 @@ impl Inner {
         };
         let Some(j) = soa else {
             // Without an SOA there is no proof: acceptable only in an unsigned zone.
-            match self.unsigned(&name, ctx).await {
+            match self.trust.unsigned(&name, self.fetch, ctx).await {
                 Unsigned::Insecure(r) => w.insecure(r),
                 Unsigned::Indeterminate(r) => w.indeterminate(r),
                 Unsigned::Bogus(r) => {
@@ -507,7 +544,7 @@ impl Inner {
             return Ok(Step::Done);
         };
         let soa = s.take(Section::Authority, j);
-        match self.check_rrset(&soa, ctx).await {
+        match self.trust.check_rrset(&soa, self.fetch, ctx).await {
             Checked::Secure(v, keys) => {
                 if keys.zone() != v.owner() || !name.is_subdomain_of(v.owner()) {
                     return Err(Halt::Bogus(Reason::new(
@@ -516,7 +553,7 @@ impl Inner {
                     )));
                 }
                 let d = self.prove_with(&keys, s, &name, claim.clone(), ctx).await?;
-                ctx.chain.push(format!(
+                ctx.note(format!(
                     "{name}: {claim:?} proven by {}'s denial records",
                     keys.zone()
                 ));
@@ -550,7 +587,7 @@ impl Inner {
         let sets = s.take_all(Section::Authority, |r| {
             (r.rtype == RrType::NSEC || r.rtype == RrType::NSEC3) && r.signers().contains(&zone)
         });
-        let verified = self.verify_all(keys, sets, ctx).await?;
+        let verified = self.trust.verify_all(keys, sets, ctx).await?;
         Ok(prove(&zone, name, claim, &verified)?)
     }
 
@@ -596,7 +633,7 @@ impl Inner {
                 ),
             )
         };
-        match self.config.anchors.closest(&cut) {
+        match self.trust.anchor(&cut) {
             None => w.indeterminate(Reason::new(
                 Ede::OTHER,
                 format!("no trust anchor covers {name} (referral to {cut})"),
@@ -607,7 +644,7 @@ impl Inner {
             Some(_) => match ds {
                 Some(j) => {
                     let ds = s.take(Section::Authority, j);
-                    match self.check_rrset(&ds, ctx).await {
+                    match self.trust.check_rrset(&ds, self.fetch, ctx).await {
                         Checked::Secure(v, keys) => {
                             w.indeterminate(not_authoritative(format!(
                                 ", a signed delegation (DS verified with {}'s DNSKEY)",
@@ -624,7 +661,11 @@ impl Inner {
                     let proof = s.take_all(Section::Authority, |r| {
                         r.rtype == RrType::NSEC || r.rtype == RrType::NSEC3
                     });
-                    match self.prove_no_ds(&cut, &proof, ctx, 0).await {
+                    match self
+                        .trust
+                        .prove_no_ds(&cut, &proof, self.fetch, ctx, 0)
+                        .await
+                    {
                         NoDs::Proven(d) => {
                             w.insecure(Reason::new(
                                 Ede::OTHER,
@@ -643,7 +684,7 @@ impl Inner {
                 }
             },
         }
-        ctx.chain.push(format!("{name}: referral to {cut}"));
+        ctx.note(format!("{name}: referral to {cut}"));
         w.referral = Some(referral);
         Ok(Step::Done)
     }

@@ -11,41 +11,90 @@
 //!
 //! Secure and Insecure zones are remembered across resolutions for their TTL (bounded, see
 //! [`MEMO_CAPACITY`]); concurrent resolutions needing the same zone share one computation.
+//!
+//! Owns the trust anchors, the validator settings, trust per zone (remembered and in
+//! flight), the blocking threads signature checks run on ([`Trust::verify`]) and the MTL
+//! ladders verified by any resolution. [`Local`] is one resolution's part (its validator,
+//! with the work budget, and the zones it has trusted), kept in its `Ctx`. The DS, DNSKEY and
+//! SOA RRsets it needs come through [`Fetch::lookup`].
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use pqdns_core::dnssec::denial::{prove, Claim, VerifiedDenial};
-use pqdns_core::dnssec::validate::{danger, Reason, TrustedKeys, UnverifiedRRset, VerifiedRRset};
+use pqdns_core::dnssec::mtl::LadderCache;
+use pqdns_core::dnssec::validate::{
+    danger, Limits, PqPolicy, Reason, TrustedKeys, UnverifiedRRset, Validator, VerifiedRRset,
+};
+use pqdns_core::dnssec::{Profile, Provider};
 use pqdns_core::wire::Ede;
 use pqdns_core::{Name, RrType};
+use tokio::sync::Semaphore;
 
+use super::ctx::Ctx;
+use super::fetch::Fetch;
+use super::{lock, BoxFuture, Clock, Config, MAX_LADDERS};
+use crate::anchors::TrustAnchors;
 use crate::flight::Flights;
-use crate::resolve::{lock, BoxFuture, Ctx, Inner};
 use crate::ttl_map::TtlMap;
 
 /// Most zone cuts walked when establishing trust.
 const MAX_DEPTH: usize = 16;
 
 /// Most zones whose trust is remembered across resolutions.
-pub(crate) const MEMO_CAPACITY: usize = 4096;
+const MEMO_CAPACITY: usize = 4096;
 
 /// Trust established for a zone.
 #[derive(Clone, Debug)]
-pub(crate) enum ZoneTrust {
+enum ZoneTrust {
     Secure(Arc<TrustedKeys>),
     Insecure(Reason),
     Bogus(Reason),
 }
 
+/// Trust for every resolution of one resolver.
+pub(super) struct Trust {
+    anchors: TrustAnchors,
+    memo: TrustMemo,
+    profile: Profile,
+    provider: Provider,
+    pq_policy: PqPolicy,
+    /// Signature-verification limits per resolution.
+    limits: Limits,
+    /// For signature validity.
+    clock: Clock,
+    /// [`Config::verify_threads`] permits.
+    verify_slots: Semaphore,
+    /// MTL ladders verified by any resolution (draft-fregly-dnsop-slh-dsa-mtl-dnssec).
+    ladders: Arc<Mutex<LadderCache>>,
+}
+
+/// One resolution's part of trust: its validator (whose work budget counts every signature
+/// check of the resolution) and the zones it has trusted.
+pub(super) struct Local {
+    /// `None` only while a check runs on a blocking thread.
+    validator: Option<Validator>,
+    zones: HashMap<Name, ZoneTrust>,
+}
+
+impl Local {
+    /// True if a condensed MTL signature could not be checked for want of its ladder.
+    pub(super) fn ladder_missing(&self) -> bool {
+        self.validator
+            .as_ref()
+            .is_some_and(Validator::ladder_missing)
+    }
+}
+
 /// Trust remembered across resolutions, and the computations in flight.
-pub(crate) struct TrustMemo {
+struct TrustMemo {
     entries: Mutex<TtlMap<Name, ZoneTrust>>,
     flights: Flights<Name, ZoneTrust>,
 }
 
 impl TrustMemo {
-    pub(crate) fn new() -> TrustMemo {
+    fn new() -> TrustMemo {
         TrustMemo {
             entries: Mutex::new(TtlMap::new(MEMO_CAPACITY)),
             flights: Flights::new(),
@@ -66,7 +115,7 @@ impl TrustMemo {
 }
 
 /// The outcome of checking one RRset.
-pub(crate) enum Checked {
+pub(super) enum Checked {
     Secure(VerifiedRRset, Arc<TrustedKeys>),
     Insecure(Reason),
     Indeterminate(Reason),
@@ -74,14 +123,14 @@ pub(crate) enum Checked {
 }
 
 /// The outcome of checking data that has no RRSIGs.
-pub(crate) enum Unsigned {
+pub(super) enum Unsigned {
     Insecure(Reason),
     Indeterminate(Reason),
     Bogus(Reason),
 }
 
 /// The outcome of looking for a proof that a delegation has no DS.
-pub(crate) enum NoDs {
+pub(super) enum NoDs {
     /// The parent's verified NSEC/NSEC3 records prove it: an unsigned delegation.
     Proven(VerifiedDenial),
     /// The parent zone is itself insecure.
@@ -93,9 +142,77 @@ fn bogus(ede: Ede, text: String) -> Reason {
     Reason::new(ede, text)
 }
 
-impl Inner {
+impl Trust {
+    /// Trust from `config`'s anchors, validator settings and verification threads.
+    pub(super) fn new(config: &Config) -> Trust {
+        Trust {
+            anchors: config.anchors.clone(),
+            memo: TrustMemo::new(),
+            profile: config.profile.clone(),
+            provider: config.provider.clone(),
+            pq_policy: config.pq_policy,
+            limits: config.limits,
+            clock: Clock(config.now),
+            verify_slots: Semaphore::new(config.verify_threads.max(1)),
+            ladders: Arc::new(Mutex::new(LadderCache::new(MAX_LADDERS))),
+        }
+    }
+
+    /// A new resolution's part: a validator with a fresh work budget.
+    pub(super) fn local(&self) -> Local {
+        let validator = Validator::new(
+            &self.profile,
+            &self.provider,
+            self.clock.unix(),
+            self.limits,
+            self.pq_policy,
+        )
+        .with_ladders(self.ladders.clone());
+        Local {
+            validator: Some(validator),
+            zones: HashMap::new(),
+        }
+    }
+
+    /// The closest trust anchor at or above `name`.
+    pub(super) fn anchor(&self, name: &Name) -> Option<&Name> {
+        self.anchors.closest(name)
+    }
+
+    /// Runs signature checks on a blocking thread with the resolution's validator (so its work
+    /// budget counts them), at most `verify_threads` at a time.
+    async fn verify<T, F>(&self, ctx: &mut Ctx, check: F) -> Result<T, Reason>
+    where
+        F: FnOnce(&mut Validator) -> Result<T, Reason> + Send + 'static,
+        T: Send + 'static,
+    {
+        let _permit = self
+            .verify_slots
+            .acquire()
+            .await
+            .expect("the semaphore is never closed");
+        let mut validator = ctx
+            .trust()
+            .validator
+            .take()
+            .expect("the validator is returned after every check");
+        let job = tokio::task::spawn_blocking(move || {
+            let out = check(&mut validator);
+            (validator, out)
+        });
+        match job.await {
+            Ok((validator, out)) => {
+                ctx.trust().validator = Some(validator);
+                out
+            }
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            // The runtime is shutting down and will drop this task.
+            Err(_) => std::future::pending().await,
+        }
+    }
+
     /// Verifies `sets` with `keys` on a blocking thread.
-    pub(crate) async fn verify_all(
+    pub(super) async fn verify_all(
         &self,
         keys: &Arc<TrustedKeys>,
         sets: Vec<UnverifiedRRset>,
@@ -113,9 +230,14 @@ impl Inner {
 
     /// Checks one RRset of a response: verified with its signer's trusted keys, or shown to be
     /// in an unsigned zone, or neither (Bogus).
-    pub(crate) async fn check_rrset(&self, rrset: &UnverifiedRRset, ctx: &mut Ctx) -> Checked {
+    pub(super) async fn check_rrset(
+        &self,
+        rrset: &UnverifiedRRset,
+        fetch: &Fetch,
+        ctx: &mut Ctx,
+    ) -> Checked {
         let owner = &rrset.owner;
-        let Some(anchor) = self.config.anchors.closest(owner).cloned() else {
+        let Some(anchor) = self.anchors.closest(owner).cloned() else {
             return Checked::Indeterminate(Reason::new(
                 Ede::OTHER,
                 format!("no trust anchor covers {owner}"),
@@ -129,7 +251,7 @@ impl Inner {
             .collect();
         signers.sort_by_key(|s| std::cmp::Reverse(s.label_count()));
         let Some(signer) = signers.into_iter().next() else {
-            return match self.unsigned(owner, ctx).await {
+            return match self.unsigned(owner, fetch, ctx).await {
                 Unsigned::Insecure(r) => Checked::Insecure(r),
                 Unsigned::Indeterminate(r) => Checked::Indeterminate(r),
                 Unsigned::Bogus(r) => Checked::Bogus(r),
@@ -144,12 +266,12 @@ impl Inner {
                 ),
             ));
         }
-        match self.zone_trust(&signer, ctx, 0).await {
+        match self.zone_trust(&signer, fetch, ctx, 0).await {
             ZoneTrust::Secure(keys) => match self.verify_all(&keys, vec![rrset.clone()], ctx).await
             {
                 Ok(mut v) => {
                     let v = v.remove(0);
-                    ctx.chain.push(format!(
+                    ctx.note(format!(
                         "{owner} {} verified with {signer}'s DNSKEY (algorithm {}, TTL {})",
                         rrset.rtype,
                         v.algorithms()
@@ -171,9 +293,9 @@ impl Inner {
     /// Data without RRSIGs at `owner`: Insecure if its zone is provably unsigned, else Bogus.
     /// The zone is found through SOA queries but never above the closest trust anchor; none
     /// are needed when a zone at or above `owner` (below the anchor) is already known to be
-    /// Insecure ([`Inner::known_insecure`]).
-    pub(crate) async fn unsigned(&self, owner: &Name, ctx: &mut Ctx) -> Unsigned {
-        let Some(anchor) = self.config.anchors.closest(owner).cloned() else {
+    /// Insecure ([`Trust::known_insecure`]).
+    pub(super) async fn unsigned(&self, owner: &Name, fetch: &Fetch, ctx: &mut Ctx) -> Unsigned {
+        let Some(anchor) = self.anchors.closest(owner).cloned() else {
             return Unsigned::Indeterminate(Reason::new(
                 Ede::OTHER,
                 format!("no trust anchor covers {owner}"),
@@ -182,11 +304,11 @@ impl Inner {
         if let Some(r) = self.known_insecure(owner, &anchor, ctx) {
             return Unsigned::Insecure(r);
         }
-        let zone = match self.find_zone(owner, &anchor, ctx).await {
+        let zone = match self.find_zone(owner, &anchor, fetch, ctx).await {
             Some(z) => z,
             None => anchor,
         };
-        match self.zone_trust(&zone, ctx, 0).await {
+        match self.zone_trust(&zone, fetch, ctx, 0).await {
             ZoneTrust::Insecure(r) => Unsigned::Insecure(r),
             ZoneTrust::Bogus(r) => Unsigned::Bogus(r),
             ZoneTrust::Secure(_) => Unsigned::Bogus(bogus(
@@ -210,13 +332,13 @@ impl Inner {
                 return None;
             }
             let trust = ctx
-                .trust
+                .trust()
+                .zones
                 .get(&n)
                 .cloned()
-                .or_else(|| self.trust.get(&n, now));
+                .or_else(|| self.memo.get(&n, now));
             if let Some(ZoneTrust::Insecure(r)) = trust {
-                ctx.chain
-                    .push(format!("{owner}: below {n}, known to be Insecure"));
+                ctx.note(format!("{owner}: below {n}, known to be Insecure"));
                 return Some(r);
             }
             cur = n.parent();
@@ -225,13 +347,19 @@ impl Inner {
     }
 
     /// The closest name at or above `owner`, strictly below `anchor`, that has an SOA.
-    async fn find_zone(&self, owner: &Name, anchor: &Name, ctx: &mut Ctx) -> Option<Name> {
+    async fn find_zone(
+        &self,
+        owner: &Name,
+        anchor: &Name,
+        fetch: &Fetch,
+        ctx: &mut Ctx,
+    ) -> Option<Name> {
         let mut cur = Some(owner.clone());
         while let Some(n) = cur {
             if n == *anchor || !n.is_subdomain_of(anchor) {
                 return None;
             }
-            let m = self.lookup(&n, RrType::SOA, ctx).await.ok()?;
+            let m = fetch.lookup(&n, RrType::SOA, ctx).await.ok()?;
             if m.answers
                 .iter()
                 .any(|r| r.rtype == RrType::SOA && r.owner == n)
@@ -244,14 +372,15 @@ impl Inner {
     }
 
     /// Establishes (and memoises) trust in `zone`'s DNSKEYs.
-    pub(crate) fn zone_trust<'a>(
+    fn zone_trust<'a>(
         &'a self,
         zone: &'a Name,
+        fetch: &'a Fetch,
         ctx: &'a mut Ctx,
         depth: usize,
     ) -> BoxFuture<'a, ZoneTrust> {
         Box::pin(async move {
-            if let Some(t) = ctx.trust.get(zone) {
+            if let Some(t) = ctx.trust().zones.get(zone) {
                 return t.clone();
             }
             if depth > MAX_DEPTH {
@@ -260,25 +389,25 @@ impl Inner {
                     format!("chain of trust deeper than {MAX_DEPTH} zones at {zone}"),
                 ));
             }
-            let trust = match self.trust.get(zone, Instant::now()) {
+            let trust = match self.memo.get(zone, Instant::now()) {
                 Some(t) => {
-                    ctx.chain.push(format!(
+                    ctx.note(format!(
                         "{zone}: trust established by an earlier resolution"
                     ));
                     t
                 }
                 None => {
-                    self.trust
+                    self.memo
                         .flights
                         .run(zone, || async {
-                            let (t, ttl) = self.zone_trust_uncached(zone, ctx, depth).await;
-                            self.trust.put(zone, &t, ttl, Instant::now());
+                            let (t, ttl) = self.zone_trust_uncached(zone, fetch, ctx, depth).await;
+                            self.memo.put(zone, &t, ttl, Instant::now());
                             t
                         })
                         .await
                 }
             };
-            ctx.trust.insert(zone.clone(), trust.clone());
+            ctx.trust().zones.insert(zone.clone(), trust.clone());
             trust
         })
     }
@@ -287,21 +416,22 @@ impl Inner {
     async fn zone_trust_uncached(
         &self,
         zone: &Name,
+        fetch: &Fetch,
         ctx: &mut Ctx,
         depth: usize,
     ) -> (ZoneTrust, u32) {
         let fail = |text: String| (ZoneTrust::Bogus(bogus(Ede::DNSSEC_BOGUS, text)), 0);
-        let ds = if let Some(anchor) = self.config.anchors.ds_for(zone) {
-            ctx.chain.push(format!(
+        let ds = if let Some(anchor) = self.anchors.ds_for(zone) {
+            ctx.note(format!(
                 "{zone} DS: {} record(s) from the trust anchor",
                 anchor.len()
             ));
             danger::trust_anchor_ds(zone, anchor.to_vec())
         } else {
-            let Some(anchor) = self.config.anchors.closest(zone).cloned() else {
+            let Some(anchor) = self.anchors.closest(zone).cloned() else {
                 return fail(format!("no trust anchor at or above {zone}"));
             };
-            let m = match self.lookup(zone, RrType::DS, ctx).await {
+            let m = match fetch.lookup(zone, RrType::DS, ctx).await {
                 Ok(m) => m,
                 Err(e) => return fail(format!("DS query for {zone} failed: {e}")),
             };
@@ -326,14 +456,14 @@ impl Inner {
                             0,
                         );
                     };
-                    let parent_keys = match self.zone_trust(&parent, ctx, depth + 1).await {
+                    let parent_keys = match self.zone_trust(&parent, fetch, ctx, depth + 1).await {
                         ZoneTrust::Secure(k) => k,
                         other => return (other, 0),
                     };
                     match self.verify_all(&parent_keys, vec![ds_set], ctx).await {
                         Ok(mut v) => {
                             let v = v.remove(0);
-                            ctx.chain.push(format!(
+                            ctx.note(format!(
                                 "{zone} DS: {} record(s) verified with {parent}'s DNSKEY",
                                 v.rdatas().len()
                             ));
@@ -344,9 +474,9 @@ impl Inner {
                 }
                 None => {
                     let authority = UnverifiedRRset::group(&m.authority);
-                    return match self.prove_no_ds(zone, &authority, ctx, depth).await {
+                    return match self.prove_no_ds(zone, &authority, fetch, ctx, depth).await {
                         NoDs::Proven(denial) => {
-                            ctx.chain.push(format!(
+                            ctx.note(format!(
                                 "{zone}: no DS, proven by {}'s denial records (unsigned delegation)",
                                 denial.zone()
                             ));
@@ -365,7 +495,7 @@ impl Inner {
                 }
             }
         };
-        let m = match self.lookup(zone, RrType::DNSKEY, ctx).await {
+        let m = match fetch.lookup(zone, RrType::DNSKEY, ctx).await {
             Ok(m) => m,
             Err(e) => return fail(format!("DNSKEY query for {zone} failed: {e}")),
         };
@@ -388,7 +518,7 @@ impl Inner {
             .await
         {
             Ok(Some(trusted)) => {
-                ctx.chain.push(format!(
+                ctx.note(format!(
                     "{zone} DNSKEY: {count} key(s), signed by a key matching its DS"
                 ));
                 let ttl = trusted.ttl();
@@ -407,14 +537,15 @@ impl Inner {
 
     /// Looks in `authority` (a response about `zone`: its DS query, or a referral to it) for
     /// the parent's proof that `zone` has no DS.
-    pub(crate) async fn prove_no_ds(
+    pub(super) async fn prove_no_ds(
         &self,
         zone: &Name,
         authority: &[UnverifiedRRset],
+        fetch: &Fetch,
         ctx: &mut Ctx,
         depth: usize,
     ) -> NoDs {
-        let anchor = self.config.anchors.closest(zone).cloned();
+        let anchor = self.anchors.closest(zone).cloned();
         let denial_sets: Vec<&UnverifiedRRset> = authority
             .iter()
             .filter(|s| s.rtype == RrType::NSEC || s.rtype == RrType::NSEC3)
@@ -430,7 +561,7 @@ impl Inner {
                 format!("no DS for {zone} and no signed proof of its absence"),
             ));
         };
-        let keys = match self.zone_trust(&parent, ctx, depth + 1).await {
+        let keys = match self.zone_trust(&parent, fetch, ctx, depth + 1).await {
             ZoneTrust::Secure(k) => k,
             ZoneTrust::Insecure(r) => return NoDs::Insecure(r),
             ZoneTrust::Bogus(r) => return NoDs::Bogus(r),

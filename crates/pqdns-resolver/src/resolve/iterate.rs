@@ -5,32 +5,67 @@
 //!   server asked and at or above QNAME; anything else (a referral to an unrelated zone, or
 //!   upwards) ends the lookup as lame.
 //! - Glue is used only for NS names inside the delegated zone. NS names outside it are
-//!   resolved separately, from the roots, within [`crate::resolve::WorkLimits`] (at most a few
+//!   resolved separately, from the roots, within [`WorkLimits`] (at most a few
 //!   per referral and per resolution, against NXNSAttack-style amplification), never from the
 //!   referring server's additional section.
 //! - Records outside the zone of the answering server are dropped from its responses (and
 //!   the drop is noted in the trace).
+//!
+//! Owns the root servers, the delegations learned from referrals, and the referral and
+//! NS-name budgets ([`Glueless`] is the per-resolution part, kept in the resolution's `Ctx`).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use pqdns_core::message::Message;
 use pqdns_core::wire::{Rcode, FLAG_AA};
 use pqdns_core::{Name, Record, RrType};
 
-use crate::resolve::{lock, BoxFuture, Ctx, Inner, ResolveError};
+use super::ctx::Ctx;
+use super::exchange::Exchanger;
+use super::fetch::Fetch;
+use super::{lock, BoxFuture, Lame, ResolveError, WorkLimits};
 use crate::ttl_map::TtlMap;
 
+/// Referral following: the roots, what referrals taught, and the bounds.
+pub(super) struct Iteration {
+    roots: Vec<SocketAddr>,
+    /// Port for servers learned from glue.
+    port: u16,
+    delegations: Mutex<Delegations>,
+    max_referrals: usize,
+    max_glueless_per_referral: usize,
+    max_glueless: usize,
+}
+
+/// One resolution's budget of NS names without glue, and the names being resolved.
+pub(super) struct Glueless {
+    left: usize,
+    /// NS names being resolved (cycle guard for glueless delegations).
+    resolving: Vec<Name>,
+}
+
+impl Glueless {
+    /// A budget of `max` NS-name lookups ([`WorkLimits::max_glueless`]).
+    pub(super) fn new(max: usize) -> Glueless {
+        Glueless {
+            left: max,
+            resolving: Vec::new(),
+        }
+    }
+}
+
 /// Most delegations remembered.
-pub(crate) const MAX_DELEGATIONS: usize = 4096;
+const MAX_DELEGATIONS: usize = 4096;
 
 /// Server addresses per delegated zone, learned from referrals, kept for the NS TTL.
-pub(crate) struct Delegations {
+struct Delegations {
     map: TtlMap<Name, Vec<SocketAddr>>,
 }
 
 impl Delegations {
-    pub(crate) fn new() -> Delegations {
+    fn new() -> Delegations {
         Delegations {
             map: TtlMap::new(MAX_DELEGATIONS),
         }
@@ -77,15 +112,27 @@ fn address(r: &Record, port: u16) -> Option<SocketAddr> {
     Some(SocketAddr::new(ip, port))
 }
 
-impl Inner {
+impl Iteration {
+    /// Iteration from `roots`, glue addresses on `port`, within `work`.
+    pub(super) fn new(roots: Vec<SocketAddr>, port: u16, work: &WorkLimits) -> Iteration {
+        Iteration {
+            roots,
+            port,
+            delegations: Mutex::new(Delegations::new()),
+            max_referrals: work.max_referrals,
+            max_glueless_per_referral: work.max_glueless_per_referral,
+            max_glueless: work.max_glueless,
+        }
+    }
+
     /// Walks referrals from the closest known delegation (or the roots) to a server that
     /// answers for (qname, qtype); returns its response with out-of-zone records removed.
-    pub(crate) fn iterate<'a>(
+    pub(super) fn iterate<'a>(
         &'a self,
+        fetch: &'a Fetch,
+        exchanger: &'a Exchanger,
         qname: &'a Name,
         qtype: RrType,
-        roots: &'a [SocketAddr],
-        port: u16,
         ctx: &'a mut Ctx,
     ) -> BoxFuture<'a, Result<Message, ResolveError>> {
         Box::pin(async move {
@@ -96,12 +143,13 @@ impl Inner {
                 qname.clone()
             };
             let known = lock(&self.delegations).closest(&start, Instant::now());
-            let (mut zone, mut servers) = known.unwrap_or_else(|| (Name::root(), roots.to_vec()));
-            for _ in 0..self.config.work.max_referrals {
-                let mut m = self.ask(&servers, qname, qtype, ctx).await?;
+            let (mut zone, mut servers) =
+                known.unwrap_or_else(|| (Name::root(), self.roots.clone()));
+            for _ in 0..self.max_referrals {
+                let mut m = exchanger.ask(&servers, qname, qtype, ctx).await?;
                 let dropped = keep_in_zone(&mut m, &zone);
                 if dropped > 0 {
-                    ctx.chain.push(format!(
+                    ctx.note(format!(
                         "{dropped} record(s) outside {zone} dropped from its server's response \
                          to {qname} {qtype}"
                     ));
@@ -115,9 +163,12 @@ impl Inner {
                     .find(|r| r.rtype == RrType::NS)
                     .map(|r| r.owner.clone())
                 else {
-                    return Err(ResolveError::Lame(format!(
-                        "no answer and no referral from {zone}'s server for {qname} {qtype}"
-                    )));
+                    return Err(Lame::NoReferral {
+                        zone,
+                        qname: qname.clone(),
+                        qtype,
+                    }
+                    .into());
                 };
                 if qtype == RrType::DS && cut == *qname {
                     // The parent referred us to the child for DS: the parent's answer is the
@@ -125,10 +176,12 @@ impl Inner {
                     return Ok(m);
                 }
                 if cut == zone || !cut.is_subdomain_of(&zone) || !qname.is_subdomain_of(&cut) {
-                    return Err(ResolveError::Lame(format!(
-                        "{zone}'s server referred {qname} to {cut}, which is not between \
-                         {zone} and {qname} (out of bailiwick)"
-                    )));
+                    return Err(Lame::OutOfBailiwick {
+                        zone,
+                        qname: qname.clone(),
+                        cut,
+                    }
+                    .into());
                 }
                 let ns_records: Vec<&Record> = m
                     .authority
@@ -145,18 +198,15 @@ impl Inner {
                     .additional
                     .iter()
                     .filter(|r| r.owner.is_subdomain_of(&cut) && ns_names.contains(&r.owner))
-                    .filter_map(|r| address(r, port))
+                    .filter_map(|r| address(r, self.port))
                     .collect();
                 if addrs.is_empty() {
-                    addrs = self.glueless(&ns_names, &cut, port, ctx).await;
+                    addrs = self.glueless(fetch, &ns_names, &cut, ctx).await;
                 }
                 if addrs.is_empty() {
-                    return Err(ResolveError::Lame(format!(
-                        "referral to {cut}: no glue for NS names inside it, and no NS name \
-                         outside it resolved"
-                    )));
+                    return Err(Lame::NoAddresses { cut }.into());
                 }
-                ctx.chain.push(format!(
+                ctx.note(format!(
                     "referral from {zone} to {cut}: {} server(s)",
                     addrs.len()
                 ));
@@ -164,10 +214,11 @@ impl Inner {
                 zone = cut;
                 servers = addrs;
             }
-            Err(ResolveError::Lame(format!(
-                "more than {} referrals for {qname}",
-                self.config.work.max_referrals
-            )))
+            Err(Lame::TooManyReferrals {
+                limit: self.max_referrals,
+                qname: qname.clone(),
+            }
+            .into())
         })
     }
 
@@ -176,41 +227,41 @@ impl Inner {
     /// name that has addresses.
     async fn glueless(
         &self,
+        fetch: &Fetch,
         ns_names: &[Name],
         cut: &Name,
-        port: u16,
         ctx: &mut Ctx,
     ) -> Vec<SocketAddr> {
         let outside = ns_names.iter().filter(|n| !n.is_subdomain_of(cut));
-        for ns in outside.take(self.config.work.max_glueless_per_referral) {
-            if ctx.glueless_left == 0 {
-                ctx.chain.push(format!(
+        for ns in outside.take(self.max_glueless_per_referral) {
+            if ctx.glueless().left == 0 {
+                ctx.note(format!(
                     "budget of {} NS names without glue used up (at {cut})",
-                    self.config.work.max_glueless
+                    self.max_glueless
                 ));
                 break;
             }
-            if ctx.resolving.contains(ns) {
+            if ctx.glueless().resolving.contains(ns) {
                 continue;
             }
-            ctx.glueless_left -= 1;
-            ctx.resolving.push(ns.clone());
+            ctx.glueless().left -= 1;
+            ctx.glueless().resolving.push(ns.clone());
             let mut addrs = Vec::new();
             for t in [RrType::A, RrType::AAAA] {
-                if let Ok(m) = self.lookup(ns, t, ctx).await {
+                if let Ok(m) = fetch.lookup(ns, t, ctx).await {
                     addrs.extend(
                         m.answers
                             .iter()
                             .filter(|r| r.owner == *ns)
-                            .filter_map(|r| address(r, port)),
+                            .filter_map(|r| address(r, self.port)),
                     );
                 }
                 if !addrs.is_empty() {
                     break;
                 }
             }
-            ctx.resolving.pop();
-            ctx.chain.push(format!(
+            ctx.glueless().resolving.pop();
+            ctx.note(format!(
                 "NS {ns} of {cut} (no glue): {} address(es)",
                 addrs.len()
             ));

@@ -1,0 +1,119 @@
+//! One query to the servers of a zone: build it (a random ID from [`crate::random`], EDNS
+//! with DO, CD set, RFC 4035 §3.2.2), ask the servers in turn until one answers — those that
+//! did not answer recently last ([`crate::infra`]) — and count every try against the
+//! resolution's budget.
+//!
+//! Owns the transport [`Client`] and the infrastructure cache.
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use pqdns_core::dnssec::mtl::EDNS_FULL_SIGNATURES;
+use pqdns_core::message::{Message, Question};
+use pqdns_core::wire::{Edns, EDNS_DO, FLAG_CD};
+use pqdns_core::{Class, Name, RrType};
+
+use super::ctx::Ctx;
+use super::{Lame, LimitReached, ResolveError};
+use crate::infra::Infra;
+use crate::random;
+use crate::transport::{Client, TransportError};
+
+/// Sends queries: the transport client and what is known of the servers.
+pub(super) struct Exchanger {
+    client: Client,
+    /// Servers that did not answer recently, tried last.
+    infra: Infra,
+    /// EDNS(0) UDP payload size advertised, bytes.
+    udp_payload: u16,
+    /// [`super::WorkLimits::max_exchanges`], for the error that reports it.
+    max_exchanges: usize,
+}
+
+impl Exchanger {
+    /// Queries through `client`, advertising `udp_payload` bytes; `max_exchanges` is only
+    /// reported (the budget itself is the resolution's, in [`Ctx`]).
+    pub(super) fn new(client: Client, udp_payload: u16, max_exchanges: usize) -> Exchanger {
+        Exchanger {
+            client,
+            infra: Infra::new(),
+            udp_payload,
+            max_exchanges,
+        }
+    }
+
+    fn query(
+        &self,
+        qname: &Name,
+        qtype: RrType,
+        full_signatures: bool,
+    ) -> Result<Message, TransportError> {
+        // draft-fregly-dnsop-slh-dsa-mtl-dnssec: an empty option asks for full signatures.
+        let options = if full_signatures {
+            vec![(EDNS_FULL_SIGNATURES, Vec::new())]
+        } else {
+            Vec::new()
+        };
+        let mut m = Message::query(
+            random::query_id()?,
+            Question {
+                qname: qname.clone(),
+                qtype,
+                qclass: Class::IN,
+            },
+            false,
+            Some(Edns {
+                udp_payload: self.udp_payload,
+                ext_rcode: 0,
+                version: 0,
+                flags: EDNS_DO,
+                options,
+            }),
+        );
+        // We validate ourselves: ask for unvalidated data (RFC 4035 §3.2.2).
+        m.flags |= FLAG_CD;
+        Ok(m)
+    }
+
+    /// Asks `servers` in turn until one answers, those that did not answer recently last
+    /// ([`crate::infra`]); each try counts against the budget.
+    ///
+    /// # Errors
+    /// [`LimitReached::Exchanges`] when the budget is spent, [`Lame::NoServers`] for an empty
+    /// list, else the last server's [`TransportError`].
+    pub(super) async fn ask(
+        &self,
+        servers: &[SocketAddr],
+        qname: &Name,
+        qtype: RrType,
+        ctx: &mut Ctx,
+    ) -> Result<Message, ResolveError> {
+        let mut last = None;
+        for server in &self.infra.order(servers, Instant::now()) {
+            if !ctx.spend_exchange() {
+                return Err(LimitReached::Exchanges {
+                    limit: self.max_exchanges,
+                    qname: qname.clone(),
+                    qtype,
+                }
+                .into());
+            }
+            let query = self.query(qname, qtype, ctx.wants_full_signatures())?;
+            match self.client.exchange(*server, &query).await {
+                Ok((m, info)) => {
+                    self.infra.answered(*server);
+                    ctx.exchanged(info);
+                    return Ok(m);
+                }
+                Err(e) => {
+                    tracing::debug!(%server, error = %e, "server failed");
+                    if matches!(e, TransportError::Timeout(_) | TransportError::Io(_)) {
+                        self.infra.failed(*server, Instant::now());
+                    }
+                    last = Some(e);
+                }
+            }
+        }
+        Err(last.map_or(ResolveError::Lame(Lame::NoServers), ResolveError::from))
+    }
+}

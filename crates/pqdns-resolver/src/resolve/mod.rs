@@ -1,0 +1,232 @@
+//! Resolution (RFC 1034 §5.3.3) and validation (RFC 4035 §5): ask a named server
+//! (forwarding) or walk down from root hints (iterative, with bailiwick checks), then validate
+//! the answer through the chain of trust — trust anchor → DS → DNSKEY → RRSIG at every zone
+//! cut, and NSEC/NSEC3 proofs for negative and wildcard answers — keeping only validated data
+//! ([`crate::answer`]).
+//!
+//! A [`Resolver`] is cheap to clone and shared by tasks: [`Resolver::resolve`] takes `&self`
+//! and returns a `Send + 'static` future, so `tokio::spawn(resolver.resolve(&name, qtype))`
+//! works. Shared state — the answer cache, delegations learned from referrals, and the trust
+//! established per zone — sits behind locks that are never held across an await. Signature
+//! verification (milliseconds for SPHINCS+) runs on tokio's blocking threads, at most
+//! [`Config::verify_threads`] at a time, never on the async executor.
+//!
+//! Inside, each concern owns its state behind private fields and is reached only through its
+//! methods; the resolver composes them:
+//!
+//! - `fetch`: where a response comes from — the cache of raw responses ([`crate::cache`]),
+//!   then the forwarders or iteration;
+//! - `exchange`: one query to a list of servers — the transport [`Client`], the servers that
+//!   did not answer recently (`crate::infra`), query IDs and EDNS;
+//! - `iterate`: referrals from the roots down (bailiwick rules), and the delegations learned;
+//! - `trust`: trust anchors, trust per zone (remembered, computed once for concurrent
+//!   resolutions), signature checks on blocking threads, and the MTL ladders;
+//! - `validate`: from responses to an [`Answer`] — the answer chain, denial proofs, referrals;
+//! - `ctx`: what one resolution carries between them (trace, exchanges, budgets);
+//! - `error`: [`ResolveError`] and the facts it carries ([`Lame`], [`LimitReached`]).
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use pqdns_core::dnssec::validate::{Limits, PqPolicy};
+use pqdns_core::dnssec::{Profile, Provider};
+use pqdns_core::{Name, RrType};
+
+use crate::anchors::TrustAnchors;
+use crate::answer::Answer;
+use crate::cache;
+use crate::transport::Client;
+
+mod ctx;
+mod error;
+mod exchange;
+mod fetch;
+mod iterate;
+mod trust;
+mod validate;
+
+pub use error::{Lame, LimitReached, ResolveError};
+/// Where queries go.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum Mode {
+    /// Send every query to this server (it must serve or recurse for all zones involved). A
+    /// referral from it is reported in [`Answer::referral`], not followed.
+    Forward(SocketAddr),
+    /// As [`Mode::Forward`] with several servers: each query goes to the first that answers,
+    /// in order (every try counts against [`WorkLimits::max_exchanges`]).
+    ForwardAny(Vec<SocketAddr>),
+    /// Start at these root servers and follow referrals (in bailiwick only; NS names without
+    /// glue are resolved within [`WorkLimits`]); glue addresses use `port`.
+    Iterative {
+        /// Root server addresses.
+        roots: Vec<SocketAddr>,
+        /// Port for servers learned from glue.
+        port: u16,
+    },
+}
+
+/// Bounds on the work one resolution may cause, against amplification by hostile servers
+/// (NXNSAttack: referrals to many NS names without glue; CNAME loops).
+#[derive(Clone, Copy, Debug)]
+pub struct WorkLimits {
+    /// Queries sent per resolution, counting every server tried, validation lookups and
+    /// NS-name lookups.
+    pub max_exchanges: usize,
+    /// Referrals followed per lookup (iterative mode).
+    pub max_referrals: usize,
+    /// NS names without glue resolved per referral (iterative mode).
+    pub max_glueless_per_referral: usize,
+    /// NS names without glue resolved per resolution (iterative mode).
+    pub max_glueless: usize,
+    /// CNAMEs followed per resolution (RFC 1034 §3.6.2).
+    pub max_cnames: usize,
+}
+
+impl Default for WorkLimits {
+    fn default() -> WorkLimits {
+        WorkLimits {
+            max_exchanges: 64,
+            max_referrals: 16,
+            max_glueless_per_referral: 3,
+            max_glueless: 6,
+            max_cnames: 8,
+        }
+    }
+}
+
+/// Resolver settings.
+pub struct Config {
+    /// Forwarding or iterative.
+    pub mode: Mode,
+    /// Trust anchors.
+    pub anchors: TrustAnchors,
+    /// Algorithm-number profile for validation.
+    pub profile: Profile,
+    /// Crypto provider.
+    pub provider: Provider,
+    /// RFC 6840 §5.11 behaviour or require-pq.
+    pub pq_policy: PqPolicy,
+    /// Signature-verification limits per resolution.
+    pub limits: Limits,
+    /// Query and referral limits per resolution.
+    pub work: WorkLimits,
+    /// Clock for signature validity, UNIX seconds; `None` = now.
+    pub now: Option<u64>,
+    /// EDNS(0) UDP payload size advertised, bytes.
+    pub udp_payload: u16,
+    /// Signature verifications run in parallel on blocking threads (the rest wait).
+    pub verify_threads: usize,
+    /// Bounds of the cache of raw responses ([`crate::cache`]): bytes and longest life.
+    pub cache: cache::Limits,
+}
+
+/// EDNS(0) UDP payload size advertised by default, bytes (the DNS Flag Day 2020 value).
+pub const DEFAULT_UDP_PAYLOAD: u16 = 1232;
+
+/// Default per-exchange timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
+
+impl Config {
+    /// Settings with the defaults: `default` profile and provider, RFC 6840 §5.11 algorithm
+    /// policy, default limits, the real clock, a 1232-byte UDP payload, one verification
+    /// thread per CPU, and a 16 MiB cache of raw responses.
+    pub fn new(mode: Mode, anchors: TrustAnchors) -> Config {
+        Config {
+            mode,
+            anchors,
+            profile: Profile::default_profile(),
+            provider: Provider::default_provider(),
+            pq_policy: PqPolicy::AnyAlgorithm,
+            limits: Limits::default(),
+            work: WorkLimits::default(),
+            now: None,
+            udp_payload: DEFAULT_UDP_PAYLOAD,
+            verify_threads: std::thread::available_parallelism().map_or(2, usize::from),
+            cache: cache::Limits::default(),
+        }
+    }
+}
+
+/// A boxed `Send` future, for recursion between lookups and trust.
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Locks a mutex, ignoring poisoning (the data are caches: a panic elsewhere leaves them
+/// consistent enough to use).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The clock for signature validity and cache lifetimes: [`Config::now`], or the real one.
+#[derive(Clone, Copy, Debug)]
+struct Clock(Option<u64>);
+
+impl Clock {
+    /// Now, UNIX seconds.
+    fn unix(self) -> u64 {
+        self.0.unwrap_or_else(pqdns_core::time::now)
+    }
+}
+
+/// MTL ladders a resolver keeps, per (DNSKEY, series): one per MTL zone and re-signing.
+pub const MAX_LADDERS: usize = 256;
+
+/// Shared state of a resolver: the settings, where responses come from, and trust.
+struct Inner {
+    config: Config,
+    fetch: fetch::Fetch,
+    trust: trust::Trust,
+}
+
+/// A validating resolver: one transport client, a cache, and trust per zone. Clones share
+/// everything.
+#[derive(Clone)]
+pub struct Resolver {
+    inner: Arc<Inner>,
+}
+
+impl Resolver {
+    /// A resolver using `client` for transport.
+    pub fn new(config: Config, client: Client) -> Resolver {
+        Resolver {
+            inner: Arc::new(Inner {
+                fetch: fetch::Fetch::new(&config, client),
+                trust: trust::Trust::new(&config),
+                config,
+            }),
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// Resolves `qname`/`qtype` and validates the answer. The future owns what it needs
+    /// (`Send + 'static`), so it can be spawned.
+    ///
+    /// # Errors
+    /// [`ResolveError`] when no response could be obtained; validation problems and error
+    /// RCODEs are reported in [`Answer::status`], not as errors.
+    pub fn resolve(
+        &self,
+        qname: &Name,
+        qtype: RrType,
+    ) -> impl Future<Output = Result<Answer, ResolveError>> + Send + 'static {
+        let inner = self.inner.clone();
+        let qname = qname.clone();
+        async move {
+            let Inner {
+                config,
+                fetch,
+                trust,
+            } = &*inner;
+            validate::Validation::new(fetch, trust, config.work.max_cnames)
+                .answer(&config.work, qname, qtype)
+                .await
+        }
+    }
+}
