@@ -56,9 +56,15 @@ impl Options {
                 Algorithm::Falcon512,
                 Algorithm::MtlSlhDsaSha2_128s,
                 Algorithm::MtlSlhDsaShake128s,
+                Algorithm::MlDsaMtl44,
+                Algorithm::SlhDsaMtl2026Sha2_128s,
                 Algorithm::SphincsSha2_128s,
             ],
-            mtl_algorithms: vec![Algorithm::MtlSlhDsaSha2_128s, Algorithm::MtlSlhDsaShake128s],
+            mtl_algorithms: vec![
+                Algorithm::MtlSlhDsaSha2_128s,
+                Algorithm::MtlSlhDsaShake128s,
+                Algorithm::MlDsaMtl44,
+            ],
             leaf_counts: vec![10, 100, 1_000, 3_000, 10_000, 100_000, 1_000_000],
             condensed_verifications: 2_000,
             full_verifications: 20,
@@ -74,8 +80,9 @@ impl Options {
                 Algorithm::EcdsaP256Sha256,
                 Algorithm::MlDsa44,
                 Algorithm::MtlSlhDsaSha2_128s,
+                Algorithm::MlDsaMtl44,
             ],
-            mtl_algorithms: vec![Algorithm::MtlSlhDsaSha2_128s],
+            mtl_algorithms: vec![Algorithm::MtlSlhDsaSha2_128s, Algorithm::MlDsaMtl44],
             leaf_counts: vec![10, 100, 1_000],
             condensed_verifications: 50,
             full_verifications: 2,
@@ -226,12 +233,22 @@ pub fn series(alg: Algorithm, leaves: u32, opts: &Options) -> SeriesRow {
     let sizes: Vec<(usize, u32)> = (0..leaves)
         .step_by(stride as usize)
         .chain([leaves - 1])
-        .map(|leaf| (signer.signature(leaf, false).expect("leaf").len(), leaf))
+        .map(|leaf| {
+            (
+                signer
+                    .signature(u64::from(leaf), false)
+                    .expect("leaf")
+                    .len(),
+                leaf,
+            )
+        })
         .collect();
     let (condensed_min_bytes, _) = *sizes.iter().min().expect("leaves > 0");
     let (condensed_max_bytes, longest) = *sizes.iter().max().expect("leaves > 0");
-    let full = signer.signature(longest, true).expect("ladder signed");
-    let condensed = signer.signature(longest, false).expect("leaf");
+    let full = signer
+        .signature(u64::from(longest), true)
+        .expect("ladder signed");
+    let condensed = signer.signature(u64::from(longest), false).expect("leaf");
     let msg = message(longest);
     let pk = key.public_key();
     let start = Instant::now();
