@@ -170,7 +170,8 @@ pub(crate) struct Inner {
     /// Servers that did not answer recently, tried last.
     infra: Infra,
     verify_slots: Semaphore,
-    /// MTL ladders verified by any resolution (draft-fregly-dnsop-slh-dsa-mtl-dnssec).
+    /// MTL ladders verified by any resolution, by SigTag (draft-fregly-dnsop-slh-dsa-mtl-dnssec,
+    /// draft-hdong-dnsop-ml-dsa-mtl-dnssec-sigtag-ext-00).
     ladders: Arc<Mutex<LadderCache>>,
 }
 
@@ -334,9 +335,13 @@ impl Inner {
         qtype: RrType,
         full_signatures: bool,
     ) -> Result<Message, TransportError> {
-        // draft-fregly-dnsop-slh-dsa-mtl-dnssec: an empty option asks for full signatures.
+        // Option 65050 asks for full MTL signatures: a 2025 server sends them all
+        // (draft-fregly-dnsop-slh-dsa-mtl-dnssec); a 2026 server sends them where the ladder is
+        // not among the SigTags listed here, the (at most 8) newest ladders held
+        // (draft-hdong-dnsop-ml-dsa-mtl-dnssec-sigtag-ext-00).
         let options = if full_signatures {
-            vec![(EDNS_FULL_SIGNATURES, Vec::new())]
+            let held = lock(&self.ladders).recent_tags();
+            vec![(EDNS_FULL_SIGNATURES, held.to_bytes())]
         } else {
             Vec::new()
         };
