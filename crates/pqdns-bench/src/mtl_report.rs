@@ -324,12 +324,16 @@ pub fn run(opts: &Options, progress: &dyn Fn(&Report)) -> Report {
             .expect("signing works");
         let seconds = start.elapsed().as_secs_f64();
         let all = signed.records();
-        let full_signatures = if alg.is_mtl() {
-            all.iter()
-                .filter(|r| r.rtype == RrType::RRSIG && r.rdata.len() > 4_000)
-                .count()
-        } else {
-            0
+        let full_signatures = match mtl::MtlParams::of(alg) {
+            Some(p) => all
+                .iter()
+                .filter(|r| r.rtype == RrType::RRSIG)
+                .filter_map(|r| pqdns_core::dnssec::rrsig::Rrsig::parse(&r.rdata))
+                .filter(|sig| {
+                    mtl::MtlSignature::parse_as(p.format, sig.signature).is_ok_and(|m| m.is_full())
+                })
+                .count(),
+            None => 0,
         };
         let mut out = String::new();
         write_records(&mut out, &all).expect("string write");
@@ -461,7 +465,7 @@ pub fn series_csv(report: &Report) -> String {
 mod tests {
     use super::*;
 
-    /// The quick run (what CI runs): MTL signs the zone with exactly two full signatures (SOA
+    /// The quick run (what CI runs): each MTL algorithm signs the zone with exactly two full signatures (SOA
     /// and DNSKEY of the one CSK series) and as many signatures as ML-DSA-44; its condensed
     /// answers are far smaller than ML-DSA-44's and its zone smaller; condensed signatures
     /// grow by 16 bytes per tree level (41 + 16·height), full ones add the signed ladder and
@@ -470,27 +474,38 @@ mod tests {
     fn quick_run_shapes() {
         let report = run(&Options::quick(), &|_| {});
         let by = |name: &str| report.zones.iter().find(|r| r.algorithm == name).unwrap();
-        let (ml, mtl) = (by("ML-DSA-44"), by("SLH-DSA-MTL-SHA2-128s"));
-        assert_eq!(mtl.full_signatures, 2);
-        assert_eq!(mtl.signatures, ml.signatures);
-        assert!(mtl.a_answer_bytes + 2000 < ml.a_answer_bytes, "{report:?}");
-        assert!(mtl.referral_bytes > mtl.a_answer_bytes, "{report:?}");
-        assert!(mtl.signed_zone_bytes < ml.signed_zone_bytes, "{report:?}");
-        assert_eq!(report.series.len(), 3);
+        let ml = by("ML-DSA-44");
+        for mtl in [by("SLH-DSA-MTL-SHA2-128s"), by("ML-DSA-MTL-44")] {
+            assert_eq!(mtl.full_signatures, 2, "{report:?}");
+            assert_eq!(mtl.signatures, ml.signatures);
+            assert!(mtl.a_answer_bytes + 2000 < ml.a_answer_bytes, "{report:?}");
+            assert!(mtl.referral_bytes > mtl.a_answer_bytes, "{report:?}");
+            assert!(mtl.signed_zone_bytes < ml.signed_zone_bytes, "{report:?}");
+        }
+        assert_eq!(report.series.len(), 6);
         for r in &report.series {
+            let p = mtl::MtlParams::of(Algorithm::from_name(&r.algorithm).unwrap()).unwrap();
             // 1000 = 512 + 256 + 128 + 64 + 32 + 8: six rungs, the highest of height 9.
             let height = 31 - r.leaves.leading_zeros() as usize;
             assert_eq!(r.rungs, r.leaves.count_ones() as usize, "{r:?}");
-            assert_eq!(r.condensed_max_bytes, 41 + 16 * height, "{r:?}");
+            // 41 + 16·height (2025) or 77 + 16·height (2026).
+            assert_eq!(
+                r.condensed_max_bytes,
+                p.format.condensed_len(height),
+                "{r:?}"
+            );
             assert!(r.condensed_min_bytes <= r.condensed_max_bytes, "{r:?}");
-            // Ladder: flags 2, series ID 8, count 2, 24 per rung; then a u32 length.
+            // Then the ladder, a u32 length and the fixed-size ladder signature.
             assert_eq!(
                 r.full_bytes,
-                r.condensed_max_bytes + 12 + 24 * r.rungs + 4 + 7856,
+                r.condensed_max_bytes
+                    + p.format.ladder_len(r.rungs)
+                    + 4
+                    + p.underlying.max_signature_len(),
                 "{r:?}"
             );
         }
-        assert!(to_csv(&report).lines().count() == 4);
-        assert!(series_csv(&report).lines().count() == 4);
+        assert!(to_csv(&report).lines().count() == 5);
+        assert!(series_csv(&report).lines().count() == 7);
     }
 }

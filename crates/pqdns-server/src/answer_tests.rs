@@ -604,6 +604,21 @@ fn nsid_and_chaos_identity_only_when_configured() {
     assert_eq!((m.rcode, m.types(0)), (Rcode::NOERROR, vec![RrType::A]));
 }
 
+/// The response to `packet` over a stream (no UDP size limit).
+fn ask_stream(cat: &Catalog, packet: &[u8]) -> Msg {
+    let mut out = Vec::new();
+    respond(
+        cat,
+        packet,
+        Transport::Stream,
+        LOCALHOST,
+        DEFAULT_UDP_PAYLOAD,
+        &mut out,
+        0,
+    );
+    decode(&out)
+}
+
 #[test]
 fn mtl_signatures_are_condensed_unless_option_65050_asks_for_full_ones() {
     use pqdns_core::dnssec::mtl::{MtlSignature, EDNS_FULL_SIGNATURES};
@@ -615,19 +630,7 @@ fn mtl_signatures_are_condensed_unless_option_65050_asks_for_full_ones() {
         SignDenial::Nsec,
     );
     // Full signatures are about 8 KB: over a stream, as a resolver gets them after TC.
-    let ask = |packet: &[u8]| {
-        let mut out = Vec::new();
-        respond(
-            &cat,
-            packet,
-            Transport::Stream,
-            LOCALHOST,
-            DEFAULT_UDP_PAYLOAD,
-            &mut out,
-            0,
-        );
-        decode(&out)
-    };
+    let ask = |packet: &[u8]| ask_stream(&cat, packet);
     let signature = |m: &Msg| {
         let sig = m.sections[0]
             .iter()
@@ -668,19 +671,7 @@ fn ml_dsa_mtl_signatures_are_full_only_when_the_sigtag_misses() {
         &[Algorithm::MlDsaMtl44],
         SignDenial::Nsec,
     );
-    let ask = |packet: &[u8]| {
-        let mut out = Vec::new();
-        respond(
-            &cat,
-            packet,
-            Transport::Stream,
-            LOCALHOST,
-            DEFAULT_UDP_PAYLOAD,
-            &mut out,
-            0,
-        );
-        decode(&out)
-    };
+    let ask = |packet: &[u8]| ask_stream(&cat, packet);
     let field = |m: &Msg| {
         let sig = m.sections[0]
             .iter()
