@@ -155,7 +155,11 @@ fn liboqs_object(c: &mut Criterion) {
 fn mtl(c: &mut Criterion) {
     let provider = Provider::default_provider();
     let mut group = c.benchmark_group("mtl_verify");
-    for alg in [Algorithm::MtlSlhDsaSha2_128s, Algorithm::MtlSlhDsaShake128s] {
+    for alg in [
+        Algorithm::MtlSlhDsaSha2_128s,
+        Algorithm::MtlSlhDsaShake128s,
+        Algorithm::MlDsaMtl44,
+    ] {
         let key = provider.scheme(alg).unwrap().generate().unwrap();
         let mut signer = mtl::MtlSigner::new(&*key).unwrap();
         let messages: Vec<Vec<u8>> = (0..3000u32)

@@ -56,9 +56,15 @@ impl Options {
                 Algorithm::Falcon512,
                 Algorithm::MtlSlhDsaSha2_128s,
                 Algorithm::MtlSlhDsaShake128s,
+                Algorithm::MlDsaMtl44,
+                Algorithm::SlhDsaMtl2026Sha2_128s,
                 Algorithm::SphincsSha2_128s,
             ],
-            mtl_algorithms: vec![Algorithm::MtlSlhDsaSha2_128s, Algorithm::MtlSlhDsaShake128s],
+            mtl_algorithms: vec![
+                Algorithm::MtlSlhDsaSha2_128s,
+                Algorithm::MtlSlhDsaShake128s,
+                Algorithm::MlDsaMtl44,
+            ],
             leaf_counts: vec![10, 100, 1_000, 3_000, 10_000, 100_000, 1_000_000],
             condensed_verifications: 2_000,
             full_verifications: 20,
@@ -74,8 +80,9 @@ impl Options {
                 Algorithm::EcdsaP256Sha256,
                 Algorithm::MlDsa44,
                 Algorithm::MtlSlhDsaSha2_128s,
+                Algorithm::MlDsaMtl44,
             ],
-            mtl_algorithms: vec![Algorithm::MtlSlhDsaSha2_128s],
+            mtl_algorithms: vec![Algorithm::MtlSlhDsaSha2_128s, Algorithm::MlDsaMtl44],
             leaf_counts: vec![10, 100, 1_000],
             condensed_verifications: 50,
             full_verifications: 2,
@@ -226,12 +233,22 @@ pub fn series(alg: Algorithm, leaves: u32, opts: &Options) -> SeriesRow {
     let sizes: Vec<(usize, u32)> = (0..leaves)
         .step_by(stride as usize)
         .chain([leaves - 1])
-        .map(|leaf| (signer.signature(leaf, false).expect("leaf").len(), leaf))
+        .map(|leaf| {
+            (
+                signer
+                    .signature(u64::from(leaf), false)
+                    .expect("leaf")
+                    .len(),
+                leaf,
+            )
+        })
         .collect();
     let (condensed_min_bytes, _) = *sizes.iter().min().expect("leaves > 0");
     let (condensed_max_bytes, longest) = *sizes.iter().max().expect("leaves > 0");
-    let full = signer.signature(longest, true).expect("ladder signed");
-    let condensed = signer.signature(longest, false).expect("leaf");
+    let full = signer
+        .signature(u64::from(longest), true)
+        .expect("ladder signed");
+    let condensed = signer.signature(u64::from(longest), false).expect("leaf");
     let msg = message(longest);
     let pk = key.public_key();
     let start = Instant::now();
@@ -307,12 +324,16 @@ pub fn run(opts: &Options, progress: &dyn Fn(&Report)) -> Report {
             .expect("signing works");
         let seconds = start.elapsed().as_secs_f64();
         let all = signed.records();
-        let full_signatures = if alg.is_mtl() {
-            all.iter()
-                .filter(|r| r.rtype == RrType::RRSIG && r.rdata.len() > 4_000)
-                .count()
-        } else {
-            0
+        let full_signatures = match mtl::MtlParams::of(alg) {
+            Some(p) => all
+                .iter()
+                .filter(|r| r.rtype == RrType::RRSIG)
+                .filter_map(|r| pqdns_core::dnssec::rrsig::Rrsig::parse(&r.rdata))
+                .filter(|sig| {
+                    mtl::MtlSignature::parse_as(p.format, sig.signature).is_ok_and(|m| m.is_full())
+                })
+                .count(),
+            None => 0,
         };
         let mut out = String::new();
         write_records(&mut out, &all).expect("string write");
@@ -444,7 +465,7 @@ pub fn series_csv(report: &Report) -> String {
 mod tests {
     use super::*;
 
-    /// The quick run (what CI runs): MTL signs the zone with exactly two full signatures (SOA
+    /// The quick run (what CI runs): each MTL algorithm signs the zone with exactly two full signatures (SOA
     /// and DNSKEY of the one CSK series) and as many signatures as ML-DSA-44; its condensed
     /// answers are far smaller than ML-DSA-44's and its zone smaller; condensed signatures
     /// grow by 16 bytes per tree level (41 + 16·height), full ones add the signed ladder and
@@ -453,27 +474,38 @@ mod tests {
     fn quick_run_shapes() {
         let report = run(&Options::quick(), &|_| {});
         let by = |name: &str| report.zones.iter().find(|r| r.algorithm == name).unwrap();
-        let (ml, mtl) = (by("ML-DSA-44"), by("SLH-DSA-MTL-SHA2-128s"));
-        assert_eq!(mtl.full_signatures, 2);
-        assert_eq!(mtl.signatures, ml.signatures);
-        assert!(mtl.a_answer_bytes + 2000 < ml.a_answer_bytes, "{report:?}");
-        assert!(mtl.referral_bytes > mtl.a_answer_bytes, "{report:?}");
-        assert!(mtl.signed_zone_bytes < ml.signed_zone_bytes, "{report:?}");
-        assert_eq!(report.series.len(), 3);
+        let ml = by("ML-DSA-44");
+        for mtl in [by("SLH-DSA-MTL-SHA2-128s"), by("ML-DSA-MTL-44")] {
+            assert_eq!(mtl.full_signatures, 2, "{report:?}");
+            assert_eq!(mtl.signatures, ml.signatures);
+            assert!(mtl.a_answer_bytes + 2000 < ml.a_answer_bytes, "{report:?}");
+            assert!(mtl.referral_bytes > mtl.a_answer_bytes, "{report:?}");
+            assert!(mtl.signed_zone_bytes < ml.signed_zone_bytes, "{report:?}");
+        }
+        assert_eq!(report.series.len(), 6);
         for r in &report.series {
+            let p = mtl::MtlParams::of(Algorithm::from_name(&r.algorithm).unwrap()).unwrap();
             // 1000 = 512 + 256 + 128 + 64 + 32 + 8: six rungs, the highest of height 9.
             let height = 31 - r.leaves.leading_zeros() as usize;
             assert_eq!(r.rungs, r.leaves.count_ones() as usize, "{r:?}");
-            assert_eq!(r.condensed_max_bytes, 41 + 16 * height, "{r:?}");
+            // 41 + 16·height (2025) or 77 + 16·height (2026).
+            assert_eq!(
+                r.condensed_max_bytes,
+                p.format.condensed_len(height),
+                "{r:?}"
+            );
             assert!(r.condensed_min_bytes <= r.condensed_max_bytes, "{r:?}");
-            // Ladder: flags 2, series ID 8, count 2, 24 per rung; then a u32 length.
+            // Then the ladder, a u32 length and the fixed-size ladder signature.
             assert_eq!(
                 r.full_bytes,
-                r.condensed_max_bytes + 12 + 24 * r.rungs + 4 + 7856,
+                r.condensed_max_bytes
+                    + p.format.ladder_len(r.rungs)
+                    + 4
+                    + p.underlying.max_signature_len(),
                 "{r:?}"
             );
         }
-        assert!(to_csv(&report).lines().count() == 4);
-        assert!(series_csv(&report).lines().count() == 4);
+        assert!(to_csv(&report).lines().count() == 5);
+        assert!(series_csv(&report).lines().count() == 7);
     }
 }

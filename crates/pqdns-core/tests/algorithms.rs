@@ -42,6 +42,9 @@ fn test_profile() -> Profile {
         ("SPHINCS+-SHAKE-128f".to_string(), 251),
         ("MAYO-2".to_string(), 252),
         ("Dilithium2".to_string(), 253),
+        // The FIPS 205 MTL variants have no number in any built-in profile.
+        ("SLH-DSA-MTL-FIPS205-SHA2-128s".to_string(), 135),
+        ("SLH-DSA-MTL-FIPS205-SHAKE-128s".to_string(), 136),
     ]);
     Profile::custom("test", "default", &numbers).unwrap()
 }

@@ -34,6 +34,10 @@ ns.sub A  192.0.2.5
 ";
 
 fn signed(alg: Algorithm, denial: Denial) -> Zone {
+    signed_under(alg, denial, &Profile::default_profile())
+}
+
+fn signed_under(alg: Algorithm, denial: Denial, profile: &Profile) -> Zone {
     let origin: Name = "mtl.test.".parse().unwrap();
     let records = ZoneFileReader::new(Some(origin.clone()), None)
         .read_str(ZONE, "mtl.zone")
@@ -42,17 +46,7 @@ fn signed(alg: Algorithm, denial: Denial) -> Zone {
     let provider = Provider::default_provider();
     let keys: Vec<ZoneKey> = [KeyRole::Ksk, KeyRole::Zsk]
         .iter()
-        .map(|r| {
-            ZoneKey::generate(
-                &origin,
-                alg,
-                *r,
-                &Profile::default_profile(),
-                &provider,
-                3600,
-            )
-            .unwrap()
-        })
+        .map(|r| ZoneKey::generate(&origin, alg, *r, profile, &provider, 3600).unwrap())
         .collect();
     let policy = SigningPolicy {
         inception: NOW - 3600,
@@ -65,20 +59,19 @@ fn signed(alg: Algorithm, denial: Denial) -> Zone {
 }
 
 fn failures(zone: &Zone) -> Vec<String> {
+    failures_under(zone, &Profile::default_profile())
+}
+
+fn failures_under(zone: &Zone, profile: &Profile) -> Vec<String> {
     let opts = VerifyOptions {
         now: NOW,
         signatures_only: false,
     };
-    verify_zone(
-        zone,
-        &Profile::default_profile(),
-        &Provider::default(),
-        &opts,
-    )
-    .failures
-    .iter()
-    .map(ToString::to_string)
-    .collect()
+    verify_zone(zone, profile, &Provider::default(), &opts)
+        .failures
+        .iter()
+        .map(ToString::to_string)
+        .collect()
 }
 
 fn rrsig_mut<'z>(zone: &'z mut Zone, owner: &str, rtype: RrType) -> &'z mut Vec<u8> {
@@ -125,6 +118,68 @@ fn mtl_zones_verify_condensed_signatures_through_the_ladder() {
                     }
                 }
             }
+        }
+    }
+}
+
+/// Every 2026 algorithm (ML-DSA-MTL 129, FL-DSA-MTL 128, SLH-DSA-MTL 130/131 over SPHINCS+,
+/// and the FIPS 205 variants numbered by a custom profile) signs zones with NSEC and NSEC3 in
+/// the 2026 layout, verifies under `verisign-2026`, and fails after a flipped signature byte.
+#[test]
+fn every_2026_algorithm_signs_and_verifies_with_nsec_and_nsec3() {
+    use pqdns_core::dnssec::mtl::{Format, MtlParams};
+    use pqdns_core::dnssec::SecAlg;
+    let mut profile = Profile::named("verisign-2026").unwrap();
+    profile.assign(SecAlg(253), Algorithm::SlhDsaMtlFips205Sha2_128s);
+    profile.assign(SecAlg(254), Algorithm::SlhDsaMtlFips205Shake128s);
+    let nsec3 = Denial::Nsec3(Nsec3Params {
+        iterations: 0,
+        salt: vec![],
+        opt_out: false,
+    });
+    let provider = Provider::default_provider();
+    let algs = [
+        Algorithm::MlDsaMtl44,
+        Algorithm::FlDsaMtl512,
+        Algorithm::SlhDsaMtl2026Sha2_128s,
+        Algorithm::SlhDsaMtl2026Shake128s,
+        Algorithm::SlhDsaMtlFips205Sha2_128s,
+        Algorithm::SlhDsaMtlFips205Shake128s,
+    ];
+    for (i, alg) in algs.into_iter().enumerate() {
+        if provider.scheme(alg).is_err() {
+            continue;
+        }
+        // ML-DSA-MTL both ways; the slower SPHINCS+ ladders one denial method each.
+        let denials: Vec<Denial> = match (alg, i % 2) {
+            (Algorithm::MlDsaMtl44, _) => vec![Denial::Nsec, nsec3.clone()],
+            (_, 0) => vec![Denial::Nsec],
+            _ => vec![nsec3.clone()],
+        };
+        for denial in denials {
+            let mut zone = signed_under(alg, denial.clone(), &profile);
+            assert_eq!(
+                failures_under(&zone, &profile),
+                Vec::<String>::new(),
+                "{alg}"
+            );
+            let apex = zone.origin.clone();
+            for (name, node) in &zone.nodes {
+                for (rtype, set) in node {
+                    for rdata in &set.rrsigs {
+                        let field = Rrsig::parse(rdata).unwrap().signature;
+                        let sig = MtlSignature::parse_as(Format::V2026, field).unwrap();
+                        let want_full =
+                            *name == apex && matches!(*rtype, RrType::SOA | RrType::DNSKEY);
+                        assert_eq!(sig.is_full(), want_full, "{alg} {name} {rtype}");
+                        assert_eq!(MtlParams::of(alg).unwrap().format, Format::V2026);
+                    }
+                }
+            }
+            let rdata = rrsig_mut(&mut zone, "www.mtl.test.", RrType::A);
+            let at = sig_offset(rdata) + 60;
+            rdata[at] ^= 1;
+            assert_eq!(failures_under(&zone, &profile).len(), 1, "{alg} {denial:?}");
         }
     }
 }
@@ -244,7 +299,7 @@ fn sample_failures(zone: &Zone) -> Vec<String> {
     };
     let report = verify_zone(
         zone,
-        &Profile::named("verisign").unwrap(),
+        &Profile::named("verisign-2025").unwrap(),
         &Provider::default(),
         &opts,
     );
@@ -263,7 +318,7 @@ fn verisign_sample_verifies_at_a_time_inside_its_window() {
     };
     let report = verify_zone(
         &zone,
-        &Profile::named("verisign").unwrap(),
+        &Profile::named("verisign-2025").unwrap(),
         &Provider::default(),
         &opts,
     );
@@ -279,7 +334,7 @@ fn verisign_sample_verifies_at_a_time_inside_its_window() {
     };
     let report = verify_zone(
         &zone,
-        &Profile::named("verisign").unwrap(),
+        &Profile::named("verisign-2025").unwrap(),
         &Provider::default(),
         &late,
     );

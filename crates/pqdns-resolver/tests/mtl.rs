@@ -1,6 +1,8 @@
-//! MTL mode end to end (issue 14; draft-fregly-dnsop-slh-dsa-mtl-dnssec): pqdns-server serves
-//! zones signed with SLH-DSA-MTL (248 SHA2 with NSEC3, 249 SHAKE with NSEC) over UDP, TCP, DoT,
-//! DoH and DoQ, and the resolver validates them. The DNSKEY RRset carries a full signature, so
+//! MTL mode end to end (issues 14 and 34; draft-fregly-dnsop-slh-dsa-mtl-dnssec,
+//! draft-kaizer-dnsop-ml-dsa-mtl-dnssec): pqdns-server serves zones signed with SLH-DSA-MTL 2025
+//! (248 SHA2 with NSEC3, 249 SHAKE with NSEC) and every 2026 MTL mode (ML-DSA-MTL 129,
+//! FL-DSA-MTL 128, SLH-DSA-MTL 130/131) over UDP, TCP, DoT, DoH and DoQ, and the resolver
+//! validates them. The DNSKEY RRset carries a full signature, so
 //! the ladder is learnt while the zone's keys are trusted and every other RRset validates from
 //! its condensed signature with hashes only: no query asks for full signatures. After the zone is
 //! re-signed (a new ladder), answers already held still validate, and the first condensed
@@ -36,6 +38,13 @@ fn mtl_zones_validate_from_condensed_signatures_and_fetch_a_new_ladder_once() {
     for (alg, denial) in [
         ("SLH-DSA-MTL-SHA2-128s", "nsec3"),
         ("SLH-DSA-MTL-SHAKE-128s", "nsec"),
+        // 2026 (draft-kaizer-dnsop-ml-dsa-mtl-dnssec-02): the re-fetch carries the SigTags
+        // of the ladders held, and the server sends full signatures only where they miss.
+        ("ML-DSA-MTL-44", "nsec3"),
+        ("ML-DSA-MTL-44", "nsec"),
+        ("FL-DSA-MTL-512", "nsec3"),
+        ("SLH-DSA-MTL-SHAKE-128s-2026", "nsec"),
+        ("SLH-DSA-MTL-SHA2-128s-2026", "nsec3"),
     ] {
         let zone = ZoneSpec {
             origin: "mtl.test.",

@@ -17,9 +17,11 @@
 //!   than QUERY and EDNS versions above 0 never get here: the acceptability check
 //!   ([`pqdns_core::wire::query`]) answers them FORMERR, NOTIMP and BADVERS.
 //!
-//! MTL zones (draft-fregly-dnsop-slh-dsa-mtl-dnssec): condensed signatures as signed, full
-//! ones (the condensed signature with the zone's signed ladder) for queries carrying EDNS
-//! option 65050.
+//! MTL zones: condensed signatures as signed; for queries carrying EDNS option 65050, full
+//! ones (the condensed signature with the zone's signed ladder) — always for 2025 ladders
+//! (draft-fregly-dnsop-slh-dsa-mtl-dnssec: the empty option asks for them), and for 2026
+//! ladders unless the option names the ladder by its SigTag
+//! (draft-hdong-dnsop-ml-dsa-mtl-dnssec-sigtag-ext-00; 0–8 tags of 32 bytes, else FORMERR).
 //!
 //! QTYPE ANY gets one RRset of the name (the one with the lowest type number) and its RRSIGs, as
 //! RFC 8482 §4.2 allows. Zone transfers (AXFR/IXFR) are REFUSED.
@@ -31,7 +33,7 @@
 
 use std::net::IpAddr;
 
-use pqdns_core::dnssec::mtl::EDNS_FULL_SIGNATURES;
+use pqdns_core::dnssec::mtl::{SigTags, EDNS_SIGTAG};
 use pqdns_core::name::NameError;
 use pqdns_core::wire::query::Query;
 use pqdns_core::wire::rdata::target_of;
@@ -191,12 +193,19 @@ fn answer_query(
     let Some(zone) = catalog.find(&qname, q.qtype) else {
         return Rcode::REFUSED;
     };
+    // Option 65050 (draft-hdong-dnsop-ml-dsa-mtl-dnssec-sigtag-ext-00): 0 to 8 SigTags of the
+    // ladders the validator holds; a malformed option is FORMERR (RFC 6891 §7).
+    let sigtags = match q.edns.and_then(|e| e.option(EDNS_SIGTAG)) {
+        None => None,
+        Some(data) => match SigTags::parse(data) {
+            Ok(tags) => Some(tags),
+            Err(_) => return Rcode::FORMERR,
+        },
+    };
     let mut lookup = Lookup {
         zone,
         dnssec: q.dnssec_ok(),
-        full_mtl: q
-            .edns
-            .is_some_and(|e| e.option(EDNS_FULL_SIGNATURES).is_some()),
+        sigtags: sigtags.as_ref(),
         authority: Vec::new(),
         additional: Vec::new(),
         min_ttl: [None; 2],
@@ -240,8 +249,9 @@ enum Match<'z> {
 struct Lookup<'z> {
     zone: &'z ServedZone,
     dnssec: bool,
-    /// The query carries EDNS option 65050: condensed MTL signatures are sent full.
-    full_mtl: bool,
+    /// The query's option 65050, if any: condensed MTL signatures are sent full, except 2026
+    /// ones whose ladder it names by SigTag.
+    sigtags: Option<&'z SigTags>,
     authority: Vec<Item<'z>>,
     additional: Vec<Item<'z>>,
     /// Smallest TTL written in the answer and in the authority section, in seconds.
@@ -528,10 +538,10 @@ impl<'z> Lookup<'z> {
 
     /// The RRSIGs to send: none without DO, full MTL signatures when asked for.
     fn signatures(&self) -> Signatures<'z> {
-        match (self.dnssec, self.full_mtl) {
+        match (self.dnssec, self.sigtags) {
             (false, _) => Signatures::Omitted,
-            (true, false) => Signatures::Stored,
-            (true, true) => Signatures::FullMtl(&self.zone.mtl_ladders),
+            (true, None) => Signatures::Stored,
+            (true, Some(held)) => Signatures::FullMtl(&self.zone.mtl_ladders, held),
         }
     }
 
@@ -664,8 +674,8 @@ enum Signatures<'z> {
     /// As stored in the zone.
     Stored,
     /// As stored, with condensed MTL signatures made full with these full signatures' ladders
-    /// (the query asked with EDNS option 65050).
-    FullMtl(&'z [MtlLadder]),
+    /// (the query carried EDNS option 65050), unless the query names the ladder by its SigTag.
+    FullMtl(&'z [MtlLadder], &'z SigTags),
 }
 
 /// Writes an RRset and its RRSIGs as one unit.
@@ -698,9 +708,9 @@ fn write_rrset(
                 w.record(section, owner, RrType::RRSIG, Class::IN, sig_ttl, sig);
             }
         }
-        Signatures::FullMtl(ladders) => {
+        Signatures::FullMtl(ladders, held) => {
             for sig in &set.rrsigs {
-                let full = MtlLadder::expand(ladders, sig);
+                let full = MtlLadder::expand(ladders, sig, held);
                 let rdata = full.as_deref().unwrap_or(sig);
                 w.record(section, owner, RrType::RRSIG, Class::IN, sig_ttl, rdata);
             }

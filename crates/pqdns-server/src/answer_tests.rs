@@ -604,6 +604,21 @@ fn nsid_and_chaos_identity_only_when_configured() {
     assert_eq!((m.rcode, m.types(0)), (Rcode::NOERROR, vec![RrType::A]));
 }
 
+/// The response to `packet` over a stream (no UDP size limit).
+fn ask_stream(cat: &Catalog, packet: &[u8]) -> Msg {
+    let mut out = Vec::new();
+    respond(
+        cat,
+        packet,
+        Transport::Stream,
+        LOCALHOST,
+        DEFAULT_UDP_PAYLOAD,
+        &mut out,
+        0,
+    );
+    decode(&out)
+}
+
 #[test]
 fn mtl_signatures_are_condensed_unless_option_65050_asks_for_full_ones() {
     use pqdns_core::dnssec::mtl::{MtlSignature, EDNS_FULL_SIGNATURES};
@@ -615,19 +630,7 @@ fn mtl_signatures_are_condensed_unless_option_65050_asks_for_full_ones() {
         SignDenial::Nsec,
     );
     // Full signatures are about 8 KB: over a stream, as a resolver gets them after TC.
-    let ask = |packet: &[u8]| {
-        let mut out = Vec::new();
-        respond(
-            &cat,
-            packet,
-            Transport::Stream,
-            LOCALHOST,
-            DEFAULT_UDP_PAYLOAD,
-            &mut out,
-            0,
-        );
-        decode(&out)
-    };
+    let ask = |packet: &[u8]| ask_stream(&cat, packet);
     let signature = |m: &Msg| {
         let sig = m.sections[0]
             .iter()
@@ -653,6 +656,54 @@ fn mtl_signatures_are_condensed_unless_option_65050_asks_for_full_ones() {
     // The apex SOA and DNSKEY signatures are full anyway.
     let dnskey = build("example.", RrType::DNSKEY, Some((65535, true)));
     assert!(signature(&ask(&dnskey)).is_full());
+}
+
+/// 2026 (ML-DSA-MTL): option 65050 lists the SigTags of the ladders the validator holds; a
+/// condensed signature goes out full unless its ladder is named, and a malformed option is
+/// FORMERR (draft-hdong-dnsop-ml-dsa-mtl-dnssec-sigtag-ext-00).
+#[test]
+fn ml_dsa_mtl_signatures_are_full_only_when_the_sigtag_misses() {
+    use pqdns_core::dnssec::mtl::{full_signature_tag, Format, MtlSignature, SigTags, EDNS_SIGTAG};
+    use pqdns_core::dnssec::rrsig::Rrsig;
+    let cat = crate::harness::signed_catalog(
+        &n("example."),
+        ZONE,
+        &[Algorithm::MlDsaMtl44],
+        SignDenial::Nsec,
+    );
+    let ask = |packet: &[u8]| ask_stream(&cat, packet);
+    let field = |m: &Msg| {
+        let sig = m.sections[0]
+            .iter()
+            .find(|r| r.rtype == RrType::RRSIG)
+            .expect("an RRSIG");
+        Rrsig::parse(&sig.rdata).unwrap().signature.to_vec()
+    };
+    let is_full = |f: &[u8]| MtlSignature::parse_as(Format::V2026, f).unwrap().is_full();
+    let dnskey = build("example.", RrType::DNSKEY, Some((65535, true)));
+    let apex_full = field(&ask(&dnskey));
+    assert!(is_full(&apex_full));
+    let tag = full_signature_tag(&apex_full).unwrap();
+    let plain = build("www.example.", RrType::A, Some((65535, true)));
+    assert!(
+        !is_full(&field(&ask(&plain))),
+        "condensed without the option"
+    );
+    let no_tags = with_option(plain.clone(), EDNS_SIGTAG, &[]);
+    assert!(is_full(&field(&ask(&no_tags))), "full: no ladder held");
+    let other = SigTags::new([pqdns_core::dnssec::mtl::SigTag([7; 32])]).to_bytes();
+    let miss = with_option(plain.clone(), EDNS_SIGTAG, &other);
+    assert!(is_full(&field(&ask(&miss))), "full: another ladder held");
+    let held = SigTags::new([pqdns_core::dnssec::mtl::SigTag([7; 32]), tag]).to_bytes();
+    let hit = with_option(plain.clone(), EDNS_SIGTAG, &held);
+    assert!(
+        !is_full(&field(&ask(&hit))),
+        "condensed: the ladder is held"
+    );
+    for bad in [1usize, 31, 33, 9 * 32] {
+        let q = with_option(plain.clone(), EDNS_SIGTAG, &vec![0; bad]);
+        assert_eq!(ask(&q).rcode, Rcode::FORMERR, "{bad} bytes");
+    }
 }
 
 /// QTYPE RRSIG is answered with every RRSIG at the name (RFC 4035 §3.2.1 leaves it to the

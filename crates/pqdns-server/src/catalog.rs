@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use pqdns_core::dnssec::mtl::{expand_condensed, MtlSignature};
+use pqdns_core::dnssec::mtl::{expand_condensed, full_signature_tag, Format, SigTag, SigTags};
 use pqdns_core::dnssec::nsec3::Nsec3Params;
 use pqdns_core::dnssec::rrsig::Rrsig;
 use pqdns_core::dnssec::SecAlg;
@@ -32,8 +32,9 @@ pub struct ServedZone {
 }
 
 /// A full MTL signature at a zone's apex (the signer puts them on the SOA and DNSKEY RRSIGs,
-/// draft-fregly-dnsop-slh-dsa-mtl-dnssec), whose signed ladder turns the condensed signatures
-/// of the same key and series into full ones.
+/// draft-fregly-dnsop-slh-dsa-mtl-dnssec, draft-kaizer-dnsop-ml-dsa-mtl-dnssec), whose signed
+/// ladder turns the condensed signatures of the same key and series into full ones. Its layout
+/// is read from the bytes ([`Format::of_full`]), so the server needs no profile.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MtlLadder {
     /// RRSIG algorithm number.
@@ -42,20 +43,28 @@ pub struct MtlLadder {
     pub key_tag: u16,
     /// The full signature field.
     pub full: Vec<u8>,
+    /// Its layout.
+    pub format: Format,
+    /// The SigTag of its signed ladder.
+    pub tag: SigTag,
 }
 
 impl MtlLadder {
     /// The RRSIG RDATA `rrsig` with its condensed MTL signature made full by the matching
     /// ladder of `ladders` (same algorithm, key tag and series, a rung for its path); `None`
-    /// if `rrsig` is not a condensed MTL signature one of them covers.
-    pub fn expand(ladders: &[MtlLadder], rrsig: &[u8]) -> Option<Vec<u8>> {
+    /// if `rrsig` is not a condensed MTL signature one of them covers, or if the covering
+    /// ladder is a 2026 one that `held` names (the validator has it: condensed is enough).
+    pub fn expand(ladders: &[MtlLadder], rrsig: &[u8], held: &SigTags) -> Option<Vec<u8>> {
         let sig = Rrsig::parse(rrsig)?;
         let head = &rrsig[..rrsig.len() - sig.signature.len()];
-        ladders
+        let (ladder, full) = ladders
             .iter()
             .filter(|l| l.algorithm == sig.fields.algorithm && l.key_tag == sig.fields.key_tag)
-            .find_map(|l| expand_condensed(sig.signature, &l.full))
-            .map(|full| [head, &full].concat())
+            .find_map(|l| expand_condensed(sig.signature, &l.full).map(|f| (l, f)))?;
+        if ladder.format == Format::V2026 && held.contains(&ladder.tag) {
+            return None;
+        }
+        Some([head, &full].concat())
     }
 }
 
@@ -79,12 +88,17 @@ impl ServedZone {
                 continue;
             };
             let full = sig.signature;
-            let is_full_mtl = MtlSignature::parse(full).is_ok_and(|m| m.is_full());
-            if is_full_mtl && !mtl_ladders.iter().any(|l| l.full == full) {
+            let (Some(format), Some(tag)) = (Format::of_full(full), full_signature_tag(full))
+            else {
+                continue;
+            };
+            if !mtl_ladders.iter().any(|l| l.full == full) {
                 mtl_ladders.push(MtlLadder {
                     algorithm: sig.fields.algorithm,
                     key_tag: sig.fields.key_tag,
                     full: full.to_vec(),
+                    format,
+                    tag,
                 });
             }
         }

@@ -57,7 +57,10 @@ enum Command {
 
 #[derive(Args)]
 struct CryptoArgs {
-    /// Algorithm-number profile: default, oqs-bind or verisign.
+    /// Algorithm-number profile: a built-in one (default, oqs-bind, verisign-2025 — alias
+    /// verisign —, verisign-2026), custom mappings `[base=NAME,]NUMBER=ALGORITHM,…` laid over
+    /// a built-in profile (default `default`), or a file of such entries, one or more a line,
+    /// `#` comments.
     #[arg(long, default_value = "default")]
     profile: String,
     /// Crypto provider: default (aws-lc-rs + liboqs) or liboqs (liboqs for every PQC algorithm).
@@ -67,13 +70,25 @@ struct CryptoArgs {
 
 impl CryptoArgs {
     fn resolve(&self) -> Result<(Profile, Provider), String> {
-        let profile = Profile::named(&self.profile).map_err(|e| e.to_string())?;
         let provider = Provider::named(&self.provider).ok_or_else(|| {
             format!(
                 "unknown provider {:?}: use default or liboqs",
                 self.provider
             )
         })?;
+        let spec = &self.profile;
+        let profile = if let Ok(built_in) = Profile::named(spec) {
+            built_in
+        } else if spec.contains('=') {
+            Profile::from_mappings("custom", spec, &provider).map_err(|e| e.to_string())?
+        } else if std::path::Path::new(spec).is_file() {
+            let text =
+                std::fs::read_to_string(spec).map_err(|e| format!("profile file {spec}: {e}"))?;
+            Profile::from_mappings(spec, &text, &provider)
+                .map_err(|e| format!("profile file {spec}: {e}"))?
+        } else {
+            Profile::named(spec).map_err(|e| e.to_string())?
+        };
         Ok((profile, provider))
     }
 }

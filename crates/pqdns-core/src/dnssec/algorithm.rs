@@ -143,6 +143,19 @@ algorithms! {
     SlhDsaShake128s, "SLH-DSA-SHAKE-128s", 32, 7856, "SLHDSASHAKE128S";
     MtlSlhDsaSha2_128s, "SLH-DSA-MTL-SHA2-128s", 32, MTL_MAX_SIGNATURE_LEN, "MTLSHA2128S";
     MtlSlhDsaShake128s, "SLH-DSA-MTL-SHAKE-128s", 32, MTL_MAX_SIGNATURE_LEN, "MTLSHAKE128S";
+    MlDsaMtl44, "ML-DSA-MTL-44", 1312, mtl_2026_max(2420), "MLDSAMTL44";
+    FlDsaMtl512, "FL-DSA-MTL-512", 897, mtl_2026_max(666), "FLDSAMTL512";
+    SlhDsaMtl2026Sha2_128s, "SLH-DSA-MTL-SHA2-128s-2026", 32, mtl_2026_max(7856), "MTL26SHA2128S";
+    SlhDsaMtl2026Shake128s, "SLH-DSA-MTL-SHAKE-128s-2026", 32, mtl_2026_max(7856), "MTL26SHAKE128S";
+    SlhDsaMtlFips205Sha2_128s, "SLH-DSA-MTL-FIPS205-SHA2-128s", 32, mtl_2026_max(7856), "MTLFIPS205SHA2128S";
+    SlhDsaMtlFips205Shake128s, "SLH-DSA-MTL-FIPS205-SHAKE-128s", 32, mtl_2026_max(7856), "MTLFIPS205SHAKE128S";
+}
+
+/// Largest 2026 MTL-mode RRSIG signature field for a ladder signature of at most `signature`
+/// bytes (draft-kaizer-dnsop-ml-dsa-mtl-dnssec-02 §5; [`super::mtl::Format::max_full_len`]):
+/// 4,073 bytes over ML-DSA-44, 2,319 over Falcon-padded-512, 9,509 over SPHINCS+-128s.
+const fn mtl_2026_max(signature: usize) -> usize {
+    super::mtl::Format::V2026.max_full_len(signature)
 }
 
 /// Largest MTL-mode RRSIG signature field pqdns emits (bytes): a full signature with a
@@ -184,13 +197,11 @@ impl Algorithm {
         )
     }
 
-    /// True for Merkle Tree Ladder mode algorithms (draft-fregly-dnsop-slh-dsa-mtl-dnssec), whose
-    /// zone signing batches every RRset under one ladder signature ([`super::mtl`]).
+    /// True for Merkle Tree Ladder mode algorithms (draft-fregly-dnsop-slh-dsa-mtl-dnssec,
+    /// draft-kaizer-dnsop-ml-dsa-mtl-dnssec), whose zone signing batches every RRset under one
+    /// ladder signature ([`super::mtl`]).
     pub fn is_mtl(self) -> bool {
-        matches!(
-            self,
-            Algorithm::MtlSlhDsaSha2_128s | Algorithm::MtlSlhDsaShake128s
-        )
+        super::mtl::MtlParams::of(self).is_some()
     }
 
     /// Why no backend compiled into this build implements this algorithm, or `None` if one
@@ -203,10 +214,17 @@ impl Algorithm {
             Algorithm::Snova24_5_4 => {
                 Some("SNOVA is not in liboqs 0.13 or any maintained Rust crate")
             }
-            Algorithm::MtlSlhDsaSha2_128s | Algorithm::MtlSlhDsaShake128s
+            Algorithm::MtlSlhDsaSha2_128s
+            | Algorithm::MtlSlhDsaShake128s
+            | Algorithm::SlhDsaMtl2026Sha2_128s
+            | Algorithm::SlhDsaMtl2026Shake128s
+            | Algorithm::FlDsaMtl512
                 if !cfg!(feature = "liboqs") =>
             {
-                Some("MTL mode needs SPHINCS+ from liboqs (cargo feature `liboqs`)")
+                Some("this MTL mode signs its ladder with SPHINCS+ or Falcon from liboqs (cargo feature `liboqs`)")
+            }
+            Algorithm::MlDsaMtl44 if !cfg!(any(feature = "liboqs", feature = "aws-lc")) => {
+                Some("ML-DSA-MTL needs ML-DSA-44 from aws-lc-rs or liboqs")
             }
             _ => None,
         }

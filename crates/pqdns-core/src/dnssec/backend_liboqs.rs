@@ -47,15 +47,6 @@ schemes! {
     MAYO_3 = Mayo3;
 }
 
-/// The SPHINCS+ round 3.1 scheme MTL mode signs its ladders with (SHA2 or SHAKE 128s-simple).
-pub(crate) fn sphincs_128s(shake: bool) -> &'static dyn SignatureScheme {
-    if shake {
-        &SPHINCS_SHAKE_128S
-    } else {
-        &SPHINCS_SHA2_128S
-    }
-}
-
 /// The largest Falcon-512 signature OQS-BIND accepts (bytes): the padded size.
 pub(crate) const FALCON_512_OQS_BIND_MAX: usize = 666;
 

@@ -175,10 +175,8 @@ fn compiled_schemes(liboqs_first: bool) -> Vec<&'static dyn SignatureScheme> {
     #[cfg(feature = "aws-lc")]
     groups.push(backend_awslc::SCHEMES);
     #[cfg(feature = "liboqs")]
-    {
-        groups.push(backend_liboqs::SCHEMES);
-        groups.push(super::mtl::SCHEMES);
-    }
+    groups.push(backend_liboqs::SCHEMES);
+    groups.push(super::mtl::SCHEMES);
     groups.push(backend_fips205::SCHEMES);
     let _ = liboqs_first;
     let mut provider = Provider {

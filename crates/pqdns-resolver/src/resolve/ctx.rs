@@ -3,6 +3,7 @@
 //! resolution state that [`super::iterate`] and [`super::trust`] own (their types, their
 //! fields). Fields are private: each owner reaches its part through one method.
 
+use pqdns_core::dnssec::mtl::SigTags;
 use pqdns_core::{Name, RrType};
 
 use super::iterate::Glueless;
@@ -23,8 +24,9 @@ pub(super) struct Ctx {
     exchanges: Vec<ExchangeInfo>,
     /// Queries this resolution may still send ([`WorkLimits::max_exchanges`]).
     exchanges_left: usize,
-    /// Ask for full MTL signatures (EDNS option 65050) and bypass cached responses.
-    full_signatures: bool,
+    /// Ask for full MTL signatures (EDNS option 65050, naming the ladders held by SigTag) and
+    /// bypass cached responses.
+    full_signatures: Option<SigTags>,
     /// The (QNAME, QTYPE) and store of every response this resolution took from the cache or
     /// put in it, to confirm them when it does not end Bogus (at most [`MAX_USED`]).
     used: Vec<(Name, RrType, Stored)>,
@@ -41,23 +43,24 @@ impl Ctx {
             trace: Vec::new(),
             exchanges: Vec::new(),
             exchanges_left: work.max_exchanges,
-            full_signatures: false,
+            full_signatures: None,
             used: Vec::new(),
             glueless: Glueless::new(work.max_glueless),
             trust,
         }
     }
 
-    /// As [`Ctx::new`], but its queries ask for full MTL signatures, continuing after the
-    /// `previous` exchanges of the same resolution (reported with it, and counted against its
-    /// budget).
+    /// As [`Ctx::new`], but its queries ask for full MTL signatures of the ladders not in
+    /// `held`, continuing after the `previous` exchanges of the same resolution (reported
+    /// with it, and counted against its budget).
     pub(super) fn full_signatures(
         work: &WorkLimits,
         trust: Local,
         previous: &[ExchangeInfo],
+        held: SigTags,
     ) -> Ctx {
         Ctx {
-            full_signatures: true,
+            full_signatures: Some(held),
             exchanges: previous.to_vec(),
             exchanges_left: work.max_exchanges.saturating_sub(previous.len()),
             ..Ctx::new(work, trust)
@@ -71,7 +74,12 @@ impl Ctx {
 
     /// True if this resolution asks for full MTL signatures (and bypasses the cache).
     pub(super) fn wants_full_signatures(&self) -> bool {
-        self.full_signatures
+        self.full_signatures.is_some()
+    }
+
+    /// The SigTags of the ladders held, when this resolution asks for full MTL signatures.
+    pub(super) fn held_ladders(&self) -> Option<&SigTags> {
+        self.full_signatures.as_ref()
     }
 
     /// Takes one query from the budget; false if it is spent.
@@ -85,7 +93,7 @@ impl Ctx {
 
     /// Records an exchange that got a response.
     pub(super) fn exchanged(&mut self, mut info: ExchangeInfo) {
-        info.full_signatures = self.full_signatures;
+        info.full_signatures = self.full_signatures.is_some();
         self.exchanges.push(info);
     }
 

@@ -8,7 +8,7 @@
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use pqdns_core::dnssec::mtl::EDNS_FULL_SIGNATURES;
+use pqdns_core::dnssec::mtl::{SigTags, EDNS_FULL_SIGNATURES};
 use pqdns_core::message::{Message, Question};
 use pqdns_core::wire::{Edns, EDNS_DO, FLAG_CD};
 use pqdns_core::{Class, Name, RrType};
@@ -46,13 +46,15 @@ impl Exchanger {
         &self,
         qname: &Name,
         qtype: RrType,
-        full_signatures: bool,
+        held_ladders: Option<&SigTags>,
     ) -> Result<Message, TransportError> {
-        // draft-fregly-dnsop-slh-dsa-mtl-dnssec: an empty option asks for full signatures.
-        let options = if full_signatures {
-            vec![(EDNS_FULL_SIGNATURES, Vec::new())]
-        } else {
-            Vec::new()
+        // Option 65050 asks for full MTL signatures: a 2025 server sends them all
+        // (draft-fregly-dnsop-slh-dsa-mtl-dnssec); a 2026 server sends them where the ladder is
+        // not among the SigTags listed, the (at most 8) newest ladders held
+        // (draft-hdong-dnsop-ml-dsa-mtl-dnssec-sigtag-ext-00).
+        let options = match held_ladders {
+            Some(held) => vec![(EDNS_FULL_SIGNATURES, held.to_bytes())],
+            None => Vec::new(),
         };
         let mut m = Message::query(
             random::query_id()?,
@@ -98,7 +100,7 @@ impl Exchanger {
                 }
                 .into());
             }
-            let query = self.query(qname, qtype, ctx.wants_full_signatures())?;
+            let query = self.query(qname, qtype, ctx.held_ladders())?;
             match self.client.exchange(*server, &query).await {
                 Ok((m, info)) => {
                     self.infra.answered(*server);

@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use pqdns_core::dnssec::denial::{prove, Claim, VerifiedDenial};
-use pqdns_core::dnssec::mtl::LadderCache;
+use pqdns_core::dnssec::mtl::{LadderCache, SigTags};
 use pqdns_core::dnssec::validate::{
     danger, Limits, PqPolicy, Reason, TrustedKeys, UnverifiedRRset, Validator, VerifiedRRset,
 };
@@ -66,7 +66,8 @@ pub(super) struct Trust {
     clock: Clock,
     /// [`Config::verify_threads`] permits.
     verify_slots: Semaphore,
-    /// MTL ladders verified by any resolution (draft-fregly-dnsop-slh-dsa-mtl-dnssec).
+    /// MTL ladders verified by any resolution, by SigTag (draft-fregly-dnsop-slh-dsa-mtl-dnssec,
+    /// draft-hdong-dnsop-ml-dsa-mtl-dnssec-sigtag-ext-00).
     ladders: Arc<Mutex<LadderCache>>,
 }
 
@@ -156,6 +157,11 @@ impl Trust {
             verify_slots: Semaphore::new(config.verify_threads.max(1)),
             ladders: Arc::new(Mutex::new(LadderCache::new(MAX_LADDERS))),
         }
+    }
+
+    /// The SigTags of the newest ladders held, for a query asking for full MTL signatures.
+    pub(super) fn held_ladders(&self) -> SigTags {
+        lock(&self.ladders).recent_tags()
     }
 
     /// A new resolution's part: a validator with a fresh work budget.

@@ -315,7 +315,8 @@ impl<'a> Validation<'a> {
             // DNSKEY RRset was trusted): once more, asking for full signatures, whose ladders
             // are then kept for the condensed signatures that follow.
             let local = self.trust.local();
-            let ctx = Ctx::full_signatures(work, local, answer.exchanges());
+            let held = self.trust.held_ladders();
+            let ctx = Ctx::full_signatures(work, local, answer.exchanges(), held);
             return Ok(self.answer_in(qname, qtype, ctx).await?.0);
         }
         Ok(answer)

@@ -1,49 +1,78 @@
-//! SLH-DSA-MTL as a provider scheme (algorithms 248/249): keys are SPHINCS+-128s-simple key
-//! pairs from liboqs (DNSKEY field PK.seed ‖ PK.root, private key liboqs' secret key), ladders
-//! are signed with SPHINCS+ over their domain-separated wire form ([`ladder_message`]), and
-//! batches of RRsets become one series.
+//! MTL modes as provider schemes: a key is the underlying scheme's key pair (DNSKEY field its
+//! public key; 2025: SPHINCS+ PK.seed ‖ PK.root), ladders are signed with the underlying
+//! scheme ([`ladder_message`]), and batches of RRsets become one series.
 
 use std::sync::Mutex;
 
-use super::node_set::{HashFamily, NodeSet, N};
-use super::wire::{Ladder, MtlSignature, SeriesId};
-use super::VerifiedLadder;
+use super::node_set::{NodeSet, N};
+use super::wire::{Format, Ladder, MtlSignature, SeriesId};
+use super::{MtlParams, SigTag, VerifiedLadder};
 use crate::dnssec::algorithm::{Algorithm, Backend};
-use crate::dnssec::backend_liboqs::sphincs_128s;
 use crate::dnssec::provider::{
     BatchSigningKey, CryptoError, PrivateFields, SignatureScheme, SigningKey,
 };
 
-/// The MTL schemes.
-pub(crate) static SCHEMES: &[&dyn SignatureScheme] =
-    &[&Mtl(HashFamily::Sha2), &Mtl(HashFamily::Shake)];
+/// The MTL schemes whose underlying scheme this build has.
+pub(crate) static SCHEMES: &[&dyn SignatureScheme] = &[
+    #[cfg(feature = "liboqs")]
+    &Mtl(Algorithm::MtlSlhDsaSha2_128s),
+    #[cfg(feature = "liboqs")]
+    &Mtl(Algorithm::MtlSlhDsaShake128s),
+    #[cfg(any(feature = "aws-lc", feature = "liboqs"))]
+    &Mtl(Algorithm::MlDsaMtl44),
+    #[cfg(feature = "liboqs")]
+    &Mtl(Algorithm::FlDsaMtl512),
+    #[cfg(feature = "liboqs")]
+    &Mtl(Algorithm::SlhDsaMtl2026Sha2_128s),
+    #[cfg(feature = "liboqs")]
+    &Mtl(Algorithm::SlhDsaMtl2026Shake128s),
+    &Mtl(Algorithm::SlhDsaMtlFips205Sha2_128s),
+    &Mtl(Algorithm::SlhDsaMtlFips205Shake128s),
+];
 
-struct Mtl(HashFamily);
+struct Mtl(Algorithm);
 
-fn family_of(alg: Algorithm) -> HashFamily {
-    if alg == Algorithm::MtlSlhDsaShake128s {
-        HashFamily::Shake
-    } else {
-        HashFamily::Sha2
-    }
+fn params(alg: Algorithm) -> Result<MtlParams, CryptoError> {
+    MtlParams::of(alg).ok_or(CryptoError::Unsupported(alg))
 }
 
-fn algorithm_of(family: HashFamily) -> Algorithm {
-    match family {
-        HashFamily::Sha2 => Algorithm::MtlSlhDsaSha2_128s,
-        HashFamily::Shake => Algorithm::MtlSlhDsaShake128s,
+/// The scheme that signs ladders of `alg`: the first compiled backend that has it (aws-lc-rs,
+/// then liboqs, then `fips205`), with no allocation.
+fn ladder_scheme(alg: Algorithm) -> Result<&'static dyn SignatureScheme, CryptoError> {
+    let underlying = params(alg)?.underlying;
+    let mut groups: [&[&'static dyn SignatureScheme]; 3] = [&[], &[], &[]];
+    #[cfg(feature = "aws-lc")]
+    {
+        groups[0] = crate::dnssec::backend_awslc::SCHEMES;
     }
+    #[cfg(feature = "liboqs")]
+    {
+        groups[1] = crate::dnssec::backend_liboqs::SCHEMES;
+    }
+    groups[2] = crate::dnssec::backend_fips205::SCHEMES;
+    groups
+        .into_iter()
+        .flatten()
+        .copied()
+        .find(|s| s.algorithm() == underlying)
+        .ok_or(CryptoError::Unsupported(alg))
 }
 
-/// The bytes SPHINCS+ signs for a ladder: `0x81 ‖ 0x00 ‖ OID ‖ ladder`, the ladder domain
-/// separator (`MTL_LADDER_SEP` = 129), the length of the empty context string, and the 6-byte
-/// object identifier Verisign's MTL library gives SLH-DSA-MTL-SHA2-128S (`2B CE 0F 06 0A 10`) or
-/// -SHAKE-128S (`2B CE 0F 06 0D 10`), then the ladder's wire form (draft-harvey-cfrg-mtl-mode-03
-/// §4.1, "sep = octet(MTL_LADDER_SEP) ‖ octet(OLEN(ctx)) ‖ ctx ‖ OID_MTL ‖ ladder").
-fn ladder_message(family: HashFamily, ladder_bytes: &[u8]) -> Vec<u8> {
-    let oid: [u8; 6] = match family {
-        HashFamily::Sha2 => [0x2B, 0xCE, 0x0F, 0x06, 0x0A, 0x10],
-        HashFamily::Shake => [0x2B, 0xCE, 0x0F, 0x06, 0x0D, 0x10],
+/// The bytes a ladder signature covers.
+///
+/// 2025: `0x81 ‖ 0x00 ‖ OID ‖ ladder`, the ladder domain separator (`MTL_LADDER_SEP` = 129),
+/// the length of the empty context string, and the 6-byte object identifier Verisign's MTL
+/// library gives SLH-DSA-MTL-SHA2-128S (`2B CE 0F 06 0A 10`) or -SHAKE-128S
+/// (`2B CE 0F 06 0D 10`), then the ladder's wire form (draft-harvey-cfrg-mtl-mode-03 §4.1).
+///
+/// 2026: the ladder's wire form alone, signed with the underlying scheme's empty context
+/// (pure ML-DSA, FIPS 204 §5.2), as Verisign's published ML-DSA-MTL data is signed (MTL
+/// library 1.3 `examples/demo`, OpenSSL `EVP_PKEY_sign_message_init` without a context).
+fn ladder_message(p: &MtlParams, ladder_bytes: &[u8]) -> Vec<u8> {
+    let oid: [u8; 6] = match (p.format, p.family) {
+        (Format::V2026, _) => return ladder_bytes.to_vec(),
+        (Format::V2025, super::HashFamily::Sha2) => [0x2B, 0xCE, 0x0F, 0x06, 0x0A, 0x10],
+        (Format::V2025, super::HashFamily::Shake) => [0x2B, 0xCE, 0x0F, 0x06, 0x0D, 0x10],
     };
     let mut out = Vec::with_capacity(2 + oid.len() + ladder_bytes.len());
     out.extend_from_slice(&[0x81, 0x00]);
@@ -52,50 +81,53 @@ fn ladder_message(family: HashFamily, ladder_bytes: &[u8]) -> Vec<u8> {
     out
 }
 
-fn ladder_scheme(family: HashFamily) -> &'static dyn SignatureScheme {
-    sphincs_128s(family == HashFamily::Shake)
+fn random_series(format: Format) -> Result<SeriesId, CryptoError> {
+    let mut out = [0u8; super::wire::SERIES_ID_LEN_2026];
+    let len = format.series_len();
+    fill_random(&mut out[..len])?;
+    SeriesId::new(&out[..len]).ok_or(CryptoError::Library("series ID length"))
 }
 
-fn random_bytes<const L: usize>() -> Result<[u8; L], CryptoError> {
-    let mut out = [0u8; L];
-    aws_lc_rs::rand::fill(&mut out).map_err(|_| CryptoError::Library("random generator failed"))?;
+fn fill_random(out: &mut [u8]) -> Result<(), CryptoError> {
+    aws_lc_rs::rand::fill(out).map_err(|_| CryptoError::Library("random generator failed"))
+}
+
+fn random_randomizer() -> Result<[u8; N], CryptoError> {
+    let mut out = [0u8; N];
+    fill_random(&mut out)?;
     Ok(out)
 }
 
-/// Verifies a full MTL signature of `message` under `public_key`: the ladder's SPHINCS+
-/// signature, then the authentication path against it. Returns the verified ladder, for
-/// checking condensed signatures of the series later.
+/// Verifies a full MTL signature of `message` under `public_key`: the ladder's signature, then
+/// the authentication path against it. Returns the verified ladder, for checking condensed
+/// signatures of the series later.
 ///
 /// # Errors
 /// [`CryptoError::MalformedMtl`] if the field does not parse; [`CryptoError::BadSignature`] if
 /// the ladder signature or the path does not verify; [`CryptoError::LadderRequired`] for a
-/// condensed signature.
+/// condensed signature; [`CryptoError::Unsupported`] if `alg` is not an MTL algorithm this
+/// build has.
 pub fn verify_full(
     alg: Algorithm,
     public_key: &[u8],
     message: &[u8],
     field: &[u8],
 ) -> Result<VerifiedLadder, CryptoError> {
-    let family = family_of(alg);
-    if public_key.len() != 2 * N {
-        return Err(CryptoError::BadKey("MTL public key must be 32 bytes"));
-    }
-    let sig = MtlSignature::parse(field).map_err(CryptoError::MalformedMtl)?;
+    let p = params(alg)?;
+    let hash = p.tree_hash(public_key)?;
+    let sig = MtlSignature::parse_as(p.format, field).map_err(CryptoError::MalformedMtl)?;
     let Some((ladder, ladder_bytes, ladder_sig)) = &sig.signed_ladder else {
         return Err(CryptoError::LadderRequired(sig.path.series.as_u64()));
     };
     if ladder.series != sig.path.series {
         return Err(CryptoError::BadSignature);
     }
-    ladder_scheme(family).verify(
-        public_key,
-        &ladder_message(family, ladder_bytes),
-        ladder_sig,
-    )?;
+    ladder_scheme(alg)?.verify(public_key, &ladder_message(&p, ladder_bytes), ladder_sig)?;
     let verified = VerifiedLadder {
-        family,
+        hash,
         public_key: public_key.to_vec(),
         ladder: ladder.clone(),
+        tag: SigTag::of(ladder_bytes, ladder_sig),
     };
     verified.verify_condensed(public_key, message, &sig)?;
     Ok(verified)
@@ -103,34 +135,34 @@ pub fn verify_full(
 
 /// An MTL signing key with its current series: append RRsets' signed data as leaves, sign the
 /// ladder once, then hand out condensed or full signatures. A re-signing after a zone change
-/// appends the new RRsets to the same series and signs a new ladder, leaving the existing
+/// can append the new RRsets to the same series and sign a new ladder, leaving the existing
 /// signatures valid against both ladders where their rungs survive.
 pub struct MtlSigner {
-    family: HashFamily,
+    params: MtlParams,
+    alg: Algorithm,
     key: Box<dyn SigningKey>,
     nodes: NodeSet,
-    /// The wire form and SPHINCS+ signature of the last ladder signed.
+    /// The leaf count, wire form and signature of the last ladder signed.
     signed_ladder: Option<(u64, Vec<u8>, Vec<u8>)>,
 }
 
 impl MtlSigner {
-    /// A new series (random 8-byte identifier from the OS generator) for `key`, an MTL key.
+    /// A new series (random series ID from the OS generator: 8 bytes in 2025, 32 in 2026) for
+    /// `key`, an MTL key.
     ///
     /// # Errors
-    /// [`CryptoError::Unsupported`] if `key` is not an MTL key; [`CryptoError::Library`] if the
-    /// random generator fails.
+    /// [`CryptoError::Unsupported`] if `key` is not an MTL key this build can sign with;
+    /// [`CryptoError::Library`] if the random generator fails.
     pub fn new(key: &dyn SigningKey) -> Result<MtlSigner, CryptoError> {
         let alg = key.algorithm();
-        if !alg.is_mtl() {
-            return Err(CryptoError::Unsupported(alg));
-        }
-        let family = family_of(alg);
-        let fields = key.private_fields();
-        let sphincs = ladder_scheme(family).load(&fields, key.public_key())?;
+        let params = params(alg)?;
+        let underlying = ladder_scheme(alg)?.load(&key.private_fields(), key.public_key())?;
+        let hash = params.tree_hash(key.public_key())?;
         Ok(MtlSigner {
-            family,
-            nodes: NodeSet::new(family, key.public_key(), SeriesId(random_bytes()?)),
-            key: sphincs,
+            params,
+            alg,
+            nodes: NodeSet::new(hash, random_series(params.format)?),
+            key: underlying,
             signed_ladder: None,
         })
     }
@@ -149,16 +181,17 @@ impl MtlSigner {
     ///
     /// # Errors
     /// [`CryptoError::Library`] if the series is full or the random generator fails.
-    pub fn append(&mut self, message: &[u8]) -> Result<u32, CryptoError> {
+    pub fn append(&mut self, message: &[u8]) -> Result<u64, CryptoError> {
         self.nodes
-            .append(message, random_bytes()?)
+            .append(message, random_randomizer()?)
             .ok_or(CryptoError::Library("MTL series is full (2^32 leaves)"))
     }
 
-    /// Signs the current ladder with SPHINCS+ (once per ladder; the expensive step).
+    /// Signs the current ladder with the underlying scheme (once per ladder; the expensive
+    /// step).
     ///
     /// # Errors
-    /// [`CryptoError::Library`] if SPHINCS+ fails.
+    /// [`CryptoError::Library`] if the underlying scheme fails.
     pub fn sign_ladder(&mut self) -> Result<(), CryptoError> {
         let count = self.nodes.leaf_count();
         if self
@@ -170,7 +203,7 @@ impl MtlSigner {
         }
         let mut bytes = Vec::new();
         self.nodes.ladder().write(&mut bytes);
-        let sig = self.key.sign(&ladder_message(self.family, &bytes))?;
+        let sig = self.key.sign(&ladder_message(&self.params, &bytes))?;
         self.signed_ladder = Some((count, bytes, sig));
         Ok(())
     }
@@ -180,13 +213,20 @@ impl MtlSigner {
         self.nodes.ladder()
     }
 
+    /// The SigTag of the last ladder signed, if any.
+    pub fn tag(&self) -> Option<SigTag> {
+        self.signed_ladder
+            .as_ref()
+            .map(|(_, bytes, sig)| SigTag::of(bytes, sig))
+    }
+
     /// The signature field for leaf `leaf`: condensed, or full with the last signed ladder.
     /// Paths lead to the rungs of the current ladder.
     ///
     /// # Errors
     /// [`CryptoError::Library`] for an unknown leaf, or a full signature before
     /// [`MtlSigner::sign_ladder`] covered the current leaves.
-    pub fn signature(&self, leaf: u32, full: bool) -> Result<Vec<u8>, CryptoError> {
+    pub fn signature(&self, leaf: u64, full: bool) -> Result<Vec<u8>, CryptoError> {
         let path = self
             .nodes
             .auth_path(leaf)
@@ -204,31 +244,34 @@ impl MtlSigner {
 
     /// The algorithm.
     pub fn algorithm(&self) -> Algorithm {
-        algorithm_of(self.family)
+        self.alg
     }
 }
 
-/// An MTL key: the SPHINCS+ key pair. Signing one message makes a one-leaf series.
+/// An MTL key: the underlying scheme's key pair. Signing one message makes a one-leaf series.
 struct MtlKey {
-    family: HashFamily,
-    sphincs: Box<dyn SigningKey>,
+    alg: Algorithm,
+    underlying: Box<dyn SigningKey>,
     /// Serialises batch signing so two batches never share a series by accident.
     lock: Mutex<()>,
 }
 
 impl SigningKey for MtlKey {
     fn algorithm(&self) -> Algorithm {
-        algorithm_of(self.family)
+        self.alg
     }
     fn public_key(&self) -> &[u8] {
-        self.sphincs.public_key()
+        self.underlying.public_key()
     }
     fn private_fields(&self) -> PrivateFields {
-        self.sphincs.private_fields()
+        self.underlying.private_fields()
+    }
+    fn liboqs_secret_key(&self) -> Result<zeroize::Zeroizing<Vec<u8>>, CryptoError> {
+        self.underlying.liboqs_secret_key()
     }
     fn sign(&self, message: &[u8]) -> Result<Vec<u8>, CryptoError> {
         let mut sigs = self.sign_batch(&[message.to_vec()], &[true])?;
-        Ok(sigs.remove(0))
+        sigs.pop().ok_or(CryptoError::Library("empty batch"))
     }
     fn as_batch(&self) -> Option<&dyn BatchSigningKey> {
         Some(self)
@@ -256,15 +299,15 @@ impl BatchSigningKey for MtlKey {
 
 impl SignatureScheme for Mtl {
     fn algorithm(&self) -> Algorithm {
-        algorithm_of(self.0)
+        self.0
     }
     fn backend(&self) -> Backend {
         Backend::Pqdns
     }
     fn generate(&self) -> Result<Box<dyn SigningKey>, CryptoError> {
         Ok(Box::new(MtlKey {
-            family: self.0,
-            sphincs: ladder_scheme(self.0).generate()?,
+            alg: self.0,
+            underlying: ladder_scheme(self.0)?.generate()?,
             lock: Mutex::new(()),
         }))
     }
@@ -274,14 +317,14 @@ impl SignatureScheme for Mtl {
         public_key: &[u8],
     ) -> Result<Box<dyn SigningKey>, CryptoError> {
         Ok(Box::new(MtlKey {
-            family: self.0,
-            sphincs: ladder_scheme(self.0).load(fields, public_key)?,
+            alg: self.0,
+            underlying: ladder_scheme(self.0)?.load(fields, public_key)?,
             lock: Mutex::new(()),
         }))
     }
     /// Verifies a full signature; a condensed one needs a ladder ([`CryptoError::LadderRequired`]).
     fn verify(&self, public_key: &[u8], message: &[u8], sig: &[u8]) -> Result<(), CryptoError> {
-        verify_full(algorithm_of(self.0), public_key, message, sig).map(|_| ())
+        verify_full(self.0, public_key, message, sig).map(|_| ())
     }
 }
 
@@ -289,55 +332,73 @@ impl SignatureScheme for Mtl {
 mod tests {
     use super::*;
 
+    fn condensed_len(alg: Algorithm, siblings: usize) -> usize {
+        params(alg).unwrap().format.condensed_len(siblings)
+    }
+
+    /// Every MTL scheme of this build: a batch signs, the full signature verifies and yields
+    /// the ladder, every condensed signature verifies through it and only for its message.
     #[test]
     fn batch_signatures_verify_condensed_through_the_full_ones_ladder() {
-        let scheme = &Mtl(HashFamily::Sha2);
-        let key = scheme.generate().unwrap();
-        let msgs: Vec<Vec<u8>> = (0..10u8).map(|i| vec![i; 40]).collect();
-        let full: Vec<bool> = (0..10).map(|i| i == 2).collect();
-        let sigs = key.as_batch().unwrap().sign_batch(&msgs, &full).unwrap();
-        assert!(sigs[2].len() > 7856 && sigs[0].len() == 1 + 16 + 24 + 3 * 16);
-        let alg = key.algorithm();
-        let ladder = verify_full(alg, key.public_key(), &msgs[2], &sigs[2]).unwrap();
-        assert_eq!(ladder.ladder().leaf_count(), 10);
-        for (i, sig) in sigs.iter().enumerate() {
-            let parsed = MtlSignature::parse(sig).unwrap();
-            ladder
-                .verify_condensed(key.public_key(), &msgs[i], &parsed)
-                .unwrap();
-            assert!(ladder
-                .verify_condensed(key.public_key(), &msgs[(i + 1) % 10], &parsed)
-                .is_err());
+        for scheme in SCHEMES {
+            let alg = scheme.algorithm();
+            let key = scheme.generate().unwrap();
+            let msgs: Vec<Vec<u8>> = (0..10u8).map(|i| vec![i; 40]).collect();
+            let full: Vec<bool> = (0..10).map(|i| i == 2).collect();
+            let sigs = key.as_batch().unwrap().sign_batch(&msgs, &full).unwrap();
+            assert_eq!(sigs[0].len(), condensed_len(alg, 3), "{alg}");
+            assert!(sigs[2].len() > condensed_len(alg, 3) + 100, "{alg}");
+            let ladder = verify_full(alg, key.public_key(), &msgs[2], &sigs[2]).unwrap();
+            assert_eq!(ladder.ladder().leaf_count(), 10);
+            let format = params(alg).unwrap().format;
+            for (i, sig) in sigs.iter().enumerate() {
+                let parsed = MtlSignature::parse_as(format, sig).unwrap();
+                ladder
+                    .verify_condensed(key.public_key(), &msgs[i], &parsed)
+                    .unwrap();
+                assert!(ladder
+                    .verify_condensed(key.public_key(), &msgs[(i + 1) % 10], &parsed)
+                    .is_err());
+            }
+            assert_eq!(
+                scheme.verify(key.public_key(), &msgs[0], &sigs[0]),
+                Err(CryptoError::LadderRequired(ladder.series().as_u64())),
+                "{alg}"
+            );
+            let mut bad = sigs[2].clone();
+            let last = bad.len() - 1;
+            bad[last] ^= 1;
+            assert!(scheme.verify(key.public_key(), &msgs[2], &bad).is_err());
+            assert_eq!(
+                super::super::full_signature_tag(&sigs[2]),
+                Some(ladder.tag())
+            );
         }
-        assert_eq!(
-            scheme.verify(key.public_key(), &msgs[0], &sigs[0]),
-            Err(CryptoError::LadderRequired(ladder.series().as_u64()))
-        );
-        let mut bad = sigs[2].clone();
-        let last = bad.len() - 1;
-        bad[last] ^= 1;
-        assert!(scheme.verify(key.public_key(), &msgs[2], &bad).is_err());
     }
 
     #[test]
     fn a_condensed_signature_expanded_with_the_ladder_verifies_alone() {
-        let scheme = &Mtl(HashFamily::Sha2);
-        let key = scheme.generate().unwrap();
-        let msgs: Vec<Vec<u8>> = (0..6u8).map(|i| vec![i; 30]).collect();
-        let full: Vec<bool> = (0..6).map(|i| i == 0).collect();
-        let sigs = key.as_batch().unwrap().sign_batch(&msgs, &full).unwrap();
-        let expanded = super::super::expand_condensed(&sigs[4], &sigs[0]).unwrap();
-        assert_eq!(expanded[0], 1, "flag: full");
-        scheme
-            .verify(key.public_key(), &msgs[4], &expanded)
-            .unwrap();
-        assert!(scheme
-            .verify(key.public_key(), &msgs[3], &expanded)
-            .is_err());
-        // Not two full ones, not a ladder of another series.
-        assert_eq!(super::super::expand_condensed(&sigs[0], &sigs[0]), None);
-        let other = scheme.generate().unwrap();
-        let theirs = other.as_batch().unwrap().sign_batch(&msgs, &full).unwrap();
-        assert_eq!(super::super::expand_condensed(&sigs[4], &theirs[0]), None);
+        for alg in [Algorithm::MtlSlhDsaSha2_128s, Algorithm::MlDsaMtl44] {
+            let Some(scheme) = SCHEMES.iter().find(|s| s.algorithm() == alg) else {
+                continue;
+            };
+            let key = scheme.generate().unwrap();
+            let msgs: Vec<Vec<u8>> = (0..6u8).map(|i| vec![i; 30]).collect();
+            let full: Vec<bool> = (0..6).map(|i| i == 0).collect();
+            let sigs = key.as_batch().unwrap().sign_batch(&msgs, &full).unwrap();
+            let expanded = super::super::expand_condensed(&sigs[4], &sigs[0]).unwrap();
+            assert_eq!(expanded[0], 1, "flag: full");
+            scheme
+                .verify(key.public_key(), &msgs[4], &expanded)
+                .unwrap();
+            assert!(scheme
+                .verify(key.public_key(), &msgs[3], &expanded)
+                .is_err());
+            // Not two full ones, not a ladder of another series.
+            assert_eq!(super::super::expand_condensed(&sigs[0], &sigs[0]), None);
+            let other = scheme.generate().unwrap();
+            let theirs = other.as_batch().unwrap().sign_batch(&msgs, &full).unwrap();
+            assert_eq!(super::super::expand_condensed(&sigs[4], &theirs[0]), None);
+        }
     }
 }

@@ -1,30 +1,114 @@
-//! MTL-mode RRSIG signature fields (`docs/pqc-dnssec-wire.md` §5, draft-fregly-dnsop-slh-dsa-
-//! mtl-dnssec; big-endian integers, n = 16 bytes per hash):
+//! MTL-mode RRSIG signature fields, in the two layouts Verisign's implementations have used
+//! (big-endian integers, n = 16 bytes per hash). [`Format`] says which one a field is in; it
+//! follows the algorithm, never a global switch.
+//!
+//! 2025 ([`Format::V2025`]: SLH-DSA-MTL 248/249, draft-fregly-dnsop-slh-dsa-mtl-dnssec,
+//! `docs/pqc-dnssec-wire.md` §5):
 //!
 //! ```text
 //! flag (1: 0 condensed, 1 full)
 //! condensed: randomizer (n) | flags u16 | series ID (8) | leaf index u32 | rung left u32 |
 //!            rung right u32 | sibling count u16 | sibling hashes (count · n)
 //! full:      condensed | ladder: flags u16 | series ID (8) | rung count u16 |
-//!            rungs {left u32, right u32, hash n} | u32 length | SPHINCS+ signature of the ladder
+//!            rungs {left u32, right u32, hash n} | u32 length | ladder signature
 //! ```
 //!
-//! Parsing is bounded: at most [`MAX_DEPTH`] siblings and rungs (a 2^32-leaf series), and the
-//! SPHINCS+ signature must be exactly the length its field announces and end the field.
+//! 2026 ([`Format::V2026`]: ML-DSA-MTL 129, SLH-DSA-MTL 130/131, FL-DSA-MTL 128;
+//! draft-kaizer-dnsop-ml-dsa-mtl-dnssec-02 §5, as Verisign's MTL library 1.3 demo data and
+//! mtl-mode-nsd lay it out):
+//!
+//! ```text
+//! flag (1: 0 condensed, 1 full)
+//! condensed: flags u16 | series ID (2n = 32) | randomizer (n) | leaf index u64 |
+//!            rung left u64 | rung right u64 | sibling count u16 | sibling hashes (count · n)
+//! full:      condensed | ladder: flags u16 | series ID (32) | rung count u16 |
+//!            rungs {left u64, right u64, hash n} | u32 length | ladder signature
+//! ```
+//!
+//! Parsing is bounded: at most [`MAX_DEPTH`] siblings and rungs, and the ladder signature must
+//! be exactly the length its field announces and end the field. Every error is a value; no
+//! input makes parsing panic.
 
 use std::fmt;
 
 use super::node_set::N;
 
-/// Most siblings in a path, and most rungs in a ladder (leaf indices are 32 bits).
+/// Most siblings in a path, and most rungs in a ladder: a series of at most 2^32 leaves in
+/// either format (2025 leaf indices are 32 bits; pqdns starts a new series long before that).
 pub const MAX_DEPTH: usize = 32;
 
-/// Length of the series identifier (bytes).
+/// Length of a 2025 series identifier (bytes).
 pub const SERIES_ID_LEN: usize = 8;
 
-/// An MTL series identifier (8 bytes on the wire), chosen at random when a series starts.
+/// Length of a 2026 series identifier (bytes): 2n (draft-kaizer-dnsop-ml-dsa-mtl-dnssec-02 §5).
+pub const SERIES_ID_LEN_2026: usize = 2 * N;
+
+/// Which layout an MTL signature field uses (see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// Verisign's 2025 layout: 8-byte series ID, 32-bit indexes, randomizer first.
+    V2025,
+    /// The 2026 layout: 32-byte series ID, 64-bit indexes, flags first.
+    V2026,
+}
+
+impl Format {
+    /// Series identifier length in bytes.
+    pub fn series_len(self) -> usize {
+        match self {
+            Format::V2025 => SERIES_ID_LEN,
+            Format::V2026 => SERIES_ID_LEN_2026,
+        }
+    }
+
+    fn index_len(self) -> usize {
+        match self {
+            Format::V2025 => 4,
+            Format::V2026 => 8,
+        }
+    }
+
+    /// Bytes of a condensed signature field with `siblings` sibling hashes, the flag byte
+    /// included: 41 + 16·k (2025) or 77 + 16·k (2026).
+    pub fn condensed_len(self, siblings: usize) -> usize {
+        1 + 2 + N + self.series_len() + 3 * self.index_len() + 2 + siblings * N
+    }
+
+    /// Bytes of a ladder with `rungs` rungs in its wire form.
+    pub fn ladder_len(self, rungs: usize) -> usize {
+        2 + self.series_len() + 2 + rungs * (2 * self.index_len() + N)
+    }
+
+    /// The largest full signature field for a ladder signature of at most `signature` bytes
+    /// ([`MAX_DEPTH`] siblings and rungs).
+    pub const fn max_full_len(self, signature: usize) -> usize {
+        let (series, index) = match self {
+            Format::V2025 => (SERIES_ID_LEN, 4),
+            Format::V2026 => (SERIES_ID_LEN_2026, 8),
+        };
+        (1 + 2 + N + series + 3 * index + 2 + MAX_DEPTH * N)
+            + (2 + series + 2 + MAX_DEPTH * (2 * index + N))
+            + 4
+            + signature
+    }
+
+    /// The format of a full signature field: the one it parses in. A field parses in at most
+    /// one of them in practice (2026 needs its 32-byte series ID twice, 2025 its flags at
+    /// bytes 17–18); 2026 is tried first. `None` if it parses in neither or is condensed.
+    pub fn of_full(field: &[u8]) -> Option<Format> {
+        [Format::V2026, Format::V2025]
+            .into_iter()
+            .find(|f| MtlSignature::parse_as(*f, field).is_ok_and(|s| s.is_full()))
+    }
+}
+
+/// An MTL series identifier: 8 bytes (2025) or 32 bytes (2026) on the wire, chosen at random
+/// when a series starts.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct SeriesId(pub [u8; SERIES_ID_LEN]);
+pub struct SeriesId {
+    bytes: [u8; SERIES_ID_LEN_2026],
+    len: u8,
+}
 
 impl fmt::Debug for SeriesId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -34,14 +118,34 @@ impl fmt::Debug for SeriesId {
 
 impl fmt::Display for SeriesId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+        self.as_bytes()
+            .iter()
+            .try_for_each(|b| write!(f, "{b:02x}"))
     }
 }
 
 impl SeriesId {
-    /// The identifier as a number (for messages).
+    /// A series identifier of 1 to 32 bytes, or `None` for any other length.
+    pub fn new(bytes: &[u8]) -> Option<SeriesId> {
+        if bytes.is_empty() || bytes.len() > SERIES_ID_LEN_2026 {
+            return None;
+        }
+        let mut out = [0u8; SERIES_ID_LEN_2026];
+        out[..bytes.len()].copy_from_slice(bytes);
+        Some(SeriesId {
+            bytes: out,
+            len: bytes.len() as u8,
+        })
+    }
+
+    /// The identifier's bytes as on the wire.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    /// The first 8 bytes as a number (for messages).
     pub fn as_u64(self) -> u64 {
-        u64::from_be_bytes(self.0)
+        u64::from_be_bytes(self.bytes[..8].try_into().expect("8"))
     }
 }
 
@@ -49,9 +153,9 @@ impl SeriesId {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rung {
     /// First leaf index covered.
-    pub left: u32,
+    pub left: u64,
     /// Last leaf index covered.
-    pub right: u32,
+    pub right: u64,
     /// Root hash of the subtree.
     pub hash: [u8; N],
 }
@@ -60,6 +164,8 @@ pub struct Rung {
 /// Algorithm 6), in order of increasing leaf index.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ladder {
+    /// The layout it is written in.
+    pub format: Format,
     /// Flags (0).
     pub flags: u16,
     /// Series.
@@ -71,6 +177,8 @@ pub struct Ladder {
 /// The part of every MTL signature: randomizer and authentication path from a leaf to a rung.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AuthPath {
+    /// The layout it is written in.
+    pub format: Format,
     /// Per-leaf randomizer (n bytes), hashed with the message (draft-harvey-cfrg-mtl-mode §5.1).
     pub randomizer: [u8; N],
     /// Flags (0).
@@ -78,11 +186,11 @@ pub struct AuthPath {
     /// Series.
     pub series: SeriesId,
     /// Leaf index of the message.
-    pub leaf: u32,
+    pub leaf: u64,
     /// First leaf of the rung the path leads to.
-    pub rung_left: u32,
+    pub rung_left: u64,
     /// Last leaf of the rung the path leads to.
-    pub rung_right: u32,
+    pub rung_right: u64,
     /// Sibling hashes from the leaf upwards.
     pub siblings: Vec<[u8; N]>,
 }
@@ -92,8 +200,8 @@ pub struct AuthPath {
 pub struct MtlSignature {
     /// The authentication path.
     pub path: AuthPath,
-    /// For a full signature: the ladder, its wire bytes (what SPHINCS+ signed), and the SPHINCS+
-    /// signature.
+    /// For a full signature: the ladder, its wire bytes (what the ladder signature covers), and
+    /// the ladder signature.
     pub signed_ladder: Option<(Ladder, Vec<u8>, Vec<u8>)>,
 }
 
@@ -131,13 +239,28 @@ impl<'a> Reader<'a> {
         Ok(head)
     }
     fn u16(&mut self) -> Result<u16, SignatureError> {
-        Ok(u16::from_be_bytes(self.take(2)?.try_into().expect("2")))
+        let b = self.take(2)?;
+        Ok(u16::from_be_bytes([b[0], b[1]]))
     }
     fn u32(&mut self) -> Result<u32, SignatureError> {
-        Ok(u32::from_be_bytes(self.take(4)?.try_into().expect("4")))
+        let mut a = [0u8; 4];
+        a.copy_from_slice(self.take(4)?);
+        Ok(u32::from_be_bytes(a))
+    }
+    fn index(&mut self, format: Format) -> Result<u64, SignatureError> {
+        match format {
+            Format::V2025 => self.u32().map(u64::from),
+            Format::V2026 => {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(self.take(8)?);
+                Ok(u64::from_be_bytes(a))
+            }
+        }
     }
     fn hash(&mut self) -> Result<[u8; N], SignatureError> {
-        Ok(self.take(N)?.try_into().expect("n"))
+        let mut h = [0u8; N];
+        h.copy_from_slice(self.take(N)?);
+        Ok(h)
     }
     fn flags(&mut self) -> Result<u16, SignatureError> {
         match self.u16()? {
@@ -145,46 +268,59 @@ impl<'a> Reader<'a> {
             other => Err(SignatureError::UnknownFlags(other)),
         }
     }
-    fn series(&mut self) -> Result<SeriesId, SignatureError> {
-        Ok(SeriesId(self.take(SERIES_ID_LEN)?.try_into().expect("8")))
+    fn series(&mut self, format: Format) -> Result<SeriesId, SignatureError> {
+        SeriesId::new(self.take(format.series_len())?).ok_or(SignatureError::Truncated)
+    }
+    fn count(&mut self) -> Result<usize, SignatureError> {
+        let count = usize::from(self.u16()?);
+        if count > MAX_DEPTH {
+            return Err(SignatureError::TooDeep);
+        }
+        Ok(count)
+    }
+}
+
+fn write_index(format: Format, value: u64, out: &mut Vec<u8>) {
+    match format {
+        // Callers keep 2025 series below 2^32 leaves (`NodeSet::append`).
+        Format::V2025 => out.extend((value as u32).to_be_bytes()),
+        Format::V2026 => out.extend(value.to_be_bytes()),
     }
 }
 
 impl Ladder {
     /// Number of leaves the ladder covers.
     pub fn leaf_count(&self) -> u64 {
-        self.rungs.last().map_or(0, |r| u64::from(r.right) + 1)
+        self.rungs.last().map_or(0, |r| r.right.saturating_add(1))
     }
 
     /// Appends the wire form.
     pub fn write(&self, out: &mut Vec<u8>) {
         out.extend(self.flags.to_be_bytes());
-        out.extend(self.series.0);
+        out.extend(self.series.as_bytes());
         out.extend((self.rungs.len() as u16).to_be_bytes());
         for r in &self.rungs {
-            out.extend(r.left.to_be_bytes());
-            out.extend(r.right.to_be_bytes());
+            write_index(self.format, r.left, out);
+            write_index(self.format, r.right, out);
             out.extend(r.hash);
         }
     }
 
-    fn read(r: &mut Reader<'_>) -> Result<Ladder, SignatureError> {
+    fn read(format: Format, r: &mut Reader<'_>) -> Result<Ladder, SignatureError> {
         let flags = r.flags()?;
-        let series = r.series()?;
-        let count = usize::from(r.u16()?);
-        if count > MAX_DEPTH {
-            return Err(SignatureError::TooDeep);
-        }
+        let series = r.series(format)?;
+        let count = r.count()?;
         let rungs = (0..count)
             .map(|_| {
                 Ok(Rung {
-                    left: r.u32()?,
-                    right: r.u32()?,
+                    left: r.index(format)?,
+                    right: r.index(format)?,
                     hash: r.hash()?,
                 })
             })
             .collect::<Result<_, SignatureError>>()?;
         Ok(Ladder {
+            format,
             flags,
             series,
             rungs,
@@ -198,18 +334,16 @@ impl Ladder {
     pub fn rung_for(&self, path: &AuthPath) -> Option<&Rung> {
         let depth = path.siblings.len() as u32;
         let span = 1u64.checked_shl(depth)?;
-        let left = u64::from(path.leaf) & !(span - 1);
-        if u64::from(path.rung_left) != left || u64::from(path.rung_right) != left + span - 1 {
+        let left = path.leaf & !(span - 1);
+        if path.rung_left != left || Some(path.rung_right) != left.checked_add(span - 1) {
             return None;
         }
         self.rungs
             .iter()
             .filter(|r| r.left <= path.leaf && path.leaf <= r.right)
             .filter(|r| {
-                let size = u64::from(r.right - r.left) + 1;
-                size.is_power_of_two()
-                    && u64::from(r.left) % size == 0
-                    && size.trailing_zeros() <= depth
+                let size = (r.right - r.left).wrapping_add(1);
+                size.is_power_of_two() && r.left % size == 0 && size.trailing_zeros() <= depth
             })
             .min_by_key(|r| r.right - r.left)
     }
@@ -217,31 +351,47 @@ impl Ladder {
 
 impl AuthPath {
     fn write(&self, out: &mut Vec<u8>) {
-        out.extend(self.randomizer);
-        out.extend(self.flags.to_be_bytes());
-        out.extend(self.series.0);
-        out.extend(self.leaf.to_be_bytes());
-        out.extend(self.rung_left.to_be_bytes());
-        out.extend(self.rung_right.to_be_bytes());
+        match self.format {
+            Format::V2025 => {
+                out.extend(self.randomizer);
+                out.extend(self.flags.to_be_bytes());
+                out.extend(self.series.as_bytes());
+            }
+            Format::V2026 => {
+                out.extend(self.flags.to_be_bytes());
+                out.extend(self.series.as_bytes());
+                out.extend(self.randomizer);
+            }
+        }
+        write_index(self.format, self.leaf, out);
+        write_index(self.format, self.rung_left, out);
+        write_index(self.format, self.rung_right, out);
         out.extend((self.siblings.len() as u16).to_be_bytes());
         for s in &self.siblings {
             out.extend(s);
         }
     }
 
-    fn read(r: &mut Reader<'_>) -> Result<AuthPath, SignatureError> {
-        let randomizer = r.hash()?;
-        let flags = r.flags()?;
-        let series = r.series()?;
-        let leaf = r.u32()?;
-        let rung_left = r.u32()?;
-        let rung_right = r.u32()?;
-        let count = usize::from(r.u16()?);
-        if count > MAX_DEPTH {
-            return Err(SignatureError::TooDeep);
-        }
+    fn read(format: Format, r: &mut Reader<'_>) -> Result<AuthPath, SignatureError> {
+        let (randomizer, flags, series) = match format {
+            Format::V2025 => {
+                let randomizer = r.hash()?;
+                let flags = r.flags()?;
+                (randomizer, flags, r.series(format)?)
+            }
+            Format::V2026 => {
+                let flags = r.flags()?;
+                let series = r.series(format)?;
+                (r.hash()?, flags, series)
+            }
+        };
+        let leaf = r.index(format)?;
+        let rung_left = r.index(format)?;
+        let rung_right = r.index(format)?;
+        let count = r.count()?;
         let siblings = (0..count).map(|_| r.hash()).collect::<Result<_, _>>()?;
         Ok(AuthPath {
+            format,
             randomizer,
             flags,
             series,
@@ -254,25 +404,35 @@ impl AuthPath {
 }
 
 impl MtlSignature {
-    /// Parses an RRSIG signature field.
+    /// Parses an RRSIG signature field in the 2025 layout ([`MtlSignature::parse_as`]).
     ///
     /// # Errors
     /// [`SignatureError`] naming what is wrong.
     pub fn parse(field: &[u8]) -> Result<MtlSignature, SignatureError> {
+        MtlSignature::parse_as(Format::V2025, field)
+    }
+
+    /// Parses an RRSIG signature field in `format`. A full signature's ladder must name the
+    /// same series as its path.
+    ///
+    /// # Errors
+    /// [`SignatureError`] naming what is wrong.
+    pub fn parse_as(format: Format, field: &[u8]) -> Result<MtlSignature, SignatureError> {
         let mut r = Reader(field);
         let flag = r.take(1)?[0];
-        let path = AuthPath::read(&mut r)?;
-        let signed_ladder = match flag {
-            0 => None,
-            1 => {
-                let start = r.0;
-                let ladder = Ladder::read(&mut r)?;
-                let ladder_bytes = start[..start.len() - r.0.len()].to_vec();
-                let len = r.u32()? as usize;
-                let sig = r.take(len)?.to_vec();
-                Some((ladder, ladder_bytes, sig))
-            }
-            other => return Err(SignatureError::BadFlag(other)),
+        if flag > 1 {
+            return Err(SignatureError::BadFlag(flag));
+        }
+        let path = AuthPath::read(format, &mut r)?;
+        let signed_ladder = if flag == 1 {
+            let start = r.0;
+            let ladder = Ladder::read(format, &mut r)?;
+            let ladder_bytes = start[..start.len() - r.0.len()].to_vec();
+            let len = r.u32()? as usize;
+            let sig = r.take(len)?.to_vec();
+            Some((ladder, ladder_bytes, sig))
+        } else {
+            None
         };
         if !r.0.is_empty() {
             return Err(SignatureError::BadLength);
@@ -290,17 +450,21 @@ impl MtlSignature {
 
     /// The wire form of a condensed signature for `path`.
     pub fn condensed_bytes(path: &AuthPath) -> Vec<u8> {
-        let mut out = Vec::with_capacity(1 + N + 24 + path.siblings.len() * N);
+        let mut out = Vec::with_capacity(path.format.condensed_len(path.siblings.len()));
         out.push(0);
         path.write(&mut out);
         out
     }
 
     /// The wire form of a full signature: `path`, then `ladder_bytes` (a ladder's wire form)
-    /// and its SPHINCS+ signature.
+    /// and its ladder signature.
     pub fn full_bytes(path: &AuthPath, ladder_bytes: &[u8], ladder_sig: &[u8]) -> Vec<u8> {
-        let mut out =
-            Vec::with_capacity(1 + N + 24 + path.siblings.len() * N + ladder_bytes.len() + 4);
+        let mut out = Vec::with_capacity(
+            path.format.condensed_len(path.siblings.len())
+                + ladder_bytes.len()
+                + 4
+                + ladder_sig.len(),
+        );
         out.push(1);
         path.write(&mut out);
         out.extend_from_slice(ladder_bytes);
@@ -315,10 +479,16 @@ mod tests {
     use super::*;
 
     fn path(siblings: usize) -> AuthPath {
+        path_as(Format::V2025, siblings)
+    }
+
+    fn path_as(format: Format, siblings: usize) -> AuthPath {
+        let series: Vec<u8> = (1..=format.series_len() as u8).collect();
         AuthPath {
+            format,
             randomizer: [7; N],
             flags: 0,
-            series: SeriesId([1, 2, 3, 4, 5, 6, 7, 8]),
+            series: SeriesId::new(&series).unwrap(),
             leaf: 9,
             rung_left: 8,
             rung_right: 9,
@@ -335,6 +505,7 @@ mod tests {
         assert_eq!(parsed.path, p);
         assert!(!parsed.is_full());
         let ladder = Ladder {
+            format: Format::V2025,
             flags: 0,
             series: p.series,
             rungs: vec![Rung {
@@ -348,6 +519,38 @@ mod tests {
         let f = MtlSignature::full_bytes(&p, &lb, &[9; 100]);
         let parsed = MtlSignature::parse(&f).unwrap();
         assert_eq!(parsed.signed_ladder, Some((ladder, lb, vec![9; 100])));
+    }
+
+    #[test]
+    fn the_2026_layout_round_trips_with_its_sizes_and_is_told_apart() {
+        let p = path_as(Format::V2026, 3);
+        let c = MtlSignature::condensed_bytes(&p);
+        assert_eq!(c.len(), 77 + 3 * N);
+        assert_eq!(c.len(), Format::V2026.condensed_len(3));
+        assert_eq!(MtlSignature::parse_as(Format::V2026, &c).unwrap().path, p);
+        let ladder = Ladder {
+            format: Format::V2026,
+            flags: 0,
+            series: p.series,
+            rungs: vec![Rung {
+                left: 0,
+                right: 7,
+                hash: [5; N],
+            }],
+        };
+        let mut lb = Vec::new();
+        ladder.write(&mut lb);
+        assert_eq!(lb.len(), Format::V2026.ladder_len(1));
+        let f = MtlSignature::full_bytes(&p, &lb, &[9; 50]);
+        assert_eq!(Format::of_full(&f), Some(Format::V2026));
+        assert!(MtlSignature::parse_as(Format::V2025, &f).is_err());
+        let old = MtlSignature::full_bytes(&path(1), &[0; 12], &[9; 50]);
+        assert_eq!(Format::of_full(&old), Some(Format::V2025));
+        assert_eq!(Format::of_full(&c), None, "condensed");
+        // Every truncation of a 2026 full field is an error, never a panic.
+        for cut in 0..f.len() {
+            assert!(MtlSignature::parse_as(Format::V2026, &f[..cut]).is_err());
+        }
     }
 
     #[test]
@@ -383,8 +586,9 @@ mod tests {
             hash: [0; N],
         };
         let ladder = Ladder {
+            format: Format::V2025,
             flags: 0,
-            series: SeriesId([0; 8]),
+            series: SeriesId::new(&[0; 8]).unwrap(),
             rungs: vec![rung(0, 7), rung(8, 9)],
         };
         assert_eq!(ladder.rung_for(&path(1)), Some(&rung(8, 9)));
