@@ -44,6 +44,7 @@ impl Exchange {
 /// Stage 0: the stored answer to the query `packet`, if one was prepared (see
 /// `answer_cache`), written to `out[base..]` with our cookie filled in. Never under
 /// `cookies = "require"` over UDP, where the cookie decides the answer.
+#[inline]
 pub(crate) fn replay(
     catalog: &Catalog,
     packet: &[u8],

@@ -36,6 +36,7 @@ pub struct Header {
 
 impl Header {
     /// The header at the start of `msg`; `None` if `msg` is shorter than [`HEADER_LEN`].
+    #[inline]
     pub fn parse(msg: &[u8]) -> Option<Header> {
         let h = msg.get(..HEADER_LEN)?;
         Some(Header {

@@ -10,6 +10,7 @@ use super::{Header, HEADER_LEN};
 /// §3.1.6), and the QNAME's letter case (RFC 4343 §4.1: the question is echoed as sent; names
 /// compressed against it follow). Leaves `response` alone if it is shorter than its header and
 /// a QNAME of that length.
+#[inline]
 pub fn patch_for_query(response: &mut [u8], query: Header, echo: u16, qname: &[u8]) {
     let Some(question) = response.get_mut(HEADER_LEN..HEADER_LEN + qname.len()) else {
         return;
