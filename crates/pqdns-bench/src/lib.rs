@@ -23,5 +23,6 @@ pub mod replay;
 pub mod resolver_report;
 pub mod server_process;
 pub mod signing_report;
+pub mod soak;
 pub mod tls_client;
 pub mod wire_count;

@@ -325,7 +325,7 @@ impl Tally {
 }
 
 type Tls = TlsStream<CountingStream<TcpStream>>;
-type H2Sender = hyper::client::conn::http2::SendRequest<Full<Bytes>>;
+pub(crate) type H2Sender = hyper::client::conn::http2::SendRequest<Full<Bytes>>;
 
 /// A worker's connection.
 enum Conn {
@@ -377,13 +377,8 @@ impl Shared {
         let Some(config) = &self.tls else {
             return Ok(Conn::Tcp(stream));
         };
-        let name = match &self.cfg.tls.server_name {
-            Some(n) => ServerName::try_from(n.clone())
-                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?,
-            None => ServerName::IpAddress(target.ip().into()),
-        };
         let tls = tokio_rustls::TlsConnector::from(config.clone())
-            .connect(name, stream)
+            .connect(server_name(&self.cfg.tls, target)?, stream)
             .await?;
         let session = tls.get_ref().1;
         tally.handshakes += 1;
@@ -396,15 +391,7 @@ impl Shared {
         if self.cfg.transport == LoadTransport::Dot {
             return Ok(Conn::Dot(Box::new(tls)));
         }
-        let (send, conn) = hyper::client::conn::http2::handshake(
-            hyper_util::rt::TokioExecutor::new(),
-            hyper_util::rt::TokioIo::new(tls),
-        )
-        .await
-        .map_err(|e| ExchangeError::Http(e.to_string()))?;
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
+        let (send, _conn) = h2_handshake(tls).await?;
         Ok(Conn::Doh(send))
     }
 
@@ -496,16 +483,7 @@ impl Shared {
                 .body(Full::new(Bytes::copy_from_slice(wire)))
         }
         .map_err(|e| http(&e))?;
-        send.ready().await.map_err(|e| http(&e))?;
-        let response = send.send_request(request).await.map_err(|e| http(&e))?;
-        if response.status() != http::StatusCode::OK {
-            return Err(ExchangeError::Http(format!("status {}", response.status())));
-        }
-        let body = Limited::new(response.into_body(), MAX_MESSAGE)
-            .collect()
-            .await
-            .map_err(|e| http(&e))?;
-        Ok(body.to_bytes().to_vec())
+        doh_exchange(send, request).await
     }
 
     /// Index of the next query to send, or `None` when the run is over.
@@ -632,6 +610,57 @@ fn quic_endpoint(target: SocketAddr) -> std::io::Result<quinn::Endpoint> {
         socket.into(),
         runtime,
     )
+}
+
+/// The TLS server name to send and verify: `opts.server_name`, else `target`'s address.
+pub(crate) fn server_name(
+    opts: &TlsClientOptions,
+    target: SocketAddr,
+) -> std::io::Result<ServerName<'static>> {
+    match &opts.server_name {
+        Some(n) => ServerName::try_from(n.clone())
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e)),
+        None => Ok(ServerName::IpAddress(target.ip().into())),
+    }
+}
+
+/// An HTTP/2 client connection over `io` (TLS done): its request sender, and the task driving
+/// it, which ends when the connection does.
+pub(crate) async fn h2_handshake<IO>(
+    io: IO,
+) -> Result<(H2Sender, tokio::task::JoinHandle<()>), ExchangeError>
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (send, conn) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(io),
+    )
+    .await
+    .map_err(|e| ExchangeError::Http(e.to_string()))?;
+    let task = tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok((send, task))
+}
+
+/// Sends one DoH `request` on `send` and returns the DNS message of a 200 response (at most
+/// [`MAX_MESSAGE`] bytes).
+pub(crate) async fn doh_exchange(
+    send: &mut H2Sender,
+    request: http::Request<Full<Bytes>>,
+) -> Result<Vec<u8>, ExchangeError> {
+    let http = |e: &dyn std::fmt::Display| ExchangeError::Http(e.to_string());
+    send.ready().await.map_err(|e| http(&e))?;
+    let response = send.send_request(request).await.map_err(|e| http(&e))?;
+    if response.status() != http::StatusCode::OK {
+        return Err(ExchangeError::Http(format!("status {}", response.status())));
+    }
+    let body = Limited::new(response.into_body(), MAX_MESSAGE)
+        .collect()
+        .await
+        .map_err(|e| http(&e))?;
+    Ok(body.to_bytes().to_vec())
 }
 
 /// One query/answer over a stream with the 2-byte length prefix (RFC 1035 §4.2.2), written in

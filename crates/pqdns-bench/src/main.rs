@@ -297,6 +297,41 @@ enum Cmd {
         #[arg(long, default_value = "docs/bench/handshakes")]
         output: PathBuf,
     },
+    /// Soak: thousands of DoT and DoH clients (steady, idle, reconnecting) for minutes against
+    /// one server, with RSS and open descriptors of --pid processes sampled each second;
+    /// prints a CSV row per second, then a summary on stderr (benches/soak/run.sh).
+    Soak(Box<SoakArgs>),
+}
+
+#[derive(Args)]
+struct SoakArgs {
+    /// DoT server address.
+    #[arg(long)]
+    dot: std::net::SocketAddr,
+    /// DoH server address (POST to /dns-query over HTTP/2).
+    #[arg(long)]
+    doh: std::net::SocketAddr,
+    /// Concurrent clients (half DoT, half DoH).
+    #[arg(long, default_value_t = 10_000)]
+    clients: usize,
+    /// Seconds to run.
+    #[arg(long, default_value_t = 600)]
+    seconds: u64,
+    /// Seconds over which clients start.
+    #[arg(long, default_value_t = 60)]
+    ramp: u64,
+    /// Clients per source /24 (loopback 127.1.0.0/24 and up).
+    #[arg(long, default_value_t = 25)]
+    per_prefix: usize,
+    /// Question names (type A), asked in turn.
+    #[arg(long, value_delimiter = ',', default_value = "www.example.com.")]
+    qname: Vec<String>,
+    /// Set RD (for a resolver).
+    #[arg(long)]
+    rd: bool,
+    /// Process to sample, LABEL=PID (repeatable).
+    #[arg(long)]
+    pid: Vec<String>,
 }
 
 #[derive(Args)]
@@ -551,6 +586,90 @@ fn run_load(args: LoadArgs) -> ExitCode {
         }
         Err(e) => {
             eprintln!("pqdns-bench load: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run_soak(args: SoakArgs) -> ExitCode {
+    let mut queries = Vec::new();
+    for name in &args.qname {
+        match pqdns_bench::query_source::parse_query(name, Some("A")) {
+            Ok(q) => queries.push(q),
+            Err(e) => {
+                eprintln!("pqdns-bench soak: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let mut processes = Vec::new();
+    for p in &args.pid {
+        match p.split_once('=').map(|(l, n)| (l, n.parse::<u32>())) {
+            Some((label, Ok(pid))) => processes.push((label.to_string(), pid)),
+            _ => {
+                eprintln!("pqdns-bench soak: --pid wants LABEL=PID, not {p:?}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let cfg = pqdns_bench::soak::SoakConfig {
+        dot: args.dot,
+        doh: args.doh,
+        clients: args.clients,
+        duration: Duration::from_secs(args.seconds),
+        ramp: Duration::from_secs(args.ramp),
+        per_prefix: args.per_prefix,
+        queries,
+        edns: pqdns_bench::query_source::QueryOptions {
+            udp_payload: Some(1232),
+            dnssec_ok: true,
+            recursion_desired: args.rd,
+        },
+        tls: pqdns_bench::tls_client::TlsClientOptions {
+            insecure: true,
+            ..Default::default()
+        },
+        processes,
+    };
+    let labels: Vec<String> = cfg.processes.iter().map(|(l, _)| l.clone()).collect();
+    let mut header = "second,answers,errors,timeouts,handshakes,open".to_string();
+    for l in &labels {
+        header.push_str(&format!(",{l}_rss_kib,{l}_fds"));
+    }
+    outln!("{header}");
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("pqdns-bench soak: tokio runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let print = |s: &pqdns_bench::soak::Sample| {
+        let mut line = format!(
+            "{},{},{},{},{},{}",
+            s.second, s.answers, s.errors, s.timeouts, s.handshakes, s.open
+        );
+        for (rss, fds) in &s.processes {
+            line.push_str(&format!(",{rss},{fds}"));
+        }
+        outln!("{line}");
+    };
+    match runtime.block_on(pqdns_bench::soak::run(cfg, print)) {
+        Ok(report) => {
+            let summary = serde_json::json!({
+                "answers": report.answers,
+                "errors": report.errors,
+                "timeouts": report.timeouts,
+                "slower_than_1s": report.slow,
+                "latency_ms_p50_p99_p999_max": report.latency_ms,
+                "error_kinds": report.error_kinds,
+            });
+            eprintln!("{summary}");
+            runtime.shutdown_timeout(Duration::from_secs(1));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("pqdns-bench soak: {e}");
             ExitCode::from(2)
         }
     }
@@ -1098,6 +1217,7 @@ fn run(command: Cmd) -> ExitCode {
             }
             return write_report(&output, &handshake_report::to_csv(&rows), &rows);
         }
+        Cmd::Soak(args) => return run_soak(*args),
     }
     ExitCode::SUCCESS
 }

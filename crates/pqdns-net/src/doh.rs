@@ -17,7 +17,9 @@
 //! progress) and is dropped [`CLOSE_GRACE`] later if the client has not gone by then. This holds
 //! for a client that completes the TLS handshake and sends nothing, and for an HTTP/2 client
 //! that answers our keep-alive PINGs but sends no request, so idle clients cannot hold the
-//! connection slots ([`crate::ConnLimiter`]) for longer than the idle timeout.
+//! connection slots ([`crate::ConnLimiter`]) for longer than the idle timeout. When the
+//! listener is full, the connection idle longest gets the same graceful shutdown at once and
+//! its slot goes to the new client ([`crate::limit`]).
 //!
 //! **HTTP/2 stream reset floods** ("rapid reset", CVE-2023-44487): h2 closes such a connection
 //! with GOAWAY ENHANCE_YOUR_CALM. Each one is reported as [`Event::ResetFlood`] and logged at
@@ -47,7 +49,7 @@ use tokio_rustls::TlsAcceptor;
 use tracing::{debug, warn};
 
 use crate::dot::handshake;
-use crate::limit::ConnLimiter;
+use crate::limit::{ConnLimiter, ConnPermit};
 use crate::service::{respond_once, Event, Request, Service, Transport, Unanswered};
 use crate::tcp::{accept_loop, refused_reporter, StreamLimits};
 use crate::tls::ALPN_H2;
@@ -102,11 +104,11 @@ pub(crate) async fn serve<S: Service>(
                     return;
                 };
                 let h2 = tls.get_ref().1.alpn_protocol() == Some(ALPN_H2);
-                let activity = Arc::new(Activity::new());
+                let activity = Arc::new(Activity::new(permit));
                 let (tracker, handler_service) = (Arc::clone(&activity), Arc::clone(&service));
                 let handler = service_fn(move |req| {
                     let service = Arc::clone(&handler_service);
-                    let (path, busy) = (Arc::clone(&path), tracker.busy());
+                    let (path, busy) = (Arc::clone(&path), Activity::busy(&tracker));
                     async move {
                         let response = handle(req, &service, peer, &path, limits).await;
                         drop(busy);
@@ -139,7 +141,6 @@ pub(crate) async fn serve<S: Service>(
                     }
                     debug!(%peer, error = %e, "DoH connection ended");
                 }
-                drop(permit);
             }
         },
     )
@@ -189,17 +190,24 @@ struct Activity {
     busy: AtomicUsize,
     /// Milliseconds from `born` to the last start or end of a request.
     last: AtomicU64,
+    /// The connection's slot: busy while a request is in progress, evicted when idle.
+    permit: ConnPermit,
 }
 
-/// A request in progress; dropping it ends it.
-struct Busy(Arc<Activity>);
+/// A request in progress; dropping it ends it (and, with its second field, the
+/// connection's busy mark in its limiter).
+struct Busy(
+    Arc<Activity>,
+    #[expect(dead_code, reason = "held for its Drop")] Option<crate::limit::ConnBusy>,
+);
 
 impl Activity {
-    fn new() -> Activity {
+    fn new(permit: ConnPermit) -> Activity {
         Activity {
             born: Instant::now(),
             busy: AtomicUsize::new(0),
             last: AtomicU64::new(0),
+            permit,
         }
     }
 
@@ -208,10 +216,12 @@ impl Activity {
         self.last.store(ms, Ordering::Relaxed);
     }
 
+    /// A request starts. If the connection has just been evicted, it is answered all the
+    /// same while the connection closes gracefully.
     fn busy(self: &Arc<Self>) -> Busy {
         self.busy.fetch_add(1, Ordering::Relaxed);
         self.touch();
-        Busy(Arc::clone(self))
+        Busy(Arc::clone(self), self.permit.busy())
     }
 
     /// When the connection becomes idle if nothing happens until then (`None`: a request is
@@ -232,8 +242,8 @@ impl Drop for Busy {
 }
 
 /// Runs `conn` until it ends; shuts it down gracefully with `shut_down` (HTTP/2 GOAWAY,
-/// HTTP/1.1 close after the response in progress) when it has been idle for `idle` or
-/// `shutdown` changes, and drops it [`CLOSE_GRACE`] after that.
+/// HTTP/1.1 close after the response in progress) when it has been idle for `idle`, is
+/// evicted, or `shutdown` changes, and drops it [`CLOSE_GRACE`] after that.
 async fn drive<C: Future<Output = hyper::Result<()>>>(
     conn: C,
     shut_down: impl Fn(Pin<&mut C>),
@@ -253,6 +263,11 @@ async fn drive<C: Future<Output = hyper::Result<()>>>(
         tokio::select! {
             r = conn.as_mut() => return r,
             _ = shutdown.changed(), if closing.is_none() => {
+                shut_down(conn.as_mut());
+                closing = Some(Instant::now() + CLOSE_GRACE);
+            }
+            () = activity.permit.evicted(), if closing.is_none() => {
+                debug!("idle DoH connection evicted for a new one");
                 shut_down(conn.as_mut());
                 closing = Some(Instant::now() + CLOSE_GRACE);
             }

@@ -7,7 +7,9 @@
 //! finished. A query whose message ID is not 0 (§4.2.1), or a stream that does not hold
 //! exactly one length-prefixed message, closes the connection with DOQ_PROTOCOL_ERROR (§4.3).
 //! 0-RTT is off (rustls accepts no early data), so a query cannot be replayed (§4.5). Bounds:
-//! the connection caps of the TCP listeners (a refused connection is reported as
+//! the connection caps of the TCP listeners (when they are reached, the connection idle
+//! longest — no stream in progress — is closed with DOQ_NO_ERROR for the new one, see
+//! [`crate::limit`]; if none is idle, a refused connection is reported as
 //! [`Event::ConnectionRefused`]), the idle timeout as QUIC's idle timeout and as the limit on
 //! reading one stream, [`MAX_STREAMS`] concurrent streams per connection, and no
 //! unidirectional streams. Zone transfers over QUIC (RFC 9250 §4.2 XoQ) are not served: the
@@ -23,7 +25,7 @@ use tokio::sync::watch;
 use tokio::time::timeout;
 use tracing::debug;
 
-use crate::limit::ConnLimiter;
+use crate::limit::{ConnLimiter, ConnPermit};
 use crate::service::{respond_once, Event, HandshakeFailure, Request, Service, Transport};
 use crate::tcp::StreamLimits;
 
@@ -100,7 +102,7 @@ pub(crate) async fn serve<S: Service>(
             _ = shutdown.changed() => break,
         };
         let client = incoming.remote_address();
-        let Some(permit) = limiter.try_acquire(client.ip()) else {
+        let Some(permit) = limiter.admit(client.ip()) else {
             incoming.refuse();
             service.event(&Event::ConnectionRefused {
                 transport: Transport::Doq,
@@ -111,9 +113,8 @@ pub(crate) async fn serve<S: Service>(
         let service = Arc::clone(&service);
         tokio::spawn(async move {
             if let Some(conn) = handshake(incoming, client, &*service, limits).await {
-                serve_connection(conn, client, service, limits).await;
+                serve_connection(conn, client, service, limits, Arc::new(permit)).await;
             }
-            drop(permit);
         });
     }
     endpoint.close(VarInt::from_u32(DOQ_NO_ERROR), b"shutting down");
@@ -261,19 +262,35 @@ fn failure_of(error: &quinn::ConnectionError) -> HandshakeFailure {
 }
 
 /// Answers every stream `conn` opens until it closes (idle timeout, client close, protocol
-/// error).
+/// error, or eviction while no stream is in progress: `permit`).
 async fn serve_connection<S: Service>(
     conn: Connection,
     client: SocketAddr,
     service: Arc<S>,
     limits: StreamLimits,
+    permit: Arc<ConnPermit>,
 ) {
-    while let Ok((send, recv)) = conn.accept_bi().await {
+    loop {
+        let (send, recv) = tokio::select! {
+            stream = conn.accept_bi() => match stream {
+                Ok(s) => s,
+                Err(_) => break,
+            },
+            () = permit.evicted() => {
+                debug!(peer = %client, "idle DoQ connection evicted for a new one");
+                conn.close(VarInt::from_u32(DOQ_NO_ERROR), b"idle");
+                break;
+            }
+        };
+        // A stream that comes as the connection is evicted is still answered, if the
+        // close lets it.
+        let busy = permit.busy();
         let (conn, service) = (conn.clone(), Arc::clone(&service));
         tokio::spawn(async move {
             if let Err(code) = answer_stream(send, recv, client, &service, limits).await {
                 conn.close(VarInt::from_u32(code), b"");
             }
+            drop(busy);
         });
     }
 }

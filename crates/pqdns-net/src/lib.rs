@@ -31,7 +31,8 @@
 //! # Bounds
 //! Stream connections are capped per listener in total and per client address
 //! ([`ConnLimiter`], RFC 7766 §6.2.2) and closed after the idle timeout (§6.2.3) — DoH included,
-//! whatever the HTTP version; TCP listen backlogs are [`LISTEN_BACKLOG`]; deferred queries are
+//! whatever the HTTP version — or sooner when a listener is full and a new client comes: the
+//! connection idle longest gives way; TCP listen backlogs are [`LISTEN_BACKLOG`]; deferred queries are
 //! capped per UDP socket ([`ListenConfig::max_deferred`]) and per stream connection
 //! ([`MAX_DEFERRED_PER_CONNECTION`]) and time out ([`ListenConfig::deferred_timeout`]).
 
@@ -58,7 +59,7 @@ pub use doq::{
     client_config as doq_client_config, negotiated_group, query as doq_query, QueryError, ALPN_DOQ,
     MAX_STREAMS, MIN_DATAGRAM as DOQ_MIN_DATAGRAM,
 };
-pub use limit::{ConnLimiter, ConnPermit};
+pub use limit::{ConnBusy, ConnLimiter, ConnPermit};
 pub use listeners::{
     default_doq_endpoints, listen_tcp, BoundAddrs, ListenConfig, ListenError, Listeners,
     DEFAULT_CLIENT_PREFIX, DEFAULT_DEFERRED_TIMEOUT_SECS, DEFAULT_DOH_PATH,

@@ -117,6 +117,9 @@ pub async fn serve(
             tokio::select! {
                 r = conn => if let Err(e) = r { debug!(%peer, error = %e, "metrics connection ended") },
                 _ = rx.changed() => {}
+                // Full: the oldest connection gives way (a scrape is short; a scraper that
+                // keeps its connection open is the one evicted).
+                () = permit.evicted() => {}
             }
             drop(permit);
         }

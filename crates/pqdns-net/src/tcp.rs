@@ -1,6 +1,8 @@
 //! DNS over TCP (RFC 7766) and the stream loop DNS over TLS reuses: 2-byte length framing
 //! (RFC 1035 §4.2.2), pipelined queries, an idle timeout (RFC 7766 §6.2.3) and caps on
-//! connections in total and per client address (§6.2.2, [`ConnLimiter`]).
+//! connections in total and per client address (§6.2.2, [`ConnLimiter`]); when a cap is
+//! reached, the connection idle longest is closed to let a new one in (§6.2.3, see
+//! [`crate::limit`]). A connection is idle when it has no query in progress.
 //!
 //! Queries answered at once ([`Reply::Ready`]) are answered in order; all the queries already
 //! read are answered before the responses are flushed (§6.2.1.1). Deferred queries
@@ -52,8 +54,10 @@ pub(crate) struct StreamLimits {
 }
 
 /// Accepts connections until `shutdown` changes, admitting them through `limiter` and running
-/// `handle` for each in its own task; connections over a cap are closed at once and reported
-/// to `refused`.
+/// `handle` for each in its own task. When a cap is reached, an idle connection is evicted
+/// ([`ConnLimiter::admit`]; `handle` should watch [`ConnPermit::evicted`] and hold a
+/// [`ConnPermit::busy`] guard while it works); if none is idle, the new connection is closed
+/// at once and reported to `refused`.
 pub async fn accept_loop<F, Fut>(
     listener: TcpListener,
     limiter: Arc<ConnLimiter>,
@@ -76,7 +80,7 @@ pub async fn accept_loop<F, Fut>(
                 }
             },
         };
-        match limiter.try_acquire(peer.ip()) {
+        match limiter.admit(peer.ip()) {
             Some(permit) => {
                 let _ = stream.set_nodelay(true);
                 tokio::spawn(handle(stream, peer, permit));
@@ -165,8 +169,8 @@ enum Step {
 }
 
 /// Serves length-framed DNS messages from `client` on `stream` until the client closes, the
-/// idle timeout passes, a message is unanswerable (a response of length 0), a write fails, or
-/// `shutdown` changes. Deferred queries still in flight when the client closes its side are
+/// idle timeout passes, a message is unanswerable (a response of length 0), a write fails,
+/// `shutdown` changes, or the connection is evicted while idle (`permit`). Deferred queries still in flight when the client closes its side are
 /// answered before the connection closes.
 pub(crate) async fn serve_stream<S, IO>(
     stream: IO,
@@ -174,6 +178,7 @@ pub(crate) async fn serve_stream<S, IO>(
     transport: Transport,
     service: &Arc<S>,
     limits: StreamLimits,
+    permit: &ConnPermit,
     mut shutdown: watch::Receiver<bool>,
 ) where
     S: Service,
@@ -188,6 +193,11 @@ pub(crate) async fn serve_stream<S, IO>(
     // The idle timeout runs from the last complete message or response, so a client that
     // trickles bytes without completing a message is closed too.
     let mut progress = Instant::now();
+    // Held while a query is in progress (read and not yet answered); without it the
+    // connection is idle and may be evicted.
+    let Some(mut busy) = permit.busy() else {
+        return;
+    };
     'connection: loop {
         // Answer every complete message already read, then flush once (RFC 7766 §6.2.1.1).
         let mut written = false;
@@ -222,8 +232,16 @@ pub(crate) async fn serve_stream<S, IO>(
         if eof && pending.is_empty() {
             break;
         }
+        let idle = pending.is_empty();
+        if idle {
+            drop(busy);
+        }
         let step = tokio::select! {
             _ = shutdown.changed() => Step::Close,
+            () = permit.evicted(), if idle => {
+                debug!(%client, "idle connection evicted for a new one");
+                Step::Close
+            }
             Some(done) = pending.join_next(), if !pending.is_empty() => match done {
                 Ok(Some((mut buf, info))) => {
                     let ok = write_framed(&mut wr, &mut buf, info.len, limits.idle).await
@@ -250,6 +268,10 @@ pub(crate) async fn serve_stream<S, IO>(
         if matches!(step, Step::Close) {
             break;
         }
+        busy = match permit.busy() {
+            Some(b) => b,
+            None => break,
+        };
     }
     let _ = timeout(limits.idle, async {
         let _ = wr.flush().await;
@@ -358,12 +380,14 @@ pub(crate) async fn serve<S: Service>(
             let (service, tls, rx) = (Arc::clone(&service), tls.clone(), rx.clone());
             async move {
                 match tls {
-                    None => serve_stream(stream, peer, transport, &service, limits, rx).await,
+                    None => {
+                        serve_stream(stream, peer, transport, &service, limits, &permit, rx).await;
+                    }
                     Some(acceptor) => {
                         let handshake =
                             handshake(&acceptor, stream, peer, transport, &*service, limits);
                         if let Some(tls) = handshake.await {
-                            serve_stream(tls, peer, transport, &service, limits, rx).await;
+                            serve_stream(tls, peer, transport, &service, limits, &permit, rx).await;
                         }
                     }
                 }

@@ -104,6 +104,11 @@ struct Running {
 
 impl Running {
     fn start() -> Running {
+        Running::start_with(|_| {})
+    }
+
+    /// Listeners with the test's defaults, then `adjust`ed.
+    fn start_with(adjust: impl FnOnce(&mut ListenConfig)) -> Running {
         let dir = tempfile::tempdir().unwrap();
         let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
         let mut config = ListenConfig::new(dir.path().join("keys"));
@@ -112,6 +117,7 @@ impl Running {
         config.dot = vec![any];
         config.doh = vec![any];
         config.deferred_timeout = Duration::from_secs(1);
+        adjust(&mut config);
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -318,7 +324,7 @@ async fn connect_from(source: &str, server: SocketAddr) -> TcpStream {
 }
 
 /// One query over `stream`: its answer's ID, or `None` if the server closed the connection.
-async fn ask(stream: &mut TcpStream, id: u16) -> Option<u16> {
+async fn ask<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S, id: u16) -> Option<u16> {
     let q = query(id);
     let mut framed = (q.len() as u16).to_be_bytes().to_vec();
     framed.extend(q);
@@ -336,7 +342,8 @@ async fn ask(stream: &mut TcpStream, id: u16) -> Option<u16> {
 /// Issue 31 item 11: a DoT client that connects and never completes its handshake holds its
 /// connection slot for the handshake timeout (3 s by default), not the idle timeout (10 s);
 /// connection slots count per /24, so one host's many addresses are one client and cannot
-/// take every slot of the listener.
+/// take every slot of the listener (a new connection of a full /24 takes the slot of that
+/// /24's connection idle longest).
 #[test]
 fn stalled_handshakes_end_early_and_a_prefix_is_one_client() {
     let running = Running::start();
@@ -359,10 +366,81 @@ fn stalled_handshakes_end_early_and_a_prefix_is_one_client() {
             assert_eq!(ask(&mut s, 7).await, Some(7), "connection {i}");
             held.push(s);
         }
-        let mut over = connect_from("127.0.0.200", tcp).await;
-        assert_eq!(ask(&mut over, 8).await, None, "the /24 has its share");
+        // The /24 keeps its share: its own idle connection gives way.
+        let over = connect_from("127.0.0.200", tcp).await;
+        oldest_gives_way(held, over, "a full /24").await;
         let mut other = connect_from("127.0.1.1", tcp).await;
         assert_eq!(ask(&mut other, 9).await, Some(9), "another /24 is served");
-        drop(held);
     });
+}
+
+/// Issue 31 item 11: a stream listener at its connection cap, every connection idle, closes
+/// the connection idle longest so that a new client (from another /24) is answered, over TCP,
+/// DoT and DoH (RFC 7766 §6.2.3); the other connections stay.
+#[test]
+fn a_full_listener_evicts_its_longest_idle_connection_for_a_new_client() {
+    const CAP: u16 = 4;
+    let server = Running::start_with(|c| c.max_connections = usize::from(CAP));
+    let addrs = server.addrs().clone();
+    server.rt.block_on(async {
+        let mut tcp = Vec::new();
+        let mut dot = Vec::new();
+        for i in 0..CAP {
+            let mut s = connect_from(&format!("127.0.{}.1", 10 + i), addrs.tcp[0]).await;
+            assert_eq!(ask(&mut s, i).await, Some(i));
+            tcp.push(s);
+            let mut s = tls_connect(addrs.dot[0], b"dot").await;
+            assert_eq!(ask(&mut s, i).await, Some(i));
+            dot.push(s);
+        }
+        let new = connect_from("127.0.30.1", addrs.tcp[0]).await;
+        oldest_gives_way(tcp, new, "TCP").await;
+        let new = tls_connect(addrs.dot[0], b"dot").await;
+        oldest_gives_way(dot, new, "DoT").await;
+
+        let mut doh = Vec::new();
+        for i in 0..=CAP {
+            let tls = tls_connect(addrs.doh[0], b"h2").await;
+            let (mut h2, conn) =
+                hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+                    .await
+                    .unwrap();
+            let conn = tokio::spawn(conn);
+            let (status, body) = post(&mut h2, 70 + i).await;
+            assert_eq!((status, id_of(&body)), (200, 70 + i), "DoH connection {i}");
+            doh.push((h2, conn));
+        }
+        let (_, first) = doh.remove(0);
+        let ended = tokio::time::timeout(READ_LIMIT, first).await;
+        assert!(
+            ended.is_ok(),
+            "DoH: the oldest idle connection got GOAWAY and ended"
+        );
+        let (status, _) = post(&mut doh[0].0, 80).await;
+        assert_eq!(status, 200, "DoH: the others stay");
+    });
+}
+
+/// `new`, connecting to a listener full of the idle connections `held` (oldest first), gets
+/// answers; the oldest of `held` is closed, the others are not.
+async fn oldest_gives_way<S: AsyncRead + AsyncWrite + Unpin>(
+    mut held: Vec<S>,
+    mut new: S,
+    what: &str,
+) {
+    assert_eq!(
+        ask(&mut new, 50).await,
+        Some(50),
+        "{what}: the new client is answered"
+    );
+    assert_eq!(
+        ask(&mut held[0], 51).await,
+        None,
+        "{what}: the oldest idle one closed"
+    );
+    assert_eq!(
+        ask(&mut held[1], 52).await,
+        Some(52),
+        "{what}: the others stay"
+    );
 }

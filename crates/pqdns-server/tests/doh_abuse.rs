@@ -2,8 +2,9 @@
 //!
 //! - idle clients (TLS done, then silence, with ALPN h2 or http/1.1; or an HTTP/2 client that
 //!   answers the server's PINGs but sends no request) from several 127.0.0.x addresses fill
-//!   the connection cap, and another client (the Go crypto/tls client) is locked out only until
-//!   the idle timeout closes them;
+//!   the connection cap; another client (the Go crypto/tls client) is answered at once, in the
+//!   slot of the one idle longest (pqdns-net evicts idle connections from a full listener),
+//!   and every idle client is closed within a few idle timeouts;
 //! - HTTP/2 "rapid reset" floods are closed with ENHANCE_YOUR_CALM, counted in the metrics, and
 //!   do not write a log line per connection (the `pqdns-server` binary's log is checked).
 //!
@@ -130,24 +131,12 @@ fn idle_doh_clients_are_closed_and_cannot_lock_others_out() {
                 .unwrap();
         }
     });
-    let attack_up = Instant::now();
-    // All 9 slots are taken: another client is refused now.
+    // All 9 slots are taken by idle clients: another client is answered, in the slot of the
+    // one idle longest (with this 1 s idle timeout the slot may also come from the timeout;
+    // eviction itself is tested in pqdns-net's tests/deferred.rs).
     assert!(
-        !go_client_answered(doh),
-        "the idle clients must have filled the connection cap for this test to mean anything"
-    );
-    let mut answered_after = None;
-    while attack_up.elapsed() < Duration::from_secs(15) {
-        if go_client_answered(doh) {
-            answered_after = Some(attack_up.elapsed());
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let answered_after = answered_after.expect("another client got an answer during the attack");
-    assert!(
-        answered_after < CLOSED_WITHIN,
-        "locked out for {answered_after:?} with a {IDLE:?} idle timeout"
+        go_client_answered(doh),
+        "a listener full of idle clients makes room for another"
     );
     for (i, a) in attackers.into_iter().enumerate() {
         let closed = rt.block_on(a).unwrap();
