@@ -199,35 +199,34 @@ impl DigOutput {
 
 /// Runs dig against `server` with `args` (always +norecurse, one try, 5 s per try).
 pub fn dig(server: SocketAddr, args: &[&str]) -> DigOutput {
-    let program = require("dig", "bind9-dnsutils");
-    let mut all = vec![
-        format!("@{}", server.ip()),
-        "-p".into(),
-        server.port().to_string(),
-        "+norecurse".into(),
-        "+tries=1".into(),
-        "+time=5".into(),
-    ];
-    all.extend(args.iter().map(|s| s.to_string()));
-    let (ok, text) = run(&program, &all);
-    assert!(ok, "dig {all:?} failed:\n{text}");
-    DigOutput { text }
+    dig_like(("dig", "bind9-dnsutils"), "+tries=1", server, args)
 }
 
 /// Runs kdig against `server` with `args`; kdig prints the same section layout as dig.
 pub fn kdig(server: SocketAddr, args: &[&str]) -> DigOutput {
-    let program = require("kdig", "knot-dnsutils");
+    dig_like(("kdig", "knot-dnsutils"), "+retry=0", server, args)
+}
+
+/// Runs `program` (from Debian `package`), which takes dig's options, against `server`: no
+/// recursion, `one_try` (how it spells a single try), 5 s per try, then `args`.
+fn dig_like(
+    (program, package): (&str, &str),
+    one_try: &str,
+    server: SocketAddr,
+    args: &[&str],
+) -> DigOutput {
+    let path = require(program, package);
     let mut all = vec![
         format!("@{}", server.ip()),
         "-p".into(),
         server.port().to_string(),
         "+norecurse".into(),
-        "+retry=0".into(),
+        one_try.into(),
         "+time=5".into(),
     ];
     all.extend(args.iter().map(|s| s.to_string()));
-    let (ok, text) = run(&program, &all);
-    assert!(ok, "kdig {all:?} failed:\n{text}");
+    let (ok, text) = run(&path, &all);
+    assert!(ok, "{program} {all:?} failed:\n{text}");
     DigOutput { text }
 }
 
