@@ -1,11 +1,10 @@
 //! Fuzz target for the query path: any bytes go through the answer engine, over UDP and over
 //! a stream, against a zone signed with ECDSA P-256 and ML-DSA-44 and NSEC3. The engine must
-//! not panic, and whatever it sends must satisfy `pqdns_server::harness::check_response`.
+//! not panic, and whatever it sends must satisfy `pqdns_test_support::check_response`.
 //! Prepared answers are on, so repeated questions also exercise replays.
 
 #![no_main]
 
-use pqdns_server::harness::LOCALHOST;
 use std::sync::{Arc, LazyLock};
 
 use libfuzzer_sys::fuzz_target;
@@ -15,7 +14,7 @@ use pqdns_core::dnssec::Algorithm;
 use pqdns_server::answer::{respond, Transport};
 use pqdns_server::catalog::Catalog;
 use pqdns_server::cookie::{CookieMode, Cookies, DEFAULT_ROTATION};
-use pqdns_server::harness::{check_response, signed_catalog};
+use pqdns_test_support::{check_response, signed_catalog, LOCALHOST};
 
 const ZONE: &str = "@ SOA ns1 hostmaster 1 7200 3600 1209600 300\n@ NS ns1\nns1 A 192.0.2.1\n\
     www A 192.0.2.2\nalias CNAME www\n*.wild TXT \"w\"\nsub NS ns.sub\nns.sub A 192.0.2.3\n\

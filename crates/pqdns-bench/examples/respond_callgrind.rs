@@ -22,9 +22,8 @@ use pqdns_core::dnssec::Algorithm;
 use pqdns_core::wire::OPTION_COOKIE;
 use pqdns_server::answer::{respond, Transport};
 use pqdns_server::cookie::{CookieMode, Cookies, DEFAULT_ROTATION, RESPONSE_COOKIE_LEN};
-use pqdns_server::harness::LOCALHOST;
-use pqdns_server::harness::{signed_catalog, with_option};
 use pqdns_server::rrl::{Rrl, RrlSettings, Verdict};
+use pqdns_test_support::{signed_catalog, with_option, LOCALHOST};
 use std::sync::Arc;
 
 fn query(qname: &str, qtype: u16, edns: bool) -> Vec<u8> {

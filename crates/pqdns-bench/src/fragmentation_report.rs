@@ -23,6 +23,7 @@ use pqdns_core::wire::{Edns, Rcode, FLAG_CD, FLAG_TC};
 use pqdns_core::{Class, Name, RrType};
 use pqdns_resolver::fragment::FragConfig;
 use pqdns_resolver::{Client, TlsOptions, Transport};
+use pqdns_test_support::ports::free_dual_port;
 use serde::Serialize;
 
 use crate::delay_shim;
@@ -84,13 +85,6 @@ fn zone_toml(dir: &Path, algorithm: &str, mode: Fragmentation, udp: u16, dot: u1
     file
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port()
-}
-
 /// A pqdns-server child process.
 struct ServerProcess {
     child: Child,
@@ -112,7 +106,7 @@ impl ServerProcess {
 }
 
 fn start_server(server_bin: &Path, dir: &Path, alg: &str, mode: Fragmentation) -> ServerProcess {
-    let (udp, dot) = (free_port(), free_port());
+    let (udp, dot) = (free_dual_port(), free_dual_port());
     let toml = zone_toml(dir, alg, mode, udp, dot);
     let child = Command::new(server_bin)
         .arg("--zone")

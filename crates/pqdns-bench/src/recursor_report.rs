@@ -20,10 +20,8 @@ use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::{Name, RrType};
 use pqdns_resolver::fragment::FragConfig;
 use pqdns_resolver::{Client, Config, Mode, Resolver, TlsOptions, Transport, TrustAnchors};
-use pqdns_server::harness::hierarchy::{
-    serve_zones, write_hierarchy, write_root_hints, Leaf, Tiers,
-};
-use pqdns_server::harness::peers::{dig, listening, spawn, start_unbound, KillOnDrop, UnboundTls};
+use pqdns_test_support::hierarchy::{serve_zones, write_hierarchy, write_root_hints, Leaf, Tiers};
+use pqdns_test_support::peers::{dig, listening, spawn, start_unbound, KillOnDrop, UnboundTls};
 use serde::Serialize;
 
 use crate::load::{self, ConnectionMode, Limit, LoadConfig, LoadTransport};

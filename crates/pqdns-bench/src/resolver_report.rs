@@ -13,6 +13,7 @@ use pqdns_resolver::{Client, Config, Mode, Resolver, TlsOptions, Transport, Trus
 use pqdns_server::settings::Settings;
 use pqdns_server::zones::{load_all, ZoneSource};
 use pqdns_server::{Server, ServerConfig};
+use pqdns_test_support::ports::free_dual_port;
 use serde::Serialize;
 
 /// One row: an (algorithm, transport, connection mode) cell.
@@ -85,10 +86,7 @@ pub fn run(algorithms: &[String], queries: usize) -> Vec<Row> {
         let sources = vec![ZoneSource::File(toml)];
         let (catalog, reports) = load_all(&sources, pqdns_core::time::now()).expect("zone loads");
         let ds = reports[0].ds.first().expect("a DS record").clone();
-        let port = std::net::UdpSocket::bind("127.0.0.1:0")
-            .and_then(|s| s.local_addr())
-            .expect("free port")
-            .port();
+        let port = free_dual_port();
         let addr = SocketAddr::new([127, 0, 0, 1].into(), port);
         let mut settings = Settings::new(dir.path().join("cert"));
         settings.udp = vec![addr];

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use pqdns_test_support::ports::free_dual_port;
+
 /// Origin of the benchmark zone.
 pub const ORIGIN: &str = "bench.test.";
 /// Host records in the benchmark zone (`host0` … `host19`), besides `www` (few, so that
@@ -131,19 +133,6 @@ pub struct ServerProcess {
     pub ca: PathBuf,
 }
 
-fn free_port() -> std::io::Result<u16> {
-    // A port free for both UDP and TCP at the moment of asking (another process may take it
-    // before the server binds; start() then fails with the server's log).
-    for _ in 0..20 {
-        let tcp = std::net::TcpListener::bind("127.0.0.1:0")?;
-        let port = tcp.local_addr()?.port();
-        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
-            return Ok(port);
-        }
-    }
-    Err(std::io::Error::other("no free port pair"))
-}
-
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt as _;
     let mut f = std::fs::OpenOptions::new()
@@ -186,7 +175,9 @@ impl ServerProcess {
         std::fs::write(&ca, cert.pem())?;
         write_private(&dir.path().join("key.pem"), &key.serialize_pem())?;
         std::fs::write(dir.path().join("zone.db"), zone_text())?;
-        let (dns, dot, doh) = (free_port()?, free_port()?, free_port()?);
+        // Ports free for both UDP and TCP at the moment of asking (another process may take
+        // one before the server binds; start() then fails with the server's log).
+        let (dns, dot, doh) = (free_dual_port(), free_dual_port(), free_dual_port());
         let signing = spec.dnssec.as_ref().map_or(String::new(), |alg| {
             format!(
                 "[signing]\nalgorithms = [\"{alg}\"]\nkeys = \"csk\"\ndenial = \"nsec3\"\n\

@@ -16,6 +16,7 @@ use pqdns_bench::tls_client::TlsClientOptions;
 use pqdns_server::settings::Settings;
 use pqdns_server::zones::{load_all, ZoneSource};
 use pqdns_server::{Server, ServerConfig, ServerHandle};
+use pqdns_test_support::ports::free_dual_port;
 
 /// Size of every answer the in-test responders send, bytes.
 const ANSWER_LEN: usize = 100;
@@ -371,11 +372,7 @@ struct Nsd {
 impl Nsd {
     fn start(origin: &str, records: &str) -> Nsd {
         let dir = tempfile::tempdir().unwrap();
-        let port = UdpSocket::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_dual_port();
         let d = dir.path().display();
         std::fs::write(
             dir.path().join("z.zone"),

@@ -159,7 +159,7 @@ fn is_fragment(d: &[u8]) -> bool {
 /// datagram if k % 4 == 3 (reordering). At most 10 000 datagrams each way.
 async fn proxy(server: SocketAddr, drop: fn(usize) -> bool) -> (SocketAddr, Arc<Mangled>) {
     // UDP and TCP on one port (the fallback goes to the same address).
-    let port = pqdns_server::harness::free_dual_port();
+    let port = pqdns_test_support::ports::free_dual_port();
     let front = Arc::new(UdpSocket::bind(("127.0.0.1", port)).await.unwrap());
     let addr = front.local_addr().unwrap();
     let back = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());

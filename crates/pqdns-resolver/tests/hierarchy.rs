@@ -7,8 +7,7 @@
 mod common;
 
 use common::hierarchy::{
-    anchors, build, build_with, free_port, local, serve, Leaf, Running, LEAF_IP, LEAVES, ROOT_IP,
-    TLD_IP,
+    anchors, build, build_with, local, serve, Leaf, Running, LEAF_IP, LEAVES, ROOT_IP, TLD_IP,
 };
 use common::runtime;
 
@@ -21,6 +20,7 @@ use pqdns_core::dnssec::dnskey::{ds_record, DigestType};
 use pqdns_core::dnssec::validate::{PqPolicy, Status};
 use pqdns_core::{Name, RrType};
 use pqdns_resolver::{Client, Config, Mode, Resolver, TlsOptions, Transport, TrustAnchors};
+use pqdns_test_support::ports::free_dual_port_on;
 
 fn config(mode: Mode, anchors: TrustAnchors, policy: PqPolicy, now: Option<u64>) -> Config {
     Config {
@@ -113,7 +113,7 @@ fn iterative_resolution_walks_referrals_from_the_root() {
     let h = build();
     let rt = runtime();
     // Bind the three tiers on their own loopback addresses with one shared port.
-    let port = free_port(ROOT_IP);
+    let port = free_dual_port_on(ROOT_IP.parse().unwrap());
     let at = |ip: &str| SocketAddr::new(ip.parse().unwrap(), port);
     let handles = vec![
         serve(&rt, h.dir.path(), vec![h.root.clone()], at(ROOT_IP), false),

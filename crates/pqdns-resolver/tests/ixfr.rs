@@ -24,7 +24,7 @@ use common::{name, serve_toml, udp_client, Served};
 use pqdns_core::RrType;
 use pqdns_resolver::{Config, Mode, Resolver};
 use pqdns_server::acl::AllowList;
-use pqdns_server::harness::free_dual_port;
+use pqdns_test_support::ports::free_dual_port;
 
 const ORIGIN: &str = "ixfr.test.";
 /// Longest wait for Knot to serve a serial, plus a second per thousand hosts.

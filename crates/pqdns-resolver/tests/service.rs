@@ -21,13 +21,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::hierarchy::{
-    build_at, free_port, serve_with_expired_last, Leaf, Running, Tiers, LEAVES,
-};
+use common::hierarchy::{build_at, serve_with_expired_last, Leaf, Running, Tiers, LEAVES};
 use common::runtime;
 use common::service::Service;
-use pqdns_server::harness::hierarchy::write_root_hints;
-use pqdns_server::harness::peers::{dig, go, kdig, run, DigOutput};
+use pqdns_test_support::hierarchy::write_root_hints;
+use pqdns_test_support::peers::{dig, go, kdig, run, DigOutput};
+use pqdns_test_support::ports::free_dual_port_on;
 
 /// The leaf whose signatures expired (signed 30 days ago, valid 14 days), on its own server.
 /// This file's servers sit on 127.0.2.x, apart from the other test files' (hierarchy.rs uses
@@ -106,7 +105,7 @@ fn world() -> World {
         &hostile_delegations(),
     );
     let rt = runtime();
-    let port = free_port(TIERS.root);
+    let port = free_dual_port_on(TIERS.root.parse().unwrap());
     let at = |ip: &str| SocketAddr::new(ip.parse().unwrap(), port);
     let d = h.dir.path();
     let handles = serve_with_expired_last(&rt, &h, TIERS, LEAF_IP, EXPIRED_IP, port);

@@ -16,9 +16,9 @@ use std::net::SocketAddr;
 use common::hierarchy::{build_at, serve_with_expired_last, Leaf, Running, Tiers};
 use common::runtime;
 use common::service::Service;
-use pqdns_server::harness::free_dual_port;
-use pqdns_server::harness::hierarchy::write_root_hints;
-use pqdns_server::harness::peers::{dig, start_unbound, DigOutput, KillOnDrop};
+use pqdns_test_support::hierarchy::write_root_hints;
+use pqdns_test_support::peers::{dig, start_unbound, DigOutput, KillOnDrop};
+use pqdns_test_support::ports::free_dual_port;
 
 const TIERS: Tiers = Tiers {
     root: "127.0.1.2",

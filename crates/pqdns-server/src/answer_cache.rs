@@ -285,8 +285,8 @@ mod tests {
     use super::*;
     use crate::answer::{respond, Transport};
     use crate::catalog::Catalog;
-    use crate::harness::{with_option, LOCALHOST};
     use crate::request::{parse, tests::build};
+    use pqdns_test_support::{with_option, LOCALHOST};
 
     const ZONE: &str = "\
 @      SOA  ns1 hostmaster 1 7200 3600 1209600 300
@@ -307,7 +307,7 @@ big    TXT  \"612345678901234567890123456789012345678901234567890123456789012345
 
     fn catalog(cache_bytes: usize) -> Catalog {
         let origin: Name = "example.".parse().unwrap();
-        crate::harness::signed_catalog(&origin, ZONE, &[Algorithm::EcdsaP256Sha256], Denial::Nsec)
+        crate::catalog::signed_for_tests(&origin, ZONE, &[Algorithm::EcdsaP256Sha256], Denial::Nsec)
             .with_answer_cache(cache_bytes)
     }
 
@@ -325,7 +325,7 @@ big    TXT  \"612345678901234567890123456789012345678901234567890123456789012345
         assert_eq!(outcome.len, out.len() - 2);
         let response = out.split_off(2);
         if !response.is_empty() {
-            if let Err(e) = crate::harness::second_opinion(&response) {
+            if let Err(e) = pqdns_test_support::second_opinion(&response) {
                 panic!("second opinion: {e}");
             }
         }

@@ -2,13 +2,13 @@
 //! decoded by a small independent decoder and checked record by record; the NSEC3 proofs are
 //! checked against hashes computed here with the zone's parameters.
 
-use crate::harness::{with_option, LOCALHOST};
 use pqdns_core::dnssec::nsec3::Nsec3Params;
 use pqdns_core::dnssec::sign::Denial as SignDenial;
 use pqdns_core::dnssec::Algorithm;
 use pqdns_core::wire::rdata::Nsec3;
 use pqdns_core::wire::{MessageView, OPTION_NSID};
 use pqdns_core::{Name, RrType};
+use pqdns_test_support::{with_option, LOCALHOST};
 
 use super::*;
 use crate::request::tests::build;
@@ -55,7 +55,7 @@ fn n(s: &str) -> Name {
 }
 
 fn signed(denial: SignDenial) -> Catalog {
-    crate::harness::signed_catalog(&n("example."), ZONE, &[Algorithm::EcdsaP256Sha256], denial)
+    crate::catalog::signed_for_tests(&n("example."), ZONE, &[Algorithm::EcdsaP256Sha256], denial)
 }
 
 fn nsec3_catalog() -> Catalog {
@@ -107,7 +107,7 @@ impl Msg {
 /// Decodes a response with the message reader (independent of the writer), after checking
 /// that hickory-proto reads it the same way.
 fn decode(p: &[u8]) -> Msg {
-    if let Err(e) = crate::harness::second_opinion(p) {
+    if let Err(e) = pqdns_test_support::second_opinion(p) {
         panic!("second opinion: {e}");
     }
     let view = MessageView::parse(p).expect("the response parses");
@@ -623,7 +623,7 @@ fn ask_stream(cat: &Catalog, packet: &[u8]) -> Msg {
 fn mtl_signatures_are_condensed_unless_option_65050_asks_for_full_ones() {
     use pqdns_core::dnssec::mtl::{MtlSignature, EDNS_FULL_SIGNATURES};
     use pqdns_core::dnssec::rrsig::Rrsig;
-    let cat = crate::harness::signed_catalog(
+    let cat = crate::catalog::signed_for_tests(
         &n("example."),
         ZONE,
         &[Algorithm::MtlSlhDsaSha2_128s],
@@ -665,7 +665,7 @@ fn mtl_signatures_are_condensed_unless_option_65050_asks_for_full_ones() {
 fn ml_dsa_mtl_signatures_are_full_only_when_the_sigtag_misses() {
     use pqdns_core::dnssec::mtl::{full_signature_tag, Format, MtlSignature, SigTags, EDNS_SIGTAG};
     use pqdns_core::dnssec::rrsig::Rrsig;
-    let cat = crate::harness::signed_catalog(
+    let cat = crate::catalog::signed_for_tests(
         &n("example."),
         ZONE,
         &[Algorithm::MlDsaMtl44],

@@ -515,7 +515,7 @@ mod tests {
                 "host{i} A 192.0.2.{i}\nhost{i} TXT \"host {i}\"\n"
             ));
         }
-        Arc::new(crate::harness::signed_catalog(
+        Arc::new(crate::catalog::signed_for_tests(
             &origin(),
             &text,
             &[Algorithm::MlDsa44],

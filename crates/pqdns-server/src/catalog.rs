@@ -217,6 +217,23 @@ impl Catalog {
     }
 }
 
+/// A catalog of one zone signed in memory (pqdns-test-support's `signed_zone`), for the unit
+/// tests: pqdns-test-support's `signed_catalog` makes the `Catalog` of the other copy of this
+/// crate that it links, a different type for them.
+///
+/// # Panics
+/// As `signed_zone`: the zone text is fixed by the test.
+#[cfg(test)]
+pub(crate) fn signed_for_tests(
+    origin: &Name,
+    text: &str,
+    algorithms: &[pqdns_core::dnssec::Algorithm],
+    denial: pqdns_core::dnssec::sign::Denial,
+) -> Catalog {
+    let zone = pqdns_test_support::signed_zone(origin, text, algorithms, denial);
+    Catalog::new([ServedZone::new(zone)]).expect("one zone")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

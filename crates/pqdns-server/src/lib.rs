@@ -14,7 +14,8 @@
 //! The public modules are what an embedder needs: [`zones`] to read and sign zone
 //! descriptions, [`catalog`] to hold them, [`settings`] for listeners and limits, [`identity`]
 //! for NSID and CH TXT, [`answer`] for the engine alone. Test helpers (a signed in-memory
-//! catalog, response invariants) are in `harness`, behind the `test-util` feature.
+//! catalog, response invariants, peer programs) are in the unpublished crate
+//! `pqdns-test-support`.
 //!
 //! ```no_run
 //! use pqdns_server::settings::Settings;
@@ -47,8 +48,6 @@ pub use pqdns_net::cookie;
 mod denial;
 mod finish;
 mod fragment;
-#[cfg(any(test, feature = "test-util"))]
-pub mod harness;
 pub mod identity;
 pub mod journal;
 pub mod key_lock;

@@ -443,7 +443,7 @@ mod tests {
     const CLIENT_COOKIE: [u8; 8] = [1, 2, 3, 4, 5, 6, 7, 8];
 
     fn server(algorithm: Algorithm, amplification_limit: u32) -> Authoritative {
-        let catalog = crate::harness::signed_catalog(
+        let catalog = crate::catalog::signed_for_tests(
             &"example.".parse().unwrap(),
             ZONE,
             &[algorithm],

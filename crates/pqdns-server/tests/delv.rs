@@ -11,7 +11,7 @@ use std::path::Path;
 use common::{require, run, TestServer, ORIGIN};
 use pqdns_core::rdata::to_presentation;
 use pqdns_core::RrType;
-use pqdns_server::harness::free_dual_port;
+use pqdns_test_support::ports::free_dual_port;
 
 fn anchor_file(dir: &Path, ds_rdata: &str) -> String {
     // "tag alg digest-type HEX" → trust-anchors { zone static-ds tag alg type "HEX"; };

@@ -6,8 +6,8 @@
 mod common;
 
 use common::{dig, kdig, TestServer, ORIGIN};
-use pqdns_server::harness::free_dual_port;
 use pqdns_server::settings::KxPolicy;
+use pqdns_test_support::ports::free_dual_port;
 
 fn name(label: &str) -> String {
     format!("{label}.{ORIGIN}")

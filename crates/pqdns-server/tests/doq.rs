@@ -1,6 +1,6 @@
 //! DNS over QUIC (RFC 9250, issue 15) against independent clients: kdig +quic (Knot 3.2,
 //! GnuTLS and ngtcp2) and aioquic (tests/py/doq_client.py), both classical-only TLS stacks,
-//! and quic-go (tests/godoq, Go's crypto/tls), which negotiates X25519MLKEM768.
+//! and quic-go (pqdns-test-support's `godoq/`, Go's crypto/tls), which negotiates X25519MLKEM768.
 //! Several queries share one connection, each on its own stream; a query whose message ID is
 //! not 0 closes the connection (§4.2.1); under `pq-only` both clients are refused and counted
 //! with reason no-shared-group.

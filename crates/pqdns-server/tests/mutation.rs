@@ -13,8 +13,7 @@ use pqdns_core::wire::{Edns, EDNS_DO};
 use pqdns_core::{Class, RrType};
 use pqdns_server::answer::{respond, Transport};
 use pqdns_server::catalog::Catalog;
-use pqdns_server::harness::LOCALHOST;
-use pqdns_server::harness::{check_response, signed_catalog};
+use pqdns_test_support::{check_response, signed_catalog, LOCALHOST};
 
 const ZONE: &str = "@ SOA ns1 hostmaster 1 7200 3600 1209600 300\n@ NS ns1\nns1 A 192.0.2.1\n\
     www A 192.0.2.2\nalias CNAME www\n*.wild TXT \"w\"\nsub NS ns.sub\nns.sub A 192.0.2.3\n";

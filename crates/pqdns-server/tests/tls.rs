@@ -1,8 +1,8 @@
 //! DNS over TLS and DNS over HTTPS against real clients: dig +tls / +https (bind9-dnsutils),
-//! kdig +tls (knot-dnsutils), and a Go crypto/tls client (tests/go, stdlib only) that reports
-//! the negotiated key exchange group: X25519MLKEM768 by default, X25519 for a classical-only
-//! client, and a refused handshake for that client under the pq-only policy. Also the DoH
-//! status codes and Cache-Control of RFC 8484.
+//! kdig +tls (knot-dnsutils), and a Go crypto/tls client (pqdns-test-support's `go/`, stdlib
+//! only) that reports the negotiated key exchange group: X25519MLKEM768 by default, X25519 for
+//! a classical-only client, and a refused handshake for that client under the pq-only policy.
+//! Also the DoH status codes and Cache-Control of RFC 8484.
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! The resolver tests' hierarchy ([`pqdns_server::harness::hierarchy`]): the root signed with
+//! The resolver tests' hierarchy ([`pqdns_test_support::hierarchy`]): the root signed with
 //! ECDSAP256SHA256, `tld.` with ML-DSA-44 (NSEC3), and by default leaves signed with
 //! Falcon-512 (NSEC), SPHINCS+-SHA2-128s (NSEC3), ECDSAP256SHA256 + ML-DSA-44 (dual) and one
 //! unsigned. In iterative mode each tier has its own loopback address, all on one port.
@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 
 use pqdns_core::Name;
 use pqdns_resolver::TrustAnchors;
-use pqdns_server::harness::hierarchy::{serve_zones, write_hierarchy};
-pub use pqdns_server::harness::hierarchy::{Leaf, Tiers};
 use pqdns_server::ServerHandle;
+use pqdns_test_support::hierarchy::{serve_zones, write_hierarchy};
+pub use pqdns_test_support::hierarchy::{Leaf, Tiers};
+use pqdns_test_support::ports::free_dual_port;
 
 /// Addresses of the three server tiers in iterative mode (one loopback address each).
 pub const ROOT_IP: &str = "127.0.0.2";
@@ -136,16 +137,10 @@ pub fn serve_at(
     serve_zones(rt, &dir.join("cert"), zones, addr, tls, now)
 }
 
-/// A UDP port free on `ip` right now, so that UDP and TCP can share it (TC → TCP retry goes to
-/// the same port, as with a real server).
-pub fn free_port(ip: &str) -> u16 {
-    let probe = std::net::UdpSocket::bind((ip, 0)).unwrap();
-    probe.local_addr().unwrap().port()
-}
-
-/// 127.0.0.1 with a free port.
+/// 127.0.0.1 with a port free for UDP and TCP (TC → TCP retry goes to the same port, as with a
+/// real server).
 pub fn local() -> SocketAddr {
-    SocketAddr::new([127, 0, 0, 1].into(), free_port("127.0.0.1"))
+    SocketAddr::new([127, 0, 0, 1].into(), free_dual_port())
 }
 
 /// The root's DS as the only trust anchor.

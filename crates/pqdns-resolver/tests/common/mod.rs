@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use pqdns_core::{Class, Name, Record, RrType};
 use pqdns_resolver::{Client, TlsOptions, Transport, TrustAnchors};
-use pqdns_server::harness::free_dual_port;
 use pqdns_server::settings::Settings;
 use pqdns_server::zones::{load_all, ZoneSource};
 use pqdns_server::{Server, ServerConfig, ServerHandle};
+use pqdns_test_support::ports::free_dual_port;
 
 /// A zone to serve: master-file records relative to `origin`, signed with `algorithms` (none:
 /// unsigned) and `denial` (`nsec` or `nsec3`).

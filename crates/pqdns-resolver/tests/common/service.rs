@@ -5,8 +5,8 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use pqdns_server::harness::free_dual_port;
-use pqdns_server::harness::peers::{dig, listening, require, run, spawn, DigOutput, KillOnDrop};
+use pqdns_test_support::peers::{dig, listening, require, run, spawn, DigOutput, KillOnDrop};
+use pqdns_test_support::ports::free_dual_port;
 
 /// A running `pqdns-resolver` process; killed when dropped.
 pub struct Service {

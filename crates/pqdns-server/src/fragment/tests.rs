@@ -1,6 +1,5 @@
 use std::time::Instant;
 
-use crate::harness::LOCALHOST;
 use pqdns_core::dnssec::nsec3::Nsec3Params;
 use pqdns_core::dnssec::sign::Denial;
 use pqdns_core::dnssec::Algorithm;
@@ -8,6 +7,7 @@ use pqdns_core::frag::arrf::{Key, Limits, Progress, Reassembler};
 use pqdns_core::frag::edns::{ARRF, PUSH, QBF};
 use pqdns_core::message::Question;
 use pqdns_core::wire::{Edns, FLAG_TC};
+use pqdns_test_support::LOCALHOST;
 
 use std::path::PathBuf;
 
@@ -24,7 +24,7 @@ const ZONE: &str =
 const PAYLOAD: u16 = 1232;
 
 fn catalog() -> Arc<Catalog> {
-    Arc::new(crate::harness::signed_catalog(
+    Arc::new(crate::catalog::signed_for_tests(
         &"example.".parse().unwrap(),
         ZONE,
         &[Algorithm::MlDsa44],

@@ -20,7 +20,7 @@ use pqdns_server::settings::{KxPolicy, Settings};
 use pqdns_server::zones::{load_all, ZoneSource};
 use pqdns_server::{Server, ServerConfig, ServerHandle};
 
-pub use pqdns_server::harness::peers::*;
+pub use pqdns_test_support::peers::*;
 
 /// The test zone's apex.
 pub const ORIGIN: &str = "pqdns.test.";
@@ -166,12 +166,12 @@ pub fn python_client(script: &str, args: &[&str]) -> (bool, HashMap<String, Stri
 }
 
 /// A response of the server as pqdns-core reads it, after hickory-proto has read it the same
-/// way (`harness::second_opinion`, issue 16).
+/// way (`pqdns_test_support::second_opinion`, issue 16).
 ///
 /// # Panics
 /// If either decoder refuses it or they disagree.
 pub fn parse_response(wire: &[u8]) -> pqdns_core::message::Message {
-    if let Err(e) = pqdns_server::harness::second_opinion(wire) {
+    if let Err(e) = pqdns_test_support::second_opinion(wire) {
         panic!("second opinion: {e}");
     }
     pqdns_core::message::Message::parse(wire).expect("the response parses")

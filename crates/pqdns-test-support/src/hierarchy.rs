@@ -10,9 +10,9 @@ use pqdns_core::config::LoadedConfig;
 use pqdns_core::dnssec::dnskey::{ds_record, DigestType};
 use pqdns_core::Record;
 
-use crate::settings::Settings;
-use crate::zones::{load_all, ZoneSource};
-use crate::{Server, ServerConfig, ServerHandle};
+use pqdns_server::settings::Settings;
+use pqdns_server::zones::{load_all, ZoneSource};
+use pqdns_server::{Server, ServerConfig, ServerHandle};
 
 /// A zone below `tld.`.
 #[derive(Clone, Copy, Debug)]

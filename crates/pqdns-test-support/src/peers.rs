@@ -1,5 +1,5 @@
 //! Peer programs the integration tests of several crates run: finding installed ones, and
-//! building the Go TLS clients in this crate's `tests/go` and `tests/godoq`.
+//! building the Go TLS clients whose sources are this crate's `go/` and `godoq/`.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -33,16 +33,14 @@ pub fn require(program: &str, package: &str) -> PathBuf {
     panic!("{program} is not installed: this test needs it; install the Debian package `{package}` (apt-get install {package})");
 }
 
-/// Builds the Go module in `tests/DIR` (its dependencies come from the Go module proxy) into a
-/// binary named `name` in a temporary directory; its path.
+/// Builds the Go module in this crate's `DIR` (its dependencies come from the Go module proxy)
+/// into a binary named `name` in a temporary directory; its path.
 fn build_go(dir: &str, name: &str) -> PathBuf {
     let go = require("go", "golang-go (or Go 1.26+ from go.dev in /usr/local/go)");
     let out_dir = std::env::temp_dir().join(format!("pqdns-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&out_dir).unwrap();
     let bin = out_dir.join(name);
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests")
-        .join(dir);
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(dir);
     let out = Command::new("timeout")
         .args([
             "300",
@@ -59,20 +57,21 @@ fn build_go(dir: &str, name: &str) -> PathBuf {
         .expect("running go build");
     assert!(
         out.status.success(),
-        "go build in tests/{dir} failed:\n{}{}",
+        "go build in {} failed:\n{}{}",
+        src.display(),
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     bin
 }
 
-/// Builds the Go TLS client (tests/go: crypto/tls DoT and DoH) once per test run; its path.
+/// Builds the Go TLS client (`go/`: crypto/tls DoT and DoH) once per test run; its path.
 pub fn go_client() -> PathBuf {
     static CLIENT: OnceLock<PathBuf> = OnceLock::new();
     CLIENT.get_or_init(|| build_go("go", "tlsclient")).clone()
 }
 
-/// Builds the Go DoQ client (tests/godoq: quic-go over crypto/tls) once per test run; its path.
+/// Builds the Go DoQ client (`godoq/`: quic-go over crypto/tls) once per test run; its path.
 pub fn go_doq_client() -> PathBuf {
     static CLIENT: OnceLock<PathBuf> = OnceLock::new();
     CLIENT
@@ -200,35 +199,34 @@ impl DigOutput {
 
 /// Runs dig against `server` with `args` (always +norecurse, one try, 5 s per try).
 pub fn dig(server: SocketAddr, args: &[&str]) -> DigOutput {
-    let program = require("dig", "bind9-dnsutils");
-    let mut all = vec![
-        format!("@{}", server.ip()),
-        "-p".into(),
-        server.port().to_string(),
-        "+norecurse".into(),
-        "+tries=1".into(),
-        "+time=5".into(),
-    ];
-    all.extend(args.iter().map(|s| s.to_string()));
-    let (ok, text) = run(&program, &all);
-    assert!(ok, "dig {all:?} failed:\n{text}");
-    DigOutput { text }
+    dig_like(("dig", "bind9-dnsutils"), "+tries=1", server, args)
 }
 
 /// Runs kdig against `server` with `args`; kdig prints the same section layout as dig.
 pub fn kdig(server: SocketAddr, args: &[&str]) -> DigOutput {
-    let program = require("kdig", "knot-dnsutils");
+    dig_like(("kdig", "knot-dnsutils"), "+retry=0", server, args)
+}
+
+/// Runs `program` (from Debian `package`), which takes dig's options, against `server`: no
+/// recursion, `one_try` (how it spells a single try), 5 s per try, then `args`.
+fn dig_like(
+    (program, package): (&str, &str),
+    one_try: &str,
+    server: SocketAddr,
+    args: &[&str],
+) -> DigOutput {
+    let path = require(program, package);
     let mut all = vec![
         format!("@{}", server.ip()),
         "-p".into(),
         server.port().to_string(),
         "+norecurse".into(),
-        "+retry=0".into(),
+        one_try.into(),
         "+time=5".into(),
     ];
     all.extend(args.iter().map(|s| s.to_string()));
-    let (ok, text) = run(&program, &all);
-    assert!(ok, "kdig {all:?} failed:\n{text}");
+    let (ok, text) = run(&path, &all);
+    assert!(ok, "{program} {all:?} failed:\n{text}");
     DigOutput { text }
 }
 

@@ -1,8 +1,27 @@
-//! Support for tests, fuzzing and benchmarks of the answer engine: a catalog holding one zone
-//! read from master-file text and signed in memory with fresh CSKs (validity 2023-11 …
-//! 2030-03), the invariants every response must satisfy, and the peer programs ([`peers`]:
-//! dig, kdig, the Go TLS clients) that the integration tests of the server and the resolver
-//! run.
+//! Test support for the pqdns workspace, in a crate of its own (as hickory-dns keeps its
+//! `tests/test-support`) so that no library ships test code or test-only dependencies such as
+//! hickory-proto. It is not published.
+//!
+//! - [`signed_zone`] and [`signed_catalog`]: one zone read from master-file text and signed in
+//!   memory with fresh CSKs (validity 2023-11 … 2030-03), for tests, fuzzing and benchmarks of
+//!   the answer engine;
+//! - [`check_response`] and [`second_opinion`]: the invariants every response must satisfy,
+//!   including a second decoding by hickory-proto; [`with_option`] to build queries;
+//! - [`hierarchy`]: a delegation hierarchy of zone descriptions and in-process servers for it;
+//! - [`peers`]: the peer programs the integration tests run (dig, kdig, unbound, and the Go
+//!   TLS and DoQ clients whose sources are this crate's `go/` and `godoq/`);
+//! - [`ports`]: ports free for a test server.
+//!
+//! # pqdns-server's own unit tests
+//! This crate depends on pqdns-server, and pqdns-server's unit tests (inside its `src/`) use
+//! this crate as a dev-dependency. Cargo allows that cycle, but those tests then see two copies
+//! of pqdns-server: their own and the one linked here, whose types are different types. They
+//! therefore use only the items here that speak pqdns-core and std types: [`signed_zone`],
+//! [`second_opinion`], [`with_option`] and [`LOCALHOST`] (pqdns-server wraps [`signed_zone`]
+//! in its own `Catalog` for them).
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 use pqdns_core::dnssec::keyfile::{KeyRole, ZoneKey};
 use pqdns_core::dnssec::sign::{sign_zone, Denial, SigningPolicy};
@@ -10,35 +29,17 @@ use pqdns_core::dnssec::{Algorithm, Profile, Provider};
 use pqdns_core::message::Message;
 use pqdns_core::zonefile::ZoneFileReader;
 use pqdns_core::{Name, Zone};
-
-use crate::answer::{Outcome, Transport};
+use pqdns_server::answer::{Outcome, Transport};
+use pqdns_server::catalog::{Catalog, ServedZone};
 
 pub mod hierarchy;
 pub mod peers;
+pub mod ports;
 mod second_opinion;
 pub use second_opinion::second_opinion;
 
 /// The client address tests and benchmarks answer (127.0.0.1).
 pub const LOCALHOST: std::net::IpAddr = std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
-
-/// A 127.0.0.1 port free for both UDP and TCP right now: for a test server listening on both at
-/// one port, and for clients that retry a UDP query over TCP on the same port (delv does for
-/// every DNAME answer without a server cookie). A port free for UDP may be taken for TCP (by
-/// another test's connection), so both are tried.
-///
-/// # Panics
-/// If no such port turns up in 64 tries.
-pub fn free_dual_port() -> u16 {
-    for _ in 0..64 {
-        let tcp = std::net::TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0");
-        let port = tcp.local_addr().expect("a bound address").port();
-        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-    panic!("no port free for both UDP and TCP in 64 tries");
-}
-use crate::catalog::{Catalog, ServedZone};
 
 /// `text` (master-file format relative to `origin`, default TTL 3600) signed with one CSK per
 /// algorithm in `algorithms` and with `denial`.
@@ -46,12 +47,7 @@ use crate::catalog::{Catalog, ServedZone};
 /// # Panics
 /// If the text does not parse or a key cannot be generated: this is for tests and fuzzing,
 /// where the zone text is fixed.
-pub fn signed_catalog(
-    origin: &Name,
-    text: &str,
-    algorithms: &[Algorithm],
-    denial: Denial,
-) -> Catalog {
+pub fn signed_zone(origin: &Name, text: &str, algorithms: &[Algorithm], denial: Denial) -> Zone {
     let records = ZoneFileReader::new(Some(origin.clone()), Some(3600))
         .read_str(text, "test.zone")
         .expect("the test zone parses");
@@ -72,6 +68,20 @@ pub fn signed_catalog(
         published_dnskeys: None,
     };
     sign_zone(&mut zone, &keys, &policy, &|_, _| {}).expect("the test zone signs");
+    zone
+}
+
+/// A catalog serving [`signed_zone`]`(origin, text, algorithms, denial)` alone.
+///
+/// # Panics
+/// As [`signed_zone`].
+pub fn signed_catalog(
+    origin: &Name,
+    text: &str,
+    algorithms: &[Algorithm],
+    denial: Denial,
+) -> Catalog {
+    let zone = signed_zone(origin, text, algorithms, denial);
     Catalog::new([ServedZone::new(zone)]).expect("one zone")
 }
 
