@@ -10,8 +10,9 @@
 //!   runs on the receiving thread between `recvmmsg` and `sendmmsg`, so it must not block and
 //!   should not allocate.
 //! - **later** ([`Reply::Defer`]): the listener calls [`Service::respond_later`] with an owned
-//!   copy of the request and sends the response when the future completes (a resolver's cache
-//!   miss). UDP hands the query to the tokio runtime and sends the answer from the task through
+//!   copy of the request and what the service kept of it ([`Service::Deferred`], e.g. the
+//!   query as it parsed it, so it is not parsed again), and sends the response when the future
+//!   completes (a resolver's cache miss). UDP hands the query to the tokio runtime and sends the answer from the task through
 //!   the same socket; TCP and DoT keep reading and answering other queries meanwhile and write
 //!   each answer when it is ready, possibly out of order (RFC 7766 §6.2.1.1, §7); DoH awaits it
 //!   in the HTTP request's task. The listener bounds how many are in flight and how long each
@@ -163,14 +164,16 @@ impl ResponseInfo {
     }
 }
 
-/// How a service answers a query; see the module documentation.
+/// How a service answers a query; see the module documentation. `T` is the service's
+/// [`Service::Transfer`], `D` its [`Service::Deferred`] (`()` for services that never defer).
 #[derive(Debug)]
 #[non_exhaustive]
-pub enum Reply<T> {
+pub enum Reply<T, D = ()> {
     /// The response is written at `out[base..base + len]`.
     Ready(ResponseInfo),
-    /// Not answered yet: the listener calls [`Service::respond_later`].
-    Defer,
+    /// Not answered yet: the listener calls [`Service::respond_later`] with this state (what
+    /// [`Service::respond`] already found out about the request, e.g. the parsed query).
+    Defer(D),
     /// Several messages, written one by one: a zone transfer on TCP and DoT, datagrams on
     /// UDP; DoH and DoQ send nothing.
     Transfer(T),
@@ -242,8 +245,8 @@ pub(crate) async fn respond_once<S: Service>(
     let reply = service.respond(&service.snapshot(), request, &mut out, base);
     match reply {
         Reply::Ready(info) => Ok((out, info)),
-        Reply::Defer => {
-            let later = Arc::clone(service).respond_later(request.to_owned(), out, base);
+        Reply::Defer(deferred) => {
+            let later = Arc::clone(service).respond_later(request.to_owned(), deferred, out, base);
             tokio::time::timeout(deadline, later)
                 .await
                 .map_err(|_| Unanswered::Timeout)
@@ -358,6 +361,10 @@ pub trait Service: Send + Sync + 'static {
     type Snapshot;
     /// The multi-message responses of this service; [`NoTransfer`] if it has none.
     type Transfer: Transfer;
+    /// What [`Service::respond`] hands to [`Service::respond_later`] with a deferred request
+    /// ([`Reply::Defer`]), so the work done on it (parsing, checks) is not done again; `()`
+    /// for services that never defer.
+    type Deferred: Send + 'static;
 
     /// The current snapshot.
     fn snapshot(&self) -> Self::Snapshot;
@@ -371,20 +378,21 @@ pub trait Service: Send + Sync + 'static {
         request: &Request<'_>,
         out: &mut Vec<u8>,
         base: usize,
-    ) -> Reply<Self::Transfer>;
+    ) -> Reply<Self::Transfer, Self::Deferred>;
 
-    /// Answers a request [`Service::respond`] deferred: writes the response at `out[base..]`
-    /// (`out` holds the `base` bytes the listener owns) and returns the buffer with what was
-    /// written. The listener gives up on it after
-    /// [`crate::ListenConfig::deferred_timeout`] and sends nothing then. The default sends
-    /// nothing, for services that never defer.
+    /// Answers a request [`Service::respond`] deferred, with the `deferred` state it returned
+    /// in [`Reply::Defer`]: writes the response at `out[base..]` (`out` holds the `base` bytes
+    /// the listener owns) and returns the buffer with what was written. The listener gives up
+    /// on it after [`crate::ListenConfig::deferred_timeout`] and sends nothing then. The
+    /// default sends nothing, for services that never defer.
     fn respond_later(
         self: Arc<Self>,
         request: OwnedRequest,
+        deferred: Self::Deferred,
         out: Vec<u8>,
         base: usize,
     ) -> impl Future<Output = (Vec<u8>, ResponseInfo)> + Send + 'static {
-        let _ = (request, base);
+        let _ = (request, deferred, base);
         async move { (out, ResponseInfo::default()) }
     }
 
@@ -418,6 +426,7 @@ mod tests {
     impl Service for Transfers {
         type Snapshot = ();
         type Transfer = Recorded;
+        type Deferred = ();
 
         fn snapshot(&self) {}
 

@@ -215,8 +215,13 @@ pub(crate) async fn serve_stream<S, IO>(
                     }
                     written = true;
                 }
-                Reply::Defer => {
-                    let task = Arc::clone(service).respond_later(request.to_owned(), vec![0, 0], 2);
+                Reply::Defer(deferred) => {
+                    let task = Arc::clone(service).respond_later(
+                        request.to_owned(),
+                        deferred,
+                        vec![0, 0],
+                        2,
+                    );
                     spawn_deferred(&mut pending, task, limits.deferred, &request);
                 }
                 Reply::Transfer(xfr) => {

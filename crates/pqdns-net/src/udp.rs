@@ -243,9 +243,9 @@ fn answer_batch<S: Service>(
         let request = Request::new(message, client, Transport::Udp);
         match service.respond(&snapshot, &request, response, 0) {
             Reply::Ready(info) => response.truncate(info.len),
-            Reply::Defer => {
+            Reply::Defer(deferred) => {
                 response.clear();
-                defer(socket, service, deferral, &request);
+                defer(socket, service, deferral, &request, deferred);
             }
             Reply::Transfer(messages) => {
                 response.clear();
@@ -261,13 +261,14 @@ fn defer<S: Service>(
     service: &Arc<S>,
     deferral: &Deferral,
     request: &Request<'_>,
+    deferred: S::Deferred,
 ) {
     let Ok(permit) = Arc::clone(&deferral.in_flight).try_acquire_owned() else {
         debug!(peer = %request.client, "too many deferred UDP queries in flight; dropped");
         return;
     };
     let client = request.client;
-    let task = Arc::clone(service).respond_later(request.to_owned(), Vec::new(), 0);
+    let task = Arc::clone(service).respond_later(request.to_owned(), deferred, Vec::new(), 0);
     let (socket, limit) = (Arc::clone(socket), deferral.timeout);
     deferral.runtime.spawn(async move {
         let Ok((buf, info)) = tokio::time::timeout(limit, task).await else {

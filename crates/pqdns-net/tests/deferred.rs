@@ -50,6 +50,7 @@ fn echo(message: &[u8], out: &mut Vec<u8>, base: usize) -> ResponseInfo {
 impl Service for Delayed {
     type Snapshot = ();
     type Transfer = NoTransfer;
+    type Deferred = Duration;
 
     fn snapshot(&self) {}
 
@@ -59,9 +60,9 @@ impl Service for Delayed {
         request: &Request<'_>,
         out: &mut Vec<u8>,
         base: usize,
-    ) -> Reply<NoTransfer> {
+    ) -> Reply<NoTransfer, Duration> {
         match delay(request.message) {
-            Some(_) => Reply::Defer,
+            Some(delay) => Reply::Defer(delay),
             None => Reply::Ready(echo(request.message, out, base)),
         }
     }
@@ -69,11 +70,12 @@ impl Service for Delayed {
     async fn respond_later(
         self: Arc<Self>,
         request: OwnedRequest,
+        delay: Duration,
         mut out: Vec<u8>,
         base: usize,
     ) -> (Vec<u8>, ResponseInfo) {
         self.later.fetch_add(1, Ordering::Relaxed);
-        tokio::time::sleep(delay(&request.message).unwrap_or_default()).await;
+        tokio::time::sleep(delay).await;
         let info = echo(&request.message, &mut out, base);
         (out, info)
     }

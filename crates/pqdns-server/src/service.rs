@@ -220,6 +220,7 @@ enum Handled {
 impl Service for Authoritative {
     type Snapshot = Arc<Catalog>;
     type Transfer = Messages;
+    type Deferred = ();
 
     fn snapshot(&self) -> Arc<Catalog> {
         self.catalog()

@@ -249,6 +249,10 @@ impl<'b, 'o> MessageWriter<'b, 'o> {
 
     /// Appends one record to `section` (sections are written in order). Call
     /// [`MessageWriter::commit`] after the unit's last record.
+    ///
+    /// Returns the offset of the record's TTL field from `base`, for callers that lower TTLs
+    /// when they serve the message again (a cache) without parsing it; the offset is only
+    /// meaningful while the record is not rolled back.
     pub fn record(
         &mut self,
         section: Section,
@@ -257,11 +261,12 @@ impl<'b, 'o> MessageWriter<'b, 'o> {
         class: Class,
         ttl: u32,
         rdata: &[u8],
-    ) {
+    ) -> usize {
         self.enter(section);
         self.write_name(owner);
         self.buf.extend(rtype.0.to_be_bytes());
         self.buf.extend(class.0.to_be_bytes());
+        let ttl_at = self.used();
         self.buf.extend(ttl.to_be_bytes());
         let len_at = self.buf.len();
         self.buf.extend([0, 0]);
@@ -270,6 +275,7 @@ impl<'b, 'o> MessageWriter<'b, 'o> {
         self.buf[len_at..len_at + 2].copy_from_slice(&rdlen.to_be_bytes());
         let i = section as usize + 1;
         self.counts[i] = self.counts[i].saturating_add(1);
+        ttl_at
     }
 
     /// Appends a record in ARRF's compact RRFRAG form (`crate::frag::arrf`): root owner,

@@ -23,11 +23,7 @@ use std::collections::HashMap;
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
-use pqdns_core::wire::rdata::Soa;
-use pqdns_core::wire::{
-    replay, MessageView, Section, FLAG_AD, FLAG_RD, FLAG_TC, HEADER_LEN, OPTION_COOKIE, OPT_LEN,
-};
-use pqdns_core::RrType;
+use pqdns_core::wire::{replay, Rcode, FLAG_AD, FLAG_RD, FLAG_TC, OPTION_COOKIE};
 use pqdns_net::cookie::RESPONSE_COOKIE_LEN;
 
 use super::query::ClientQuery;
@@ -236,8 +232,8 @@ impl ResponseCache {
 
     /// Writes the response to `query` from `written` at `out[base..]`, at most `limit` bytes,
     /// with `cookie`, as [`ResponseCache::answer`] would, and with `store` keeps it (without
-    /// the cookie) for later queries. Returns the length (0 if `written` does not parse:
-    /// nothing is sent).
+    /// the cookie) for later queries. Returns the length (0 if an offset of `written` does
+    /// not fit 16 bits, which a message of at most 65535 bytes cannot: nothing is sent).
     #[expect(
         clippy::too_many_arguments,
         reason = "the serving path's buffers and limits, passed without allocating"
@@ -253,7 +249,7 @@ impl ResponseCache {
         now: Instant,
         cookie: Option<&[u8; RESPONSE_COOKIE_LEN]>,
     ) -> usize {
-        let Some(prepared) = self.prepare(written.message, written.secure, now) else {
+        let Some(prepared) = self.prepare(written, now) else {
             return 0;
         };
         let len = prepared.write(query, out, base, limit, now, cookie);
@@ -294,58 +290,40 @@ impl ResponseCache {
             .sum()
     }
 
-    /// Parses a response, caps its TTLs and finds what serving it patches.
-    fn prepare(&self, mut message: Vec<u8>, secure: bool, now: Instant) -> Option<Prepared> {
-        let view = MessageView::parse(&message).ok()?;
-        let mut offsets = Vec::new();
-        let mut min_ttl = None::<u32>;
-        let mut negative = None::<u32>;
-        let answers = view.counts()[1];
-        for section in [Section::Answer, Section::Authority, Section::Additional] {
-            for r in view.records(section) {
-                offsets.push(u16::try_from(r.ttl_offset()).ok()?);
-                min_ttl = Some(min_ttl.map_or(r.ttl(), |t| t.min(r.ttl())));
-                if answers == 0 && section == Section::Authority && r.rtype() == RrType::SOA {
-                    let minimum = Soa::parse(&r.rdata()).map_or(0, |s| s.minimum);
-                    negative = Some(r.ttl().min(minimum));
-                }
-            }
-        }
-        let question_end = match view.question() {
-            Some(q) => q.qname.offset() + q.qname.decode().as_wire().len() + 4,
-            None => HEADER_LEN,
-        };
-        let opt_len = view
-            .opt()
-            .map(|o| OPT_LEN + o.options().map(|(_, d)| 4 + d.len()).sum::<usize>());
-        let rcode = view.rcode();
-        let ttl = if rcode != pqdns_core::wire::Rcode::NOERROR
-            && rcode != pqdns_core::wire::Rcode::NXDOMAIN
-        {
+    /// Caps a response's TTLs and keeps what serving it patches, as [`Written::layout`]
+    /// recorded it when it was written (the message is not parsed); `None` if an offset does
+    /// not fit 16 bits.
+    fn prepare(&self, written: Written, now: Instant) -> Option<Prepared> {
+        let Written {
+            mut message,
+            layout,
+            secure,
+        } = written;
+        let ttl = if layout.rcode != Rcode::NOERROR && layout.rcode != Rcode::NXDOMAIN {
             FAILURE_TTL
-        } else if answers == 0 {
-            negative.unwrap_or(FAILURE_TTL)
+        } else if layout.answers == 0 {
+            layout.negative_ttl.unwrap_or(FAILURE_TTL)
         } else {
-            min_ttl.unwrap_or(0)
+            layout.min_ttl.unwrap_or(0)
         };
         let lifetime = ttl.clamp(
             self.limits.min_ttl,
             self.limits.max_ttl.max(self.limits.min_ttl),
         );
-        for &at in &offsets {
-            let at = usize::from(at);
-            let t = u32::from_be_bytes([
-                message[at],
-                message[at + 1],
-                message[at + 2],
-                message[at + 3],
-            ]);
-            message[at..at + 4].copy_from_slice(&t.min(self.limits.max_ttl).to_be_bytes());
+        let mut offsets = Vec::with_capacity(layout.ttl_offsets.len());
+        for &at in &layout.ttl_offsets {
+            let field = message.get_mut(at..at + 4)?;
+            let t = u32::from_be_bytes([field[0], field[1], field[2], field[3]]);
+            field.copy_from_slice(&t.min(self.limits.max_ttl).to_be_bytes());
+            offsets.push(u16::try_from(at).ok()?);
         }
-        let len = message.len();
+        let opt_at = match layout.opt_at {
+            Some(at) => Some(u16::try_from(at).ok()?),
+            None => None,
+        };
         Some(Prepared {
-            question_end: u16::try_from(question_end).ok()?,
-            opt_at: opt_len.and_then(|l| u16::try_from(len - l).ok()),
+            question_end: u16::try_from(layout.question_end).ok()?,
+            opt_at,
             message: message.into_boxed_slice(),
             ttl_offsets: offsets.into_boxed_slice(),
             secure,
@@ -359,9 +337,10 @@ impl ResponseCache {
 mod tests {
     use super::*;
     use crate::service::query::{parse, Parsed};
+    use crate::service::response::write;
     use pqdns_core::message::{Message, Question};
-    use pqdns_core::wire::{Edns, Header, MessageWriter, Rcode, FLAG_QR, FLAG_RA};
-    use pqdns_core::{Class, Name};
+    use pqdns_core::wire::{Edns, Header, MessageView, Section, FLAG_RA};
+    use pqdns_core::{Class, Name, Record, RrType};
 
     fn query(name: &str, flags: u16, edns: Option<Edns>) -> ClientQuery {
         let mut m = Message::query(
@@ -382,53 +361,39 @@ mod tests {
     }
 
     /// A response to `name` A: `answers` A records with `ttl`, or for 0 an NXDOMAIN with an
-    /// SOA (TTL `ttl`, MINIMUM 60); OPT if `edns`.
+    /// SOA (TTL `ttl`, MINIMUM 60); OPT if `edns`; Secure.
     fn response(name: &str, answers: usize, ttl: u32, edns: bool) -> Written {
         let owner: Name = name.parse().unwrap();
-        let mut out = Vec::new();
-        let header = Header {
-            id: 0,
-            flags: FLAG_QR | FLAG_RA,
+        let record = |owner: &Name, rtype, rdata: Vec<u8>| Record {
+            owner: owner.clone(),
+            rtype,
+            class: Class::IN,
+            ttl,
+            rdata,
         };
-        let mut w = MessageWriter::new(&mut out, 0, 65_535, header);
-        w.question(owner.as_wire(), RrType::A, Class::IN).unwrap();
-        if edns {
-            w.set_opt(1232, 0, 0).unwrap();
-        }
-        for i in 0..answers {
-            let rdata = [192, 0, 2, i as u8];
-            w.record(
-                Section::Answer,
-                owner.as_wire(),
-                RrType::A,
-                Class::IN,
-                ttl,
-                &rdata,
-            );
+        let a: Vec<Record> = (0..answers)
+            .map(|i| record(&owner, RrType::A, vec![192, 0, 2, i as u8]))
+            .collect();
+        let mut soa = Vec::new();
+        if answers == 0 {
+            // ns.example. hm.example. 1 7200 3600 1209600 60
+            let mut rdata = b"\x02ns\x07example\x00\x02hm\x07example\x00".to_vec();
+            for field in [1u32, 7200, 3600, 1_209_600, 60] {
+                rdata.extend(field.to_be_bytes());
+            }
+            soa.push(record(&"example.".parse().unwrap(), RrType::SOA, rdata));
         }
         let rcode = if answers == 0 {
-            // ns.example. hm.example. 1 7200 3600 1209600 60
-            let mut soa = b"\x02ns\x07example\x00\x02hm\x07example\x00".to_vec();
-            for field in [1u32, 7200, 3600, 1_209_600, 60] {
-                soa.extend(field.to_be_bytes());
-            }
-            w.record(
-                Section::Authority,
-                b"\x07example\x00",
-                RrType::SOA,
-                Class::IN,
-                ttl,
-                &soa,
-            );
             Rcode::NXDOMAIN
         } else {
             Rcode::NOERROR
         };
-        w.finish(rcode);
-        Written {
-            message: out,
-            secure: true,
-        }
+        let mut no_do = Edns::dnssec_ok(1232);
+        no_do.flags = 0;
+        let q = query(name, 0, edns.then_some(no_do));
+        let mut w = write(&q, rcode, &a, &soa, None);
+        w.secure = true;
+        w
     }
 
     /// Serves `w` to `q` from `cache` at `now` within `limit` bytes and stores it: the

@@ -262,6 +262,11 @@ fn limit(query: &ClientQuery, transport: Transport) -> usize {
     }
 }
 
+/// A cache miss [`RecursiveService::respond`] deferred: the query as it was parsed there, so
+/// [`Service::respond_later`] reads the request's bytes no more.
+#[derive(Debug)]
+pub struct DeferredQuery(ClientQuery);
+
 /// QTYPEs answered NOTIMP: the meta-TYPEs 128-254 (RFC 6895 §3.1: AXFR, IXFR, MAILA, MAILB
 /// and unassigned), which a recursive resolver does not pass on. ANY (255) is resolved: RFC
 /// 8482 §4.1, see the module documentation.
@@ -292,6 +297,7 @@ fn bare(
 impl Service for RecursiveService {
     type Snapshot = ();
     type Transfer = NoTransfer;
+    type Deferred = DeferredQuery;
 
     fn snapshot(&self) {}
 
@@ -301,7 +307,7 @@ impl Service for RecursiveService {
         request: &Request<'_>,
         out: &mut Vec<u8>,
         base: usize,
-    ) -> Reply<NoTransfer> {
+    ) -> Reply<NoTransfer, DeferredQuery> {
         let query = match query::parse(request.message) {
             Parsed::Query(q) => q,
             Parsed::Rejected(m) => {
@@ -343,19 +349,17 @@ impl Service for RecursiveService {
         self.metrics.cache(hit.is_some());
         match hit {
             Some(len) => Reply::Ready(self.finish(request, cookie.check, out, base, len)),
-            None => Reply::Defer,
+            None => Reply::Defer(DeferredQuery(query)),
         }
     }
 
     async fn respond_later(
         self: Arc<Self>,
         request: OwnedRequest,
+        DeferredQuery(query): DeferredQuery,
         mut out: Vec<u8>,
         base: usize,
     ) -> (Vec<u8>, ResponseInfo) {
-        let Parsed::Query(query) = query::parse(&request.message) else {
-            return (out, ResponseInfo::default());
-        };
         let limit = limit(&query, request.transport);
         let Some(_slot) = self.clients.try_acquire(request.client.ip()) else {
             let text = "too many queries in progress (from this network or in all)";

@@ -13,10 +13,13 @@
 //!   Authority) or, when a work limit stopped it, EDE 0 (Other) naming the limit.
 //!
 //! The response has ID 0 and RD, AD clear, RA set; an OPT record (last) only when the query
-//! had one, advertising [`RESPONSE_UDP_PAYLOAD`].
+//! had one, advertising [`RESPONSE_UDP_PAYLOAD`]. What the cache patches when it serves the
+//! response (TTL offsets, the end of the question, the OPT record) and what its lifetime
+//! depends on are recorded as it is written ([`Layout`]): the cache never parses it.
 
 use pqdns_core::dnssec::validate::Status;
 use pqdns_core::message::Message;
+use pqdns_core::wire::rdata::Soa;
 use pqdns_core::wire::{
     Ede, Header, MessageWriter, Rcode, Section, EDNS_DO, FLAG_CD, FLAG_QR, FLAG_RA, OPTION_EDE,
 };
@@ -38,8 +41,31 @@ const MAX_EXTRA_TEXT: usize = 200;
 pub(crate) struct Written {
     /// The message (ID 0).
     pub(crate) message: Vec<u8>,
+    /// Where its parts are, recorded while writing it.
+    pub(crate) layout: Layout,
     /// The data is Secure (AD for clients that want it).
     pub(crate) secure: bool,
+}
+
+/// What [`super::cache::ResponseCache`] needs to know about a [`Written`] message, recorded
+/// while writing it (offsets in bytes from the message's start).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Layout {
+    /// Offsets of the TTL fields of every record but OPT, in message order.
+    pub(crate) ttl_offsets: Vec<usize>,
+    /// End of the question section.
+    pub(crate) question_end: usize,
+    /// Start of the OPT record (the last record), if any.
+    pub(crate) opt_at: Option<usize>,
+    /// The RCODE written.
+    pub(crate) rcode: Rcode,
+    /// Records in the answer section.
+    pub(crate) answers: usize,
+    /// The smallest TTL of the records but OPT, if any.
+    pub(crate) min_ttl: Option<u32>,
+    /// Without answers, min(SOA TTL, SOA MINIMUM) of the (last) SOA record in the authority
+    /// section (RFC 2308 §5), if any.
+    pub(crate) negative_ttl: Option<u32>,
 }
 
 /// The response to `query` from a resolution's `answer`.
@@ -89,10 +115,7 @@ pub(crate) fn from_answer(query: &ClientQuery, answer: &Answer) -> Written {
             );
         }
     }
-    Written {
-        message: write(query, rcode, &answers, &authority, None),
-        secure,
-    }
+    write(query, rcode, &answers, &authority, None).secure(secure)
 }
 
 /// The response to `query` when resolution failed: SERVFAIL with an EDE naming why.
@@ -107,10 +130,7 @@ pub(crate) fn from_error(query: &ClientQuery, error: &ResolveError) -> Written {
 /// A response without data: `rcode` with EDE `ede` and `text` (SERVFAIL, or REFUSED for
 /// clients outside the allow-list).
 pub(crate) fn failure(query: &ClientQuery, rcode: Rcode, ede: Ede, text: &str) -> Written {
-    Written {
-        message: write(query, rcode, &[], &[], Some((ede, text))),
-        secure: false,
-    }
+    write(query, rcode, &[], &[], Some((ede, text)))
 }
 
 /// CD: the data of every response the resolution used (the answer, then each CNAME
@@ -148,21 +168,25 @@ fn unvalidated(query: &ClientQuery, answer: &Answer, secure: bool) -> Written {
         })
         .unwrap_or_default();
     let rcode = messages.last().map_or(Rcode::SERVFAIL, Message::rcode);
-    Written {
-        message: write(query, rcode, &answers, &authority, None),
-        secure,
+    write(query, rcode, &answers, &authority, None).secure(secure)
+}
+
+impl Written {
+    fn secure(mut self, secure: bool) -> Written {
+        self.secure = secure;
+        self
     }
 }
 
-/// Writes the message: question as the client sent it, the records, OPT with `ede` if the
-/// query had EDNS.
-fn write(
+/// Writes the message (not Secure): question as the client sent it, the records, OPT with
+/// `ede` if the query had EDNS; records its [`Layout`] on the way.
+pub(crate) fn write(
     query: &ClientQuery,
     rcode: Rcode,
     answers: &[Record],
     authority: &[Record],
     ede: Option<(Ede, &str)>,
-) -> Vec<u8> {
+) -> Written {
     // RFC 8914 §2: INFO-CODE, then EXTRA-TEXT (UTF-8, not NUL-terminated).
     let mut option = Vec::new();
     if let Some((code, text)) = ede {
@@ -183,6 +207,15 @@ fn write(
     let mut w = MessageWriter::new(&mut out, 0, MAX_RESPONSE, header);
     // The question and OPT fit: the query came in a message of at most 65535 bytes.
     let _fits = w.question(query.qname.as_wire(), query.qtype, query.qclass);
+    let mut layout = Layout {
+        ttl_offsets: Vec::with_capacity(answers.len() + authority.len()),
+        question_end: w.used(),
+        opt_at: None,
+        rcode,
+        answers: answers.len(),
+        min_ttl: None,
+        negative_ttl: None,
+    };
     if let Some(edns) = query.edns {
         let flags = if edns.dnssec_ok { EDNS_DO } else { 0 };
         let _fits = w.set_opt(RESPONSE_UDP_PAYLOAD, 0, flags);
@@ -193,7 +226,7 @@ fn write(
     for (section, records) in [(Section::Answer, answers), (Section::Authority, authority)] {
         let mark = w.mark();
         for r in records {
-            w.record(
+            let at = w.record(
                 section,
                 r.owner.as_wire(),
                 r.rtype,
@@ -201,6 +234,12 @@ fn write(
                 r.ttl,
                 &r.rdata,
             );
+            layout.ttl_offsets.push(at);
+            layout.min_ttl = Some(layout.min_ttl.map_or(r.ttl, |t| t.min(r.ttl)));
+            if answers.is_empty() && section == Section::Authority && r.rtype == RrType::SOA {
+                let minimum = Soa::parse(&r.rdata).map_or(0, |s| s.minimum);
+                layout.negative_ttl = Some(r.ttl.min(minimum));
+            }
         }
         if w.commit(mark).is_err() {
             // Beyond 65535 bytes no transport can carry it.
@@ -213,6 +252,121 @@ fn write(
             );
         }
     }
+    // The OPT record goes last, where the writer stands now.
+    layout.opt_at = w.has_opt().then(|| w.used());
     w.finish(rcode);
-    out
+    Written {
+        message: out,
+        layout,
+        secure: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pqdns_core::message::Question;
+    use pqdns_core::wire::{Edns, MessageView, HEADER_LEN, OPT_LEN};
+    use pqdns_core::{Class, Name};
+
+    use super::*;
+    use crate::service::query::{parse, Parsed};
+
+    /// The layout found by parsing `message`, as the cache did before it was recorded.
+    fn parsed(message: &[u8]) -> Layout {
+        let view = MessageView::parse(message).unwrap();
+        let mut layout = Layout {
+            ttl_offsets: Vec::new(),
+            question_end: HEADER_LEN,
+            opt_at: None,
+            rcode: view.rcode(),
+            answers: usize::from(view.counts()[1]),
+            min_ttl: None,
+            negative_ttl: None,
+        };
+        for section in [Section::Answer, Section::Authority, Section::Additional] {
+            for r in view.records(section) {
+                layout.ttl_offsets.push(r.ttl_offset());
+                layout.min_ttl = Some(layout.min_ttl.map_or(r.ttl(), |t| t.min(r.ttl())));
+                if layout.answers == 0 && section == Section::Authority && r.rtype() == RrType::SOA
+                {
+                    let minimum = Soa::parse(&r.rdata()).map_or(0, |s| s.minimum);
+                    layout.negative_ttl = Some(r.ttl().min(minimum));
+                }
+            }
+        }
+        if let Some(q) = view.question() {
+            layout.question_end = q.qname.offset() + q.qname.decode().as_wire().len() + 4;
+        }
+        layout.opt_at = view.opt().map(|o| {
+            message.len() - OPT_LEN - o.options().map(|(_, d)| 4 + d.len()).sum::<usize>()
+        });
+        layout
+    }
+
+    fn query(name: &str, edns: Option<Edns>) -> ClientQuery {
+        let q = Question {
+            qname: name.parse().unwrap(),
+            qtype: RrType::A,
+            qclass: pqdns_core::Class::IN,
+        };
+        match parse(&Message::query(1, q, true, edns).to_wire()) {
+            Parsed::Query(q) => q,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn record(owner: &str, rtype: RrType, ttl: u32, rdata: &[u8]) -> Record {
+        Record {
+            owner: owner.parse::<Name>().unwrap(),
+            rtype,
+            class: Class::IN,
+            ttl,
+            rdata: rdata.to_vec(),
+        }
+    }
+
+    /// Known answers: the layout recorded while writing equals what parsing finds, for an
+    /// answer (a CNAME chain, compressed), NXDOMAIN with an SOA, a failure with an EDE, and
+    /// one too large for any transport, each with and without OPT.
+    #[test]
+    fn the_recorded_layout_is_what_parsing_finds() {
+        let mut soa = b"\x02ns\x07example\x00\x02hm\x07example\x00".to_vec();
+        for field in [1u32, 7200, 3600, 1_209_600, 60] {
+            soa.extend(field.to_be_bytes());
+        }
+        let chain = [
+            record(
+                "www.example.",
+                RrType::CNAME,
+                300,
+                b"\x03web\x07example\x00",
+            ),
+            record("web.example.", RrType::A, 60, &[192, 0, 2, 1]),
+            record("web.example.", RrType::A, 60, &[192, 0, 2, 2]),
+        ];
+        let authority = [record("example.", RrType::SOA, 900, &soa)];
+        let txt = vec![0xffu8; 256];
+        let huge: Vec<Record> = (0..300)
+            .map(|_| record("www.example.", RrType::TXT, 5, &txt))
+            .collect();
+        for edns in [None, Some(Edns::dnssec_ok(1232))] {
+            let q = query("WwW.Example.", edns.clone());
+            let shapes = [
+                write(&q, Rcode::NOERROR, &chain, &[], None),
+                write(&q, Rcode::NOERROR, &chain, &authority, None),
+                write(&q, Rcode::NXDOMAIN, &[], &authority, None),
+                write(&q, Rcode::NOERROR, &[], &[], None),
+                failure(&q, Rcode::SERVFAIL, Ede::DNSSEC_BOGUS, "bogus"),
+                write(&q, Rcode::NOERROR, &huge, &[], None),
+            ];
+            for (i, w) in shapes.iter().enumerate() {
+                assert_eq!(w.layout, parsed(&w.message), "shape {i}, EDNS {edns:?}");
+            }
+            // The NXDOMAIN's negative TTL: min(SOA TTL 900, MINIMUM 60).
+            assert_eq!(shapes[2].layout.negative_ttl, Some(60));
+            assert_eq!(shapes[0].layout.ttl_offsets.len(), 3);
+            assert_eq!(shapes[4].layout.opt_at.is_some(), edns.is_some());
+            assert_eq!(shapes[5].layout.rcode, Rcode::SERVFAIL, "too large");
+        }
+    }
 }

@@ -88,8 +88,8 @@ async fn ask(
             out.truncate(info.len);
             (out, true)
         }
-        Reply::Defer => {
-            let later = Arc::clone(service).respond_later(request.to_owned(), out, 0);
+        Reply::Defer(deferred) => {
+            let later = Arc::clone(service).respond_later(request.to_owned(), deferred, out, 0);
             let (mut out, info) = later.await;
             out.truncate(info.len);
             (out, false)
@@ -407,4 +407,25 @@ async fn server_and_resolver_service_reject_alike() {
         assert!(at_once, "{what}: resolved");
         assert_eq!((server, rcode_of(&response)), (want, want), "{what}");
     }
+}
+
+/// Issue 26: a deferred query is parsed once, by `respond`; `respond_later` takes the parsed
+/// query from it. Everything runs on this thread (a current-thread runtime); the resolution
+/// itself parses queries too (those it sends), counted apart by resolving another name alike.
+#[tokio::test]
+async fn a_deferred_query_is_parsed_once() {
+    use pqdns_core::wire::parse_log::take_query_parses;
+    let s = service(ServiceConfig::default());
+    take_query_parses();
+    let name = "twin.test.".parse().unwrap();
+    s.resolver.resolve(&name, RrType::A).await.unwrap();
+    let resolution = take_query_parses();
+    let q = query("once.test.", None);
+    let (r, now) = ask(&s, &q, CLIENT, Transport::Udp).await;
+    assert!(!now, "a miss, resolved");
+    assert_eq!(answers(&r), 1);
+    assert_eq!(take_query_parses(), resolution + 1, "the miss");
+    let (_, now) = ask(&s, &q, CLIENT, Transport::Tcp).await;
+    assert!(now, "a hit");
+    assert_eq!(take_query_parses(), 1, "the hit");
 }
