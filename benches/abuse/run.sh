@@ -5,7 +5,8 @@
 # responses/s per /24 with slip 2) at each of RATES; NSD 4.6 with RRL off and at its default.
 # `pqdns-bench amplification` sends streams of queries from one address (as a spoofing
 # attacker does) and counts the bytes that come back; pqdns-server also with a valid DNS
-# cookie (NSD 4.6 has no cookies).
+# cookie, and at its defaults also with a client cookie only (what a spoofing attacker can add
+# to have our server cookie reflected too; NSD 4.6 has no cookies).
 #
 #   benches/abuse/run.sh            # from the workspace root, after `cargo build --release`
 #
@@ -99,7 +100,7 @@ TOML
             for rate in $RATES; do
                 # A fresh bucket: the previous stream's second must not count against this one.
                 sleep 1
-                measure "pqdns-server $zone defaults" "$PQ_PORT" "$rate"
+                measure "pqdns-server $zone defaults" "$PQ_PORT" "$rate" --with-client-cookies
             done
         fi
         stop

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Draws the soak chart from benches/soak/run.sh's CSV (standard library only): three panels
-against time, sharing the x axis: server RSS (MiB); server descriptors and client connections
-open; answers and errors+timeouts per second."""
+against time, sharing the x axis: the sampled service's RSS (MiB); its descriptors and client
+connections open; answers and errors+timeouts per second. The service is the process sampled
+as LABEL=PID (columns LABEL_rss_kib, LABEL_fds): pqdns-server or pqdns-resolver."""
 import csv
 import sys
 
@@ -11,6 +12,7 @@ W, L, R, PH, GAP, T = 820, 70, 150, 150, 40, 40
 H = T + 3 * PH + 2 * GAP + 50
 t = [int(r["second"]) for r in rows]
 tmax = max(t) if t else 1
+label = next(k[: -len("_rss_kib")] for k in rows[0] if k.endswith("_rss_kib"))
 
 
 def x(s):
@@ -19,7 +21,7 @@ def x(s):
 
 svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">',
        f'<rect width="{W}" height="{H}" fill="white"/>',
-       f'<text x="{W/2}" y="20" text-anchor="middle" font-size="14">Soak: pqdns-server under DoT + DoH clients (benches/soak/run.sh)</text>']
+       f'<text x="{W/2}" y="20" text-anchor="middle" font-size="14">Soak: pqdns-{label} under DoT + DoH clients (benches/soak/run.sh)</text>']
 
 
 def panel(i, title, series):
@@ -40,8 +42,8 @@ def panel(i, title, series):
 
 
 col = lambda k: [float(r[k]) for r in rows]
-panel(0, "server RSS, MiB", [("RSS", [v / 1024 for v in col("server_rss_kib")], "#1f77b4")])
-panel(1, "connections", [("server descriptors", col("server_fds"), "#2ca02c"),
+panel(0, f"{label} RSS, MiB", [("RSS", [v / 1024 for v in col(f"{label}_rss_kib")], "#1f77b4")])
+panel(1, "connections", [(f"{label} descriptors", col(f"{label}_fds"), "#2ca02c"),
                          ("client connections", col("open"), "#ff7f0e")])
 panel(2, "per second", [("answers", col("answers"), "#9467bd"),
                         ("handshakes", col("handshakes"), "#8c564b"),

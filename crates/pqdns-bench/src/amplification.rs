@@ -37,8 +37,21 @@ pub struct Probe {
     /// Send the fragmentation option offering ARRF (the server may then answer with a
     /// fragment instead of TC=1).
     pub fragmentation: bool,
-    /// Learn a server cookie first and send it with every query (a proven client).
-    pub cookie: bool,
+    /// The COOKIE option each query carries (RFC 7873).
+    pub cookie: CookieUse,
+}
+
+/// The DNS cookie a probe sends (RFC 7873 §4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CookieUse {
+    /// No COOKIE option: what a spoofing attacker sends most cheaply.
+    None,
+    /// An 8-byte client cookie without a server cookie: what a spoofing attacker can add, since
+    /// the victim never learnt a server cookie; the response then carries our server cookie.
+    ClientOnly,
+    /// A server cookie learnt first and sent with every query: a client proven to own its
+    /// address.
+    Valid,
 }
 
 /// What one stream reflected.
@@ -79,10 +92,14 @@ pub fn reflect(
         "[::]:0"
     })
     .map_err(|e| format!("bind: {e}"))?;
-    let cookie = if probe.cookie {
-        Some(learn_cookie(&socket, target, probe)?)
-    } else {
-        None
+    let cookie = match probe.cookie {
+        CookieUse::None => None,
+        CookieUse::ClientOnly => {
+            let mut client = [0u8; 8];
+            getrandom::fill(&mut client).map_err(|e| e.to_string())?;
+            Some(client.to_vec())
+        }
+        CookieUse::Valid => Some(learn_cookie(&socket, target, probe)?),
     };
     let reader = socket.try_clone().map_err(|e| e.to_string())?;
     reader

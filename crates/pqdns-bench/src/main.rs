@@ -130,6 +130,10 @@ enum Cmd {
         /// Also run each stream with a valid server cookie (learnt first).
         #[arg(long)]
         with_cookies: bool,
+        /// Also run each stream with a client cookie only (8 random bytes, no server cookie):
+        /// what a spoofing attacker can add to get our server cookie reflected too.
+        #[arg(long)]
+        with_client_cookies: bool,
         /// Label for the first CSV column (e.g. the server and its settings).
         #[arg(long, default_value = "server")]
         label: String,
@@ -493,11 +497,11 @@ fn run_amplification(
     zone: &str,
     rate: u32,
     seconds: f64,
-    with_cookies: bool,
+    cookies: &[pqdns_bench::amplification::CookieUse],
     label: &str,
     no_header: bool,
 ) -> ExitCode {
-    use pqdns_bench::amplification::{reflect, Probe};
+    use pqdns_bench::amplification::{reflect, CookieUse, Probe};
     let Ok(apex) = zone.parse::<pqdns_core::Name>() else {
         eprintln!("pqdns-bench: --zone {zone:?} is not a domain name");
         return ExitCode::from(2);
@@ -508,25 +512,28 @@ fn run_amplification(
         qtype,
         random_label,
         fragmentation,
-        cookie: false,
+        cookie: CookieUse::None,
     };
-    let mut probes = vec![
+    let kinds = [
         probe("DNSKEY", RrType::DNSKEY, false, false),
         probe("ANY", RrType::ANY, false, false),
         probe("NXDOMAIN", RrType::A, true, false),
         probe("DNSKEY+fragment option", RrType::DNSKEY, false, true),
     ];
-    if with_cookies {
-        let proven: Vec<Probe> = probes
-            .iter()
-            .map(|p| Probe {
-                label: format!("{} (valid cookie)", p.label),
-                cookie: true,
+    let probes: Vec<Probe> = cookies
+        .iter()
+        .flat_map(|&cookie| {
+            kinds.iter().map(move |p| Probe {
+                label: match cookie {
+                    CookieUse::None => p.label.clone(),
+                    CookieUse::ClientOnly => format!("{} (client cookie only)", p.label),
+                    CookieUse::Valid => format!("{} (valid cookie)", p.label),
+                },
+                cookie,
                 ..p.clone()
             })
-            .collect();
-        probes.extend(proven);
-    }
+        })
+        .collect();
     if !no_header {
         outln!(
             "server,probe,rate_qps,queries,bytes_in,responses,truncated,bytes_out,ratio,ip_ratio"
@@ -1041,18 +1048,20 @@ fn run(command: Cmd) -> ExitCode {
             rate,
             seconds,
             with_cookies,
+            with_client_cookies,
             label,
             no_header,
         } => {
-            return run_amplification(
-                target,
-                &zone,
-                rate,
-                seconds,
-                with_cookies,
-                &label,
-                no_header,
-            )
+            use pqdns_bench::amplification::CookieUse;
+            let cookies: Vec<CookieUse> = [
+                (true, CookieUse::None),
+                (with_client_cookies, CookieUse::ClientOnly),
+                (with_cookies, CookieUse::Valid),
+            ]
+            .into_iter()
+            .filter_map(|(wanted, c)| wanted.then_some(c))
+            .collect();
+            return run_amplification(target, &zone, rate, seconds, &cookies, &label, no_header);
         }
         Cmd::GenZone {
             origin,

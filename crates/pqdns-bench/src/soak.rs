@@ -71,7 +71,8 @@ pub struct Sample {
     pub second: u64,
     /// Answers received in that second.
     pub answers: u64,
-    /// Failed connects, handshakes and queries (not timeouts).
+    /// Failed connects, handshakes and queries (not timeouts), answers with an RCODE other
+    /// than NOERROR or NXDOMAIN among them.
     pub errors: u64,
     /// Connects, handshakes or queries that took over [`SOAK_TIMEOUT`].
     pub timeouts: u64,
@@ -218,6 +219,13 @@ impl Soak {
         };
         if answer.len() < 12 || answer[..2] != wire[..2] || answer[2] & 0x80 == 0 {
             return Err(ExchangeError::BadAnswer("not the answer to the query"));
+        }
+        // The questions exist or are proven not to (NXDOMAIN); SERVFAIL, REFUSED and the
+        // rest are failures, not answers.
+        if !matches!(answer[3] & 0x0f, 0 | 3) {
+            return Err(ExchangeError::BadAnswer(
+                "RCODE other than NOERROR or NXDOMAIN",
+            ));
         }
         Ok(())
     }

@@ -64,7 +64,8 @@ struct Cli {
     #[arg(long, value_name = "ADDR")]
     udp: Vec<SocketAddr>,
 
-    /// TCP listen address (RFC 7766: pipelining, out-of-order answers, 10 s idle timeout).
+    /// TCP listen address (RFC 7766: pipelining, out-of-order answers, idle timeout as
+    /// --tcp-idle-timeout).
     /// Repeatable. [default: 127.0.0.1:5300]
     #[arg(long, value_name = "ADDR")]
     tcp: Vec<SocketAddr>,
@@ -170,6 +171,25 @@ struct Cli {
     /// Longest time an answer stays cached and largest TTL served, seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
     cache_max_ttl: u32,
+
+    /// Connections open at once per stream listener (TCP, DoT, DoH each); at the cap the
+    /// longest-idle connection is closed for a new one, or the new one refused when none is
+    /// idle.
+    #[arg(long, value_name = "N", default_value_t = pqdns_net::DEFAULT_MAX_CONNECTIONS as u32,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: u32,
+
+    /// Connections open at once per client network (/24 for IPv4, /56 for IPv6) and stream
+    /// listener.
+    #[arg(long, value_name = "N", default_value_t = pqdns_net::DEFAULT_MAX_CONNECTIONS_PER_IP as u32,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections_per_ip: u32,
+
+    /// Seconds a TCP, DoT or DoH connection may sit idle before it is closed (RFC 7766
+    /// §6.2.3).
+    #[arg(long, value_name = "SECONDS", default_value_t = pqdns_net::DEFAULT_IDLE_TIMEOUT_SECS,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    tcp_idle_timeout: u64,
 
     /// Resolutions in flight per client network (/24 for IPv4, /56 for IPv6); more get
     /// SERVFAIL at once.
@@ -395,6 +415,9 @@ fn setup(cli: &Cli) -> Result<Setup, String> {
     listen.dot = pick(&cli.dot, "127.0.0.1:8530");
     listen.doh = pick(&cli.doh, "127.0.0.1:4430");
     listen.doq.clone_from(&cli.doq);
+    listen.max_connections = cli.max_connections as usize;
+    listen.max_connections_per_ip = cli.max_connections_per_ip as usize;
+    listen.idle_timeout = Duration::from_secs(cli.tcp_idle_timeout);
     listen.tls.policy = cli.tls_policy;
     listen.tls.certificate_algorithm = cli.tls_cert_algorithm;
     listen.tls.names.clone_from(&cli.tls_name);
