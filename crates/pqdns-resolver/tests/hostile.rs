@@ -206,3 +206,100 @@ fn a_silent_server_costs_one_timeout_not_one_per_name() {
         assert_eq!(slow, 1, "only the first name waited for the silent server");
     });
 }
+
+/// An authority on 127.0.0.1 that answers every query with an A record after `delay_ms`
+/// (none while `silent`), counting the queries it gets.
+struct Scripted {
+    addr: SocketAddr,
+    queries: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    silent: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Scripted {
+    async fn start(delay: Duration) -> Scripted {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        use std::sync::Arc;
+        let socket = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+        let addr = socket.local_addr().unwrap();
+        let queries = Arc::new(AtomicUsize::new(0));
+        let silent = Arc::new(AtomicBool::new(false));
+        let (count, quiet) = (Arc::clone(&queries), Arc::clone(&silent));
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 4096];
+            while let Ok((len, from)) = socket.recv_from(&mut buf).await {
+                count.fetch_add(1, Ordering::Relaxed);
+                if quiet.load(Ordering::Relaxed) {
+                    continue;
+                }
+                let mut m = answer_to(&buf[..len]);
+                m.answers.push(Record {
+                    owner: m.questions[0].qname.clone(),
+                    rtype: RrType::A,
+                    class: Class::IN,
+                    ttl: 60,
+                    rdata: vec![192, 0, 2, 1],
+                });
+                let socket = Arc::clone(&socket);
+                tokio::spawn(async move {
+                    tokio::time::sleep(delay).await;
+                    let _ = socket.send_to(&m.to_wire(), from).await;
+                });
+            }
+        });
+        Scripted {
+            addr,
+            queries,
+            silent,
+        }
+    }
+
+    fn queries(&self) -> usize {
+        self.queries.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Issue 31 item 4, round-trip times (RFC 1035 §7.2): of two servers the faster is asked once
+/// both are known, and when it stops answering the resolver moves on after its retransmission
+/// timeout (about 100 ms here), not after the full 3 s exchange timeout.
+#[test]
+fn servers_are_asked_fastest_first_and_a_stalled_one_costs_its_rto() {
+    let rt = rt();
+    rt.block_on(async {
+        let slow = Scripted::start(Duration::from_millis(300)).await;
+        let fast = Scripted::start(Duration::ZERO).await;
+        let config = Config::new(
+            Mode::ForwardAny(vec![slow.addr, fast.addr]),
+            TrustAnchors::default(),
+        );
+        let client = Client::new(
+            Transport::Udp,
+            Duration::from_secs(3),
+            TlsOptions::default(),
+        )
+        .unwrap();
+        let r = Resolver::new(config, client);
+        for i in 0..10 {
+            let name: Name = format!("n{i}.example.").parse().unwrap();
+            let a = r.resolve(&name, RrType::A).await.unwrap();
+            assert_eq!(a.answers().len(), 1, "{name}");
+        }
+        // The first name went to the slow server (both unknown, the given order), the second
+        // to the fast one (still unknown), the rest to the faster.
+        assert_eq!((slow.queries(), fast.queries()), (1, 9));
+
+        fast.silent
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let start = Instant::now();
+        let a = r
+            .resolve(&"m.example.".parse().unwrap(), RrType::A)
+            .await
+            .unwrap();
+        assert_eq!(a.answers().len(), 1);
+        let took = start.elapsed();
+        assert!(
+            took < Duration::from_millis(1500),
+            "the stalled server cost {took:?}: the full timeout, not its RTO"
+        );
+        assert_eq!((slow.queries(), fast.queries()), (2, 10));
+    });
+}

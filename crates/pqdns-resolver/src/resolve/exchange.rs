@@ -1,7 +1,8 @@
 //! One query to the servers of a zone: build it (a random ID from [`crate::random`], EDNS
-//! with DO, CD set, RFC 4035 §3.2.2), ask the servers in turn until one answers — those that
-//! did not answer recently last ([`crate::infra`]) — and count every try against the
-//! resolution's budget.
+//! with DO, CD set, RFC 4035 §3.2.2), ask the servers in turn until one answers — fastest
+//! first, those that did not answer recently last, each but the last given up after its
+//! retransmission timeout ([`crate::infra`]) — and count every try against the resolution's
+//! budget.
 //!
 //! Owns the transport [`Client`] and the infrastructure cache.
 
@@ -22,7 +23,7 @@ use crate::transport::{Client, TransportError};
 /// Sends queries: the transport client and what is known of the servers.
 pub(super) struct Exchanger {
     client: Client,
-    /// Servers that did not answer recently, tried last.
+    /// Round-trip estimates and servers that did not answer recently.
     infra: Infra,
     /// EDNS(0) UDP payload size advertised, bytes.
     udp_payload: u16,
@@ -77,8 +78,9 @@ impl Exchanger {
         Ok(m)
     }
 
-    /// Asks `servers` in turn until one answers, those that did not answer recently last
-    /// ([`crate::infra`]); each try counts against the budget.
+    /// Asks `servers` in turn until one answers, in [`Infra::order`], giving up on each but
+    /// the last after its RTO when it is known ([`crate::infra`]); each try counts against
+    /// the budget.
     ///
     /// # Errors
     /// [`LimitReached::Exchanges`] when the budget is spent, [`Lame::NoServers`] for an empty
@@ -91,7 +93,8 @@ impl Exchanger {
         ctx: &mut Ctx,
     ) -> Result<Message, ResolveError> {
         let mut last = None;
-        for server in &self.infra.order(servers, Instant::now()) {
+        let order = self.infra.order(servers, Instant::now());
+        for (i, server) in order.iter().enumerate() {
             if !ctx.spend_exchange() {
                 return Err(LimitReached::Exchanges {
                     limit: self.max_exchanges,
@@ -101,9 +104,28 @@ impl Exchanger {
                 .into());
             }
             let query = self.query(qname, qtype, ctx.held_ladders())?;
-            match self.client.exchange(*server, &query).await {
+            // While others remain, a server with a known RTT gets its RTO, not the full
+            // timeout ([`crate::infra`]).
+            let early = match order.get(i + 1) {
+                Some(_) => self.infra.timeout(*server, Instant::now()),
+                None => None,
+            };
+            let exchange = self.client.exchange(*server, &query);
+            let result = match early {
+                Some(rto) => match tokio::time::timeout(rto, exchange).await {
+                    Ok(result) => result,
+                    Err(_) => {
+                        tracing::debug!(%server, ?rto, "no answer within the RTO, next server");
+                        self.infra.gave_up(*server, Instant::now());
+                        last = Some(TransportError::Timeout(rto));
+                        continue;
+                    }
+                },
+                None => exchange.await,
+            };
+            match result {
                 Ok((m, info)) => {
-                    self.infra.answered(*server);
+                    self.infra.answered(*server, info.elapsed, Instant::now());
                     ctx.exchanged(info);
                     return Ok(m);
                 }
