@@ -9,7 +9,7 @@ import sys
 
 rows = list(csv.DictReader(open(sys.argv[1])))
 out = sys.argv[2]
-W, H, L, R, T, B = 800, 420, 70, 260, 40, 60
+W, H, L, R, T, B = 960, 420, 70, 340, 40, 60
 defaults = [r for r in rows if "defaults" in r["server"]]
 off = [r for r in rows if "limits-off" in r["server"] and "valid cookie" not in r["probe"]]
 rates = sorted({int(r["rate_qps"]) for r in defaults})
@@ -25,7 +25,8 @@ def y(v):
     return T + (1 - math.log10(max(v, 0.3) / 0.3) / math.log10(ymax / 0.3)) * (H - T - B)
 
 
-colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
+colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+          "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd"]
 series = {}
 for r in defaults:
     _, zone, _ = r["server"].split(" ")

@@ -28,6 +28,11 @@
 //! handle for TLS certificate reload and graceful shutdown; [`ConnLimiter`], [`accept_loop`] and
 //! [`listen_tcp`] are public for other TCP endpoints of a program (e.g. a metrics listener).
 //!
+//! # Running as a daemon
+//! [`privilege`] drops root once the listeners are bound, [`systemd`] speaks the `Type=notify`
+//! protocol (readiness, reload, stop, watchdog), and `logging` (feature `logging`) writes
+//! text lines fit for terminals and the journal, or JSON.
+//!
 //! # Bounds
 //! Stream connections are capped per listener in total and per client address
 //! ([`ConnLimiter`], RFC 7766 §6.2.2) and closed after the idle timeout (§6.2.3) — DoH included,
@@ -46,9 +51,13 @@ mod doq;
 mod dot;
 mod limit;
 mod listeners;
+#[cfg(feature = "logging")]
+pub mod logging;
 pub mod metrics_http;
+pub mod privilege;
 pub mod rrl;
 pub mod service;
+pub mod systemd;
 mod tcp;
 pub mod tls;
 pub mod tls_client;

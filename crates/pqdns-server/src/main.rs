@@ -3,7 +3,6 @@
 
 #![forbid(unsafe_code)]
 
-use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,6 +12,9 @@ use clap::Parser;
 use pqdns_core::config::LoadedConfig;
 use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::stdout;
+use pqdns_net::logging::LogFormat;
+use pqdns_net::privilege::Account;
+use pqdns_net::systemd;
 use pqdns_server::acl::{AllowList, IpPrefix};
 use pqdns_server::catalog::Catalog;
 use pqdns_server::cookie::CookieMode;
@@ -21,7 +23,6 @@ use pqdns_server::settings::{parse_notify_target, CertAlgorithm, KxPolicy, Serve
 use pqdns_server::zones::{read_config, zone_files, ZoneReport, ZoneSource};
 use pqdns_server::{Server, ServerConfig, ServerHandle};
 use tracing::{error, info, warn};
-use tracing_subscriber::EnvFilter;
 
 /// Authoritative DNS server for zones signed with classical and post-quantum DNSSEC algorithms.
 ///
@@ -181,32 +182,26 @@ struct Cli {
     /// such as `pqdns_server=debug` (debug shows TLS key exchange groups per connection).
     #[arg(long, value_name = "FILTER", default_value = "info")]
     log_level: String,
+
+    /// Log line format: "text" (colours only on a terminal; no timestamps when standard error
+    /// is the systemd journal, which adds its own) or "json" (one object per line).
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
+    log_format: LogFormat,
+
+    /// Once every listener is bound, run as this account: USER or USER:GROUP (the server must
+    /// start as root to bind port 53 and switch; it then keeps no capability). The files it
+    /// writes afterwards (keys, signed state, journals) belong to that user, so the key and
+    /// state directories must be writable by it. Overrides `user` in [server].
+    #[arg(long, value_name = "USER[:GROUP]")]
+    user: Option<Account>,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let mut filter = match EnvFilter::try_new(&cli.log_level) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("--log-level {:?}: {e}", cli.log_level);
-            return ExitCode::from(2);
-        }
-    };
-    // Dependencies that log per remote event (h2 on HTTP/2 reset floods) are quietened unless
-    // the filter names them; pqdns-net counts and summarizes those events instead.
-    for directive in pqdns_net::LOG_DIRECTIVES {
-        let target = directive.split('=').next().unwrap_or_default();
-        if !cli.log_level.contains(target) {
-            if let Ok(d) = directive.parse() {
-                filter = filter.add_directive(d);
-            }
-        }
+    if let Err(e) = pqdns_net::logging::init(&cli.log_level, cli.log_format) {
+        eprintln!("{e}");
+        return ExitCode::from(2);
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
@@ -318,6 +313,9 @@ fn settings(
     if let Some(limit) = cli.amplification_limit {
         settings.amplification_limit = limit;
     }
+    if cli.user.is_some() {
+        settings.user.clone_from(&cli.user);
+    }
     Ok(settings)
 }
 
@@ -332,6 +330,8 @@ async fn serve(
     let watcher = watch.map(|every| Watcher::new(every, &sources));
     let policy = settings.tls.policy;
     let doh_path = settings.doh_path.clone();
+    let account = settings.user.clone();
+    let cert_dir = settings.tls.generated_cert_dir.clone();
     let config = ServerConfig {
         zones: sources,
         settings,
@@ -340,6 +340,11 @@ async fn serve(
     let handle = Server::bind(config, empty)
         .await
         .map_err(|e| e.to_string())?;
+    pqdns_net::privilege::drop_after_bind(account.as_ref(), &cert_dir)
+        .map_err(|e| format!("dropping privileges: {e}"))?;
+    if let Some(every) = systemd::watchdog_interval() {
+        tokio::spawn(systemd::watchdog(every));
+    }
     let loaded = tokio::select! {
         loaded = handle.load_zones() => Some(loaded),
         () = signals.stop() => None,
@@ -348,6 +353,7 @@ async fn serve(
         Some(Ok(reports)) => {
             print_ds(&reports);
             print_listeners(&handle, policy, &doh_path);
+            systemd::ready(&serving_status(&reports));
             signals.serve(&handle, watcher).await;
             Ok(())
         }
@@ -358,8 +364,14 @@ async fn serve(
         }
     };
     info!("shutting down");
+    systemd::stopping();
     handle.shutdown().await;
     result
+}
+
+/// The status line systemd shows for the loaded zones.
+fn serving_status(reports: &[ZoneReport]) -> String {
+    format!("serving {} zone(s)", reports.len())
 }
 
 /// Prints one line on standard output; if the reader is gone (a closed pipe), says so once and
@@ -516,13 +528,13 @@ impl Signals {
                 () = tick, if running.is_none() => {
                     if watcher.as_mut().is_some_and(Watcher::changed) {
                         info!("zone files changed: reloading zones");
-                        running = Some(Box::pin(handle.reload()));
+                        running = Some(start_reload(handle));
                     }
                 }
                 () = refresh, if running.is_none() => {
                     info!("re-signing zones: signatures are due for refresh");
                     refreshing = true;
-                    running = Some(Box::pin(handle.reload()));
+                    running = Some(start_reload(handle));
                 }
                 _ = self.hup.recv() => {
                     if running.is_some() {
@@ -530,16 +542,20 @@ impl Signals {
                         again = true;
                     } else {
                         info!("SIGHUP: reloading zones");
-                        running = Some(Box::pin(handle.reload()));
+                        running = Some(start_reload(handle));
                     }
                 }
                 result = async { running.as_mut().expect("guarded").await }, if running.is_some() => {
                     running = None;
                     retry_at = None;
                     match result {
-                        Ok(reports) => print_ds(&reports),
+                        Ok(reports) => {
+                            print_ds(&reports);
+                            systemd::ready(&serving_status(&reports));
+                        }
                         Err(e) => {
                             warn!("reload failed, still serving the previous zones: {e}");
+                            systemd::ready(&format!("reload failed, serving the previous zones: {e}"));
                             if refreshing {
                                 retry_at = Some(pqdns_core::time::now() + REFRESH_RETRY.as_secs());
                             }
@@ -548,7 +564,7 @@ impl Signals {
                     refreshing = false;
                     if std::mem::take(&mut again) {
                         info!("reloading zones again (SIGHUP came during the last reload)");
-                        running = Some(Box::pin(handle.reload()));
+                        running = Some(start_reload(handle));
                     }
                 }
                 _ = self.term.recv() => return,
@@ -556,6 +572,20 @@ impl Signals {
             }
         }
     }
+}
+
+/// Starts a reload of every zone, telling systemd (`RELOADING=1`; `READY=1` follows when it
+/// ends, either way).
+#[cfg(unix)]
+fn start_reload(
+    handle: &ServerHandle,
+) -> std::pin::Pin<
+    Box<
+        impl std::future::Future<Output = Result<Vec<ZoneReport>, pqdns_server::zones::LoadError>> + '_,
+    >,
+> {
+    systemd::reloading();
+    Box::pin(handle.reload())
 }
 
 #[cfg(not(unix))]

@@ -42,6 +42,11 @@
 //! amplification_limit = 3     # UDP answers to clients without a valid server cookie are at
 //!                             # most 3x the query's bytes; larger ones are cut to TC=1 with
 //!                             # the server cookie (crate::service); 0 = off
+//! user = "pqdns"              # once every listener is bound, run as this account ("USER" or
+//!                             # "USER:GROUP"; the server must start as root for that):
+//!                             # supplementary groups, group and user ID are switched and no
+//!                             # capability is kept; the key and state directories must be
+//!                             # writable by it. Default: keep the account it started as
 //! [server.tls]
 //! policy = "hybrid-preferred" # or "pq-only": only hybrid ML-KEM key exchange groups, or
 //!                             # "pq-strict": pq-only and an ML-DSA certificate
@@ -65,6 +70,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use pqdns_net::privilege::Account;
 use pqdns_net::ListenConfig;
 use serde::Deserialize;
 
@@ -195,6 +201,8 @@ pub struct ServerTable {
     /// Largest UDP answer to a client without a valid server cookie, as a multiple of its
     /// query's length.
     pub amplification_limit: Option<u32>,
+    /// Account to run as once the listeners are bound: `USER` or `USER:GROUP`.
+    pub user: Option<String>,
     /// TLS settings.
     pub tls: Option<TlsTable>,
 }
@@ -283,6 +291,9 @@ pub struct Settings {
     /// ([`crate::rrl::exceeds_amplification_limit`]). 0 turns the limit off. Default
     /// [`DEFAULT_AMPLIFICATION_LIMIT`].
     pub amplification_limit: u32,
+    /// The account to become once every listener is bound (the server must start as root
+    /// for that; [`pqdns_net::privilege`]); `None` keeps the account it started as.
+    pub user: Option<Account>,
     /// TLS settings.
     pub tls: TlsSettings,
 }
@@ -313,6 +324,7 @@ impl Settings {
             cookie_secret: None,
             rrl: RrlSettings::default(),
             amplification_limit: DEFAULT_AMPLIFICATION_LIMIT,
+            user: None,
             tls: TlsSettings {
                 generated_cert_dir,
                 ..TlsSettings::default()
@@ -443,6 +455,14 @@ impl Settings {
         }
         if let Some(secret) = tables.iter().find_map(|(t, _)| t.cookie_secret.as_deref()) {
             s.cookie_secret = Some(cookie::parse_secret(secret).map_err(SettingsError::Invalid)?);
+        }
+        if let Some(user) = tables.iter().find_map(|(t, _)| t.user.as_ref()) {
+            s.user = Some(
+                user.parse()
+                    .map_err(|e: pqdns_net::privilege::PrivilegeError| {
+                        SettingsError::Invalid(e.to_string())
+                    })?,
+            );
         }
         if let Some(limit) = tables.iter().find_map(|(t, _)| t.amplification_limit) {
             s.amplification_limit = limit;

@@ -69,6 +69,8 @@ fn help_explains_every_option() {
         "--notify",
         "--metrics",
         "--watch",
+        "--user",
+        "--log-format",
         "SIGHUP",
         "./keys",
     ] {

@@ -10,7 +10,9 @@
 //! - [`hierarchy`]: a delegation hierarchy of zone descriptions and in-process servers for it;
 //! - [`peers`]: the peer programs the integration tests run (dig, kdig, unbound, and the Go
 //!   TLS and DoQ clients whose sources are this crate's `go/` and `godoq/`);
-//! - [`ports`]: ports free for a test server.
+//! - [`ports`]: ports free for a test server;
+//! - [`systemd`]: the shipped unit files checked by `systemd-analyze`, and a notification
+//!   socket as systemd binds it.
 //!
 //! # pqdns-server's own unit tests
 //! This crate depends on pqdns-server, and pqdns-server's unit tests (inside its `src/`) use
@@ -36,6 +38,7 @@ pub mod hierarchy;
 pub mod peers;
 pub mod ports;
 mod second_opinion;
+pub mod systemd;
 pub use second_opinion::second_opinion;
 
 /// The client address tests and benchmarks answer (127.0.0.1).

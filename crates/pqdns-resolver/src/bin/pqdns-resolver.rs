@@ -3,7 +3,6 @@
 
 #![forbid(unsafe_code)]
 
-use std::io::IsTerminal;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -17,7 +16,10 @@ use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::stdout;
 use pqdns_net::acl::{AllowList, IpPrefix};
 use pqdns_net::cookie::{self, CookieMode};
+use pqdns_net::logging::LogFormat;
+use pqdns_net::privilege::Account;
 use pqdns_net::rrl;
+use pqdns_net::systemd;
 use pqdns_net::tls::{CertAlgorithm, KxPolicy};
 use pqdns_net::{ListenConfig, Listeners};
 use pqdns_resolver::fragment::FragConfig;
@@ -26,7 +28,6 @@ use pqdns_resolver::{
     cache, root_hints, Client, Config, Mode, Resolver, TlsOptions, Transport, TrustAnchors,
 };
 use tracing::{error, info, warn};
-use tracing_subscriber::EnvFilter;
 
 /// Root hints and root trust anchor of Debian's dns-root-data package, used when neither
 /// --forward nor --root-hints (or --trust-anchor) is given.
@@ -241,25 +242,25 @@ struct Cli {
     /// Log filter: a level (error, warn, info, debug, trace) or tracing directives.
     #[arg(long, value_name = "FILTER", default_value = "info")]
     log_level: String,
+
+    /// Log line format: "text" (colours only on a terminal; no timestamps when standard error
+    /// is the systemd journal, which adds its own) or "json" (one object per line).
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
+    log_format: LogFormat,
+
+    /// Once every listener is bound, run as this account: USER or USER:GROUP (the resolver
+    /// must start as root to bind port 53 and switch; it then keeps no capability). The
+    /// generated TLS certificate's directory is handed to that user.
+    #[arg(long, value_name = "USER[:GROUP]")]
+    user: Option<Account>,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let filter = match EnvFilter::try_new(&cli.log_level) {
-        Ok(f) => pqdns_net::LOG_DIRECTIVES
-            .iter()
-            .filter_map(|d| d.parse().ok())
-            .fold(f, EnvFilter::add_directive),
-        Err(e) => {
-            eprintln!("--log-level {:?}: {e}", cli.log_level);
-            return ExitCode::from(2);
-        }
-    };
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    if let Err(e) = pqdns_net::logging::init(&cli.log_level, cli.log_format) {
+        eprintln!("{e}");
+        return ExitCode::from(2);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -270,8 +271,9 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = setup(&cli)
-        .and_then(|(service, listen)| runtime.block_on(serve(service, listen, cli.metrics)));
+    let result = setup(&cli).and_then(|(service, listen)| {
+        runtime.block_on(serve(service, listen, cli.metrics, cli.user.as_ref()))
+    });
     runtime.shutdown_background();
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -441,6 +443,7 @@ async fn serve(
     service: Arc<RecursiveService>,
     listen: ListenConfig,
     metrics: Option<SocketAddr>,
+    user: Option<&Account>,
 ) -> Result<(), String> {
     use tokio::signal::unix::{signal, SignalKind};
     let install = |kind| signal(kind).map_err(|e| format!("installing signal handler: {e}"));
@@ -458,6 +461,11 @@ async fn serve(
     let listeners = Listeners::bind(&listen, Arc::clone(&service))
         .await
         .map_err(|e| e.to_string())?;
+    pqdns_net::privilege::drop_after_bind(user, &listen.tls.generated_cert_dir)
+        .map_err(|e| format!("dropping privileges: {e}"))?;
+    if let Some(every) = systemd::watchdog_interval() {
+        tokio::spawn(systemd::watchdog(every));
+    }
     let a = &listeners.addrs;
     for (kind, addrs) in [
         ("udp", &a.udp),
@@ -494,17 +502,23 @@ async fn serve(
             cert.fingerprint
         ));
     }
+    systemd::ready("resolving");
     loop {
         tokio::select! {
-            _ = hup.recv() => match listeners.reload_tls() {
-                Ok(_) => info!("SIGHUP: TLS certificate re-read"),
-                Err(e) => warn!("SIGHUP: keeping the TLS certificate in use: {e}"),
-            },
+            _ = hup.recv() => {
+                systemd::reloading();
+                match listeners.reload_tls() {
+                    Ok(_) => info!("SIGHUP: TLS certificate re-read"),
+                    Err(e) => warn!("SIGHUP: keeping the TLS certificate in use: {e}"),
+                }
+                systemd::ready("resolving");
+            }
             _ = term.recv() => break,
             _ = int.recv() => break,
         }
     }
     info!("shutting down");
+    systemd::stopping();
     listeners.shutdown().await;
     Ok(())
 }

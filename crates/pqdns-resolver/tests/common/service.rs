@@ -69,11 +69,15 @@ impl Service {
         }
     }
 
+    /// Its `/proc/PID/status`.
+    pub fn proc_status(&self) -> String {
+        std::fs::read_to_string(format!("/proc/{}/status", self._child.0.id())).unwrap()
+    }
+
     /// Its resident memory, bytes (`VmRSS` of `/proc/PID/status`).
     pub fn rss(&self) -> u64 {
-        let status =
-            std::fs::read_to_string(format!("/proc/{}/status", self._child.0.id())).unwrap();
-        let kib: u64 = status
+        let kib: u64 = self
+            .proc_status()
             .lines()
             .find_map(|l| l.strip_prefix("VmRSS:"))
             .and_then(|v| v.split_whitespace().next()?.parse().ok())

@@ -1,0 +1,75 @@
+//! pqdns-resolver as a system service (issue 32): the privilege drop after binding, checked in
+//! `/proc`, and the shipped unit file checked by `systemd-analyze`. The notification protocol
+//! is pqdns-net's `systemd` module, tested through pqdns-server (its `tests/daemon.rs`).
+
+mod common;
+
+use std::path::Path;
+
+use common::service::Service;
+use pqdns_test_support::systemd::analyze_unit;
+
+/// Started as root with `--user nobody`, the resolver runs as nobody with no capability once
+/// its listeners are bound, and still answers.
+#[test]
+fn drops_to_the_service_user_after_binding() {
+    assert!(
+        nix::unistd::Uid::effective().is_root(),
+        "this test switches users: run it as root"
+    );
+    let nobody = nix::unistd::User::from_name("nobody")
+        .unwrap()
+        .expect("a nobody user");
+    let dir = tempfile::tempdir().unwrap();
+    let anchor = dir.path().join("root.ds");
+    std::fs::write(
+        &anchor,
+        ". IN DS 20326 8 2 E06D44B80B8F1D39A95C0B0D7C65D08458E880409BBC683457104237C7F8EC8D\n",
+    )
+    .unwrap();
+    let s = Service::start(
+        dir.path(),
+        "dropped",
+        &[
+            "--forward",
+            "127.0.0.1:9",
+            "--trust-anchor",
+            anchor.to_str().unwrap(),
+            "--user",
+            "nobody",
+        ],
+    );
+    let status = s.proc_status();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .unwrap_or_else(|| panic!("no {name} in {status}"))
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let (uid, gid) = (nobody.uid.to_string(), nobody.gid.to_string());
+    assert_eq!(field("Uid:"), vec![uid; 4], "{status}");
+    assert_eq!(field("Gid:"), vec![gid; 4], "{status}");
+    assert_eq!(field("CapEff:"), ["0000000000000000"], "{status}");
+    assert_eq!(field("CapPrm:"), ["0000000000000000"], "{status}");
+    // The forwarder at port 9 does not answer: SERVFAIL, but answered by the dropped process.
+    let out = s.dig(&["+tries=1", "+time=10", "example.", "A"]);
+    assert_eq!(out.status(), "SERVFAIL", "{}", out.text);
+    assert!(s.log().contains("running as"), "{}", s.log());
+}
+
+/// `dist/systemd/pqdns-resolver.service` passes `systemd-analyze verify`, and
+/// `systemd-analyze security` rates it OK or better.
+#[test]
+fn the_unit_file_passes_systemd_analyze() {
+    let dir = tempfile::tempdir().unwrap();
+    let binary = Path::new(env!("CARGO_BIN_EXE_pqdns-resolver"));
+    let (figure, label) = analyze_unit("pqdns-resolver", binary, dir.path());
+    eprintln!("pqdns-resolver.service: overall exposure {figure} {label}");
+    assert!(
+        matches!(label.as_str(), "OK" | "SAFE") && figure < 5.0,
+        "exposure {figure} {label}"
+    );
+}
