@@ -92,24 +92,7 @@ pub struct Dropped {
 /// [`PrivilegeError`]: unknown user or group, not root (and not that user), a failed system
 /// call, or root still reachable afterwards.
 pub fn drop_to(account: &Account, owned: &[PathBuf]) -> Result<Dropped, PrivilegeError> {
-    let user = User::from_name(&account.user)
-        .map_err(|error| PrivilegeError::System {
-            call: format!("getpwnam({})", account.user),
-            error,
-        })?
-        .ok_or_else(|| PrivilegeError::NoUser(account.user.clone()))?;
-    let gid = match &account.group {
-        Some(name) => {
-            Group::from_name(name)
-                .map_err(|error| PrivilegeError::System {
-                    call: format!("getgrnam({name})"),
-                    error,
-                })?
-                .ok_or_else(|| PrivilegeError::NoGroup(name.clone()))?
-                .gid
-        }
-        None => user.gid,
-    };
+    let (user, gid) = look_up(account)?;
     let dropped = Dropped {
         uid: user.uid.as_raw(),
         gid: gid.as_raw(),
@@ -167,6 +150,32 @@ pub fn drop_after_bind(
     let ids = drop_to(account, &owned)?;
     tracing::info!(user = %account.user, uid = ids.uid, gid = ids.gid, "running as");
     Ok(Some(ids))
+}
+
+/// The user and group of `account` in the system's databases (a `--check` of it).
+///
+/// # Errors
+/// [`PrivilegeError::NoUser`], [`PrivilegeError::NoGroup`], or a failed lookup.
+pub fn look_up(account: &Account) -> Result<(User, Gid), PrivilegeError> {
+    let user = User::from_name(&account.user)
+        .map_err(|error| PrivilegeError::System {
+            call: format!("getpwnam({})", account.user),
+            error,
+        })?
+        .ok_or_else(|| PrivilegeError::NoUser(account.user.clone()))?;
+    let gid = match &account.group {
+        Some(name) => {
+            Group::from_name(name)
+                .map_err(|error| PrivilegeError::System {
+                    call: format!("getgrnam({name})"),
+                    error,
+                })?
+                .ok_or_else(|| PrivilegeError::NoGroup(name.clone()))?
+                .gid
+        }
+        None => user.gid,
+    };
+    Ok((user, gid))
 }
 
 #[cfg(test)]

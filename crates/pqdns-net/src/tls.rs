@@ -594,6 +594,20 @@ impl TlsSettings {
     }
 }
 
+/// Checks the configured certificate and key files without serving (`--check`): readable,
+/// belonging together, and post-quantum where the policy requires it. `None` when no files
+/// are configured (the certificate is generated at start; nothing is written here).
+///
+/// # Errors
+/// [`TlsError`] naming the file.
+pub fn check_files(settings: &TlsSettings) -> Result<Option<CertificateInfo>, TlsError> {
+    if settings.cert_and_key.is_none() {
+        return Ok(None);
+    }
+    let provider = crypto_provider(settings.policy);
+    load_files(settings, &[], &provider).map(|(_, info)| Some(info))
+}
+
 fn load_files(
     settings: &TlsSettings,
     names: &[SubjectName],

@@ -194,6 +194,14 @@ struct Cli {
     /// state directories must be writable by it. Overrides `user` in [server].
     #[arg(long, value_name = "USER[:GROUP]")]
     user: Option<Account>,
+
+    /// Check the configuration and exit, like named-checkconf: every zone description and its
+    /// [server] table, the zone data (errors with file and line), the signing settings, the key
+    /// files already in each key directory, the TLS certificate and key files if configured,
+    /// and the user to run as. Binds nothing and writes nothing. Exit status 0 when all is
+    /// well, 1 otherwise (each problem printed on standard error).
+    #[arg(long)]
+    check: bool,
 }
 
 fn main() -> ExitCode {
@@ -228,6 +236,9 @@ fn run(cli: Cli) -> Result<(), String> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
     let settings = settings(&cli, &sources, &configs)?;
+    if cli.check {
+        return check(&sources, &settings);
+    }
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -238,6 +249,118 @@ fn run(cli: Cli) -> Result<(), String> {
     // A zone load still running when a signal came is abandoned, not waited for.
     runtime.shutdown_background();
     result
+}
+
+/// `message`, an error of the combined `[server]` tables, prefixed with the file and line of
+/// the setting: the first description whose table alone gives the error, and the line of its
+/// `[server]` key that the message names.
+fn locate_setting_error(
+    message: &str,
+    sources: &[ZoneSource],
+    tables: &[(ServerTable, PathBuf)],
+    cert_dir: &std::path::Path,
+) -> String {
+    let files = sources.iter().filter_map(|s| match s {
+        ZoneSource::File(p) => Some(p),
+        ZoneSource::Embedded { .. } => None,
+    });
+    for ((table, base), path) in tables.iter().zip(files) {
+        if Settings::from_tables(&[(table.clone(), base.clone())], cert_dir.to_path_buf()).is_ok() {
+            continue;
+        }
+        let line = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| server_key_line(&text, message));
+        return match line {
+            Some(n) => format!("{}:{n}: [server]: {message}", path.display()),
+            None => format!("{}: [server]: {message}", path.display()),
+        };
+    }
+    message.to_owned()
+}
+
+/// The line (from 1) of the key of the `[server]` table in `text` that `message` names first
+/// (messages start with the setting they are about).
+fn server_key_line(text: &str, message: &str) -> Option<usize> {
+    let mut in_server = false;
+    let mut best: Option<(usize, usize)> = None;
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_server = line == "[server]";
+            continue;
+        }
+        let Some((key, _)) = line.split_once('=') else {
+            continue;
+        };
+        let key = key.trim();
+        if !in_server || key.is_empty() {
+            continue;
+        }
+        if let Some(at) = message.find(key) {
+            if best.is_none_or(|(b, _)| at < b) {
+                best = Some((at, i + 1));
+            }
+        }
+    }
+    best.map(|(_, line)| line)
+}
+
+/// `--check`: every zone, the TLS files and the user, as the server would use them, without
+/// binding or writing; prints a line per zone and every problem.
+fn check(sources: &[ZoneSource], settings: &Settings) -> Result<(), String> {
+    let now = pqdns_core::time::now();
+    let mut problems = Vec::new();
+    for source in sources {
+        match pqdns_server::zones::check_zone(source, now) {
+            Ok(c) => {
+                let signing = if c.algorithms.is_empty() {
+                    "served as read".to_owned()
+                } else {
+                    format!("signed with {}", c.algorithms.join(", "))
+                };
+                let keys = match &c.keys_to_generate {
+                    Some(dir) => format!(
+                        "; {} key file(s), missing keys are generated at start in {}",
+                        c.keys,
+                        dir.display()
+                    ),
+                    None if c.algorithms.is_empty() => String::new(),
+                    None => format!("; {} key file(s)", c.keys),
+                };
+                print(format_args!(
+                    "zone {} ({source}): {} records, {signing}{keys}",
+                    c.origin, c.records
+                ));
+            }
+            Err(e) => problems.push(e.to_string()),
+        }
+    }
+    match pqdns_net::tls::check_files(&settings.tls) {
+        Ok(Some(cert)) => print(format_args!(
+            "tls certificate {} {}",
+            cert.cert_path.display(),
+            cert.algorithm
+        )),
+        Ok(None) => {}
+        Err(e) => problems.push(e.to_string()),
+    }
+    if let Some(account) = &settings.user {
+        if let Err(e) = pqdns_net::privilege::look_up(account) {
+            problems.push(format!("user: {e}"));
+        }
+    }
+    if problems.is_empty() {
+        print(format_args!("configuration ok"));
+        return Ok(());
+    }
+    for problem in &problems {
+        eprintln!("error: {problem}");
+    }
+    Err(format!(
+        "{} problem(s) in the configuration",
+        problems.len()
+    ))
 }
 
 /// Listener settings: the `[server]` tables of the zone descriptions, then the command line.
@@ -254,18 +377,29 @@ fn settings(
                 (PathBuf::from("<embedded example.toml>"), base_dir.clone())
             }
         };
-        if let Some(table) = &cfg.config.server {
-            tables.push((
-                ServerTable::parse(table, &path).map_err(|e| e.to_string())?,
-                base,
-            ));
-        }
+        let Some(table) = &cfg.config.server else {
+            continue;
+        };
+        // From the file's text where there is one, so that errors give the line.
+        let parsed = match source {
+            ZoneSource::File(p) => std::fs::read_to_string(p)
+                .map_err(|e| format!("{}: {e}", p.display()))
+                .and_then(|text| {
+                    ServerTable::parse_document(&text, &path).map_err(|e| e.to_string())
+                })?
+                .unwrap_or_default(),
+            ZoneSource::Embedded { .. } => {
+                ServerTable::parse(table, &path).map_err(|e| e.to_string())?
+            }
+        };
+        tables.push((parsed, base));
     }
     let cert_dir = configs
         .iter()
         .find_map(|c| c.signing().map(|s| c.key_directory(s)))
         .unwrap_or_else(|| PathBuf::from("keys"));
-    let mut settings = Settings::from_tables(&tables, cert_dir).map_err(|e| e.to_string())?;
+    let mut settings = Settings::from_tables(&tables, cert_dir.clone())
+        .map_err(|e| locate_setting_error(&e.to_string(), sources, &tables, &cert_dir))?;
     for (cli_addrs, target) in [
         (&cli.udp, &mut settings.udp),
         (&cli.tcp, &mut settings.tcp),

@@ -225,6 +225,25 @@ pub enum SettingsError {
 }
 
 impl ServerTable {
+    /// Parses the `[server]` table of a zone description's text (`None` when it has none),
+    /// so that errors give the line and column; `path` labels errors.
+    ///
+    /// # Errors
+    /// [`SettingsError::Table`] for unknown keys or mistyped values.
+    pub fn parse_document(text: &str, path: &Path) -> Result<Option<ServerTable>, SettingsError> {
+        /// The description with only its `[server]` table read.
+        #[derive(Deserialize)]
+        struct Document {
+            server: Option<ServerTable>,
+        }
+        toml::from_str::<Document>(text)
+            .map(|d| d.server)
+            .map_err(|e| SettingsError::Table {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })
+    }
+
     /// Parses a `[server]` table; `path` labels errors.
     ///
     /// # Errors

@@ -28,6 +28,7 @@ use pqdns_core::config::{ConfigError, LoadedConfig, RolloverKeys};
 use pqdns_core::dnssec::cds;
 use pqdns_core::dnssec::dnskey::{ds_record, DigestType};
 use pqdns_core::dnssec::existing::{self, UnsignedAlgorithm};
+use pqdns_core::dnssec::keyfile::{find_key_files, ZoneKey};
 use pqdns_core::dnssec::rollover::Next;
 use pqdns_core::dnssec::sign::{resign_zone, Incremental, SignError};
 use pqdns_core::serial::Serial;
@@ -196,6 +197,68 @@ pub fn zone_files(sources: &[ZoneSource]) -> Vec<PathBuf> {
         }
     }
     files
+}
+
+/// What [`check_zone`] found in one zone description.
+#[derive(Clone, Debug)]
+pub struct Checked {
+    /// The zone's apex.
+    pub origin: Name,
+    /// Records read (zone file and inline).
+    pub records: usize,
+    /// Signing algorithms (none: served as read).
+    pub algorithms: Vec<String>,
+    /// Key files found and read in the key directory.
+    pub keys: usize,
+    /// The key directory when keys are missing there (the server generates them at start).
+    pub keys_to_generate: Option<PathBuf>,
+}
+
+/// Checks one zone as [`load_zone`] would read it, writing nothing (`pqdns-server --check`):
+/// the description, the zone data (errors with file and line), the signing settings
+/// (algorithms of the profile, validity, refresh and jitter) and every key file already in the
+/// key directory (readable, of this zone, of a known algorithm). Keys missing there are not
+/// an error: the server generates them at start; they are reported.
+///
+/// # Errors
+/// [`LoadError`] naming the file (and line, for zone-file errors).
+pub fn check_zone(source: &ZoneSource, now: u64) -> Result<Checked, LoadError> {
+    let cfg = read_config(source)?;
+    let zone = cfg.read_zone()?;
+    let mut checked = Checked {
+        origin: zone.origin.clone(),
+        records: zone.record_count(),
+        algorithms: Vec::new(),
+        keys: 0,
+        keys_to_generate: None,
+    };
+    let Some(signing) = cfg.signing() else {
+        return Ok(checked);
+    };
+    let profile = cfg.profile(signing)?;
+    let provider = cfg.provider(signing)?;
+    checked.algorithms = cfg
+        .algorithms(signing)?
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    cfg.policy(signing, now)?;
+    cfg.refresh(signing)?;
+    cfg.jitter(signing)?;
+    let key_dir = cfg.key_directory(signing);
+    let files = if key_dir.exists() {
+        find_key_files(&key_dir, &zone.origin).map_err(ConfigError::from)?
+    } else {
+        Vec::new()
+    };
+    for file in &files {
+        ZoneKey::read_files(file, &profile, &provider).map_err(ConfigError::from)?;
+    }
+    checked.keys = files.len();
+    if cfg.keys(false).is_err() {
+        checked.keys_to_generate = Some(key_dir);
+    }
+    Ok(checked)
 }
 
 /// Loads, keys and signs one zone; `now` is the signing time in UNIX seconds.

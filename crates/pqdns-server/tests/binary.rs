@@ -71,6 +71,7 @@ fn help_explains_every_option() {
         "--watch",
         "--user",
         "--log-format",
+        "--check",
         "SIGHUP",
         "./keys",
     ] {
