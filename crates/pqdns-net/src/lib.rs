@@ -30,8 +30,9 @@
 //!
 //! # Running as a daemon
 //! [`privilege`] drops root once the listeners are bound, [`systemd`] speaks the `Type=notify`
-//! protocol (readiness, reload, stop, watchdog), and `logging` (feature `logging`) writes
-//! text lines fit for terminals and the journal, or JSON.
+//! protocol (readiness, reload, stop, watchdog); with the feature `cli`, `logging` writes
+//! text lines fit for terminals and the journal, or JSON, and `manual` prints a daemon's man
+//! page and shell completions.
 //!
 //! # Bounds
 //! Stream connections are capped per listener in total and per client address
@@ -51,8 +52,10 @@ mod doq;
 mod dot;
 mod limit;
 mod listeners;
-#[cfg(feature = "logging")]
+#[cfg(feature = "cli")]
 pub mod logging;
+#[cfg(feature = "cli")]
+pub mod manual;
 pub mod metrics_http;
 pub mod privilege;
 pub mod rrl;

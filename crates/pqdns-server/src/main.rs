@@ -13,6 +13,7 @@ use pqdns_core::config::LoadedConfig;
 use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::stdout;
 use pqdns_net::logging::LogFormat;
+use pqdns_net::manual::{generate, Generate};
 use pqdns_net::privilege::Account;
 use pqdns_net::systemd;
 use pqdns_server::acl::{AllowList, IpPrefix};
@@ -195,6 +196,10 @@ struct Cli {
     #[arg(long, value_name = "USER[:GROUP]")]
     user: Option<Account>,
 
+    /// Print the man page (roff) or a shell completion script and exit.
+    #[arg(long, value_name = "KIND", value_enum)]
+    generate: Option<Generate>,
+
     /// Check the configuration and exit, like named-checkconf: every zone description and its
     /// [server] table, the zone data (errors with file and line), the signing settings, the key
     /// files already in each key directory, the TLS certificate and key files if configured,
@@ -206,6 +211,16 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(kind) = cli.generate {
+        use clap::CommandFactory;
+        return match generate(kind, Cli::command(), &mut std::io::stdout()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("--generate: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if let Err(e) = pqdns_net::logging::init(&cli.log_level, cli.log_format) {
         eprintln!("{e}");
         return ExitCode::from(2);

@@ -17,6 +17,7 @@ use pqdns_core::stdout;
 use pqdns_net::acl::{AllowList, IpPrefix};
 use pqdns_net::cookie::{self, CookieMode};
 use pqdns_net::logging::LogFormat;
+use pqdns_net::manual::{generate, Generate};
 use pqdns_net::privilege::Account;
 use pqdns_net::rrl;
 use pqdns_net::systemd;
@@ -253,10 +254,24 @@ struct Cli {
     /// generated TLS certificate's directory is handed to that user.
     #[arg(long, value_name = "USER[:GROUP]")]
     user: Option<Account>,
+
+    /// Print the man page (roff) or a shell completion script and exit.
+    #[arg(long, value_name = "KIND", value_enum)]
+    generate: Option<Generate>,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(kind) = cli.generate {
+        use clap::CommandFactory;
+        return match generate(kind, Cli::command(), &mut std::io::stdout()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("--generate: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if let Err(e) = pqdns_net::logging::init(&cli.log_level, cli.log_format) {
         eprintln!("{e}");
         return ExitCode::from(2);

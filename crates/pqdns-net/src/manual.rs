@@ -1,0 +1,90 @@
+//! A daemon's manual from its command line (clap): the man page (roff, `clap_mangen`) and
+//! shell completion scripts (`clap_complete`), printed by `--generate KIND` so that packages
+//! install them (`dist/build-deb.sh`) without a build step of their own, as ripgrep's
+//! `--generate` does.
+
+use std::io::Write;
+
+use clap_complete::Shell;
+
+/// What `--generate` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Generate {
+    /// The man page, roff (section 8 for daemons, as the package installs it).
+    Man,
+    /// bash completion script.
+    CompleteBash,
+    /// zsh completion script.
+    CompleteZsh,
+    /// fish completion script.
+    CompleteFish,
+}
+
+/// Writes `kind` for the command `cmd` (named as installed, e.g. `pqdns-server`) to `out`.
+///
+/// # Errors
+/// The I/O error of writing.
+pub fn generate(
+    kind: Generate,
+    mut cmd: clap::Command,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let name = cmd.get_name().to_owned();
+    match kind {
+        Generate::Man => clap_mangen::Man::new(cmd).section("8").render(out),
+        Generate::CompleteBash => {
+            clap_complete::generate(Shell::Bash, &mut cmd, name, out);
+            Ok(())
+        }
+        Generate::CompleteZsh => {
+            clap_complete::generate(Shell::Zsh, &mut cmd, name, out);
+            Ok(())
+        }
+        Generate::CompleteFish => {
+            clap_complete::generate(Shell::Fish, &mut cmd, name, out);
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn command() -> clap::Command {
+        clap::Command::new("pqdns-example")
+            .about("An example daemon.")
+            .arg(
+                clap::Arg::new("zone")
+                    .long("zone")
+                    .help("A zone description."),
+            )
+    }
+
+    #[test]
+    fn the_man_page_names_the_program_and_its_options() {
+        let mut out = Vec::new();
+        generate(Generate::Man, command(), &mut out).unwrap();
+        let roff = String::from_utf8(out).unwrap();
+        assert!(roff.starts_with(".ie \\\\n(.g .ds Aq"), "{roff}");
+        assert!(roff.contains(".TH pqdns-example 8"), "{roff}");
+        assert!(roff.contains("\\-\\-zone"), "{roff}");
+    }
+
+    #[test]
+    fn completions_cover_the_options() {
+        for kind in [
+            Generate::CompleteBash,
+            Generate::CompleteZsh,
+            Generate::CompleteFish,
+        ] {
+            let mut out = Vec::new();
+            generate(kind, command(), &mut out).unwrap();
+            let script = String::from_utf8(out).unwrap();
+            assert!(
+                script.contains("pqdns-example") && script.contains("zone"),
+                "{kind:?}: {script}"
+            );
+        }
+    }
+}
