@@ -194,22 +194,23 @@ enum Cmd {
         output: PathBuf,
     },
     /// MTL-mode report: condensed and full signature sizes and verification cost (cached
-    /// ladder or not) per series size, from the core API; signing time, signed size and answer
-    /// bytes of the delegation zone per algorithm (SLH-DSA-MTL beside SPHINCS+, ML-DSA,
-    /// Falcon, ECDSA). Writes PREFIX.csv (zones), PREFIX-series.csv, PREFIX.json after every
-    /// step and PREFIX-size/-signatures.svg/.png at the end. The full run takes minutes
-    /// (SPHINCS+-128s zone signing); `--quick` takes seconds.
+    /// ladder or not) per series size, from the core API; per delegation zone and algorithm,
+    /// signing and verification time, signed size, and pqdns-server's answers (referrals, DS,
+    /// NXDOMAIN: bytes and the share within 1232). Writes PREFIX.csv (zones),
+    /// PREFIX-series.csv, PREFIX.json after every step and PREFIX-size/-answers/-fit/
+    /// -signatures.svg/.png at the end. The full run takes minutes; `--quick` seconds.
     Mtl {
         /// A run of seconds (20 delegations, ECDSA / ML-DSA-44 / MTL-SHA2, series up to 1000
         /// leaves): for checking the tool, not for numbers.
         #[arg(long)]
         quick: bool,
-        /// Delegations in the generated zone (default: 1500, or 20 with --quick).
-        #[arg(long)]
-        delegations: Option<usize>,
+        /// Delegations of the generated zones, one zone each (default: 20,1500, or 20 with
+        /// --quick).
+        #[arg(long, value_delimiter = ',')]
+        delegations: Vec<usize>,
         /// Zone algorithms (names as in `pqdns-zone algorithms`; default: ECDSAP256SHA256,
-        /// ML-DSA-44, Falcon-512, SLH-DSA-MTL-SHA2-128s, SLH-DSA-MTL-SHAKE-128s,
-        /// SPHINCS+-SHA2-128s).
+        /// ML-DSA-44, Falcon-512, ML-DSA-MTL-44, FL-DSA-MTL-512, SLH-DSA-MTL-SHA2-128s,
+        /// SLH-DSA-MTL-SHA2-128s-2026).
         #[arg(long, value_delimiter = ',')]
         algorithms: Vec<String>,
         /// Output prefix.
@@ -1118,8 +1119,8 @@ fn run(command: Cmd) -> ExitCode {
             } else {
                 mtl_report::Options::full()
             };
-            if let Some(d) = delegations {
-                opts.delegations = d;
+            if !delegations.is_empty() {
+                opts.delegations = delegations;
             }
             if !algorithms.is_empty() {
                 let Some(algs) = algorithms_named(&algorithms) else {

@@ -17,20 +17,24 @@ use std::time::Instant;
 
 use pqdns_core::dnssec::keyfile::{KeyRole, ZoneKey};
 use pqdns_core::dnssec::sign::{sign_zone, Denial, SigningPolicy};
+use pqdns_core::dnssec::verify::{verify_zone, VerifyOptions};
 use pqdns_core::dnssec::{mtl, Algorithm, Profile, Provider};
 use pqdns_core::message::{Message, Question};
-use pqdns_core::wire::{Edns, Rcode, FLAG_AA, FLAG_QR};
+use pqdns_core::wire::Edns;
 use pqdns_core::zonefile::{write_records, ZoneFileReader};
-use pqdns_core::{time, Class, Name, Record, RrType, Zone};
+use pqdns_core::{time, Class, Name, RrType, Zone};
+use pqdns_server::answer::{respond, Transport};
+use pqdns_server::catalog::{Catalog, ServedZone};
 use serde::Serialize;
 
 use crate::genzone::delegations_zone;
+use crate::proc_stat::self_cpu_time;
 
 /// What to measure.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Delegations in the generated zone.
-    pub delegations: usize,
+    /// Delegations of each generated zone signed (one zone per entry).
+    pub delegations: Vec<usize>,
     /// Algorithms whose zones are signed.
     pub algorithms: Vec<Algorithm>,
     /// MTL algorithms whose series are measured.
@@ -44,26 +48,26 @@ pub struct Options {
 }
 
 impl Options {
-    /// The hand-run of `docs/bench/mtl.md`: the 1500-delegation zone for ECDSA, ML-DSA-44,
-    /// Falcon-512, both MTL algorithms and SPHINCS+-SHA2-128s (minutes), series of 10 to
-    /// 1 000 000 leaves.
+    /// The hand-run of `docs/bench/mtl.md`: the 20- and 1500-delegation zones for ECDSA,
+    /// ML-DSA-44, Falcon-512 and the MTL modes of both generations (ML-DSA-MTL, FL-DSA-MTL,
+    /// SLH-DSA-MTL-SHA2 2025 and 2026), series of 10 to 1 000 000 leaves.
     pub fn full() -> Options {
         Options {
-            delegations: 1500,
+            delegations: vec![20, 1500],
             algorithms: vec![
                 Algorithm::EcdsaP256Sha256,
                 Algorithm::MlDsa44,
                 Algorithm::Falcon512,
-                Algorithm::MtlSlhDsaSha2_128s,
-                Algorithm::MtlSlhDsaShake128s,
                 Algorithm::MlDsaMtl44,
+                Algorithm::FlDsaMtl512,
+                Algorithm::MtlSlhDsaSha2_128s,
                 Algorithm::SlhDsaMtl2026Sha2_128s,
-                Algorithm::SphincsSha2_128s,
             ],
             mtl_algorithms: vec![
                 Algorithm::MtlSlhDsaSha2_128s,
-                Algorithm::MtlSlhDsaShake128s,
+                Algorithm::SlhDsaMtl2026Sha2_128s,
                 Algorithm::MlDsaMtl44,
+                Algorithm::FlDsaMtl512,
             ],
             leaf_counts: vec![10, 100, 1_000, 3_000, 10_000, 100_000, 1_000_000],
             condensed_verifications: 2_000,
@@ -71,11 +75,12 @@ impl Options {
         }
     }
 
-    /// Seconds: a 20-delegation zone for ECDSA, ML-DSA-44 and SLH-DSA-MTL-SHA2-128s, series of
-    /// 10 to 1000 leaves, few timed verifications (numbers for shape, not for reading).
+    /// Seconds: a 20-delegation zone for ECDSA, ML-DSA-44, SLH-DSA-MTL-SHA2-128s and
+    /// ML-DSA-MTL, series of 10 to 1000 leaves, few timed verifications (numbers for shape,
+    /// not for reading).
     pub fn quick() -> Options {
         Options {
-            delegations: 20,
+            delegations: vec![20],
             algorithms: vec![
                 Algorithm::EcdsaP256Sha256,
                 Algorithm::MlDsa44,
@@ -93,13 +98,11 @@ impl Options {
 /// The whole report (the JSON file).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
-    /// Delegations in the signed zone.
-    pub delegations: usize,
     /// Threads used for zone signing.
     pub threads: usize,
     /// MTL series measurements.
     pub series: Vec<SeriesRow>,
-    /// Signed-zone measurements.
+    /// Signed-zone measurements, zone by zone.
     pub zones: Vec<Row>,
 }
 
@@ -130,80 +133,95 @@ pub struct SeriesRow {
     pub verify_full_us: f64,
 }
 
+/// The answers to one kind of query in a signed zone: pqdns-server's responses (its answer
+/// engine, [`pqdns_server::answer::respond`]) to queries with DO and an EDNS payload of 1232
+/// bytes, asked over a stream so that none is truncated: the bytes a UDP answer would need.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Answers {
+    /// Queries asked.
+    pub count: usize,
+    /// Responses of at most 1232 bytes (what fits the DNS Flag Day 2020 UDP size).
+    pub fitting_1232: usize,
+    /// Mean response size, bytes.
+    pub mean_bytes: f64,
+    /// Largest response, bytes.
+    pub max_bytes: usize,
+}
+
+impl Answers {
+    fn of(sizes: &[usize]) -> Answers {
+        Answers {
+            count: sizes.len(),
+            fitting_1232: sizes.iter().filter(|&&b| b <= 1232).count(),
+            mean_bytes: sizes.iter().sum::<usize>() as f64 / sizes.len().max(1) as f64,
+            max_bytes: sizes.iter().copied().max().unwrap_or(0),
+        }
+    }
+}
+
 /// One signed zone.
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
+    /// Delegations in the zone.
+    pub delegations: usize,
     /// Algorithm name.
     pub algorithm: String,
     /// RRSIGs in the signed zone.
     pub signatures: usize,
     /// RRSIGs carrying a full MTL signature (0 for other algorithms).
     pub full_signatures: usize,
-    /// Zone signing time on all threads, seconds (key generation excluded).
+    /// Zone signing wall time on all threads, seconds (key generation excluded).
     pub seconds: f64,
+    /// Zone signing CPU time of all threads (`getrusage`), seconds.
+    pub cpu_seconds: f64,
+    /// Whole-zone verification (`dnssec::verify::verify_zone`: every signature, MTL ladders
+    /// verified once) CPU time, seconds.
+    pub verify_cpu_seconds: f64,
     /// Signed zone size as a master file, bytes.
     pub signed_zone_bytes: usize,
-    /// Bytes on the wire of the response to `ns1.<origin> A` with DO (answer A + RRSIG, EDNS
-    /// OPT), uncompressed-RDATA DNS message as `Message::to_wire` writes it.
+    /// Response to `ns1.<origin> A` (A + RRSIG, OPT), bytes.
     pub a_answer_bytes: usize,
-    /// Bytes on the wire of the referral for a name below delegation `d7` (2 NS, DS + RRSIG,
-    /// 2 glue A, OPT).
+    /// Response to `www.d7.<origin> A`: a referral (2 NS, DS + RRSIG, 2 glue A, OPT), bytes.
     pub referral_bytes: usize,
+    /// Referrals: `www.dN.<origin> A` for every delegation N.
+    pub referrals: Answers,
+    /// DS answers: `dN.<origin> DS` for every delegation N.
+    pub ds: Answers,
+    /// NXDOMAIN: `nxN.<origin> A` for every delegation N (SOA + RRSIG and NSEC proofs).
+    pub nxdomain: Answers,
 }
 
-/// Records of the RRset (`owner`, `rtype`) and the RRSIGs covering it.
-fn rrset(zone: &Zone, owner: &Name, rtype: RrType) -> Vec<Record> {
-    zone.records()
-        .into_iter()
-        .filter(|r| r.owner == *owner && (r.rtype == rtype || r.covered_type() == Some(rtype)))
-        .collect()
-}
-
-fn response(
-    qname: &Name,
-    answers: Vec<Record>,
-    authority: Vec<Record>,
-    additional: Vec<Record>,
-) -> Message {
-    let mut m = Message::query(
-        0x1234,
-        Question {
-            qname: qname.clone(),
-            qtype: RrType::A,
-            qclass: Class::IN,
-        },
-        false,
-        Some(Edns::dnssec_ok(1232)),
-    );
-    m.flags = FLAG_QR | Rcode::NOERROR.low() | if answers.is_empty() { 0 } else { FLAG_AA };
-    m.answers = answers;
-    m.authority = authority;
-    m.additional = additional;
-    m
-}
-
-/// Wire sizes of the two typical answers from a signed delegation zone at `origin`.
-fn answer_sizes(zone: &Zone, origin: &Name) -> (usize, usize) {
-    let host = Name::parse("ns1", Some(origin)).expect("valid");
-    let a = response(&host, rrset(zone, &host, RrType::A), vec![], vec![]);
-    let cut = Name::parse("d7", Some(origin)).expect("valid");
-    let below = Name::parse("www.d7", Some(origin)).expect("valid");
-    let authority = [RrType::NS, RrType::DS]
-        .into_iter()
-        .flat_map(|t| rrset(zone, &cut, t))
-        .collect();
-    let glue = ["ns1.d7", "ns2.d7"]
+/// Response bytes for each of `questions` from `catalog` (see [`Answers`]).
+fn answer_bytes(catalog: &Catalog, questions: &[(Name, RrType)]) -> Vec<usize> {
+    let client: std::net::IpAddr = [127, 0, 0, 1].into();
+    let mut out = Vec::new();
+    questions
         .iter()
-        .flat_map(|g| {
-            rrset(
-                zone,
-                &Name::parse(g, Some(origin)).expect("valid"),
-                RrType::A,
+        .map(|(qname, qtype)| {
+            let query = Message::query(
+                0x1234,
+                Question {
+                    qname: qname.clone(),
+                    qtype: *qtype,
+                    qclass: Class::IN,
+                },
+                false,
+                Some(Edns::dnssec_ok(1232)),
             )
+            .to_wire();
+            let o = respond(
+                catalog,
+                &query,
+                Transport::Stream,
+                client,
+                1232,
+                &mut out,
+                0,
+            );
+            assert!(!o.truncated && o.len > 0, "{qname} {qtype}: {o:?}");
+            o.len
         })
-        .collect();
-    let referral = response(&below, vec![], authority, glue);
-    (a.to_wire().len(), referral.to_wire().len())
+        .collect()
 }
 
 /// Measures one MTL series of `leaves` leaves (150-byte messages, about an A RRset's signed
@@ -282,13 +300,16 @@ pub fn series(alg: Algorithm, leaves: u32, opts: &Options) -> SeriesRow {
     }
 }
 
-/// Runs the report: the MTL series first (seconds), then signs the zone of
-/// `opts.delegations` delegations with one CSK per algorithm (NSEC, 14-day validity) on all
-/// cores; `progress` sees the report after each step, so a long run (SPHINCS+-128s takes
-/// minutes) leaves its results behind as it goes.
+/// Runs the report: the MTL series first (seconds), then, for each zone of
+/// `opts.delegations` delegations and each algorithm, signs it with one CSK (NSEC, 14-day
+/// validity) on all cores, verifies it whole, and measures pqdns-server's answers from it;
+/// `progress` sees the report after each step, so a long run leaves its results behind as it
+/// goes.
+///
+/// # Panics
+/// If signing, verification or answering fails (a bug, reported loudly in a benchmark).
 pub fn run(opts: &Options, progress: &dyn Fn(&Report)) -> Report {
     let mut report = Report {
-        delegations: opts.delegations,
         threads: rayon::current_num_threads(),
         ..Report::default()
     };
@@ -300,12 +321,25 @@ pub fn run(opts: &Options, progress: &dyn Fn(&Report)) -> Report {
         }
         progress(&report);
     }
+    for &delegations in &opts.delegations {
+        for &alg in &opts.algorithms {
+            let row = zone_row(delegations, alg);
+            eprintln!("{row:?}");
+            report.zones.push(row);
+            progress(&report);
+        }
+    }
+    report
+}
+
+/// Signs, verifies and answers from the zone of `delegations` delegations with `alg`.
+fn zone_row(delegations: usize, alg: Algorithm) -> Row {
     let origin: Name = "tld.".parse().expect("valid");
-    let text = delegations_zone("tld.", opts.delegations, 0);
+    let text = delegations_zone("tld.", delegations, 0);
     let records = ZoneFileReader::new(None, None)
         .read_str(&text, "generated")
         .expect("generated zone parses");
-    let zone = Zone::from_records(origin.clone(), records).expect("generated zone is valid");
+    let mut signed = Zone::from_records(origin.clone(), records).expect("generated zone is valid");
     let profile = Profile::default_profile();
     let provider = Provider::default_provider();
     let now = time::now();
@@ -315,43 +349,62 @@ pub fn run(opts: &Options, progress: &dyn Fn(&Report)) -> Report {
         denial: Denial::Nsec,
         published_dnskeys: None,
     };
-    for &alg in &opts.algorithms {
-        let key = ZoneKey::generate(&origin, alg, KeyRole::Csk, &profile, &provider, 3600)
-            .expect("key generation works");
-        let mut signed = zone.clone();
-        let start = Instant::now();
-        let stats = sign_zone(&mut signed, std::slice::from_ref(&key), &policy, &|_, _| {})
-            .expect("signing works");
-        let seconds = start.elapsed().as_secs_f64();
-        let all = signed.records();
-        let full_signatures = match mtl::MtlParams::of(alg) {
-            Some(p) => all
-                .iter()
-                .filter(|r| r.rtype == RrType::RRSIG)
-                .filter_map(|r| pqdns_core::dnssec::rrsig::Rrsig::parse(&r.rdata))
-                .filter(|sig| {
-                    mtl::MtlSignature::parse_as(p.format, sig.signature).is_ok_and(|m| m.is_full())
-                })
-                .count(),
-            None => 0,
-        };
-        let mut out = String::new();
-        write_records(&mut out, &all).expect("string write");
-        let (a_answer_bytes, referral_bytes) = answer_sizes(&signed, &origin);
-        let row = Row {
-            algorithm: alg.name().into(),
-            signatures: stats.signatures,
-            full_signatures,
-            seconds,
-            signed_zone_bytes: out.len(),
-            a_answer_bytes,
-            referral_bytes,
-        };
-        eprintln!("{row:?}");
-        report.zones.push(row);
-        progress(&report);
+    let key = ZoneKey::generate(&origin, alg, KeyRole::Csk, &profile, &provider, 3600)
+        .expect("key generation works");
+    let (cpu, start) = (self_cpu_time(), Instant::now());
+    let stats = sign_zone(&mut signed, std::slice::from_ref(&key), &policy, &|_, _| {})
+        .expect("signing works");
+    let seconds = start.elapsed().as_secs_f64();
+    let cpu_seconds = (self_cpu_time() - cpu).as_secs_f64();
+    let cpu = self_cpu_time();
+    let verified = verify_zone(
+        &signed,
+        &profile,
+        &provider,
+        &VerifyOptions {
+            now,
+            signatures_only: false,
+        },
+    );
+    let verify_cpu_seconds = (self_cpu_time() - cpu).as_secs_f64();
+    assert!(verified.is_ok(), "{alg}: {:?}", verified.failures.first());
+    let all = signed.records();
+    let full_signatures = match mtl::MtlParams::of(alg) {
+        Some(p) => all
+            .iter()
+            .filter(|r| r.rtype == RrType::RRSIG)
+            .filter_map(|r| pqdns_core::dnssec::rrsig::Rrsig::parse(&r.rdata))
+            .filter(|sig| {
+                mtl::MtlSignature::parse_as(p.format, sig.signature).is_ok_and(|m| m.is_full())
+            })
+            .count(),
+        None => 0,
+    };
+    let mut out = String::new();
+    write_records(&mut out, &all).expect("string write");
+    let catalog = Catalog::new([ServedZone::new(signed)]).expect("one zone");
+    let name = |text: &str| Name::parse(text, Some(&origin)).expect("valid");
+    let ask = |label: &dyn Fn(usize) -> String, rtype: RrType| {
+        let questions: Vec<(Name, RrType)> =
+            (0..delegations).map(|i| (name(&label(i)), rtype)).collect();
+        answer_bytes(&catalog, &questions)
+    };
+    let one = |owner: &str, rtype| answer_bytes(&catalog, &[(name(owner), rtype)])[0];
+    Row {
+        delegations,
+        algorithm: alg.name().into(),
+        signatures: stats.signatures,
+        full_signatures,
+        seconds,
+        cpu_seconds,
+        verify_cpu_seconds,
+        signed_zone_bytes: out.len(),
+        a_answer_bytes: one("ns1", RrType::A),
+        referral_bytes: one("www.d7", RrType::A),
+        referrals: Answers::of(&ask(&|i| format!("www.d{i}"), RrType::A)),
+        ds: Answers::of(&ask(&|i| format!("d{i}"), RrType::DS)),
+        nxdomain: Answers::of(&ask(&|i| format!("nx{i}"), RrType::A)),
     }
-    report
 }
 
 /// Verisign's published figures for the same zone shape (IETF 122 slides, 4-core Xeon, ldns
@@ -367,8 +420,10 @@ pub const VERISIGN: &[(&str, f64, f64)] = &[
     ("SLH-DSA-MTL-SHAKE-128s", 1.2, 3.04),
 ];
 
-/// Draws `STEM-size.{svg,png}` (signed zone size per algorithm, pqdns beside Verisign) and
-/// `STEM-signatures.{svg,png}` (condensed and full signature bytes over series size).
+/// Draws `STEM-signatures.{svg,png}` (condensed and full signature bytes over series size)
+/// and, for the largest zone, `STEM-size` (signed zone size per algorithm, pqdns beside
+/// Verisign), `STEM-answers` (mean referral bytes) and `STEM-fit` (share of referrals and DS
+/// answers within 1232 bytes), each `.svg` and `.png`.
 ///
 /// # Errors
 /// Drawing or file errors.
@@ -399,8 +454,15 @@ pub fn chart(stem: &std::path::Path, report: &Report) -> Result<(), Box<dyn std:
             &lines,
         )?;
     }
+    // Zone charts: the largest zone measured.
+    let largest = report.zones.iter().map(|r| r.delegations).max();
+    let rows: Vec<&Row> = report
+        .zones
+        .iter()
+        .filter(|r| Some(r.delegations) == largest)
+        .collect();
     let mut items = Vec::new();
-    for r in &report.zones {
+    for r in &rows {
         items.push((
             format!("pqdns {}", r.algorithm),
             r.signed_zone_bytes as f64 / 1e6,
@@ -409,31 +471,73 @@ pub fn chart(stem: &std::path::Path, report: &Report) -> Result<(), Box<dyn std:
             items.push((format!("Verisign {}", r.algorithm), *mb));
         }
     }
+    let delegations = largest.unwrap_or(0);
     crate::charts::bars(
         &stem.with_file_name(format!("{name}-size")),
-        &format!("Signed {}-delegation zone", report.delegations),
+        &format!("Signed {delegations}-delegation zone"),
         "MB",
+        &items,
+    )?;
+    let items: Vec<(String, f64)> = rows
+        .iter()
+        .map(|r| (r.algorithm.clone(), r.referrals.mean_bytes))
+        .collect();
+    crate::charts::bars(
+        &stem.with_file_name(format!("{name}-answers")),
+        &format!("Referral from the {delegations}-delegation zone, DO (mean)"),
+        "bytes",
+        &items,
+    )?;
+    let items: Vec<(String, f64)> = rows
+        .iter()
+        .map(|r| {
+            let fit = r.referrals.fitting_1232 + r.ds.fitting_1232;
+            let all = (r.referrals.count + r.ds.count).max(1);
+            (r.algorithm.clone(), 100.0 * fit as f64 / all as f64)
+        })
+        .collect();
+    crate::charts::bars(
+        &stem.with_file_name(format!("{name}-fit")),
+        &format!("Referrals and DS answers <= 1232 bytes ({delegations} delegations)"),
+        "%",
         &items,
     )
 }
 
-/// The zone rows as CSV (`PREFIX.csv`).
+/// The zone rows as CSV (`PREFIX.csv`): sizes, times, and per kind of answer (referral, DS,
+/// NXDOMAIN) the count, the mean and largest bytes and how many fit 1232 bytes.
 pub fn to_csv(report: &Report) -> String {
     let mut out = String::from(
-        "algorithm,signatures,full_signatures,seconds,threads,signed_zone_bytes,a_answer_bytes,referral_bytes\n",
+        "delegations,algorithm,signatures,full_signatures,seconds,cpu_seconds,verify_cpu_seconds,threads,signed_zone_bytes,a_answer_bytes,referral_bytes",
     );
+    for kind in ["referral", "ds", "nxdomain"] {
+        out.push_str(&format!(
+            ",{kind}_count,{kind}_mean_bytes,{kind}_max_bytes,{kind}_fitting_1232"
+        ));
+    }
+    out.push('\n');
     for r in &report.zones {
         out.push_str(&format!(
-            "{},{},{},{:.3},{},{},{},{}\n",
+            "{},{},{},{},{:.3},{:.3},{:.3},{},{},{},{}",
+            r.delegations,
             r.algorithm,
             r.signatures,
             r.full_signatures,
             r.seconds,
+            r.cpu_seconds,
+            r.verify_cpu_seconds,
             report.threads,
             r.signed_zone_bytes,
             r.a_answer_bytes,
             r.referral_bytes
         ));
+        for a in [&r.referrals, &r.ds, &r.nxdomain] {
+            out.push_str(&format!(
+                ",{},{:.1},{},{}",
+                a.count, a.mean_bytes, a.max_bytes, a.fitting_1232
+            ));
+        }
+        out.push('\n');
     }
     out
 }
@@ -465,9 +569,10 @@ pub fn series_csv(report: &Report) -> String {
 mod tests {
     use super::*;
 
-    /// The quick run (what CI runs): each MTL algorithm signs the zone with exactly two full signatures (SOA
-    /// and DNSKEY of the one CSK series) and as many signatures as ML-DSA-44; its condensed
-    /// answers are far smaller than ML-DSA-44's and its zone smaller; condensed signatures
+    /// The quick run (what CI runs): each MTL algorithm signs the zone with exactly two full
+    /// signatures (SOA and DNSKEY of the one CSK series) and as many signatures as ML-DSA-44;
+    /// its condensed answers are far smaller than ML-DSA-44's and its zone smaller; its
+    /// referrals fit 1232 bytes (ML-DSA-44's do not), its NXDOMAIN answers do not; condensed signatures
     /// grow by 16 bytes per tree level (41 + 16·height), full ones add the signed ladder and
     /// the 7856-byte SPHINCS+-128s signature; every measured signature verified.
     #[test]
@@ -481,7 +586,17 @@ mod tests {
             assert!(mtl.a_answer_bytes + 2000 < ml.a_answer_bytes, "{report:?}");
             assert!(mtl.referral_bytes > mtl.a_answer_bytes, "{report:?}");
             assert!(mtl.signed_zone_bytes < ml.signed_zone_bytes, "{report:?}");
+            // Condensed referrals fit 1232 bytes; negative answers carry the apex SOA's full
+            // signature and do not.
+            assert_eq!((mtl.referrals.count, mtl.referrals.fitting_1232), (20, 20));
+            assert_eq!(mtl.nxdomain.fitting_1232, 0, "{report:?}");
         }
+        let ecdsa = by("ECDSAP256SHA256");
+        assert_eq!(
+            ecdsa.referrals.fitting_1232 + ecdsa.nxdomain.fitting_1232,
+            40
+        );
+        assert_eq!(ml.referrals.fitting_1232 + ml.ds.fitting_1232, 0);
         assert_eq!(report.series.len(), 6);
         for r in &report.series {
             let p = mtl::MtlParams::of(Algorithm::from_name(&r.algorithm).unwrap()).unwrap();

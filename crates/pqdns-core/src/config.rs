@@ -14,7 +14,7 @@
 //! refresh = "3d12h"                  # re-sign when less than this is left (default validity/4)
 //! jitter = "12h"                     # spread new expirations over this (default validity/28)
 //! key_directory = "keys"
-//! state_directory = "state"          # .ds, .keystate, .served, .journal, .serial files
+//! state_directory = "state"          # .ds, .keystate, .served, .journal, .serial, .mtlseries
 //!                                    # (default: the key directory, which may then be read-only)
 //! profile = "default"
 //! keep_dnskeys = false               # true: keep DNSKEYs found in the zone data
@@ -34,6 +34,8 @@ use serde::Deserialize;
 use crate::dnssec::algorithm::{Algorithm, SecAlg};
 use crate::dnssec::existing::ExistingDnssec;
 use crate::dnssec::keyfile::{find_key_files, KeyFileError, KeyRole, ZoneKey};
+use crate::dnssec::mtl::series::{SeriesError, SeriesFiles, DEFAULT_CAPACITY, MAX_CAPACITY};
+use crate::dnssec::mtl::MtlParams;
 use crate::dnssec::nsec3::Nsec3Params;
 use crate::dnssec::profile::{Profile, ProfileError};
 use crate::dnssec::provider::Provider;
@@ -132,6 +134,9 @@ pub enum ConfigError {
     /// The rollover state file could not be read or written.
     #[error(transparent)]
     KeyState(#[from] KeyStateError),
+    /// The MTL series files could not be opened (another signer holds them).
+    #[error(transparent)]
+    MtlSeries(#[from] SeriesError),
     /// A profile problem.
     #[error("{}: {source}", path.display())]
     Profile {
@@ -252,8 +257,9 @@ pub struct SigningConfig {
     #[serde(default = "default_key_dir")]
     pub key_directory: PathBuf,
     /// Directory of the files pqdns writes about the zone (DS, rollover state, served version,
-    /// journal, last serial), relative to the TOML file; default the key directory. With its
-    /// own, the key directory may be read-only (a secrets volume) once every key is there.
+    /// journal, last serial, MTL series), relative to the TOML file; default the key
+    /// directory. With its own, the key directory may be read-only (a secrets volume) once
+    /// every key is there.
     pub state_directory: Option<PathBuf>,
     /// Built-in profile name, or `custom` to use `custom_profile`.
     #[serde(default = "default_profile_name")]
@@ -290,6 +296,11 @@ pub struct SigningConfig {
     /// rollover) instead of removing them; see `dnssec::existing`.
     #[serde(default)]
     pub keep_dnskeys: bool,
+    /// Most leaves (signed RRsets, counted over every signing) in one MTL series before a
+    /// re-signing starts a new series (default 16384,
+    /// [`crate::dnssec::mtl::series::DEFAULT_CAPACITY`]; at most 2^24). Each doubling of a
+    /// series adds up to 16 bytes to its condensed signatures.
+    pub mtl_series_capacity: Option<u64>,
 }
 
 fn default_validity() -> String {
@@ -642,6 +653,38 @@ impl LoadedConfig {
     pub fn key_state_path(&self, signing: &SigningConfig) -> PathBuf {
         self.state_directory(signing)
             .join(format!("{}.keystate", zone_file_stem(&self.origin)))
+    }
+
+    /// The series files of the zone's MTL keys (`<state_dir>/<zone>+<alg>+<tag>.mtlseries`,
+    /// [`crate::dnssec::mtl::series`]), open and locked for this signer, if any of `keys` is
+    /// an MTL key: re-signings append to their series.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] for a `mtl_series_capacity` of 0 or above 2^24;
+    /// [`ConfigError::MtlSeries`] if another signer holds the files or they cannot be opened.
+    pub fn mtl_series(
+        &self,
+        signing: &SigningConfig,
+        keys: &[ZoneKey],
+    ) -> Result<Option<SeriesFiles>, ConfigError> {
+        if !keys
+            .iter()
+            .any(|k| MtlParams::of(k.key.algorithm()).is_some())
+        {
+            return Ok(None);
+        }
+        let capacity = signing.mtl_series_capacity.unwrap_or(DEFAULT_CAPACITY);
+        if capacity == 0 || capacity > MAX_CAPACITY {
+            return Err(self.invalid(format!(
+                "mtl_series_capacity {capacity}: must be 1 to {MAX_CAPACITY} leaves"
+            )));
+        }
+        let stem = zone_file_stem(&self.origin);
+        Ok(Some(SeriesFiles::open(
+            &self.state_directory(signing),
+            &stem,
+            capacity,
+        )?))
     }
 
     /// The configured algorithms as numbers under the zone's profile, with their names: what

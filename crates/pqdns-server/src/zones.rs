@@ -15,6 +15,10 @@
 //! the zone is served, whatever `persist` says), so that losing the served version never makes
 //! the serial go back (secondaries at a higher serial would never transfer again).
 //!
+//! MTL keys keep their series in `<state_dir>/<zone>+<alg>+<tag>.mtlseries`
+//! (`pqdns_core::dnssec::mtl::series`): a reload or refresh appends the RRsets it signs anew to
+//! the series, while it has room, and signs one new ladder; unchanged RRsets keep their leaves.
+//!
 //! The state directory is the key directory unless `[signing] state_directory` says otherwise;
 //! it also holds the lock that keeps a second server off the same keys ([`crate::key_lock`]).
 //!
@@ -29,6 +33,7 @@ use pqdns_core::dnssec::cds;
 use pqdns_core::dnssec::dnskey::{ds_record, DigestType};
 use pqdns_core::dnssec::existing::{self, UnsignedAlgorithm};
 use pqdns_core::dnssec::keyfile::{find_key_files, ZoneKey};
+use pqdns_core::dnssec::mtl::series::SeriesStore;
 use pqdns_core::dnssec::rollover::Next;
 use pqdns_core::dnssec::sign::{resign_zone, Incremental, SignError};
 use pqdns_core::serial::Serial;
@@ -391,10 +396,13 @@ pub fn load_zone(
             info!(zone = %origin, done, total, "signing: {}%", decile * 10);
         }
     };
+    // Held until the zone is signed: MTL keys append to their saved series.
+    let series = cfg.mtl_series(signing, &keys)?;
     let incremental = Incremental {
         previous: previous.map(|z| &z.zone),
         keep_expiring_after: now + refresh + jitter / 4,
         jitter,
+        mtl_series: series.as_ref().map(|s| s as &dyn SeriesStore),
     };
     let stats =
         resign_zone(&mut zone, &keys, &policy, &incremental, &progress).map_err(|error| {
@@ -646,6 +654,93 @@ mod tests {
                 "{error}"
             );
         }
+    }
+
+    /// The (series, leaf) of every MTL signature served for pqdns.test.
+    fn mtl_leaves(catalog: &Catalog) -> Vec<(pqdns_core::dnssec::mtl::SeriesId, u64)> {
+        use pqdns_core::dnssec::mtl::{Format, MtlSignature};
+        let origin: Name = "pqdns.test.".parse().unwrap();
+        let zone = &catalog.zone(&origin).unwrap().zone;
+        zone.nodes
+            .values()
+            .flat_map(|node| node.values())
+            .flat_map(|set| &set.rrsigs)
+            .map(|rdata| {
+                let sig = pqdns_core::dnssec::rrsig::Rrsig::parse(rdata).unwrap();
+                let path = MtlSignature::parse_as(Format::V2026, sig.signature)
+                    .unwrap()
+                    .path;
+                (path.series, path.leaf)
+            })
+            .collect()
+    }
+
+    /// Issue 34: reloads, a refresh and a restart of an ML-DSA-MTL zone append to one series
+    /// (its `.mtlseries` file in the state directory): the series ID stays, every new leaf's
+    /// index comes after every leaf signed before, and the served zone has one ladder.
+    #[test]
+    fn mtl_reloads_and_restarts_append_to_one_series() {
+        let dir = tempfile::tempdir().unwrap();
+        let toml = dir.path().join("zone.toml");
+        let write = |hosts: usize| {
+            let extra: String = (0..hosts)
+                .map(|i| format!("h{i} A 198.51.100.{i}\n"))
+                .collect();
+            std::fs::write(
+                &toml,
+                format!(
+                    "origin = \"pqdns.test.\"\nrecords = '''@ SOA ns h 1 7200 3600 1209600 300\n\
+                     @ NS ns\nns A 192.0.2.1\n{extra}'''\n[signing]\n\
+                     algorithms = [\"ML-DSA-MTL-44\"]\nprofile = \"verisign-2026\"\n\
+                     keys = \"csk\"\nkey_directory = \"keys\"\nstate_directory = \"state\"\n"
+                ),
+            )
+            .unwrap();
+        };
+        write(2);
+        let sources = [ZoneSource::File(toml.clone())];
+        let (mut catalog, _) = load_all(&sources, NOW).unwrap();
+        let mut before = mtl_leaves(&catalog);
+        let series = before[0].0;
+        let origin: Name = "pqdns.test.".parse().unwrap();
+        // A reload with a new host, a reload with nothing changed, a refresh (every signature
+        // due), then a restart from the persisted version with another new host.
+        for (hosts, at, restart) in [
+            (3, NOW + 60, false),
+            (3, NOW + 120, false),
+            (3, NOW + 20 * 86_400, false),
+            (4, NOW + 20 * 86_400 + 60, true),
+        ] {
+            write(hosts);
+            catalog = if restart {
+                load_all(&sources, at).unwrap().0
+            } else {
+                reload_all(&sources, at, Some(&catalog)).unwrap().0
+            };
+            let now = mtl_leaves(&catalog);
+            assert!(now.iter().all(|l| l.0 == series), "one series throughout");
+            let next = before.iter().map(|l| l.1).max().unwrap() + 1;
+            let new: Vec<u64> = now
+                .iter()
+                .filter(|l| !before.contains(l))
+                .map(|l| l.1)
+                .collect();
+            assert!(!new.is_empty(), "the SOA is new each time");
+            assert!(new.iter().all(|&l| l >= next), "{new:?} from {next}");
+            let ladders = &catalog.zone(&origin).unwrap().mtl_ladders;
+            assert!(
+                ladders.iter().all(|l| l.tag == ladders[0].tag),
+                "one ladder"
+            );
+            before = now;
+        }
+        let files: Vec<String> = std::fs::read_dir(dir.path().join("state"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".mtlseries"))
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        assert!(files[0].starts_with("pqdns.test+129+"), "{files:?}");
     }
 
     /// Issue 31 item 10: with `state_directory`, the key directory is only read once its keys

@@ -14,6 +14,7 @@ use pqdns_core::dnssec::cds;
 use pqdns_core::dnssec::dnskey::{ds_record, DigestType, DnskeyRef};
 use pqdns_core::dnssec::existing::{self, ExistingDnssec};
 use pqdns_core::dnssec::keyfile::{KeyFileFormat, KeyRole, ZoneKey};
+use pqdns_core::dnssec::mtl::series::{SeriesFiles, SeriesStore};
 use pqdns_core::dnssec::nsec3::Nsec3Params;
 use pqdns_core::dnssec::rollover::{KeyState, Next};
 use pqdns_core::dnssec::sign::{resign_zone, Denial, Incremental, SigningPolicy};
@@ -371,6 +372,9 @@ struct SignJob {
     profile: Profile,
     provider: Provider,
     output: PathBuf,
+    /// The series files of MTL keys, from a TOML description's state directory (held, locked,
+    /// while signing): the signing appends to the keys' series. `None` for a master file.
+    mtl_series: Option<SeriesFiles>,
 }
 
 fn sign_job_from_toml(a: &SignArgs) -> Result<SignJob, String> {
@@ -393,6 +397,7 @@ fn sign_job_from_toml(a: &SignArgs) -> Result<SignJob, String> {
         tracing::info!(file = %path.display(), "retired key file moved");
     }
     let keys = rollover.signing;
+    let mtl_series = cfg.mtl_series(signing, &keys).map_err(|e| e.to_string())?;
     let mut policy = cfg.policy(signing, now).map_err(|e| e.to_string())?;
     policy.published_dnskeys = Some(rollover.published);
     let jitter = cfg.jitter(signing).map_err(|e| e.to_string())?;
@@ -418,6 +423,7 @@ fn sign_job_from_toml(a: &SignArgs) -> Result<SignJob, String> {
         profile: cfg.profile(signing).map_err(|e| e.to_string())?,
         provider: cfg.provider(signing).map_err(|e| e.to_string())?,
         output: a.output.clone().unwrap_or_else(|| cfg.signed_zone_path()),
+        mtl_series,
     })
 }
 
@@ -473,6 +479,7 @@ fn sign_job_from_master(a: &SignArgs) -> Result<SignJob, String> {
         profile,
         provider,
         output,
+        mtl_series: None,
     })
 }
 
@@ -493,6 +500,7 @@ fn sign(a: &SignArgs) -> Result<ExitCode, String> {
     let started = std::time::Instant::now();
     let spread = Incremental {
         jitter: job.jitter,
+        mtl_series: job.mtl_series.as_ref().map(|s| s as &dyn SeriesStore),
         ..Incremental::default()
     };
     let stats = resign_zone(zone, &job.keys, &job.policy, &spread, &|done, total| {

@@ -224,3 +224,73 @@ fn mtl_ds_agrees_with_ldns_key2ds() {
         assert_eq!(tail(&mine), tail(&theirs), "{file}");
     }
 }
+
+/// Each MTL signature of a signed zone file: (owner, type covered, series, leaf).
+fn mtl_paths(signed: &str) -> Vec<(String, String, pqdns_core::dnssec::mtl::SeriesId, u64)> {
+    use base64::Engine;
+    use pqdns_core::dnssec::mtl::{Format, MtlSignature};
+    signed
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|f| f.len() > 12 && f[3] == "RRSIG")
+        .map(|f| {
+            let field = base64::engine::general_purpose::STANDARD
+                .decode(f[12..].concat())
+                .unwrap();
+            let path = MtlSignature::parse_as(Format::V2026, &field).unwrap().path;
+            (f[0].to_string(), f[4].to_string(), path.series, path.leaf)
+        })
+        .collect()
+}
+
+/// Issue 34: `pqdns-zone sign` of a TOML description appends to the key's saved series
+/// (`<state_dir>/example+129+<tag>.mtlseries`): signing twice keeps the series ID and the
+/// second signing's leaves come after the first's; while another signer holds the series
+/// (a running server), signing refuses instead of reusing leaf indexes.
+#[test]
+fn signing_a_description_twice_appends_to_one_series() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("example.zone"), ZONE).unwrap();
+    // pqdns-zone writes the rollover state there without creating it (the server does).
+    std::fs::create_dir(dir.path().join("state")).unwrap();
+    std::fs::write(
+        dir.path().join("example.toml"),
+        "origin = \"example.\"\nfile = \"example.zone\"\n[signing]\n\
+         algorithms = [\"ML-DSA-MTL-44\"]\nprofile = \"verisign-2026\"\nkeys = \"csk\"\n\
+         state_directory = \"state\"\n",
+    )
+    .unwrap();
+    let sign = || {
+        let o = pqdns_zone(dir.path(), &["sign", "example.toml"]);
+        assert!(o.status.success(), "{}", text(&o));
+        mtl_paths(&std::fs::read_to_string(dir.path().join("example.zone.signed")).unwrap())
+    };
+    let first = sign();
+    let second = sign();
+    assert_eq!(first.len(), second.len());
+    let series = first[0].2;
+    assert!(first.iter().chain(&second).all(|p| p.2 == series));
+    let mut leaves: Vec<u64> = first.iter().chain(&second).map(|p| p.3).collect();
+    leaves.sort_unstable();
+    let expected: Vec<u64> = (0..leaves.len() as u64).collect();
+    assert_eq!(leaves, expected, "indexes continue, none twice");
+
+    let held = pqdns_core::dnssec::mtl::series::SeriesFiles::open(
+        &dir.path().join("state"),
+        "example",
+        16,
+    )
+    .unwrap();
+    let o = pqdns_zone(dir.path(), &["sign", "example.toml"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("in use by another signer"),
+        "{}",
+        text(&o)
+    );
+    drop(held);
+    let third = sign();
+    assert!(third
+        .iter()
+        .all(|p| p.2 == series && p.3 >= leaves.len() as u64));
+}

@@ -8,9 +8,11 @@
 //! name, not the whole zone's. New expirations can be spread by a jitter so that later refreshes
 //! come in batches rather than all at once (RFC 6781 §4.4.2.2).
 //!
-//! Keys with a batch interface (MTL mode, [`super::mtl`]) sign all their RRsets as one series
-//! with one ladder signature: full signatures on the apex SOA and DNSKEY RRsets, condensed ones
-//! elsewhere, as Verisign's MTL-mode signer does (draft-fregly-dnsop-slh-dsa-mtl-dnssec).
+//! MTL keys ([`super::mtl`]) sign all their RRsets as one series with one ladder signature:
+//! full signatures on the apex SOA and DNSKEY RRsets, condensed ones elsewhere, as Verisign's
+//! MTL-mode signer does (draft-fregly-dnsop-slh-dsa-mtl-dnssec). Given a series store
+//! ([`Incremental::mtl_series`]), a re-signing appends to the key's saved series instead of
+//! starting a new one.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -18,9 +20,11 @@ use rayon::prelude::*;
 
 use super::algorithm::SecAlg;
 use super::keyfile::ZoneKey;
+use super::mtl::series::{SeriesError, SeriesStore};
+use super::mtl::{MtlParams, MtlSignature, MtlSigner, SeriesId};
 use super::nsec3::{hashed_owner_name, Nsec3Params, MAX_ITERATIONS};
 use super::provider::CryptoError;
-use super::rrsig::{label_count, signed_data, RrsigFields};
+use super::rrsig::{label_count, signed_data, Rrsig, RrsigFields};
 use crate::name::Name;
 use crate::rr::{Class, RrType};
 use crate::wire::rdata::Rrsig as RrsigView;
@@ -80,6 +84,9 @@ pub enum SignError {
         /// The reason.
         source: CryptoError,
     },
+    /// An MTL key's saved series could not be read or saved ([`super::mtl::series`]).
+    #[error(transparent)]
+    MtlSeries(#[from] SeriesError),
     /// Two names hash to the same NSEC3 owner (RFC 5155 §7.1: choose another salt).
     #[error("NSEC3 hash collision between names in {0}; choose a salt")]
     Nsec3Collision(Name),
@@ -115,11 +122,16 @@ pub struct Incremental<'z> {
     /// The zone as signed before (as served). An RRSIG of it is kept when its RRset has the
     /// same owner, type, TTL and RDATA set now, its key is still a signing key (same DNSKEY
     /// RDATA at the previous apex, and no other key there with its algorithm and key tag), and
-    /// it expires after `keep_expiring_after`. Keys with a batch interface (MTL mode) always
-    /// sign afresh.
+    /// it expires after `keep_expiring_after`. MTL keys always sign afresh, keeping only
+    /// leaves of their saved series ([`Incremental::mtl_series`]).
     pub previous: Option<&'z Zone>,
     /// UNIX seconds: signatures expiring at or before this are made anew.
     pub keep_expiring_after: u64,
+    /// Where MTL keys keep their series between signings ([`super::mtl::series`]). With it, a
+    /// re-signing appends to the key's series while it has room, and unchanged RRsets that
+    /// `previous` signed in that series keep their leaves with paths to the new ladder
+    /// (`sign_series`); without it, every signing starts a new series.
+    pub mtl_series: Option<&'z dyn SeriesStore>,
     /// Each new signature's expiration is [`SigningPolicy::expiration`] minus up to this many
     /// seconds, chosen per RRset (from a SHA-256 of its owner name, type and the inception),
     /// so that expirations spread over the jitter window (0: none).
@@ -236,7 +248,7 @@ pub fn resign_zone(
             let mut sigs = Vec::new();
             for &alg in &algorithms {
                 for (key, &tag) in signers(keys, &tags, alg, job.rtype) {
-                    if key.key.as_batch().is_some() {
+                    if MtlParams::of(key.key.algorithm()).is_some() {
                         continue;
                     }
                     if let Some(old) = keeper.keep(before, job, set, (keys, key, tag)) {
@@ -253,37 +265,52 @@ pub fn resign_zone(
         })
         .collect::<Result<_, SignError>>()?;
     for (k, key) in keys.iter().enumerate() {
-        let Some(batch) = key.key.as_batch() else {
+        let Some(params) = MtlParams::of(key.key.algorithm()) else {
             continue;
         };
-        // This key's RRsets in zone order, each with its RRSIG fields and signed data.
+        // This key's RRsets in zone order: new RRSIG fields and signed data, and the earlier
+        // signature that may stay (unchanged RRset, same key, time left) with its leaf.
         let mut mine = Vec::new();
         for (i, job) in jobs.iter().enumerate() {
-            if signers(keys, &tags, key.number, job.rtype).any(|(s, _)| std::ptr::eq(s, key)) {
-                let fields =
-                    rrsig_fields(zone, job, sets[i], key, tags[k], policy, policy.expiration);
-                let data = signed_data(
-                    &fields,
+            if !signers(keys, &tags, key.number, job.rtype).any(|(s, _)| std::ptr::eq(s, key)) {
+                continue;
+            }
+            let set = sets[i];
+            let data_of = |fields: &RrsigFields| {
+                signed_data(
+                    fields,
                     &job.owner,
                     Class::IN,
-                    sets[i].rdatas.iter().map(Vec::as_slice),
-                );
-                let full =
-                    job.owner == zone.origin && matches!(job.rtype, RrType::SOA | RrType::DNSKEY);
-                mine.push((i, fields, data, full));
-            }
+                    set.rdatas.iter().map(Vec::as_slice),
+                )
+            };
+            let fields = rrsig_fields(zone, job, set, key, tags[k], policy, policy.expiration);
+            let earlier = keeper
+                .keep(unchanged(previous[i], set), job, set, (keys, key, tags[k]))
+                .and_then(Rrsig::parse)
+                .and_then(|old| {
+                    let path = MtlSignature::parse_as(params.format, old.signature)
+                        .ok()?
+                        .path;
+                    let data = data_of(&old.fields);
+                    Some(EarlierLeaf {
+                        series: path.series,
+                        leaf: path.leaf,
+                        fields: old.fields,
+                        data,
+                    })
+                });
+            mine.push(MtlRrset {
+                index: i,
+                data: data_of(&fields),
+                fields,
+                full: job.owner == zone.origin && matches!(job.rtype, RrType::SOA | RrType::DNSKEY),
+                earlier,
+            });
         }
-        let messages: Vec<Vec<u8>> = mine.iter().map(|m| m.2.clone()).collect();
-        let full: Vec<bool> = mine.iter().map(|m| m.3).collect();
-        let sigs = batch
-            .sign_batch(&messages, &full)
-            .map_err(|source| SignError::Crypto {
-                owner: zone.origin.clone(),
-                rtype: RrType::DNSKEY,
-                source,
-            })?;
-        for ((i, fields, _, _), sig) in mine.into_iter().zip(sigs) {
-            results[i].1.push(fields.rdata(&sig));
+        let rdatas = sign_series(key, &mine, incremental.mtl_series)?;
+        for (rrset, rdata) in mine.iter().zip(rdatas) {
+            results[rrset.index].1.push(rdata);
         }
     }
 
@@ -328,6 +355,109 @@ pub fn resign_zone(
         store(owner, RrType::NSEC3, true, set);
     }
     Ok(stats)
+}
+
+/// An RRset an MTL key signs ([`sign_series`]).
+struct MtlRrset {
+    /// Its job's index.
+    index: usize,
+    /// RRSIG fields of a new signature.
+    fields: RrsigFields,
+    /// The data they sign (RFC 4034 §3.1.8.1).
+    data: Vec<u8>,
+    /// Whether it gets a full signature (the apex SOA and DNSKEY RRsets).
+    full: bool,
+    /// The earlier signature that may stay, if any.
+    earlier: Option<EarlierLeaf>,
+}
+
+/// An earlier MTL signature of an unchanged RRset: its series and leaf, the RRSIG fields it
+/// was made with and the data they sign.
+struct EarlierLeaf {
+    series: SeriesId,
+    leaf: u64,
+    fields: RrsigFields,
+    data: Vec<u8>,
+}
+
+/// Signs `rrsets` with MTL key `key` as one series and one new ladder; returns their RRSIG
+/// RDATA in order.
+///
+/// With a `store`, the key's saved series resumes while it has room for the new leaves
+/// ([`SeriesStore::capacity`]): an RRset whose earlier signature is a leaf of that series
+/// holding the same data keeps its leaf (and its RRSIG fields) and gets a path to the new
+/// ladder; the others are appended as new leaves. A series that is full, missing or another
+/// key's gives way to a new one. The series is saved with its new leaves before the ladder is
+/// signed and before any signature exists, so a signer killed at any point never hands out
+/// one leaf index for two messages ([`super::mtl::series`]). Without a store, every signing
+/// starts a new series.
+fn sign_series(
+    key: &ZoneKey,
+    rrsets: &[MtlRrset],
+    store: Option<&dyn SeriesStore>,
+) -> Result<Vec<Vec<u8>>, SignError> {
+    let crypto = |source| SignError::Crypto {
+        owner: key.owner.clone(),
+        rtype: RrType::DNSKEY,
+        source,
+    };
+    let stays = |signer: &MtlSigner, r: &MtlRrset| {
+        r.earlier
+            .as_ref()
+            .filter(|e| e.series == signer.series() && signer.holds(e.leaf, &e.data))
+            .map(|e| e.leaf)
+    };
+    let saved = store.map(|s| s.load(key)).transpose()?.flatten();
+    let resumed = match (saved, store) {
+        (Some(saved), Some(store)) => {
+            let signer = MtlSigner::resume(&*key.key, &saved).map_err(crypto)?;
+            let new = rrsets
+                .iter()
+                .filter(|r| stays(&signer, r).is_none())
+                .count() as u64;
+            if signer.leaf_count() + new <= store.capacity() {
+                Some(signer)
+            } else {
+                tracing::info!(
+                    zone = %key.owner, key = key.key_tag(), series = %signer.series(),
+                    leaves = signer.leaf_count(), new, capacity = store.capacity(),
+                    "MTL series full: starting a new series"
+                );
+                None
+            }
+        }
+        _ => None,
+    };
+    let mut signer = match resumed {
+        Some(signer) => signer,
+        None => MtlSigner::new(&*key.key).map_err(crypto)?,
+    };
+    let first_new = signer.leaf_count();
+    let mut leaves = Vec::with_capacity(rrsets.len());
+    for r in rrsets {
+        leaves.push(match stays(&signer, r) {
+            Some(leaf) => (leaf, r.earlier.as_ref().map(|e| &e.fields)),
+            None => (signer.append(&r.data).map_err(crypto)?, None),
+        });
+    }
+    if let Some(store) = store {
+        store.save(key, &signer.saved())?;
+        tracing::info!(
+            zone = %key.owner, key = key.key_tag(), series = %signer.series(),
+            first_new, leaves = signer.leaf_count(), "MTL series saved"
+        );
+    }
+    if rrsets.iter().any(|r| r.full) {
+        signer.sign_ladder().map_err(crypto)?;
+    }
+    rrsets
+        .iter()
+        .zip(leaves)
+        .map(|(r, (leaf, kept_fields))| {
+            let sig = signer.signature(leaf, r.full).map_err(crypto)?;
+            Ok(kept_fields.unwrap_or(&r.fields).rdata(&sig))
+        })
+        .collect()
 }
 
 /// Keys of algorithm `alg` that sign RRsets of `rtype`: KSKs (SEP) for DNSKEY and for CDS and
@@ -729,6 +859,7 @@ mod tests {
             previous: Some(&before),
             keep_expiring_after: later + 3 * DAY,
             jitter: 0,
+            mtl_series: None,
         };
         let stats = resign_zone(
             &mut after,
@@ -792,6 +923,7 @@ mod tests {
             previous: Some(&before),
             keep_expiring_after: now + 14 * DAY,
             jitter: 0,
+            mtl_series: None,
         };
         let stats = resign_zone(&mut same, &keys, &nsec, &incremental, &|_, _| {}).unwrap();
         assert_eq!(stats.kept, 0);
@@ -804,6 +936,7 @@ mod tests {
             previous: Some(&before),
             keep_expiring_after: now,
             jitter: 0,
+            mtl_series: None,
         };
         let stats = resign_zone(&mut rekeyed, &keys, &nsec, &incremental, &|_, _| {}).unwrap();
         assert_eq!(stats.kept, 0);

@@ -19,10 +19,12 @@
 //! condensed signatures of the same series with hashes only.
 //!
 //! Modules: [`node_set`] (hashing, append, authentication paths, ladders), [`wire`] (the
-//! signature layouts), and the provider schemes and batch signer.
+//! signature layouts), [`series`] (a series saved between signings, so re-signing appends to
+//! it), and the provider schemes and batch signer.
 
 pub mod node_set;
 mod scheme;
+pub mod series;
 pub mod wire;
 
 use std::collections::HashMap;
@@ -387,7 +389,8 @@ pub fn full_signature_tag(full: &[u8]) -> Option<SigTag> {
 ///
 /// # Errors
 /// As [`verify_full`] and [`VerifiedLadder::verify_condensed`];
-/// [`CryptoError::LadderRequired`] if a condensed signature's ladder is not in `ladders`;
+/// [`CryptoError::LadderRequired`] if `ladders` holds no ladder of a condensed signature's
+/// series with a rung for its path (none, or one from before the series grew);
 /// [`CryptoError::Unsupported`] if `alg` is not an MTL algorithm.
 pub fn verify_signature(
     alg: Algorithm,
@@ -401,8 +404,11 @@ pub fn verify_signature(
     }
     let params = MtlParams::of(alg).ok_or(CryptoError::Unsupported(alg))?;
     let sig = MtlSignature::parse_as(params.format, field).map_err(CryptoError::MalformedMtl)?;
+    // A ladder of the series that has no rung for this path is an older one (the series has
+    // grown since): a newer ladder is needed, not a verdict.
     let ladder = ladders
         .get(public_key, sig.path.series)
+        .filter(|l| l.ladder.rung_for(&sig.path).is_some())
         .ok_or(CryptoError::LadderRequired(sig.path.series.as_u64()))?;
     ladder
         .verify_condensed(public_key, message, &sig)

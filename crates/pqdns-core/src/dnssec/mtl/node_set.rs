@@ -322,6 +322,28 @@ impl NodeSet {
         }
     }
 
+    /// A series `series` hashed with `hash` holding `leaves` (leaf hash and randomizer, in
+    /// index order), its internal nodes recomputed: how a saved series resumes
+    /// ([`super::series`]). `None` past 2^32 leaves.
+    pub fn from_leaves(
+        hash: TreeHash,
+        series: SeriesId,
+        leaves: &[([u8; N], [u8; N])],
+    ) -> Option<NodeSet> {
+        u32::try_from(leaves.len()).ok()?;
+        let mut set = NodeSet::new(hash, series);
+        for &(leaf, randomizer) in leaves {
+            set.push_leaf(leaf, randomizer);
+        }
+        Some(set)
+    }
+
+    /// Leaf `leaf`'s hash and randomizer, if there is such a leaf.
+    pub fn leaf(&self, leaf: u64) -> Option<([u8; N], [u8; N])> {
+        let i = usize::try_from(leaf).ok()?;
+        Some((*self.levels[0].get(i)?, *self.randomizers.get(i)?))
+    }
+
     /// The series identifier.
     pub fn series(&self) -> SeriesId {
         self.series
@@ -342,6 +364,14 @@ impl NodeSet {
     pub fn append(&mut self, message: &[u8], randomizer: [u8; N]) -> Option<u64> {
         let index = u64::from(u32::try_from(self.levels[0].len()).ok()?);
         let leaf = self.hash.leaf(self.series, index, &randomizer, message);
+        self.push_leaf(leaf, randomizer);
+        Some(index)
+    }
+
+    /// Appends a leaf hash with its randomizer and completes the internal nodes it closes
+    /// (Algorithm 4). The caller keeps the count below 2^32.
+    fn push_leaf(&mut self, leaf: [u8; N], randomizer: [u8; N]) {
+        let index = self.levels[0].len() as u64;
         self.levels[0].push(leaf);
         self.randomizers.push(randomizer);
         let mut level = 0;
@@ -362,7 +392,6 @@ impl NodeSet {
             level += 1;
             j /= 2;
         }
-        Some(index)
     }
 
     /// The current ladder (Algorithm 6): one rung per set bit of the leaf count, largest first.

@@ -5,6 +5,7 @@
 use std::sync::Mutex;
 
 use super::node_set::{NodeSet, N};
+use super::series::{key_id, SavedSeries};
 use super::wire::{Format, Ladder, MtlSignature, SeriesId};
 use super::{MtlParams, SigTag, VerifiedLadder};
 use crate::dnssec::algorithm::{Algorithm, Backend};
@@ -164,6 +165,57 @@ impl MtlSigner {
             nodes: NodeSet::new(hash, random_series(params.format)?),
             key: underlying,
             signed_ladder: None,
+        })
+    }
+
+    /// Resumes `saved`, a series of `key` ([`super::series`]): its leaves keep their indexes
+    /// and new ones are appended after them, under the same series ID.
+    ///
+    /// # Errors
+    /// As [`MtlSigner::new`]; [`CryptoError::BadKey`] if `saved` is another key's series or
+    /// its ID does not fit the algorithm's layout.
+    pub fn resume(key: &dyn SigningKey, saved: &SavedSeries) -> Result<MtlSigner, CryptoError> {
+        let alg = key.algorithm();
+        let params = params(alg)?;
+        if saved.key_id != key_id(alg, key.public_key())
+            || saved.series.as_bytes().len() != params.format.series_len()
+        {
+            return Err(CryptoError::BadKey(
+                "the saved MTL series belongs to another key",
+            ));
+        }
+        let underlying = ladder_scheme(alg)?.load(&key.private_fields(), key.public_key())?;
+        let hash = params.tree_hash(key.public_key())?;
+        Ok(MtlSigner {
+            params,
+            alg,
+            nodes: NodeSet::from_leaves(hash, saved.series, &saved.leaves)
+                .ok_or(CryptoError::BadKey("saved MTL series over 2^32 leaves"))?,
+            key: underlying,
+            signed_ladder: None,
+        })
+    }
+
+    /// The series as [`MtlSigner::resume`] takes it back: every leaf so far.
+    pub fn saved(&self) -> SavedSeries {
+        SavedSeries {
+            key_id: key_id(self.alg, self.key.public_key()),
+            series: self.nodes.series(),
+            leaves: (0..self.nodes.leaf_count())
+                .filter_map(|i| self.nodes.leaf(i))
+                .collect(),
+        }
+    }
+
+    /// True if leaf `leaf` is `message`'s (its leaf hash recomputed with the leaf's
+    /// randomizer): an earlier signature of `message` at that index can be given a path to the
+    /// current ladder without a new leaf.
+    pub fn holds(&self, leaf: u64, message: &[u8]) -> bool {
+        self.nodes.leaf(leaf).is_some_and(|(hash, randomizer)| {
+            self.nodes
+                .tree_hash()
+                .leaf(self.nodes.series(), leaf, &randomizer, message)
+                == hash
         })
     }
 
