@@ -33,6 +33,44 @@ impl SecAlg {
     pub const MLDSA44: SecAlg = SecAlg(18);
 }
 
+/// The algorithm mnemonics of the IANA "DNS Security Algorithm Numbers" registry (RFC 4034
+/// Appendix A.1, RFC 5155, RFC 5702, RFC 6605, RFC 8080, RFC 8624), and ML-DSA-44 for 18.
+const MNEMONICS: &[(&str, u8)] = &[
+    ("RSAMD5", 1),
+    ("DH", 2),
+    ("DSA", 3),
+    ("RSASHA1", 5),
+    ("DSA-NSEC3-SHA1", 6),
+    ("RSASHA1-NSEC3-SHA1", 7),
+    ("RSASHA256", 8),
+    ("RSASHA512", 10),
+    ("ECC-GOST", 12),
+    ("ECDSAP256SHA256", 13),
+    ("ECDSAP384SHA384", 14),
+    ("ED25519", 15),
+    ("ED448", 16),
+    ("SM2SM3", 17),
+    ("ML-DSA-44", 18),
+    // The spelling BIND key files use for it (`Algorithm: 18 (MLDSA44)`).
+    ("MLDSA44", 18),
+    ("ECC-GOST12", 23),
+    ("INDIRECT", 252),
+    ("PRIVATEDNS", 253),
+    ("PRIVATEOID", 254),
+];
+
+impl SecAlg {
+    /// The number of an algorithm mnemonic, case-insensitively: the presentation format of
+    /// DNSKEY, RRSIG and DS allows a mnemonic where the number goes (RFC 4034 §2.2, §3.2,
+    /// §5.3). `None` for a name the registry does not hold.
+    pub fn from_mnemonic(text: &str) -> Option<SecAlg> {
+        MNEMONICS
+            .iter()
+            .find(|(m, _)| m.eq_ignore_ascii_case(text))
+            .map(|&(_, n)| SecAlg(n))
+    }
+}
+
 impl fmt::Display for SecAlg {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.0)
