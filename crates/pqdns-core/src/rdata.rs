@@ -23,7 +23,7 @@ use crate::time;
 pub(crate) enum Field {
     U8,
     /// A DNSSEC algorithm number: on input a decimal number or a mnemonic (RFC 4034 §2.2,
-    /// §3.2, §5.3 and Appendix A.1; [`crate::dnssec::SecAlg::from_mnemonic`]), on output the
+    /// §3.2, §5.3 and Appendix A.1; [`crate::dnssec::SecAlg::parse`]), on output the
     /// number.
     Alg,
     U16,
@@ -216,10 +216,9 @@ pub fn parse_presentation(
         match field {
             U8 => out.push(text.parse::<u8>().map_err(|_| bad(tok))?),
             Alg => out.push(
-                text.parse::<u8>()
-                    .ok()
-                    .or_else(|| crate::dnssec::SecAlg::from_mnemonic(text).map(|a| a.0))
-                    .ok_or_else(|| bad(tok))?,
+                crate::dnssec::SecAlg::parse(text)
+                    .ok_or_else(|| bad(tok))?
+                    .0,
             ),
             U16 => out.extend(text.parse::<u16>().map_err(|_| bad(tok))?.to_be_bytes()),
             U32 => out.extend(text.parse::<u32>().map_err(|_| bad(tok))?.to_be_bytes()),

@@ -80,3 +80,98 @@ fn a_denial_through_an_nsec3_opt_out_span_is_insecure_not_secure() {
     let nodata = run("www.example.", RrType::TXT);
     assert!(nodata.status().is_secure(), "{}", nodata.status());
 }
+
+/// Runs a BIND tool in `dir`; its standard output.
+fn bind_tool(dir: &std::path::Path, program: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new(program)
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {program} ({e}): apt-get install bind9-utils"));
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// example. signed by BIND's dnssec-signzone with a KSK and a ZSK of `algorithm` (RSA 2048
+/// bits), NSEC3 (no salt, no extra iterations) if `nsec3`, served as it is by pqdns-server;
+/// the trust anchor is the KSK's DS (SHA-256) from dnssec-dsfromkey.
+fn bind_signed(algorithm: &str, nsec3: bool) -> Served {
+    let dir = tempfile::tempdir().unwrap();
+    let mut zone = "$TTL 300\n@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\n\
+                    ns A 192.0.2.1\nwww A 192.0.2.2\n"
+        .to_string();
+    let keygen = |ksk: bool| {
+        let mut args = vec!["-q", "-a", algorithm, "-b", "2048", "-n", "ZONE"];
+        if ksk {
+            args.extend(["-f", "KSK"]);
+        }
+        args.push("example.");
+        bind_tool(dir.path(), "dnssec-keygen", &args)
+            .trim()
+            .to_string()
+    };
+    let (ksk, zsk) = (keygen(true), keygen(false));
+    for key in [&ksk, &zsk] {
+        zone.push_str(&std::fs::read_to_string(dir.path().join(format!("{key}.key"))).unwrap());
+    }
+    std::fs::write(dir.path().join("example.zone"), zone).unwrap();
+    let mut args = vec!["-o", "example.", "-K", ".", "-e", "+8640000", "-O", "full"];
+    if nsec3 {
+        args.extend(["-3", "-"]);
+    }
+    args.push("example.zone");
+    bind_tool(dir.path(), "dnssec-signzone", &args);
+    let signed = std::fs::read_to_string(dir.path().join("example.zone.signed")).unwrap();
+    let ds = bind_tool(
+        dir.path(),
+        "dnssec-dsfromkey",
+        &["-2", &format!("{ksk}.key")],
+    );
+    std::fs::write(dir.path().join("anchor.ds"), &ds).unwrap();
+    let anchors = pqdns_resolver::TrustAnchors::read(&dir.path().join("anchor.ds")).unwrap();
+    let spec = common::ZoneSpec {
+        origin: "example.",
+        records: &signed,
+        algorithms: &[],
+        denial: "nsec",
+    };
+    let mut served = common::serve(spec, false, |_| {});
+    served.anchors = anchors;
+    served
+}
+
+#[test]
+fn rsasha1_zones_validate_by_default_and_can_be_disabled() {
+    // RFC 8624 §3.1: validators MUST validate RSASHA1 (5) and RSASHA1-NSEC3-SHA1 (7); unbound,
+    // BIND and Knot Resolver do. On issue 29's code both zones were Insecure ("no DS for
+    // example. uses a supported algorithm"). With the algorithm disabled they are Insecure.
+    for (algorithm, number, nsec3) in [("RSASHA1", 5, false), ("NSEC3RSASHA1", 7, true)] {
+        let served = bind_signed(algorithm, nsec3);
+        let resolve = |profile: pqdns_core::dnssec::Profile, q: &str| {
+            let config = Config {
+                profile,
+                ..Config::new(Mode::Forward(served.addr), served.anchors.clone())
+            };
+            let r = Resolver::new(config, udp_client(Duration::from_secs(3)));
+            served.rt.block_on(r.resolve(&name(q), RrType::A)).unwrap()
+        };
+        let default = pqdns_core::dnssec::Profile::default_profile;
+        let www = resolve(default(), "www.example.");
+        assert!(www.status().is_secure(), "{algorithm}: {}", www.status());
+        assert_eq!(www.answers().len(), 1);
+        let nope = resolve(default(), "nope.example.");
+        assert_eq!(nope.rcode(), Rcode::NXDOMAIN);
+        assert!(nope.status().is_secure(), "{algorithm}: {}", nope.status());
+        let disabled = default().without(pqdns_core::dnssec::SecAlg(number));
+        let www = resolve(disabled, "www.example.");
+        assert!(
+            matches!(www.status(), Status::Insecure(r) if r.text.contains("supported algorithm")),
+            "{algorithm} disabled: {}",
+            www.status()
+        );
+    }
+}

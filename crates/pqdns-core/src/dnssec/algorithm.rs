@@ -17,6 +17,10 @@ use std::fmt;
 pub struct SecAlg(pub u8);
 
 impl SecAlg {
+    /// RSA/SHA-1, RFC 3110 (validate only: RFC 8624 §3.1).
+    pub const RSASHA1: SecAlg = SecAlg(5);
+    /// RSA/SHA-1 for NSEC3 zones, RFC 5155 §2 (validate only: RFC 8624 §3.1).
+    pub const RSASHA1_NSEC3_SHA1: SecAlg = SecAlg(7);
     /// RSA/SHA-256, RFC 5702.
     pub const RSASHA256: SecAlg = SecAlg(8);
     /// RSA/SHA-512, RFC 5702.
@@ -68,6 +72,15 @@ impl SecAlg {
             .iter()
             .find(|(m, _)| m.eq_ignore_ascii_case(text))
             .map(|&(_, n)| SecAlg(n))
+    }
+
+    /// An algorithm number as presentation format writes it: a decimal number or a mnemonic
+    /// ([`SecAlg::from_mnemonic`]).
+    pub fn parse(text: &str) -> Option<SecAlg> {
+        text.parse::<u8>()
+            .ok()
+            .map(SecAlg)
+            .or_else(|| SecAlg::from_mnemonic(text))
     }
 }
 
@@ -155,6 +168,8 @@ macro_rules! algorithms {
 }
 
 algorithms! {
+    RsaSha1, "RSASHA1", 0, 0, "RSASHA1";
+    RsaSha1Nsec3Sha1, "RSASHA1-NSEC3-SHA1", 0, 0, "NSEC3RSASHA1";
     RsaSha256, "RSASHA256", 0, 0, "RSASHA256";
     RsaSha512, "RSASHA512", 0, 0, "RSASHA512";
     EcdsaP256Sha256, "ECDSAP256SHA256", 64, 64, "ECDSAP256SHA256";
@@ -226,7 +241,9 @@ impl Algorithm {
         }
         !matches!(
             self,
-            Algorithm::RsaSha256
+            Algorithm::RsaSha1
+                | Algorithm::RsaSha1Nsec3Sha1
+                | Algorithm::RsaSha256
                 | Algorithm::RsaSha512
                 | Algorithm::EcdsaP256Sha256
                 | Algorithm::EcdsaP384Sha384
