@@ -175,3 +175,45 @@ fn rsasha1_zones_validate_by_default_and_can_be_disabled() {
         );
     }
 }
+
+#[test]
+fn an_empty_answer_to_qtype_rrsig_is_passed_through_not_servfail() {
+    // Issue 29: an authority answering QTYPE RRSIG with an empty NOERROR (no RRSIGs, no SOA)
+    // made the answer Bogus ("negative answer for www.example. without SOA"), so SERVFAIL.
+    // Like positive RRSIG answers it is now passed through unvalidated: no AD, no SERVFAIL.
+    use pqdns_core::message::Message;
+    use pqdns_core::wire::{FLAG_AA, FLAG_QR};
+    let rt = common::runtime();
+    let (answer, asked) = rt.block_on(async {
+        let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let addr = socket.local_addr().unwrap();
+        let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = asked.clone();
+        common::spawn_udp(socket, move |wire, _| {
+            let q = Message::parse(wire).ok()?;
+            log.lock().unwrap().push(q.questions[0].qtype);
+            let mut m = q.clone();
+            m.flags = FLAG_QR | FLAG_AA;
+            m.edns = None;
+            Some(m.to_wire())
+        });
+        let mut anchors = pqdns_resolver::TrustAnchors::default();
+        anchors.add_ds(name("example."), vec![0, 1, 13, 2, 0]);
+        let r = Resolver::new(
+            Config::new(Mode::Forward(addr), anchors),
+            udp_client(Duration::from_secs(3)),
+        );
+        let answer = r.resolve(&name("www.example."), RrType::RRSIG).await;
+        (answer, asked)
+    });
+    let answer = answer.unwrap();
+    assert_eq!(answer.rcode(), Rcode::NOERROR);
+    assert!(
+        matches!(answer.status(), Status::Indeterminate(r) if r.text.contains("passed through")),
+        "{}",
+        answer.status()
+    );
+    assert!(answer.answers().is_empty());
+    // Nothing else was asked to judge it (no SOA, DS or DNSKEY queries).
+    assert_eq!(*asked.lock().unwrap(), vec![RrType::RRSIG]);
+}
