@@ -1497,22 +1497,20 @@ mod tests {
         let f = fixture(&[Algorithm::Ed25519]);
         let mut verified = signer(&f);
         let nope = name("nope.example.");
-        let status =
-            |opt_out: bool,
-             verified: &mut dyn FnMut(&Name, RrType, Vec<Vec<u8>>) -> VerifiedRRset| {
-                let params = Nsec3Params {
-                    opt_out,
-                    ..Nsec3Params::default()
-                };
-                let hash = params.hash(&f.zone);
-                let owner = params.hashed_owner(&f.zone, &f.zone).unwrap();
-                let rdata = params.nsec3_rdata(&hash, &[RrType::SOA, RrType::NS]);
-                let nsec3 = verified(&owner, RrType::NSEC3, vec![rdata]);
-                let d = prove(&f.zone, &nope, Claim::NxDomain, &[nsec3]).unwrap();
-                conclude(&nope, RrType::A, &[], &[d])
+        let mut status = |opt_out: bool| {
+            let params = Nsec3Params {
+                opt_out,
+                ..Nsec3Params::default()
             };
-        assert!(status(false, &mut verified).is_secure());
-        let insecure = status(true, &mut verified);
+            let hash = params.hash(&f.zone);
+            let owner = params.hashed_owner(&f.zone, &f.zone).unwrap();
+            let rdata = params.nsec3_rdata(&hash, &[RrType::SOA, RrType::NS]);
+            let nsec3 = verified(&owner, RrType::NSEC3, vec![rdata]);
+            let d = prove(&f.zone, &nope, Claim::NxDomain, &[nsec3]).unwrap();
+            conclude(&nope, RrType::A, &[], &[d])
+        };
+        assert!(status(false).is_secure());
+        let insecure = status(true);
         assert!(matches!(insecure, Status::Insecure(_)), "{insecure}");
         let reason = insecure.reason().unwrap();
         assert!(
