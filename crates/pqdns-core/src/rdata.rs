@@ -22,6 +22,10 @@ use crate::time;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Field {
     U8,
+    /// A DNSSEC algorithm number: on input a decimal number or a mnemonic (RFC 4034 §2.2,
+    /// §3.2, §5.3 and Appendix A.1; [`crate::dnssec::SecAlg::parse`]), on output the
+    /// number.
+    Alg,
     U16,
     U32,
     /// An RR type number, printed as its mnemonic.
@@ -107,11 +111,11 @@ pub(crate) fn layout(rtype: RrType) -> Option<&'static [Field]> {
         RrType::HINFO => &[CharString, CharString],
         RrType::SRV => &[U16, U16, U16, LENIENT],
         RrType::NAPTR => &[U16, U16, CharString, CharString, CharString, LENIENT],
-        RrType::DS | RrType::CDS => &[U16, U8, U8, Hex],
+        RrType::DS | RrType::CDS => &[U16, Alg, U8, Hex],
         RrType::SSHFP => &[U8, U8, Hex],
-        RrType::RRSIG => &[Type, U8, U8, U32, Time, Time, U16, LOWER, Base64],
+        RrType::RRSIG => &[Type, Alg, U8, U32, Time, Time, U16, LOWER, Base64],
         RrType::NSEC => &[KEEP, TypeBitmap],
-        RrType::DNSKEY | RrType::CDNSKEY => &[U16, U8, U8, Base64],
+        RrType::DNSKEY | RrType::CDNSKEY => &[U16, U8, Alg, Base64],
         RrType::NSEC3 => &[U8, U8, U16, Salt, Base32, TypeBitmap],
         RrType::NSEC3PARAM => &[U8, U8, U16, Salt],
         RrType::TLSA => &[U8, U8, U8, Hex],
@@ -149,6 +153,7 @@ pub enum RdataError {
 fn expected(field: Field) -> &'static str {
     match field {
         U8 => "an 8-bit number",
+        Alg => "an algorithm number or mnemonic",
         U16 => "a 16-bit number",
         U32 => "a 32-bit number",
         Type => "an RR type",
@@ -210,6 +215,11 @@ pub fn parse_presentation(
         let text = tok.text.as_str();
         match field {
             U8 => out.push(text.parse::<u8>().map_err(|_| bad(tok))?),
+            Alg => out.push(
+                crate::dnssec::SecAlg::parse(text)
+                    .ok_or_else(|| bad(tok))?
+                    .0,
+            ),
             U16 => out.extend(text.parse::<u16>().map_err(|_| bad(tok))?.to_be_bytes()),
             U32 => out.extend(text.parse::<u32>().map_err(|_| bad(tok))?.to_be_bytes()),
             Type => out.extend(
@@ -505,7 +515,7 @@ impl Field {
 pub(crate) fn field_len(field: Field, data: &[u8]) -> Option<usize> {
     let counted = |d: &[u8]| Some(1 + usize::from(*d.first()?));
     let n = match field {
-        U8 => 1,
+        U8 | Alg => 1,
         U16 | Type => 2,
         U32 | Time | Ipv4 => 4,
         Ipv6 => 16,
@@ -606,7 +616,7 @@ pub fn write_presentation(f: &mut impl fmt::Write, rtype: RrType, rdata: &[u8]) 
         };
         let v = &rdata[range];
         match field {
-            U8 => write!(f, "{}", v[0])?,
+            U8 | Alg => write!(f, "{}", v[0])?,
             U16 => write!(f, "{}", u16::from_be_bytes([v[0], v[1]]))?,
             U32 => write!(f, "{}", u32::from_be_bytes([v[0], v[1], v[2], v[3]]))?,
             Type => write!(f, "{}", RrType(u16::from_be_bytes([v[0], v[1]])))?,
@@ -731,6 +741,41 @@ mod tests {
         );
         assert_eq!(round_trip(RrType::DS, "1 13 2 ab CD"), "1 13 2 ABCD");
         assert_eq!(round_trip(RrType(65000), "\\# 2 abcd"), "\\# 2 ABCD");
+    }
+
+    #[test]
+    fn algorithm_mnemonics_are_accepted_where_the_number_goes() {
+        // RFC 4034 §2.2, §3.2, §5.3: "either as an unsigned decimal integer or as an algorithm
+        // mnemonic". Written back as the number.
+        assert_eq!(round_trip(RrType::DS, "1 RSASHA1 1 ab"), "1 5 1 AB");
+        assert_eq!(
+            round_trip(RrType::DS, "1 ecdsap256sha256 2 ab"),
+            "1 13 2 AB"
+        );
+        assert_eq!(
+            round_trip(RrType::DNSKEY, "257 3 RSASHA1-NSEC3-SHA1 AAEC"),
+            "257 3 7 AAEC"
+        );
+        assert_eq!(
+            round_trip(RrType::DNSKEY, "256 3 ML-DSA-44 AAEC"),
+            "256 3 18 AAEC"
+        );
+        assert_eq!(
+            round_trip(
+                RrType::RRSIG,
+                "A ED25519 3 3600 20300101000000 20250101000000 59829 example.com. AAEC"
+            ),
+            "A 15 3 3600 20300101000000 20250101000000 59829 example.com. AAEC"
+        );
+        let origin: Name = "example.com.".parse().unwrap();
+        let tokens: Vec<Token> = ["1", "NOSUCHALG", "1", "ab"]
+            .iter()
+            .map(|t| Token {
+                text: t.to_string(),
+                quoted: false,
+            })
+            .collect();
+        assert!(parse_presentation(RrType::DS, &tokens, Some(&origin)).is_err());
     }
 
     #[test]

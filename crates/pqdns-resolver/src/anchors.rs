@@ -16,8 +16,9 @@ pub struct TrustAnchors {
 }
 
 impl TrustAnchors {
-    /// Reads anchors from a master-file-syntax file; records other than DS and SEP DNSKEYs are
-    /// ignored.
+    /// Reads anchors from a master-file-syntax file; records other than DS and zone-key DNSKEYs
+    /// (with or without the SEP flag) are ignored. Algorithms may be given as numbers or
+    /// mnemonics (`RSASHA1`, `ECDSAP256SHA256`, `ML-DSA-44`; RFC 4034 §2.2, §5.3).
     ///
     /// # Errors
     /// [`ZoneFileError`] with file and line for unreadable or malformed files, or a file with
@@ -28,7 +29,10 @@ impl TrustAnchors {
         for r in &records {
             let ds = match r.rtype {
                 RrType::DS => Some(r.rdata.clone()),
-                RrType::DNSKEY if DnskeyRef::parse(&r.rdata).is_some_and(|k| k.is_sep()) => {
+                // Any zone key, SEP flag or not: the flag is a hint for key management, not
+                // a condition of trust (RFC 4034 §2.1.1, RFC 3757 §3.1; unbound and BIND
+                // accept such anchors too).
+                RrType::DNSKEY if DnskeyRef::parse(&r.rdata).is_some_and(|k| k.is_zone_key()) => {
                     ds_record(r, DigestType::Sha256).map(|d| d.rdata)
                 }
                 _ => None,
@@ -41,7 +45,7 @@ impl TrustAnchors {
             return Err(ZoneFileError {
                 file: path.to_path_buf(),
                 line: 0,
-                message: "no DS or SEP DNSKEY record to use as a trust anchor".into(),
+                message: "no DS or zone-key DNSKEY record to use as a trust anchor".into(),
             });
         }
         Ok(anchors)
@@ -93,16 +97,22 @@ mod tests {
         std::fs::write(
             &path,
             "example.com. IN DS 12345 13 2 0011223344556677889900112233445566778899001122334455667788990011\n\
+             example.net. IN DS 2345 RSASHA1 1 0011223344556677889900112233445566778899\n\
              . 172800 IN DNSKEY 257 3 15 l02Woi0iS8Aa25FQkUd9RMzZHJpBoRQwAQEX1SxZJA4=\n\
-             . 172800 IN DNSKEY 256 3 15 l02Woi0iS8Aa25FQkUd9RMzZHJpBoRQwAQEX1SxZJA4=\n",
+             . 172800 IN DNSKEY 256 3 ED25519 l02Woi0iS8Aa25FQkUd9RMzZHJpBoRQwAQEX1SxZJA4=\n\
+             . 172800 IN DNSKEY 0 3 15 l02Woi0iS8Aa25FQkUd9RMzZHJpBoRQwAQEX1SxZJA4=\n",
         )
         .unwrap();
         let a = TrustAnchors::read(&path).unwrap();
         let www: Name = "www.example.com.".parse().unwrap();
         assert_eq!(a.closest(&www), Some(&"example.com.".parse().unwrap()));
         assert_eq!(a.closest(&"org.".parse().unwrap()), Some(&Name::root()));
-        // Only the SEP DNSKEY becomes an anchor.
-        assert_eq!(a.ds_for(&Name::root()).unwrap().len(), 1);
+        // Both zone keys become anchors, SEP flag or not (as in unbound and BIND); the key
+        // without the Zone Key flag does not.
+        assert_eq!(a.ds_for(&Name::root()).unwrap().len(), 2);
+        // The mnemonic is the number (RFC 4034 §5.3).
+        let net = a.ds_for(&"example.net.".parse().unwrap()).unwrap();
+        assert_eq!(net[0][2], 5);
         std::fs::write(&path, "example.com. IN A 192.0.2.1\n").unwrap();
         assert!(TrustAnchors::read(&path)
             .unwrap_err()

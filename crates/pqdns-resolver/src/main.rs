@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use pqdns_core::dnssec::validate::PqPolicy;
-use pqdns_core::dnssec::Profile;
+use pqdns_core::dnssec::{Profile, SecAlg};
 use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::wire::Rcode;
 use pqdns_core::{outln, stdout, Name, Record, RrType};
@@ -82,6 +82,11 @@ struct Cli {
     /// Algorithm-number profile: default, oqs-bind or verisign.
     #[arg(long, default_value = "default")]
     profile: String,
+    /// Treat a DNSSEC algorithm (number or mnemonic, e.g. RSASHA1) as unsupported: zones
+    /// signed only with it are Insecure (repeatable). By default RSASHA1 and
+    /// RSASHA1-NSEC3-SHA1 are validated, as RFC 8624 §3.1 requires.
+    #[arg(long, value_name = "ALGORITHM")]
+    disable_algorithm: Vec<String>,
     /// Refuse TLS handshakes that do not negotiate a hybrid post-quantum group.
     #[arg(long)]
     pq_only: bool,
@@ -457,7 +462,12 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
     let mut client = Client::new(transport, Duration::from_secs(cli.timeout), tls)
         .map_err(|e| usage(e.to_string()))?;
     client.set_fragmentation(FragConfig::new(cli.fragmentation));
-    let profile = Profile::named(&cli.profile).map_err(|e| usage(e.to_string()))?;
+    let mut profile = Profile::named(&cli.profile).map_err(|e| usage(e.to_string()))?;
+    for alg in &cli.disable_algorithm {
+        let number = SecAlg::parse(alg)
+            .ok_or_else(|| usage(format!("--disable-algorithm: unknown algorithm {alg:?}")))?;
+        profile = profile.without(number);
+    }
     let config = Config {
         profile,
         pq_policy: if cli.require_pq {

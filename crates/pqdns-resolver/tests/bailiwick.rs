@@ -1,6 +1,7 @@
 //! Iterative resolution against hostile and careless servers on loopback (each on its own
 //! 127.0.0.x address, one shared port): referrals to unrelated zones are not followed,
-//! out-of-bailiwick glue is ignored (the NS name is resolved separately instead), NS names
+//! out-of-bailiwick glue is ignored (the NS name is resolved separately instead), sibling glue
+//! from the referring server's zone is used (RFC 9471), NS names
 //! without glue are resolved within a budget (NXNSAttack), and records outside the zone of the
 //! answering server are dropped from its responses (RFC 2181 §5.4.1).
 
@@ -20,6 +21,8 @@ use common::name;
 const ROOT: &str = "127.0.0.21";
 const EVIL: &str = "127.0.0.22";
 const GOOD: &str = "127.0.0.23";
+/// A server for a zone between the root and the answer (example., or com.).
+const MID: &str = "127.0.0.24";
 
 fn rec(owner: &str, rtype: RrType, rdata: Vec<u8>) -> Record {
     common::record(owner, rtype, 300, rdata)
@@ -62,24 +65,34 @@ async fn server(ip: &str, port: u16, behave: Behaviour) -> std::io::Result<Log> 
     Ok(log)
 }
 
-/// Root, evil and good servers on one port; returns their logs and the port.
-async fn servers(root: Behaviour, evil: Behaviour, good: Behaviour) -> (Log, Log, Log, u16) {
-    for _ in 0..20 {
-        let port = std::net::UdpSocket::bind((ROOT, 0))
+/// Servers at `list`'s addresses on one port; returns their logs (in order) and the port.
+async fn servers_at(list: &[(&str, Behaviour)]) -> (Vec<Log>, u16) {
+    'port: for _ in 0..20 {
+        let port = std::net::UdpSocket::bind((list[0].0, 0))
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        let (Ok(r), Ok(e), Ok(g)) = (
-            server(ROOT, port, root.clone()).await,
-            server(EVIL, port, evil.clone()).await,
-            server(GOOD, port, good.clone()).await,
-        ) else {
-            continue;
-        };
-        return (r, e, g, port);
+        let mut logs = Vec::new();
+        for (ip, behave) in list {
+            match server(ip, port, behave.clone()).await {
+                Ok(log) => logs.push(log),
+                Err(_) => continue 'port,
+            }
+        }
+        return (logs, port);
     }
-    panic!("no port free on {ROOT}, {EVIL} and {GOOD}");
+    panic!(
+        "no port free on every address of {:?}",
+        list.iter().map(|l| l.0).collect::<Vec<_>>()
+    );
+}
+
+/// Root, evil and good servers on one port; returns their logs and the port.
+async fn servers(root: Behaviour, evil: Behaviour, good: Behaviour) -> (Log, Log, Log, u16) {
+    let (logs, port) = servers_at(&[(ROOT, root), (EVIL, evil), (GOOD, good)]).await;
+    let [r, e, g]: [Log; 3] = logs.try_into().unwrap();
+    (r, e, g, port)
 }
 
 /// The example. server: `www.example. A 192.0.2.80`, plus records outside its zone that it
@@ -176,29 +189,92 @@ fn a_referral_to_an_unrelated_zone_is_not_followed() {
 
 #[test]
 fn out_of_bailiwick_glue_is_ignored_and_the_ns_name_resolved() {
-    // example. is served by ns.other.; the root "helpfully" adds glue for ns.other. pointing
-    // at the evil server. The glue is outside example., so the resolver must look up
-    // ns.other. itself (the root answers it: the good server).
-    let (answer, root, evil, good) = run(|m| {
-        m.authority.push(ns("example.", "ns.other."));
-        m.additional.push(a("ns.other.", EVIL));
+    // The root refers example. to MID (in-domain glue); MID refers www.example. to
+    // ns.other. and "helpfully" adds glue for ns.other. pointing at the evil server. That
+    // glue is outside example., the zone of the server that gave it, so the resolver must look
+    // up ns.other. itself (the root answers it: the good server).
+    let rt = common::runtime();
+    let (answer, logs) = rt.block_on(async {
+        let root = root(|m| {
+            m.authority.push(ns("example.", "ns.example."));
+            m.additional.push(a("ns.example.", MID));
+        });
+        let mid: Behaviour = Arc::new(|q| {
+            let mut m = reply(q, false, Rcode::NOERROR);
+            m.authority.push(ns("www.example.", "ns.other."));
+            m.additional.push(a("ns.other.", EVIL));
+            m
+        });
+        let list = [(ROOT, root), (EVIL, evil()), (GOOD, good()), (MID, mid)];
+        let (logs, port) = servers_at(&list).await;
+        let answer = resolver(port)
+            .resolve(&name("www.example."), RrType::A)
+            .await;
+        (answer, logs)
     });
+    let [root, evil, good, mid]: [Log; 4] = logs.try_into().unwrap();
     let answer = answer.unwrap();
     assert_eq!(addresses(&answer), vec![vec![192, 0, 2, 80]]);
     assert!(evil.lock().unwrap().is_empty(), "the evil glue was used");
     assert_eq!(good.lock().unwrap().len(), 1);
+    assert_eq!(mid.lock().unwrap().len(), 1);
     assert!(root
         .lock()
         .unwrap()
         .contains(&(name("ns.other."), RrType::A)));
-    // The good server's records outside example. were dropped on arrival.
+    // The good server's records outside www.example. were dropped on arrival.
     let m = &answer.unvalidated_messages()[0];
     assert_eq!(m.answers.len(), 1);
     assert!(m.additional.is_empty());
     assert!(answer
         .chain()
         .iter()
-        .any(|l| l.contains("2 record(s) outside example.")));
+        .any(|l| l.contains("2 record(s) outside www.example.")));
+}
+
+#[test]
+fn sibling_glue_from_the_referring_zone_is_used() {
+    // Issue 29: a root referral to com. with glue for a.gtld-servers.net., a name outside
+    // com. but inside the root's zone (RFC 9471 §2.2 sibling glue). The resolver goes to the
+    // glue's address at once: one query at the root, none for the NS name. (On issue 29's
+    // code the glue was dropped and the root asked for a.gtld-servers.net. A as well.)
+    let rt = common::runtime();
+    let (answer, logs) = rt.block_on(async {
+        let root: Behaviour = Arc::new(|q| {
+            let qname = &q.questions[0].qname;
+            if qname.is_subdomain_of(&name("gtld-servers.net.")) {
+                let mut m = reply(q, true, Rcode::NOERROR);
+                if q.questions[0].qtype == RrType::A {
+                    m.answers.push(a("a.gtld-servers.net.", MID));
+                }
+                return m;
+            }
+            let mut m = reply(q, false, Rcode::NOERROR);
+            m.authority.push(ns("com.", "a.gtld-servers.net."));
+            m.additional.push(a("a.gtld-servers.net.", MID));
+            m
+        });
+        let com: Behaviour = Arc::new(|q| {
+            let mut m = reply(q, true, Rcode::NOERROR);
+            if q.questions[0].qname == name("www.example.com.") {
+                m.answers.push(a("www.example.com.", "192.0.2.80"));
+            }
+            m
+        });
+        let (logs, port) = servers_at(&[(ROOT, root), (MID, com)]).await;
+        let answer = resolver(port)
+            .resolve(&name("www.example.com."), RrType::A)
+            .await;
+        (answer, logs)
+    });
+    let [root, com]: [Log; 2] = logs.try_into().unwrap();
+    assert_eq!(addresses(&answer.unwrap()), vec![vec![192, 0, 2, 80]]);
+    assert_eq!(
+        *root.lock().unwrap(),
+        vec![(name("www.example.com."), RrType::A)],
+        "the root was asked more than the question"
+    );
+    assert_eq!(com.lock().unwrap().len(), 1);
 }
 
 #[test]
@@ -238,4 +314,73 @@ fn ns_names_without_glue_are_resolved_within_a_budget() {
         "{lookups} lookups for NS names without glue"
     );
     assert!(evil.lock().unwrap().is_empty() && good.lock().unwrap().is_empty());
+}
+
+/// MID, the server of example.: refers sub.example. to ns.sub.example. (glue: the good
+/// server) with the AA flag wrongly set, and answers `alias.example. CNAME www.sub.example.`.
+fn aa_referrer() -> Behaviour {
+    Arc::new(|q| {
+        let qname = &q.questions[0].qname;
+        let mut m = reply(q, true, Rcode::NOERROR);
+        if *qname == name("alias.example.") {
+            let target = name("www.sub.example.").as_wire().to_vec();
+            m.answers.push(rec("alias.example.", RrType::CNAME, target));
+        } else {
+            m.authority.push(ns("sub.example.", "ns.sub.example."));
+            m.additional.push(a("ns.sub.example.", GOOD));
+        }
+        m
+    })
+}
+
+/// The server of sub.example.: `www.sub.example. A 192.0.2.81`.
+fn sub_server() -> Behaviour {
+    Arc::new(|q| {
+        let mut m = reply(q, true, Rcode::NOERROR);
+        if q.questions[0].qname == name("www.sub.example.") && q.questions[0].qtype == RrType::A {
+            m.answers.push(a("www.sub.example.", "192.0.2.81"));
+        }
+        m
+    })
+}
+
+/// Resolves `qname` A with the root referring example. to MID ([`aa_referrer`]) and the good
+/// address serving sub.example.; the answer and the logs of MID and the sub.example. server.
+fn run_aa_referral(qname: &str) -> (pqdns_resolver::Answer, Log, Log) {
+    let rt = common::runtime();
+    let (answer, logs) = rt.block_on(async {
+        let root = root(|m| {
+            m.authority.push(ns("example.", "ns.example."));
+            m.additional.push(a("ns.example.", MID));
+        });
+        let list = [(ROOT, root), (MID, aa_referrer()), (GOOD, sub_server())];
+        let (logs, port) = servers_at(&list).await;
+        let answer = resolver(port).resolve(&name(qname), RrType::A).await;
+        (answer, logs)
+    });
+    let [_, mid, sub]: [Log; 3] = logs.try_into().unwrap();
+    (answer.unwrap(), mid, sub)
+}
+
+#[test]
+fn a_referral_wrongly_flagged_aa_is_followed() {
+    // Issue 29: on its code the AA referral ended resolution as an empty NOERROR.
+    let (answer, mid, sub) = run_aa_referral("www.sub.example.");
+    assert_eq!(answer.rcode(), Rcode::NOERROR);
+    assert_eq!(addresses(&answer), vec![vec![192, 0, 2, 81]]);
+    assert_eq!(mid.lock().unwrap().len(), 1);
+    assert_eq!(sub.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn a_cname_into_a_referral_wrongly_flagged_aa_is_followed() {
+    // The CNAME's target is below a cut whose referral has the same fault.
+    let (answer, _, sub) = run_aa_referral("alias.example.");
+    let types: Vec<RrType> = answer.answers().iter().map(|s| s.rtype()).collect();
+    assert_eq!(types, vec![RrType::CNAME, RrType::A]);
+    assert_eq!(addresses(&answer)[1], vec![192, 0, 2, 81]);
+    assert_eq!(
+        *sub.lock().unwrap(),
+        vec![(name("www.sub.example."), RrType::A)]
+    );
 }

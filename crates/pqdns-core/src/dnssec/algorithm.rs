@@ -17,6 +17,10 @@ use std::fmt;
 pub struct SecAlg(pub u8);
 
 impl SecAlg {
+    /// RSA/SHA-1, RFC 3110 (validate only: RFC 8624 §3.1).
+    pub const RSASHA1: SecAlg = SecAlg(5);
+    /// RSA/SHA-1 for NSEC3 zones, RFC 5155 §2 (validate only: RFC 8624 §3.1).
+    pub const RSASHA1_NSEC3_SHA1: SecAlg = SecAlg(7);
     /// RSA/SHA-256, RFC 5702.
     pub const RSASHA256: SecAlg = SecAlg(8);
     /// RSA/SHA-512, RFC 5702.
@@ -31,6 +35,53 @@ impl SecAlg {
     pub const ED448: SecAlg = SecAlg(16);
     /// ML-DSA-44, the one post-quantum number IANA has assigned (draft-westerbaan-dnssec-mldsa).
     pub const MLDSA44: SecAlg = SecAlg(18);
+}
+
+/// The algorithm mnemonics of the IANA "DNS Security Algorithm Numbers" registry (RFC 4034
+/// Appendix A.1, RFC 5155, RFC 5702, RFC 6605, RFC 8080, RFC 8624), and ML-DSA-44 for 18.
+const MNEMONICS: &[(&str, u8)] = &[
+    ("RSAMD5", 1),
+    ("DH", 2),
+    ("DSA", 3),
+    ("RSASHA1", 5),
+    ("DSA-NSEC3-SHA1", 6),
+    ("RSASHA1-NSEC3-SHA1", 7),
+    ("RSASHA256", 8),
+    ("RSASHA512", 10),
+    ("ECC-GOST", 12),
+    ("ECDSAP256SHA256", 13),
+    ("ECDSAP384SHA384", 14),
+    ("ED25519", 15),
+    ("ED448", 16),
+    ("SM2SM3", 17),
+    ("ML-DSA-44", 18),
+    // The spelling BIND key files use for it (`Algorithm: 18 (MLDSA44)`).
+    ("MLDSA44", 18),
+    ("ECC-GOST12", 23),
+    ("INDIRECT", 252),
+    ("PRIVATEDNS", 253),
+    ("PRIVATEOID", 254),
+];
+
+impl SecAlg {
+    /// The number of an algorithm mnemonic, case-insensitively: the presentation format of
+    /// DNSKEY, RRSIG and DS allows a mnemonic where the number goes (RFC 4034 §2.2, §3.2,
+    /// §5.3). `None` for a name the registry does not hold.
+    pub fn from_mnemonic(text: &str) -> Option<SecAlg> {
+        MNEMONICS
+            .iter()
+            .find(|(m, _)| m.eq_ignore_ascii_case(text))
+            .map(|&(_, n)| SecAlg(n))
+    }
+
+    /// An algorithm number as presentation format writes it: a decimal number or a mnemonic
+    /// ([`SecAlg::from_mnemonic`]).
+    pub fn parse(text: &str) -> Option<SecAlg> {
+        text.parse::<u8>()
+            .ok()
+            .map(SecAlg)
+            .or_else(|| SecAlg::from_mnemonic(text))
+    }
 }
 
 impl fmt::Display for SecAlg {
@@ -117,6 +168,8 @@ macro_rules! algorithms {
 }
 
 algorithms! {
+    RsaSha1, "RSASHA1", 0, 0, "RSASHA1";
+    RsaSha1Nsec3Sha1, "RSASHA1-NSEC3-SHA1", 0, 0, "NSEC3RSASHA1";
     RsaSha256, "RSASHA256", 0, 0, "RSASHA256";
     RsaSha512, "RSASHA512", 0, 0, "RSASHA512";
     EcdsaP256Sha256, "ECDSAP256SHA256", 64, 64, "ECDSAP256SHA256";
@@ -188,7 +241,9 @@ impl Algorithm {
         }
         !matches!(
             self,
-            Algorithm::RsaSha256
+            Algorithm::RsaSha1
+                | Algorithm::RsaSha1Nsec3Sha1
+                | Algorithm::RsaSha256
                 | Algorithm::RsaSha512
                 | Algorithm::EcdsaP256Sha256
                 | Algorithm::EcdsaP384Sha384

@@ -1,4 +1,6 @@
-//! aws-lc-rs backend: RSASHA256/512 (RFC 5702, key format RFC 3110), ECDSA P-256/P-384
+//! aws-lc-rs backend: RSASHA256/512 (RFC 5702, key format RFC 3110), RSASHA1 and
+//! RSASHA1-NSEC3-SHA1 for validation only (RFC 3110, RFC 5155 §2; RFC 8624 §3.1: "MUST NOT"
+//! sign, "MUST" validate, through aws-lc-rs's legacy SHA-1 verification), ECDSA P-256/P-384
 //! (RFC 6605), Ed25519 (RFC 8080) and ML-DSA-44/65/87 (FIPS 204, seeds as private keys).
 
 use aws_lc_rs::encoding::AsBigEndian;
@@ -12,6 +14,8 @@ use super::provider::{CryptoError, PrivateFields, SignatureScheme, SigningKey};
 
 /// The schemes this backend provides.
 pub(crate) static SCHEMES: &[&dyn SignatureScheme] = &[
+    &Rsa(Algorithm::RsaSha1),
+    &Rsa(Algorithm::RsaSha1Nsec3Sha1),
     &Rsa(Algorithm::RsaSha256),
     &Rsa(Algorithm::RsaSha512),
     &Ecdsa(Algorithm::EcdsaP256Sha256),
@@ -348,15 +352,27 @@ struct RsaKey {
 }
 
 impl Rsa {
-    fn encoding(&self) -> &'static dyn signature::RsaEncoding {
-        if self.0 == Algorithm::RsaSha256 {
-            &signature::RSA_PKCS1_SHA256
-        } else {
-            &signature::RSA_PKCS1_SHA512
+    /// The PKCS #1 v1.5 encoding to sign with; SHA-1 has none (validation only).
+    fn encoding(&self) -> Result<&'static dyn signature::RsaEncoding, CryptoError> {
+        match self.0 {
+            Algorithm::RsaSha256 => Ok(&signature::RSA_PKCS1_SHA256),
+            Algorithm::RsaSha512 => Ok(&signature::RSA_PKCS1_SHA512),
+            other => Err(CryptoError::ValidationOnly(other)),
+        }
+    }
+
+    /// The verification parameters: moduli of 1024 to 8192 bits, as aws-lc-rs verifies them
+    /// (keys below 1024 bits, which RFC 3110 allows down to 512, do not validate).
+    fn verification(&self) -> &'static signature::RsaParameters {
+        match self.0 {
+            Algorithm::RsaSha256 => &signature::RSA_PKCS1_1024_8192_SHA256_FOR_LEGACY_USE_ONLY,
+            Algorithm::RsaSha512 => &signature::RSA_PKCS1_1024_8192_SHA512_FOR_LEGACY_USE_ONLY,
+            _ => &signature::RSA_PKCS1_1024_8192_SHA1_FOR_LEGACY_USE_ONLY,
         }
     }
 
     fn key_from_fields(&self, fields: PrivateFields) -> Result<Box<dyn SigningKey>, CryptoError> {
+        self.encoding()?;
         let get = |name| {
             fields
                 .get(name)
@@ -410,7 +426,7 @@ impl SigningKey for RsaKey {
         self.fields.clone()
     }
     fn sign(&self, message: &[u8]) -> Result<Vec<u8>, CryptoError> {
-        let encoding = Rsa(self.alg).encoding();
+        let encoding = Rsa(self.alg).encoding()?;
         let mut sig = vec![0u8; self.pair.public_modulus_len()];
         self.pair
             .sign(encoding, &SystemRandom::new(), message, &mut sig)
@@ -426,8 +442,12 @@ impl SignatureScheme for Rsa {
     fn backend(&self) -> Backend {
         Backend::AwsLc
     }
+    fn signs(&self) -> bool {
+        self.encoding().is_ok()
+    }
     fn generate(&self) -> Result<Box<dyn SigningKey>, CryptoError> {
         use aws_lc_rs::encoding::AsDer;
+        self.encoding()?;
         let pair = aws_lc_rs::rsa::KeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa2048)
             .map_err(|_| CryptoError::Library("RSA key generation failed"))?;
         let pkcs8 = pair
@@ -459,13 +479,8 @@ impl SignatureScheme for Rsa {
     }
     fn verify(&self, public_key: &[u8], message: &[u8], sig: &[u8]) -> Result<(), CryptoError> {
         let (e, n) = rsa_split(public_key)?;
-        let params = if self.0 == Algorithm::RsaSha256 {
-            &signature::RSA_PKCS1_1024_8192_SHA256_FOR_LEGACY_USE_ONLY
-        } else {
-            &signature::RSA_PKCS1_1024_8192_SHA512_FOR_LEGACY_USE_ONLY
-        };
         PublicKeyComponents { n, e }
-            .verify(params, message, sig)
+            .verify(self.verification(), message, sig)
             .map_err(|_| CryptoError::BadSignature)
     }
 }

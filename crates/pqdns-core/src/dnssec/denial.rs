@@ -4,6 +4,13 @@
 //! [`prove`] takes NSEC/NSEC3 RRsets that are already verified
 //! ([`super::validate::Validator::verify_rrset`]) and returns a [`VerifiedDenial`] if they
 //! prove the claim; [`check_nsec`] and [`check_nsec3`] are the checks themselves, on RDATA.
+//!
+//! An NSEC3 proof whose next closer name falls in an opt-out span (RFC 5155 §6) says only that
+//! no *signed* name is there: an unsigned delegation may be, unlisted. Such a proof carries
+//! [`Coverage::OptOut`], and [`super::validate::conclude`] makes an answer resting on it
+//! Insecure, never Secure (RFC 5155 §9.2: "The AD bit ... MUST NOT be set when returning a
+//! response containing a closest (provable) encloser proof in which the NSEC3 RR that covers
+//! the 'next closer' name has the Opt-Out bit set").
 
 use super::nsec3::{next_closer, owner_hash, Nsec3Params, FLAG_OPT_OUT, HASH_SHA1, MAX_ITERATIONS};
 use super::validate::{Reason, VerifiedRRset};
@@ -30,6 +37,22 @@ pub enum Claim {
     },
 }
 
+/// How much of the namespace a denial proof speaks for (RFC 5155 §6, §9.2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use]
+pub enum Coverage {
+    /// Every name in the proven range is accounted for: an NSEC proof, an NSEC3 record matching
+    /// the name, or an NSEC3 covering the next closer name without the Opt-Out flag.
+    Complete,
+    /// The NSEC3 record covering `next_closer` has the Opt-Out flag (RFC 5155 §3.1.2.1): an
+    /// unsigned delegation may exist in its span without being listed, so the proof makes an
+    /// answer Insecure, not Secure (RFC 5155 §9.2).
+    OptOut {
+        /// The next closer name the opt-out span covers (RFC 5155 §1.3).
+        next_closer: Name,
+    },
+}
+
 /// An authenticated denial of existence: NSEC or NSEC3 RRsets of one zone, each verified with
 /// the zone's trusted keys, that prove a [`Claim`] about a name. Only [`prove`] makes one.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,6 +60,7 @@ pub struct VerifiedDenial {
     zone: Name,
     name: Name,
     claim: Claim,
+    coverage: Coverage,
     rrsets: Vec<VerifiedRRset>,
 }
 
@@ -52,6 +76,18 @@ impl VerifiedDenial {
     /// What is proven.
     pub fn claim(&self) -> &Claim {
         &self.claim
+    }
+    /// Whether the proof rests on an NSEC3 opt-out span (then an answer built on it is
+    /// Insecure, RFC 5155 §9.2).
+    pub fn coverage(&self) -> &Coverage {
+        &self.coverage
+    }
+    /// The next closer name an opt-out span covers, if the proof rests on one.
+    pub fn opt_out(&self) -> Option<&Name> {
+        match &self.coverage {
+            Coverage::OptOut { next_closer } => Some(next_closer),
+            Coverage::Complete => None,
+        }
     }
     /// The verified NSEC or NSEC3 RRsets of the proof (to return with a DO=1 answer,
     /// RFC 4035 §3.1.3).
@@ -86,9 +122,9 @@ pub fn prove(
             .collect()
     };
     let nsec3 = of_type(RrType::NSEC3);
-    let used = if !nsec3.is_empty() {
-        check_nsec3(zone, name, claim.clone(), &flatten(&nsec3))?;
-        nsec3
+    let (used, coverage) = if !nsec3.is_empty() {
+        let coverage = check_nsec3(zone, name, claim.clone(), &flatten(&nsec3))?;
+        (nsec3, coverage)
     } else {
         let nsec = of_type(RrType::NSEC);
         if nsec.is_empty() {
@@ -97,12 +133,13 @@ pub fn prove(
             )));
         }
         check_nsec(zone, name, claim.clone(), &flatten(&nsec))?;
-        nsec
+        (nsec, Coverage::Complete)
     };
     Ok(VerifiedDenial {
         zone: zone.clone(),
         name: name.clone(),
         claim,
+        coverage,
         rrsets: used,
     })
 }
@@ -257,10 +294,12 @@ impl Nsec3 {
     }
 }
 
-/// Checks an NSEC3 proof of `claim` for `qname` in `zone` (RFC 5155 §8.4–§8.6).
+/// Checks an NSEC3 proof of `claim` for `qname` in `zone` (RFC 5155 §8.4–§8.8).
 /// `nsec3s` are (owner, RDATA). NSEC3 with unknown hash algorithms are ignored; more than
 /// [`MAX_ITERATIONS`] iterations make the answer insecure (RFC 9276 §3.2), reported as an error
-/// with EDE 27 (unsupported NSEC3 iterations value).
+/// with EDE 27 (unsupported NSEC3 iterations value). Returns [`Coverage::OptOut`] when the
+/// NSEC3 covering the next closer name has the Opt-Out flag (RFC 5155 §9.2); that is also how
+/// a NODATA for DS at an unsigned delegation left out of the chain is proven (§8.6).
 ///
 /// # Errors
 /// A [`Reason`] saying which part of the proof is missing.
@@ -269,7 +308,7 @@ pub fn check_nsec3(
     qname: &Name,
     claim: Claim,
     nsec3s: &[(Name, Vec<u8>)],
-) -> Result<(), Reason> {
+) -> Result<Coverage, Reason> {
     let mut params: Option<Nsec3Params> = None;
     let mut recs = Vec::new();
     for (owner, rdata) in nsec3s {
@@ -310,29 +349,55 @@ pub fn check_nsec3(
         let h = params.hash(n);
         recs.iter().find(|r| r.covers(&h))
     };
+    // The coverage of a proof whose next closer name `nc` is covered by `r`.
+    let span = |r: &Nsec3, nc: &Name| {
+        if r.opt_out {
+            Coverage::OptOut {
+                next_closer: nc.clone(),
+            }
+        } else {
+            Coverage::Complete
+        }
+    };
     match claim {
         Claim::NoData(qtype) => {
-            // Either an NSEC3 matching QNAME, or (RFC 5155 §8.7, wildcard NODATA) a closest
-            // encloser proof and an NSEC3 matching the wildcard at the closest encloser;
-            // neither lists QTYPE.
-            let wildcard = || {
-                let (ce, next_closer) = closest_encloser(zone, qname, &matching).ok()?;
-                covering(&next_closer)?;
-                let wildcard = ce.prepend_label(b"*").ok()?;
-                Some((matching(&wildcard)?, wildcard))
-            };
-            let (r, owner) = matching(qname)
-                .map(|r| (r, qname.clone()))
-                .or_else(wildcard)
-                .ok_or_else(|| {
-                    bogus(format!(
-                        "no NSEC3 matches {qname} (nor proves a wildcard NODATA for it)"
-                    ))
-                })?;
-            if r.types.contains(&qtype) || r.types.contains(&RrType::CNAME) {
-                return Err(bogus(format!("NSEC3 for {owner} lists {qtype} or CNAME")));
+            if let Some(r) = matching(qname) {
+                if r.types.contains(&qtype) || r.types.contains(&RrType::CNAME) {
+                    return Err(bogus(format!("NSEC3 for {qname} lists {qtype} or CNAME")));
+                }
+                return Ok(Coverage::Complete);
             }
-            Ok(())
+            let (ce, nc) = closest_encloser(zone, qname, &matching).map_err(|_| {
+                bogus(format!(
+                    "no NSEC3 matches {qname} (nor proves a wildcard NODATA for it)"
+                ))
+            })?;
+            let cover = covering(&nc).ok_or_else(|| {
+                bogus(format!(
+                    "no NSEC3 matches {qname} nor covers its next closer name {nc}"
+                ))
+            })?;
+            // RFC 5155 §8.6: NODATA for DS at an unsigned delegation left out of an opt-out
+            // chain is a closest encloser proof whose next closer NSEC3 has Opt-Out.
+            if qtype == RrType::DS && cover.opt_out {
+                return Ok(span(cover, &nc));
+            }
+            // RFC 5155 §8.7, wildcard NODATA: a closest encloser proof and an NSEC3 matching
+            // the wildcard at the closest encloser, which lists neither QTYPE nor CNAME.
+            let wildcard = ce
+                .prepend_label(b"*")
+                .map_err(|_| bogus("wildcard name too long".into()))?;
+            let r = matching(&wildcard).ok_or_else(|| {
+                bogus(format!(
+                    "no NSEC3 matches {qname} (nor proves a wildcard NODATA for it)"
+                ))
+            })?;
+            if r.types.contains(&qtype) || r.types.contains(&RrType::CNAME) {
+                return Err(bogus(format!(
+                    "NSEC3 for {wildcard} lists {qtype} or CNAME"
+                )));
+            }
+            Ok(span(cover, &nc))
         }
         Claim::NoDs => {
             if let Some(r) = matching(qname) {
@@ -340,38 +405,35 @@ pub fn check_nsec3(
                     && !r.types.contains(&RrType::DS)
                     && !r.types.contains(&RrType::SOA)
                 {
-                    return Ok(());
+                    return Ok(Coverage::Complete);
                 }
                 return Err(bogus(format!(
                     "NSEC3 for {qname} does not show an unsigned delegation"
                 )));
             }
             // Opt-out: the next closer name is covered by an opt-out NSEC3 (RFC 5155 §8.6).
-            let (_, next_closer) = closest_encloser(zone, qname, &matching)?;
-            match covering(&next_closer) {
-                Some(r) if r.opt_out => Ok(()),
+            let (_, nc) = closest_encloser(zone, qname, &matching)?;
+            match covering(&nc) {
+                Some(r) if r.opt_out => Ok(span(r, &nc)),
                 _ => Err(bogus(format!("no NSEC3 proves {qname} has no DS"))),
             }
         }
         Claim::Expanded { source } => {
             let nc = next_closer(qname, &source)
                 .ok_or_else(|| bogus(format!("{qname} is not below {source}")))?;
-            covering(&nc).ok_or_else(|| bogus(format!("no NSEC3 covers {nc}")))?;
-            Ok(())
+            let r = covering(&nc).ok_or_else(|| bogus(format!("no NSEC3 covers {nc}")))?;
+            Ok(span(r, &nc))
         }
         Claim::NxDomain => {
-            let (ce, next_closer) = closest_encloser(zone, qname, &matching)?;
-            covering(&next_closer).ok_or_else(|| {
-                bogus(format!(
-                    "no NSEC3 covers the next closer name {next_closer}"
-                ))
-            })?;
+            let (ce, nc) = closest_encloser(zone, qname, &matching)?;
+            let r = covering(&nc)
+                .ok_or_else(|| bogus(format!("no NSEC3 covers the next closer name {nc}")))?;
             let wildcard = ce
                 .prepend_label(b"*")
                 .map_err(|_| bogus("wildcard name too long".into()))?;
             covering(&wildcard)
                 .ok_or_else(|| bogus(format!("no NSEC3 proves the absence of {wildcard}")))?;
-            Ok(())
+            Ok(span(r, &nc))
         }
     }
 }
@@ -407,11 +469,15 @@ mod tests {
     use crate::zonefile::ZoneFileReader;
 
     fn signed(denial: Denial) -> Zone {
+        signed_with(denial, "")
+    }
+
+    fn signed_with(denial: Denial, extra: &str) -> Zone {
         let origin: Name = "example.".parse().unwrap();
         let text = "@ SOA ns hm 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\nwww A 192.0.2.2\n\
                     sub NS ns.sub\nns.sub A 192.0.2.3\nb.ent A 192.0.2.4\n*.w TXT x\n";
         let recs = ZoneFileReader::new(Some(origin.clone()), Some(60))
-            .read_str(text, "t")
+            .read_str(&format!("{text}{extra}"), "t")
             .unwrap();
         let mut z = Zone::from_records(origin.clone(), recs).unwrap();
         let key = ZoneKey::generate(
@@ -536,5 +602,65 @@ mod tests {
             .cloned()
             .collect();
         assert!(check_nsec3(&zone, &n("nope.example."), Claim::NxDomain, &pruned).is_err());
+    }
+
+    /// Every NSEC3 of `z` as (owner, RDATA).
+    fn nsec3_records(z: &Zone) -> Vec<(Name, Vec<u8>)> {
+        z.nsec3
+            .iter()
+            .map(|(o, s)| (o.clone(), s.rdatas[0].clone()))
+            .collect()
+    }
+
+    #[test]
+    fn nsec3_opt_out_spans_are_reported() {
+        // RFC 5155 §9.2: a proof whose next closer NSEC3 has Opt-Out is not complete. A signed
+        // delegation (DS) stays in the chain, the unsigned sub. is left out.
+        let ds = "signed NS ns.signed\nsigned DS 1 8 2 \
+                  0000000000000000000000000000000000000000000000000000000000000000\n";
+        let opt_out = Nsec3Params {
+            opt_out: true,
+            ..Nsec3Params::default()
+        };
+        let all = nsec3_records(&signed_with(Denial::Nsec3(opt_out), ds));
+        let zone = n("example.");
+        let optout_of = |r: Result<Coverage, Reason>| match r.unwrap() {
+            Coverage::OptOut { next_closer } => Some(next_closer),
+            Coverage::Complete => None,
+        };
+        let nope = check_nsec3(&zone, &n("nope.example."), Claim::NxDomain, &all);
+        assert_eq!(optout_of(nope), Some(n("nope.example.")));
+        let deep = check_nsec3(&zone, &n("a.b.nope.example."), Claim::NxDomain, &all);
+        assert_eq!(optout_of(deep), Some(n("nope.example.")));
+        // A name with an NSEC3 of its own is proven completely.
+        let www = check_nsec3(&zone, &n("www.example."), Claim::NoData(RrType::TXT), &all);
+        assert_eq!(optout_of(www), None);
+        let signed_ds = check_nsec3(&zone, &n("signed.example."), Claim::NoDs, &all);
+        assert!(signed_ds.is_err(), "signed. has a DS");
+        // The unsigned delegation: no DS (§8.6), through the opt-out span only.
+        let sub = check_nsec3(&zone, &n("sub.example."), Claim::NoDs, &all);
+        assert_eq!(optout_of(sub), Some(n("sub.example.")));
+        let sub_ds = check_nsec3(&zone, &n("sub.example."), Claim::NoData(RrType::DS), &all);
+        assert_eq!(optout_of(sub_ds), Some(n("sub.example.")));
+        // Wildcard expansion and wildcard NODATA through the span.
+        let expanded = Claim::Expanded {
+            source: n("w.example."),
+        };
+        let q = n("q.w.example.");
+        assert_eq!(
+            optout_of(check_nsec3(&zone, &q, expanded, &all)),
+            Some(q.clone())
+        );
+        let nodata = check_nsec3(&zone, &q, Claim::NoData(RrType::A), &all);
+        assert_eq!(optout_of(nodata), Some(q));
+        // Without opt-out the same proofs are complete.
+        let plain = nsec3_records(&signed_with(Denial::Nsec3(Nsec3Params::default()), ds));
+        let nope = check_nsec3(&zone, &n("nope.example."), Claim::NxDomain, &plain);
+        assert_eq!(optout_of(nope), None);
+        let nodata = check_nsec3(&zone, &n("q.w.example."), Claim::NoData(RrType::A), &plain);
+        assert_eq!(optout_of(nodata), None);
+        // NODATA for another type at the unsigned delegation is not proven by the span.
+        let sub_a = check_nsec3(&zone, &n("sub.example."), Claim::NoData(RrType::A), &all);
+        assert!(sub_a.is_err());
     }
 }

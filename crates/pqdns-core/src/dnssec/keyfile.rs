@@ -293,7 +293,10 @@ impl ZoneKey {
     fn key_bits(&self) -> usize {
         let public = self.key.public_key();
         match self.key.algorithm() {
-            Algorithm::RsaSha256 | Algorithm::RsaSha512 => {
+            Algorithm::RsaSha1
+            | Algorithm::RsaSha1Nsec3Sha1
+            | Algorithm::RsaSha256
+            | Algorithm::RsaSha512 => {
                 // RFC 3110 §2: exponent length (1 byte, or 0 and 2 bytes), exponent, modulus.
                 let (len, skip) = match public.first() {
                     Some(0) => (

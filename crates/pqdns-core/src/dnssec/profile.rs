@@ -40,6 +40,10 @@ pub enum ProfileError {
 }
 
 const CLASSICAL: &[(u8, Algorithm)] = &[
+    // RFC 8624 §3.1: "MUST NOT" sign, "MUST" validate; unbound, BIND and Knot Resolver
+    // validate them by default ([`Profile::without`] treats them as unsupported).
+    (5, Algorithm::RsaSha1),
+    (7, Algorithm::RsaSha1Nsec3Sha1),
     (8, Algorithm::RsaSha256),
     (10, Algorithm::RsaSha512),
     (13, Algorithm::EcdsaP256Sha256),
@@ -270,6 +274,15 @@ impl Profile {
     pub fn assign(&mut self, number: SecAlg, alg: Algorithm) {
         self.by_number.retain(|_, a| *a != alg);
         self.by_number.insert(number.0, alg);
+    }
+
+    /// This profile without `number`: the algorithm becomes unknown, so a validator treats
+    /// zones signed only with it as Insecure (RFC 4035 §5.2, RFC 6840 §5.2), as BIND's
+    /// `disable-algorithms` does; e.g. RSASHA1 (5) and RSASHA1-NSEC3-SHA1 (7), which the
+    /// profiles validate by default (RFC 8624 §3.1).
+    pub fn without(mut self, number: SecAlg) -> Profile {
+        self.by_number.remove(&number.0);
+        self
     }
 
     /// The profile's name.

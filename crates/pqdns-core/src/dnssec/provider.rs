@@ -36,6 +36,10 @@ pub enum CryptoError {
     /// The signature does not verify.
     #[error("signature does not verify")]
     BadSignature,
+    /// The algorithm is implemented for validation only: RFC 8624 §3.1 says signers "MUST
+    /// NOT" use it (RSASHA1, RSASHA1-NSEC3-SHA1).
+    #[error("{0} is for validation only (RFC 8624 §3.1: MUST NOT sign with it)")]
+    ValidationOnly(Algorithm),
     /// The library failed to produce a key or signature.
     #[error("crypto library failure: {0}")]
     Library(&'static str),
@@ -144,6 +148,11 @@ pub trait SignatureScheme: Send + Sync {
         fields: &PrivateFields,
         public_key: &[u8],
     ) -> Result<Box<dyn SigningKey>, CryptoError>;
+    /// False for schemes that only verify ([`CryptoError::ValidationOnly`] from
+    /// [`SignatureScheme::generate`] and [`SignatureScheme::load`]).
+    fn signs(&self) -> bool {
+        true
+    }
     /// Verifies `signature` (RRSIG signature field) over `message` with `public_key` (DNSKEY
     /// public-key field).
     ///

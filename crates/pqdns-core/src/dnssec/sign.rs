@@ -741,6 +741,11 @@ fn build_nsec3(zone: &mut Zone, params: &Nsec3Params) -> Result<usize, SignError
             Authority::Delegation => node.contains_key(&RrType::DS),
             _ => true,
         };
+        // RFC 5155 §7.1: with Opt-Out, unsigned delegations are left out of the chain (the
+        // opt-out span covering them says so), as `verify` expects.
+        if !signed && params.opt_out {
+            continue;
+        }
         if signed {
             types.push(RrType::RRSIG);
         }
@@ -905,6 +910,31 @@ mod tests {
             salt: Vec::new(),
             opt_out: false,
         }));
+    }
+
+    #[test]
+    fn opt_out_leaves_unsigned_delegations_out_of_the_chain() {
+        // RFC 5155 §7.1: sub. (no DS) gets no NSEC3; the zone still verifies, and every NSEC3
+        // has the Opt-Out flag.
+        let now = 1_800_000_000;
+        let params = Nsec3Params {
+            opt_out: true,
+            ..Nsec3Params::default()
+        };
+        let mut z = zone("");
+        sign_zone(
+            &mut z,
+            &[key(KeyRole::Csk)],
+            &policy(now, Denial::Nsec3(params.clone())),
+            &|_, _| {},
+        )
+        .unwrap();
+        assert_valid(&z, now);
+        let sub = params.hashed_owner(&"sub.example.".parse().unwrap(), &origin());
+        assert!(!z.nsec3.contains_key(&sub.unwrap()));
+        let www = params.hashed_owner(&"www.example.".parse().unwrap(), &origin());
+        assert!(z.nsec3.contains_key(&www.unwrap()));
+        assert!(z.nsec3.values().all(|s| s.rdatas[0][1] & 1 == 1));
     }
 
     #[test]

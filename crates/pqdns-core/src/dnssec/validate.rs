@@ -423,8 +423,8 @@ pub mod danger {
     }
 }
 
-/// Checks that verified RRsets and denial proofs answer (`qname`, `qtype`) and, if they do,
-/// returns the [`Proof`] that makes [`Status::Secure`]:
+/// Checks that verified RRsets and denial proofs answer (`qname`, `qtype`) and, if they do
+/// completely, returns [`Status::Secure`] with its [`Proof`]:
 /// - `answers` is the chain from `qname`: CNAME RRsets (RFC 1034 §3.6.2), each owned by the
 ///   previous one's target, or DNAME RRsets owned by an ancestor of the current name, which
 ///   redirect it by substitution (RFC 6672 §3.1; a synthesized CNAME is not needed, and for
@@ -435,15 +435,71 @@ pub mod danger {
 /// - if the chain ends before a `qtype` RRset, a denial proves NXDOMAIN or NODATA for the last
 ///   name (RFC 4035 §5.4, RFC 5155 §8).
 ///
-/// # Errors
-/// A Bogus [`Reason`] naming what is missing or off the chain.
+/// A denial the answer needs that rests on an NSEC3 opt-out span
+/// ([`super::denial::Coverage::OptOut`]) makes
+/// it [`Status::Insecure`]: RFC 5155 §9.2, "The AD bit ... MUST NOT be set when returning a
+/// response containing a closest (provable) encloser proof in which the NSEC3 RR that covers
+/// the 'next closer' name has the Opt-Out bit set". So a Secure answer never rests on one.
+/// Otherwise [`Status::Bogus`] names what is missing or off the chain.
 pub fn conclude(
     qname: &Name,
     qtype: RrType,
     answers: &[VerifiedRRset],
     denials: &[VerifiedDenial],
-) -> Result<Proof, Reason> {
+) -> Status {
+    match chain_proof(qname, qtype, answers, denials) {
+        Ok(proof) => match proof.opt_out.and_then(|d| Some((d, d.opt_out()?))) {
+            None => Status::Secure(Proof { _private: () }),
+            Some((d, next_closer)) => Status::Insecure(Reason::new(
+                Ede::OTHER,
+                format!(
+                    "{} for {} rests on an NSEC3 opt-out span of {} covering {next_closer}: \
+                         an unsigned delegation may be there (RFC 5155 §9.2)",
+                    claim_name(d.claim()),
+                    d.name(),
+                    d.zone()
+                ),
+            )),
+        },
+        Err(r) => Status::Bogus(r),
+    }
+}
+
+/// A short name for a claim, for reasons.
+fn claim_name(c: &Claim) -> String {
+    match c {
+        Claim::NxDomain => "NXDOMAIN".into(),
+        Claim::NoData(t) => format!("NODATA ({t})"),
+        Claim::NoDs => "no DS".into(),
+        Claim::Expanded { source } => format!("the wildcard expansion of *.{source}"),
+    }
+}
+
+/// What [`chain_proof`] found: the chain answers the question, and the first denial it needed
+/// that rests on an opt-out span, if any.
+struct ChainProof<'d> {
+    opt_out: Option<&'d VerifiedDenial>,
+}
+
+/// The checks of [`conclude`]; among several denials proving the same, a complete one is
+/// preferred.
+fn chain_proof<'d>(
+    qname: &Name,
+    qtype: RrType,
+    answers: &[VerifiedRRset],
+    denials: &'d [VerifiedDenial],
+) -> Result<ChainProof<'d>, Reason> {
     let bogus = |text: String| Reason::new(Ede::DNSSEC_BOGUS, text);
+    let complete = |d: &VerifiedDenial| d.opt_out().is_none();
+    // The denial to rely on among those matching: a complete one if there is one.
+    let pick = |matching: Vec<&'d VerifiedDenial>| -> Option<&'d VerifiedDenial> {
+        matching
+            .iter()
+            .find(|d| complete(d))
+            .or_else(|| matching.first())
+            .copied()
+    };
+    let mut opt_out: Option<&'d VerifiedDenial> = None;
     let mut name = qname.clone();
     for (i, rrset) in answers.iter().enumerate() {
         // RFC 6672 §3.1: a DNAME above the current name redirects it (the CNAME a server
@@ -459,11 +515,19 @@ pub fn conclude(
         }
         if rrset.from_wildcard() {
             let source = rrset.signed_owner.parent();
-            let proven = denials.iter().any(|d| {
-                d.name() == &rrset.owner
-                    && matches!(d.claim(), Claim::Expanded { source: s } if Some(s) == source.as_ref())
-            });
-            if !proven {
+            let proven = pick(
+                denials
+                    .iter()
+                    .filter(|d| {
+                        d.name() == &rrset.owner
+                            && matches!(d.claim(), Claim::Expanded { source: s } if Some(s) == source.as_ref())
+                    })
+                    .collect(),
+            );
+            if let Some(d) = proven.filter(|d| !complete(d)) {
+                opt_out.get_or_insert(d);
+            }
+            if proven.is_none() {
                 return Err(Reason::new(
                     Ede::NSEC_MISSING,
                     format!(
@@ -484,7 +548,7 @@ pub fn conclude(
                 })
                 .ok_or_else(|| bogus(format!("malformed DNAME at {}", rrset.owner)))?;
             if last && qtype == RrType::CNAME {
-                return Ok(Proof { _private: () });
+                return Ok(ChainProof { opt_out });
             }
             continue;
         }
@@ -492,7 +556,7 @@ pub fn conclude(
             if i + 1 != answers.len() {
                 return Err(bogus(format!("RRsets after the {qtype} RRset at {name}")));
             }
-            return Ok(Proof { _private: () });
+            return Ok(ChainProof { opt_out });
         }
         if rrset.rtype != RrType::CNAME || rrset.rdatas.len() != 1 {
             return Err(bogus(format!(
@@ -503,16 +567,24 @@ pub fn conclude(
         name = Name::from_wire(&rrset.rdatas[0])
             .map_err(|_| bogus(format!("malformed CNAME at {}", rrset.owner)))?;
     }
-    let denied = denials.iter().any(|d| {
-        d.name() == &name
-            && match d.claim() {
-                Claim::NxDomain => true,
-                Claim::NoData(t) => *t == qtype,
-                _ => false,
-            }
-    });
-    if denied {
-        Ok(Proof { _private: () })
+    let denied = pick(
+        denials
+            .iter()
+            .filter(|d| {
+                d.name() == &name
+                    && match d.claim() {
+                        Claim::NxDomain => true,
+                        Claim::NoData(t) => *t == qtype,
+                        _ => false,
+                    }
+            })
+            .collect(),
+    );
+    if let Some(d) = denied {
+        if !complete(d) {
+            opt_out.get_or_insert(d);
+        }
+        Ok(ChainProof { opt_out })
     } else {
         Err(Reason::new(
             Ede::NSEC_MISSING,
@@ -1368,15 +1440,18 @@ mod tests {
             RrType::A,
             vec![vec![203, 0, 113, 66]],
         );
-        assert!(conclude(&alias, RrType::A, &[cname.clone(), a.clone()], &[]).is_ok());
-        assert!(conclude(&www, RrType::A, std::slice::from_ref(&a), &[]).is_ok());
+        assert!(conclude(&alias, RrType::A, &[cname.clone(), a.clone()], &[]).is_secure());
+        assert!(conclude(&www, RrType::A, std::slice::from_ref(&a), &[]).is_secure());
         // A verified RRset off the chain, a chain in the wrong order, a chain that stops.
-        assert!(conclude(&alias, RrType::A, &[cname.clone(), evil.clone()], &[]).is_err());
-        assert!(conclude(&alias, RrType::A, &[a.clone(), cname.clone()], &[]).is_err());
-        assert!(conclude(&www, RrType::A, &[a.clone(), evil], &[]).is_err());
-        let err = conclude(&alias, RrType::A, std::slice::from_ref(&cname), &[]).unwrap_err();
+        assert!(conclude(&alias, RrType::A, &[cname.clone(), evil.clone()], &[]).is_bogus());
+        assert!(conclude(&alias, RrType::A, &[a.clone(), cname.clone()], &[]).is_bogus());
+        assert!(conclude(&www, RrType::A, &[a.clone(), evil], &[]).is_bogus());
+        let err = conclude(&alias, RrType::A, std::slice::from_ref(&cname), &[])
+            .reason()
+            .cloned()
+            .unwrap();
         assert_eq!(err.ede, Ede::NSEC_MISSING);
-        assert!(conclude(&www, RrType::AAAA, &[], &[]).is_err());
+        assert!(conclude(&www, RrType::AAAA, &[], &[]).is_bogus());
 
         // NODATA for www AAAA: an NSEC at www listing A only.
         let mut nsec = name("zz.example.").as_wire().to_vec();
@@ -1390,7 +1465,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(nodata.rrsets(), [nsec.clone()].as_slice());
-        assert!(conclude(&www, RrType::AAAA, &[], std::slice::from_ref(&nodata)).is_ok());
+        assert!(conclude(&www, RrType::AAAA, &[], std::slice::from_ref(&nodata)).is_secure());
         // After a CNAME the denial must be about the target, for the right type.
         assert!(conclude(
             &alias,
@@ -1398,9 +1473,9 @@ mod tests {
             &[cname],
             std::slice::from_ref(&nodata)
         )
-        .is_ok());
-        assert!(conclude(&alias, RrType::AAAA, &[], std::slice::from_ref(&nodata)).is_err());
-        assert!(conclude(&www, RrType::MX, &[], &[nodata]).is_err());
+        .is_secure());
+        assert!(conclude(&alias, RrType::AAAA, &[], std::slice::from_ref(&nodata)).is_bogus());
+        assert!(conclude(&www, RrType::MX, &[], &[nodata]).is_bogus());
         // The NSEC does not prove NODATA for A, which it lists.
         assert!(prove(
             &f.zone,
@@ -1411,6 +1486,37 @@ mod tests {
         .is_err());
         // NSECs signed by another zone's keys are not used.
         assert!(prove(&name("other."), &www, Claim::NoData(RrType::AAAA), &[nsec]).is_err());
+    }
+
+    #[test]
+    fn a_denial_through_an_opt_out_span_is_insecure_never_secure() {
+        // One NSEC3 at the apex whose next hash is its own: it matches example. and covers
+        // every other name, so it proves NXDOMAIN for nope.example. With the Opt-Out flag the
+        // answer is Insecure (RFC 5155 §9.2), without it Secure.
+        use crate::dnssec::nsec3::Nsec3Params;
+        let f = fixture(&[Algorithm::Ed25519]);
+        let mut verified = signer(&f);
+        let nope = name("nope.example.");
+        let mut status = |opt_out: bool| {
+            let params = Nsec3Params {
+                opt_out,
+                ..Nsec3Params::default()
+            };
+            let hash = params.hash(&f.zone);
+            let owner = params.hashed_owner(&f.zone, &f.zone).unwrap();
+            let rdata = params.nsec3_rdata(&hash, &[RrType::SOA, RrType::NS]);
+            let nsec3 = verified(&owner, RrType::NSEC3, vec![rdata]);
+            let d = prove(&f.zone, &nope, Claim::NxDomain, &[nsec3]).unwrap();
+            conclude(&nope, RrType::A, &[], &[d])
+        };
+        assert!(status(false).is_secure());
+        let insecure = status(true);
+        assert!(matches!(insecure, Status::Insecure(_)), "{insecure}");
+        let reason = insecure.reason().unwrap();
+        assert!(
+            reason.text.contains("opt-out") && reason.text.contains("nope.example."),
+            "{reason}"
+        );
     }
 
     #[test]
@@ -1433,17 +1539,17 @@ mod tests {
             vec![vec![192, 0, 2, 9]],
         );
         let qname = name("www.old.example.");
-        assert!(conclude(&qname, RrType::A, &[dname.clone(), a.clone()], &[]).is_ok());
+        assert!(conclude(&qname, RrType::A, &[dname.clone(), a.clone()], &[]).is_secure());
         // The DNAME's own substitution decides where the chain goes, not a CNAME or the data.
-        assert!(conclude(&qname, RrType::A, &[dname.clone(), elsewhere], &[]).is_err());
+        assert!(conclude(&qname, RrType::A, &[dname.clone(), elsewhere], &[]).is_bogus());
         // For QTYPE CNAME the DNAME answers (it stands for the synthesized CNAME).
-        assert!(conclude(&qname, RrType::CNAME, std::slice::from_ref(&dname), &[]).is_ok());
+        assert!(conclude(&qname, RrType::CNAME, std::slice::from_ref(&dname), &[]).is_secure());
         // A DNAME redirects names below its owner only, and ends the chain for QTYPE DNAME.
         let owner = name("old.example.");
-        assert!(conclude(&owner, RrType::A, &[dname.clone(), a.clone()], &[]).is_err());
-        assert!(conclude(&owner, RrType::DNAME, std::slice::from_ref(&dname), &[]).is_ok());
+        assert!(conclude(&owner, RrType::A, &[dname.clone(), a.clone()], &[]).is_bogus());
+        assert!(conclude(&owner, RrType::DNAME, std::slice::from_ref(&dname), &[]).is_secure());
         // Without the data or a proof, the redirected name is not answered.
-        assert!(conclude(&qname, RrType::A, &[dname], &[]).is_err());
+        assert!(conclude(&qname, RrType::A, &[dname], &[]).is_bogus());
     }
 
     #[test]
@@ -1459,7 +1565,10 @@ mod tests {
             .unwrap();
         assert!(expanded.from_wildcard());
         assert_eq!(expanded.signed_owner(), &wild);
-        let err = conclude(&x, RrType::TXT, std::slice::from_ref(&expanded), &[]).unwrap_err();
+        let err = conclude(&x, RrType::TXT, std::slice::from_ref(&expanded), &[])
+            .reason()
+            .cloned()
+            .unwrap();
         assert!(err.text.contains("without a proof"), "{err}");
         // An NSEC from w.example. to z.w.example. covers x.w.example.
         let mut next = name("z.w.example.").as_wire().to_vec();
@@ -1482,7 +1591,7 @@ mod tests {
             source: name("w.example."),
         };
         let proof = prove(&f.zone, &x, source, &[nsec]).unwrap();
-        assert!(conclude(&x, RrType::TXT, &[expanded], &[proof]).is_ok());
+        assert!(conclude(&x, RrType::TXT, &[expanded], &[proof]).is_secure());
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use pqdns_core::dnssec::validate::PqPolicy;
-use pqdns_core::dnssec::Profile;
+use pqdns_core::dnssec::{Profile, SecAlg};
 use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::stdout;
 use pqdns_net::acl::{AllowList, IpPrefix};
@@ -150,6 +150,11 @@ struct Cli {
     /// Algorithm-number profile: default, oqs-bind or verisign.
     #[arg(long, default_value = "default")]
     profile: String,
+    /// Treat a DNSSEC algorithm (number or mnemonic, e.g. RSASHA1) as unsupported: zones
+    /// signed only with it are Insecure (repeatable). By default RSASHA1 and
+    /// RSASHA1-NSEC3-SHA1 are validated, as RFC 8624 §3.1 requires.
+    #[arg(long, value_name = "ALGORITHM")]
+    disable_algorithm: Vec<String>,
 
     /// Secure only if every link of the chain is post-quantum (the anchor's DS and every
     /// RRset's verified signature); otherwise Bogus, naming the classical link.
@@ -391,8 +396,14 @@ fn setup(cli: &Cli) -> Result<Setup, String> {
         client.set_fragmentation(FragConfig::new(cli.fragmentation));
     }
     let cache_bytes = cli.cache_size.saturating_mul(1 << 20);
+    let mut profile = Profile::named(&cli.profile).map_err(|e| format!("--profile: {e}"))?;
+    for alg in &cli.disable_algorithm {
+        let number = SecAlg::parse(alg)
+            .ok_or_else(|| format!("--disable-algorithm: unknown algorithm {alg:?}"))?;
+        profile = profile.without(number);
+    }
     let config = Config {
-        profile: Profile::named(&cli.profile).map_err(|e| format!("--profile: {e}"))?,
+        profile,
         pq_policy: if cli.require_pq {
             PqPolicy::RequirePq
         } else {

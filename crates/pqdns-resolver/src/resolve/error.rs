@@ -53,11 +53,9 @@ pub enum Lame {
         /// The zone it was referred to.
         cut: Name,
     },
-    /// A referral to `cut` gave no glue for NS names inside it, and no NS name outside it
-    /// could be resolved within the budget.
-    #[error(
-        "referral to {cut}: no glue for NS names inside it, and no NS name outside it resolved"
-    )]
+    /// A referral to `cut` gave no glue inside the referring zone (RFC 9471) for its NS
+    /// names, and no NS name outside `cut` could be resolved within the budget.
+    #[error("referral to {cut}: no usable glue, and no NS name outside it resolved")]
     NoAddresses {
         /// The delegated zone.
         cut: Name,

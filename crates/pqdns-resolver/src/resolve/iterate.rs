@@ -4,12 +4,16 @@
 //! - A referral is followed only if the delegated zone is strictly below the zone of the
 //!   server asked and at or above QNAME; anything else (a referral to an unrelated zone, or
 //!   upwards) ends the lookup as lame.
-//! - Glue is used only for NS names inside the delegated zone. NS names outside it are
-//!   resolved separately, from the roots, within [`WorkLimits`] (at most a few
-//!   per referral and per resolution, against NXNSAttack-style amplification), never from the
-//!   referring server's additional section.
+//! - Glue is used for NS names inside the zone of the server that referred (RFC 9471 §2.1
+//!   "in-domain" glue below the delegated zone and §2.2 "sibling" glue elsewhere in the
+//!   referring zone, e.g. the root's addresses for `a.gtld-servers.net.` in a referral to
+//!   `com.`), and only to reach the servers, never as an answer. NS names outside the
+//!   referring zone are resolved separately, from the roots, within [`WorkLimits`] (at most
+//!   a few per referral and per resolution, against NXNSAttack-style amplification), never
+//!   from the referring server's additional section.
 //! - Records outside the zone of the answering server are dropped from its responses (and
 //!   the drop is noted in the trace).
+//! - A referral flagged AA (a server's fault) is followed like any referral ([`is_referral`]).
 //!
 //! Owns the root servers, the delegations learned from referrals, and the referral and
 //! NS-name budgets ([`Glueless`] is the per-resolution part, kept in the resolution's `Ctx`).
@@ -99,6 +103,23 @@ fn keep_in_zone(m: &mut Message, zone: &Name) -> usize {
     dropped
 }
 
+/// True if `m`, from a server for `zone`, is a referral (RFC 1034 §4.3.2 step 3b): NOERROR,
+/// no answer, no SOA, and NS records in the authority section for a name other than `zone`.
+/// The AA flag does not decide it: a referral wrongly flagged AA is still followed, as other
+/// resolvers do, while an authoritative answer, NODATA (SOA) or error stays the answer.
+/// Without AA and without such NS records the response is lame ([`Lame::NoReferral`]).
+fn is_referral(m: &Message, zone: &Name) -> bool {
+    if !m.answers.is_empty() || m.rcode() != Rcode::NOERROR {
+        return false;
+    }
+    if !m.has_flag(FLAG_AA) {
+        return true;
+    }
+    let has = |t: RrType| m.authority.iter().any(|r| r.rtype == t && r.owner != *zone);
+    let soa = m.authority.iter().any(|r| r.rtype == RrType::SOA);
+    has(RrType::NS) && !soa
+}
+
 /// The address in an A or AAAA record.
 fn address(r: &Record, port: u16) -> Option<SocketAddr> {
     let ip: IpAddr = match (r.rtype, r.rdata.len()) {
@@ -154,13 +175,14 @@ impl Iteration {
                          to {qname} {qtype}"
                     ));
                 }
-                if m.has_flag(FLAG_AA) || !m.answers.is_empty() || m.rcode() != Rcode::NOERROR {
+                if !is_referral(&m, &zone) {
                     return Ok(m);
                 }
                 let Some(cut) = m
                     .authority
                     .iter()
-                    .find(|r| r.rtype == RrType::NS)
+                    .find(|r| r.rtype == RrType::NS && r.owner != zone)
+                    .or_else(|| m.authority.iter().find(|r| r.rtype == RrType::NS))
                     .map(|r| r.owner.clone())
                 else {
                     return Err(Lame::NoReferral {
@@ -193,11 +215,12 @@ impl Iteration {
                     .iter()
                     .filter_map(|r| Name::from_wire(&r.rdata).ok())
                     .collect();
-                // Glue only for NS names inside the delegated zone.
+                // Glue only for NS names inside the referring server's zone: in-domain or
+                // sibling glue (RFC 9471 §2.1, §2.2).
                 let mut addrs: Vec<SocketAddr> = m
                     .additional
                     .iter()
-                    .filter(|r| r.owner.is_subdomain_of(&cut) && ns_names.contains(&r.owner))
+                    .filter(|r| r.owner.is_subdomain_of(&zone) && ns_names.contains(&r.owner))
                     .filter_map(|r| address(r, self.port))
                     .collect();
                 if addrs.is_empty() {
@@ -222,9 +245,9 @@ impl Iteration {
         })
     }
 
-    /// Addresses of NS names outside `cut` (the referral gave no usable glue), each looked up
+    /// Addresses of the NS names of `cut` (the referral gave no usable glue), each looked up
     /// like any name, within the per-referral and per-resolution budgets; stops at the first
-    /// name that has addresses.
+    /// name that has addresses. Names inside `cut` are skipped: only glue can reach them.
     async fn glueless(
         &self,
         fetch: &Fetch,

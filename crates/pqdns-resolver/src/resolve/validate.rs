@@ -16,7 +16,9 @@
 //! QTYPE ANY (RFC 8482 §4.1) is answered by the first RRset the server gives at the name (a
 //! CNAME included), validated as any other; the rest are dropped. QTYPE RRSIG is answered by
 //! the RRSIG records at the name, unvalidated (Indeterminate): nothing signs them (RFC 4035
-//! §2.2), and unbound does the same; a negative answer to it is validated as usual.
+//! §2.2), and unbound does the same; a negative answer to it with an SOA is validated as
+//! usual, an empty NOERROR without SOA (some authorities' answer) is passed through
+//! unvalidated too.
 
 use std::sync::Arc;
 
@@ -252,10 +254,7 @@ impl Walk {
         } else if let Some(r) = self.insecure.take() {
             Status::Insecure(r)
         } else {
-            match conclude(&self.qname, self.qtype, &self.secure, &self.denials) {
-                Ok(proof) => Status::Secure(proof),
-                Err(r) => Status::Bogus(r),
-            }
+            conclude(&self.qname, self.qtype, &self.secure, &self.denials)
         };
         if status.is_bogus() {
             self.answers.clear();
@@ -531,6 +530,19 @@ impl<'a> Validation<'a> {
             Claim::NoData(w.qtype)
         };
         let Some(j) = soa else {
+            if w.qtype == RrType::RRSIG && w.rcode == Rcode::NOERROR {
+                // QTYPE RRSIG: authorities answer it unevenly (RRSIGs, minimal empty answers);
+                // what comes back is passed through unvalidated, as positive RRSIG answers are
+                // (see `signatures`), never Secure and never SERVFAIL for the missing SOA.
+                w.indeterminate(Reason::new(
+                    Ede::OTHER,
+                    format!(
+                        "no RRSIG records at {name} and no SOA: the empty answer to QTYPE RRSIG \
+                         is passed through unvalidated"
+                    ),
+                ));
+                return Ok(Step::Done);
+            }
             // Without an SOA there is no proof: acceptable only in an unsigned zone.
             match self.trust.unsigned(&name, self.fetch, ctx).await {
                 Unsigned::Insecure(r) => w.insecure(r),

@@ -142,6 +142,48 @@ pub fn serve_tomls(
         std::fs::create_dir_all(&keys).unwrap();
         std::fs::write(keys.join(format!("{}ds", ds.owner)), ds_text).unwrap();
     }
+    bind(dir, sources, catalog, anchors, tls, configure)
+}
+
+/// Serves `zone`, already signed (e.g. by `pqdns_test_support::signed_zone`, for signing
+/// policies a zone description cannot express), on 127.0.0.1 without TLS; the trust anchors
+/// are the DS records (SHA-256) of its SEP keys.
+pub fn serve_signed(zone: pqdns_core::Zone) -> Served {
+    use pqdns_core::dnssec::dnskey::{ds_record, DigestType, DnskeyRef};
+    let mut anchors = TrustAnchors::default();
+    let origin = zone.origin.clone();
+    let dnskeys = zone.nodes[&origin][&RrType::DNSKEY].rdatas.clone();
+    for key in dnskeys {
+        if DnskeyRef::parse(&key).is_some_and(|k| k.is_sep()) {
+            let dnskey = record(&origin.to_string(), RrType::DNSKEY, 300, key);
+            anchors.add_ds(
+                origin.clone(),
+                ds_record(&dnskey, DigestType::Sha256).unwrap().rdata,
+            );
+        }
+    }
+    let catalog =
+        pqdns_server::catalog::Catalog::new([pqdns_server::catalog::ServedZone::new(zone)])
+            .unwrap();
+    bind(
+        tempfile::tempdir().unwrap(),
+        Vec::new(),
+        catalog,
+        anchors,
+        false,
+        |_| {},
+    )
+}
+
+/// Binds a server for `catalog` (reloading from `sources`) in `dir`.
+fn bind(
+    dir: tempfile::TempDir,
+    sources: Vec<ZoneSource>,
+    catalog: pqdns_server::catalog::Catalog,
+    anchors: TrustAnchors,
+    tls: bool,
+    configure: impl FnOnce(&mut Settings),
+) -> Served {
     // One port for UDP and TCP (the fallback): free for both, or another test's TCP
     // connection may hold it.
     let addr = SocketAddr::from(([127, 0, 0, 1], free_dual_port()));
