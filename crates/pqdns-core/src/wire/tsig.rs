@@ -159,6 +159,7 @@ pub enum KeyError {
 
 /// A TSIG key: its name (lowercased), algorithm and secret. The secret is zeroized when the
 /// key is dropped and `Debug` never prints it.
+#[derive(Clone)]
 pub struct Key {
     name: Name,
     algorithm: Algorithm,
