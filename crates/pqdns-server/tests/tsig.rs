@@ -348,3 +348,64 @@ fn a_request_signed_with_a_skewed_clock_gets_a_signed_badtime() {
         Err(Rejection::BadSig)
     ));
 }
+
+/// NSD and Knot as secondaries pull the zone over TSIG-signed transfers (the server's allow-list
+/// holds only the key), then the difference by IXFR after a reload and our NOTIFY. Knot logs
+/// the transfer kind; for NSD, the serial it serves shows the update arrived over the signed
+/// channel (an unsigned request would be refused).
+#[test]
+fn nsd_and_knot_secondaries_transfer_over_tsig() {
+    use common::secondary::{Knot, Nsd};
+    let key = transfer_key(Algorithm::HmacSha256);
+    let nsd_port = pqdns_test_support::ports::free_dual_port();
+    let knot_port = pqdns_test_support::ports::free_dual_port();
+    let mut ring = KeyRing::new();
+    ring.insert(key.clone());
+    let name = key.name().clone();
+    let server = TestServer::start_with(&["ECDSAP256SHA256", "ML-DSA-44"], move |s| {
+        s.tsig_keys = Arc::new(ring);
+        s.axfr_keys = vec![name];
+        s.notify = vec![
+            ([127, 0, 0, 1], nsd_port).into(),
+            ([127, 0, 0, 1], knot_port).into(),
+        ];
+    });
+    let mut nsd = Nsd::start(server.tcp(), nsd_port, Some(&key));
+    let mut knot = Knot::start(server.tcp(), knot_port, Some(&key));
+    nsd.wait_for_serial(SERIAL);
+    knot.wait_for_serial(SERIAL);
+    // Each serves the signed zone it got: the DNSKEY RRset with its ECDSA and ML-DSA-44
+    // (algorithm 18) signatures, over TCP (too large for UDP).
+    for secondary in [&nsd, &knot] {
+        let out = common::dig(secondary.addr, &["+tcp", "+dnssec", ORIGIN, "DNSKEY"]);
+        assert!(out.has_rrsig("ANSWER", "DNSKEY"), "{}", out.text);
+        let algorithms: Vec<String> = out
+            .section("ANSWER")
+            .iter()
+            .filter(|r| r.rtype == "RRSIG")
+            .filter_map(|r| r.rdata.split_whitespace().nth(1).map(String::from))
+            .collect();
+        assert!(
+            algorithms.iter().any(|a| a == "13") && algorithms.iter().any(|a| a == "18"),
+            "{algorithms:?}"
+        );
+    }
+
+    let path = server.dir.path().join("zone.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        text.replace(&SERIAL.to_string(), &(SERIAL + 1).to_string()),
+    )
+    .unwrap();
+    server.block_on(server.handle().reload()).unwrap();
+    nsd.wait_for_serial(SERIAL + 1);
+    knot.wait_for_serial(SERIAL + 1);
+    let log = knot.log();
+    assert!(
+        log.contains("AXFR, incoming") && log.contains("IXFR, incoming"),
+        "knot: AXFR first, then IXFR:\n{log}"
+    );
+    assert!(!log.contains("TSIG"), "no TSIG complaint:\n{log}");
+    assert!(nsd.log().contains("xfr"), "{}", nsd.log());
+}
