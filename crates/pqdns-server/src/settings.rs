@@ -27,8 +27,10 @@
 //!                             # this file (`pqdns-zone tsig-keygen` writes them); signed
 //!                             # requests are verified and answered signed, every message of
 //!                             # a transfer included; default none
-//! notify = ["192.0.2.53", "127.0.0.1:30053"]       # secondaries sent NOTIFY at start and after
-//!                             # each reload (UDP; port 53 unless given); default []
+//! notify = ["192.0.2.53", "127.0.0.1:30053 key transfer-key"]  # secondaries sent NOTIFY at
+//!                             # start and after each reload (UDP; port 53 unless given), with
+//!                             # "key NAME" signed with that TSIG key (its answer must verify);
+//!                             # default []
 //! metrics = "127.0.0.1:9153"  # Prometheus text endpoint GET /metrics (HTTP/1.1); default off
 //! fragmentation = "arrf"      # "arrf", "qbf" or "off": UDP answers too large for the client's
 //!                             # payload are fragmented (crate::fragment) for clients that send
@@ -283,6 +285,8 @@ pub struct Settings {
     pub tsig_keys: Arc<KeyRing>,
     /// Secondaries sent NOTIFY at start and after each successful reload.
     pub notify: Vec<SocketAddr>,
+    /// The TSIG key (in [`Settings::tsig_keys`]) NOTIFY to a target is signed with.
+    pub notify_keys: Vec<(SocketAddr, Name)>,
     /// Where to serve `GET /metrics`; `None` turns metrics off (nothing is counted).
     pub metrics: Option<SocketAddr>,
     /// UDP fragmentation for clients that signal it.
@@ -325,6 +329,7 @@ impl Settings {
             axfr_keys: Vec::new(),
             tsig_keys: Arc::default(),
             notify: Vec::new(),
+            notify_keys: Vec::new(),
             metrics: None,
             fragmentation: FragSettings::default(),
             identity: Identity::default(),
@@ -459,11 +464,31 @@ impl Settings {
             }
         }
         if let Some(list) = tables.iter().find_map(|(t, _)| t.notify.as_ref()) {
-            s.notify = list
-                .iter()
-                .map(|t| parse_notify_target(t))
-                .collect::<Result<_, _>>()
-                .map_err(SettingsError::Invalid)?;
+            for entry in list {
+                let mut words = entry.split_whitespace();
+                let target = parse_notify_target(words.next().unwrap_or_default())
+                    .map_err(SettingsError::Invalid)?;
+                s.notify.push(target);
+                match (words.next(), words.next(), words.next()) {
+                    (None, _, _) => {}
+                    (Some("key"), Some(key), None) => {
+                        let name = Name::parse(key, Some(&Name::root()))
+                            .ok()
+                            .filter(|n| s.tsig_keys.get(n.as_wire()).is_some())
+                            .ok_or_else(|| {
+                                SettingsError::Invalid(format!(
+                                    "notify: {entry:?} names a key no tsig_keys file defines"
+                                ))
+                            })?;
+                        s.notify_keys.push((target, name.to_lowercase()));
+                    }
+                    _ => {
+                        return Err(SettingsError::Invalid(format!(
+                            "notify: {entry:?} is not ADDR[:PORT] [key NAME]"
+                        )))
+                    }
+                }
+            }
         }
         s.metrics = tables.iter().find_map(|(t, _)| t.metrics);
         if let Some(mode) = tables.iter().find_map(|(t, _)| t.fragmentation.as_ref()) {

@@ -75,7 +75,8 @@ pub struct Secondary {
 }
 
 /// NSD as a secondary of `primary`, listening on 127.0.0.1:`port`, asking with `key` when
-/// given (`request-xfr: … KEYNAME`), accepting unsigned NOTIFY from 127.0.0.1.
+/// given (`request-xfr: … KEYNAME`) and then accepting only NOTIFY from 127.0.0.1 signed with
+/// it (`allow-notify: 127.0.0.1 KEYNAME`); unsigned NOTIFY otherwise.
 pub struct Nsd;
 
 impl Nsd {
@@ -106,7 +107,7 @@ impl Nsd {
              remote-control:\n  control-enable: no\n\
              {key_clause}\
              pattern:\n  name: \"from-pqdns\"\n  request-xfr: {ip}@{pport} {key_name}\n  \
-             allow-notify: 127.0.0.1 NOKEY\n\
+             allow-notify: 127.0.0.1 {key_name}\n\
              zone:\n  name: \"{ORIGIN}\"\n  zonefile: \"{d}/secondary.zone\"\n  include-pattern: \"from-pqdns\"\n",
             ip = primary.ip(),
             pport = primary.port(),
@@ -130,8 +131,8 @@ impl Nsd {
     }
 }
 
-/// Knot as a secondary of `primary` on 127.0.0.1:`port`, transferring with `key` when given,
-/// accepting unsigned NOTIFY from 127.0.0.1.
+/// Knot as a secondary of `primary` on 127.0.0.1:`port`, transferring with `key` when given
+/// and then accepting only NOTIFY from 127.0.0.1 signed with it; unsigned NOTIFY otherwise.
 pub struct Knot;
 
 impl Knot {
@@ -160,7 +161,7 @@ impl Knot {
              log:\n  - target: \"{d}/knot.log\"\n    any: info\n\
              {key_clause}\
              remote:\n  - id: primary\n    address: {ip}@{pport}{remote_key}\n\
-             acl:\n  - id: notify\n    address: 127.0.0.1\n    action: notify\n\
+             acl:\n  - id: notify\n    address: 127.0.0.1{remote_key}\n    action: notify\n\
              template:\n  - id: default\n    storage: \"{d}\"\n\
              zone:\n  - domain: {ORIGIN}\n    master: primary\n    acl: notify\n    file: \"{d}/secondary.zone\"\n",
             ip = primary.ip(),
