@@ -421,3 +421,73 @@ fn nsd_and_knot_secondaries_transfer_over_tsig() {
         "nsd accepted the signed NOTIFY:\n{log}"
     );
 }
+
+/// BIND's named (9.18) as a secondary, its key included from a key file we wrote
+/// (`tsig_keyfile::format`, BIND's syntax): it transfers the zone with TSIG (its log names the
+/// key), then the difference (IXFR) after a reload, told by our signed NOTIFY (it accepts
+/// NOTIFY only with the key).
+#[test]
+fn named_secondary_transfers_over_tsig() {
+    use common::secondary::Named;
+    let key = transfer_key(Algorithm::HmacSha256);
+    let key_dir = tempfile::tempdir().unwrap();
+    let key_file = key_dir.path().join("transfer.key");
+    std::fs::write(&key_file, tsig_keyfile::format(&key).as_bytes()).unwrap();
+    let port = pqdns_test_support::ports::free_dual_port();
+    let mut ring = KeyRing::new();
+    ring.insert(key.clone());
+    let name = key.name().clone();
+    let server = TestServer::start_with(&["ECDSAP256SHA256", "ML-DSA-44"], move |s| {
+        s.tsig_keys = Arc::new(ring);
+        let target: SocketAddr = ([127, 0, 0, 1], port).into();
+        s.notify = vec![target];
+        s.notify_keys = vec![(target, name.clone())];
+        s.axfr_keys = vec![name];
+    });
+    let mut named = Named::start(server.tcp(), port, Some((&key_file, "transfer-key")));
+    named.wait_for_serial(SERIAL);
+    let out = common::dig(named.addr, &["+tcp", "+dnssec", ORIGIN, "DNSKEY"]);
+    assert!(out.has_rrsig("ANSWER", "DNSKEY"), "{}", out.text);
+
+    let path = server.dir.path().join("zone.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        text.replace(&SERIAL.to_string(), &(SERIAL + 1).to_string()),
+    )
+    .unwrap();
+    server.block_on(server.handle().reload()).unwrap();
+    named.wait_for_serial(SERIAL + 1);
+    let log = named.log();
+    for serial in [SERIAL, SERIAL + 1] {
+        assert!(
+            log.contains(&format!("transferred serial {serial}: TSIG 'transfer-key'")),
+            "named transferred {serial} with the key:\n{log}"
+        );
+    }
+    assert!(
+        log.contains("received notify for zone 'pqdns.test': TSIG 'transfer-key'")
+            && log.contains(&format!(": serial {}", SERIAL + 1)),
+        "named took our signed NOTIFY:\n{log}"
+    );
+    // The second transfer is the journal's difference (IXFR), not the zone again: BIND logs
+    // "Transfer completed: 1 messages, N records" for each.
+    let records: Vec<usize> = log
+        .lines()
+        .filter_map(|l| {
+            l.split("messages, ")
+                .nth(1)?
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    assert_eq!(records.len(), 2, "{log}");
+    assert!(
+        records[1] * 4 < records[0],
+        "IXFR {} vs AXFR {} records",
+        records[1],
+        records[0]
+    );
+}

@@ -1,5 +1,5 @@
-//! Real secondaries of the test zone pulling it from a pqdns-server: NSD 4.6 and Knot 3.2 in
-//! the foreground, in a temporary directory, killed on drop; optionally with a TSIG key for
+//! Real secondaries of the test zone pulling it from a pqdns-server: NSD 4.6, Knot 3.2 and
+//! BIND 9.18 (`named`, Debian `bind9`) in the foreground, in a temporary directory, killed on drop; optionally with a TSIG key for
 //! their transfer requests (RFC 8945). Every wait is bounded.
 
 use std::net::{SocketAddr, UdpSocket};
@@ -182,6 +182,66 @@ impl Knot {
             addr: SocketAddr::from(([127, 0, 0, 1], port)),
             name: "knotd",
             log: "knot.log",
+        }
+    }
+}
+
+/// BIND's named as a secondary of `primary` on 127.0.0.1:`port`. With `key_file` (a BIND key
+/// file holding the key `key_name`), it transfers with that key and accepts only NOTIFY signed
+/// with it; unsigned otherwise. It talks to the primary over TCP only (`tcp-only`): the test
+/// server's UDP and TCP ports differ.
+pub struct Named;
+
+impl Named {
+    /// Starts named (Debian `bind9`).
+    #[allow(clippy::new_ret_no_self, reason = "a kind of Secondary")]
+    pub fn start(
+        primary: SocketAddr,
+        port: u16,
+        key: Option<(&std::path::Path, &str)>,
+    ) -> Secondary {
+        let named = require("named", "bind9");
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display();
+        let (include, primary_key, notify_acl) = match key {
+            Some((file, name)) => (
+                format!("include \"{}\";\n", file.display()),
+                format!(" key \"{name}\""),
+                format!("key \"{name}\";"),
+            ),
+            None => (String::new(), String::new(), "127.0.0.1;".to_string()),
+        };
+        let conf = format!(
+            "{include}\
+             options {{\n  directory \"{d}\";\n  pid-file \"{d}/named.pid\";\n  \
+             session-keyfile \"{d}/session.key\";\n  managed-keys-directory \"{d}\";\n  \
+             listen-on port {port} {{ 127.0.0.1; }};\n  listen-on-v6 {{ none; }};\n  \
+             recursion no;\n  dnssec-validation no;\n  notify no;\n}};\n\
+             controls {{ }};\n\
+             server {ip} {{ tcp-only yes; }};\n\
+             logging {{\n  channel log {{ file \"{d}/named.log\"; severity info; print-time yes; }};\n  \
+             category default {{ log; }};\n  category xfer-in {{ log; }};\n  category notify {{ log; }};\n}};\n\
+             zone \"{ORIGIN}\" {{\n  type secondary;\n  file \"{d}/secondary.db\";\n  \
+             primaries port {pport} {{ {ip}{primary_key}; }};\n  allow-notify {{ {notify_acl} }};\n}};\n",
+            ip = primary.ip(),
+            pport = primary.port(),
+        );
+        let conf_path = dir.path().join("named.conf");
+        std::fs::write(&conf_path, conf).unwrap();
+        let child = Command::new(named)
+            .arg("-f")
+            .arg("-c")
+            .arg(&conf_path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting named");
+        Secondary {
+            child,
+            dir,
+            addr: SocketAddr::from(([127, 0, 0, 1], port)),
+            name: "named",
+            log: "named.log",
         }
     }
 }
