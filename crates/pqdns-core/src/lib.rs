@@ -50,6 +50,7 @@ pub mod rr;
 pub mod serial;
 pub mod stdout;
 pub mod time;
+pub mod tsig_keyfile;
 pub mod wire;
 pub mod zone;
 pub mod zonefile;

@@ -58,6 +58,7 @@ rr_types! {
     CDS = 59, "CDS", "Child DS, RFC 7344.";
     CDNSKEY = 60, "CDNSKEY", "Child DNSKEY, RFC 7344.";
     SPF = 99, "SPF", "Sender policy, RFC 7208 §14.1.";
+    TSIG = 250, "TSIG", "Transaction signature meta-RR, RFC 8945 §4.2.";
     AXFR = 252, "AXFR", "Zone transfer QTYPE, RFC 5936.";
     ANY = 255, "ANY", "Any type QTYPE, RFC 1035 §3.2.3.";
     CAA = 257, "CAA", "CA authorization, RFC 8659.";

@@ -107,6 +107,7 @@ pub fn respond(
         transport,
         client,
         udp_payload: udp_payload.max(MIN_UDP_PAYLOAD),
+        tsig_room: 0,
     };
     if let Some(o) = request::replay(catalog, packet, &x, out, base) {
         return o;

@@ -13,8 +13,11 @@
 //! - **Snapshot**: a transfer keeps the catalog it started with, so a reload during a transfer
 //!   neither mixes two versions nor changes the final SOA.
 //! - **Errors**: a transfer of a name that is not the apex of a zone we serve, or of a class
-//!   other than IN, is answered NOTAUTH (§2.2.1 note e). TSIG and SIG(0) are not implemented:
-//!   a request carrying a TSIG record is REFUSED rather than answered unsigned.
+//!   other than IN, is answered NOTAUTH (§2.2.1 note e).
+//! - **TSIG** (RFC 8945 §5.3.1): a transfer answering a signed request (verified by the
+//!   pipeline, `crate::request::verify_tsig`) signs every message: the first after the
+//!   request's MAC, each later one after the prior message's MAC with the timers only. Each
+//!   message is written with room for its TSIG record.
 //! - **IXFR** (RFC 1995): a request whose SOA serial the zone's journal reaches back to
 //!   ([`crate::journal`]) gets the differences since (§4: the current SOA, then per version the
 //!   old SOA, deletions, new SOA, additions, then the current SOA again); one whose serial is
@@ -33,6 +36,7 @@ use std::sync::Arc;
 use pqdns_core::serial::Serial;
 use pqdns_core::wire::query::Query;
 use pqdns_core::wire::rdata::Soa;
+use pqdns_core::wire::tsig::{self, Digest, Key, Mac};
 use pqdns_core::wire::{Header, MessageWriter, Rcode, Section, EDNS_DO, FLAG_AA, FLAG_CD};
 use pqdns_core::zone::Node;
 use pqdns_core::{Class, Name, RrType, Zone};
@@ -43,8 +47,6 @@ use crate::journal::Change;
 
 /// QTYPE IXFR (RFC 1995 §3).
 pub const IXFR: RrType = RrType(251);
-/// TSIG meta-RR type (RFC 8945 §4.2); its presence in a request is detected, not verified.
-pub const TSIG: RrType = RrType(250);
 
 /// Where the next record to send is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -125,12 +127,20 @@ pub struct Transfer {
     state: State,
     messages: usize,
     records: usize,
+    /// The request's TSIG key and the MAC the next message's digest starts with (the
+    /// request's, then each message's).
+    tsig: Option<Box<(Key, Mac)>>,
 }
 
 impl Transfer {
     /// Starts answering the accepted query `q` if it is an AXFR or IXFR request, from the
-    /// `catalog` snapshot. Returns `None` for any other query.
-    pub fn start(catalog: Arc<Catalog>, q: &Query<'_>) -> Option<Transfer> {
+    /// `catalog` snapshot; `tsig`: the key and MAC of a signed request, whose answer is
+    /// signed. Returns `None` for any other query.
+    pub fn start(
+        catalog: Arc<Catalog>,
+        q: &Query<'_>,
+        tsig: Option<(Key, Mac)>,
+    ) -> Option<Transfer> {
         if !matches!(q.qtype, RrType::AXFR | IXFR) {
             return None;
         }
@@ -139,13 +149,7 @@ impl Transfer {
             .find(&qname, RrType::SOA)
             .filter(|z| z.zone.origin == qname && q.qclass == Class::IN);
         let mut ixfr_from = None;
-        let state = if q
-            .message
-            .records(Section::Additional)
-            .any(|r| r.rtype() == TSIG)
-        {
-            State::Error(Rcode::REFUSED)
-        } else if let Some(zone) = served {
+        let state = if let Some(zone) = served {
             let client_serial = q
                 .message
                 .records(Section::Authority)
@@ -185,6 +189,7 @@ impl Transfer {
             state,
             messages: 0,
             records: 0,
+            tsig: tsig.map(Box::new),
         })
     }
 
@@ -226,7 +231,8 @@ impl Transfer {
     /// (at most 65535), or `None` once the transfer is complete.
     pub fn next_message(&mut self, out: &mut Vec<u8>, base: usize) -> Option<usize> {
         let state = std::mem::replace(&mut self.state, State::Done);
-        let mut w = MessageWriter::response(out, base, MAX_STREAM_MESSAGE, self.header);
+        let room = self.tsig.as_ref().map_or(0, |t| t.0.record_len(0));
+        let mut w = MessageWriter::response(out, base, MAX_STREAM_MESSAGE - room, self.header);
         // The question always fits in an empty 65535-byte message.
         let _fits = w.question(self.origin.as_wire(), self.qtype, self.qclass);
         // RFC 5936 §2.2.5: with an OPT in the query the server "SHOULD include one OPT RR in
@@ -290,6 +296,21 @@ impl Transfer {
                         w.finish(Rcode::SERVFAIL)
                     }
                 }
+            }
+        };
+        let len = match &mut self.tsig {
+            None => len,
+            Some(t) => {
+                let (key, prior) = &mut **t;
+                let digest = if self.messages == 0 {
+                    Digest::Response(prior.as_bytes())
+                } else {
+                    Digest::Subsequent(prior.as_bytes())
+                };
+                let fields = tsig::Fields::at(pqdns_core::time::now());
+                // Our messages never hold 65535 additional records.
+                *prior = tsig::sign(key, digest, out, base, &fields).ok()?;
+                out.len() - base
             }
         };
         self.messages += 1;
@@ -564,7 +585,7 @@ mod tests {
     fn run(catalog: &Arc<Catalog>, query: &Message) -> Vec<(usize, Message)> {
         let wire = query.to_wire();
         let q = crate::request::parse(&wire, None).expect("an acceptable query");
-        let mut xfr = Transfer::start(Arc::clone(catalog), &q).expect("a transfer");
+        let mut xfr = Transfer::start(Arc::clone(catalog), &q, None).expect("a transfer");
         let mut out = Vec::new();
         let mut messages = Vec::new();
         loop {
@@ -580,6 +601,57 @@ mod tests {
         }
         assert_eq!(xfr.messages(), messages.len());
         messages
+    }
+
+    /// A signed AXFR (RFC 8945 §5.3.1): every message carries a TSIG that verifies after the
+    /// prior one's MAC (the first after the request's), the records are those of the unsigned
+    /// transfer, and a message verified out of its place fails.
+    #[test]
+    fn signed_transfer_signs_every_message_in_a_chain() {
+        use pqdns_core::wire::tsig::{find, Algorithm, Fields};
+        use pqdns_core::wire::MessageView;
+        let catalog = catalog();
+        let key = Key::new(
+            &"xfr-key.".parse().unwrap(),
+            Algorithm::HmacSha256,
+            b"secret",
+        )
+        .unwrap();
+        let mut wire = request(&origin(), RrType::AXFR, false).to_wire();
+        let now = pqdns_core::time::now();
+        let mac = tsig::sign(&key, Digest::Request, &mut wire, 0, &Fields::at(now)).unwrap();
+        let q = crate::request::parse(&wire, None).unwrap();
+        let mut xfr = Transfer::start(Arc::clone(&catalog), &q, Some((key.clone(), mac))).unwrap();
+        let unsigned = run(&catalog, &request(&origin(), RrType::AXFR, false));
+        let (mut prior, mut out, mut n) = (mac, Vec::new(), 0);
+        while let Some(len) = xfr.next_message(&mut out, 0) {
+            assert!(len <= MAX_STREAM_MESSAGE);
+            let view = MessageView::parse(&out)
+                .unwrap_or_else(|e| panic!("message {n} of {len} bytes ({}): {e}", out.len()));
+            let signed = find(&view).unwrap().expect("every message is signed");
+            let digest = if n == 0 {
+                Digest::Response(prior.as_bytes())
+            } else {
+                Digest::Subsequent(prior.as_bytes())
+            };
+            let wrong = if n == 0 {
+                Digest::Request
+            } else {
+                Digest::Response(prior.as_bytes())
+            };
+            assert!(
+                signed.verify(Some(&key), wrong, now).is_err(),
+                "message {n}"
+            );
+            let v = signed.verify(Some(&key), digest, now).unwrap();
+            let m = Message::parse(&out).unwrap();
+            assert_eq!(v.len + key.record_len(0), len);
+            assert_eq!(m.answers, unsigned[n].1.answers, "message {n}");
+            prior = v.mac;
+            n += 1;
+        }
+        assert_eq!(n, unsigned.len());
+        assert!(n >= 3);
     }
 
     fn key(r: &Record) -> (String, u16, u32, Vec<u8>) {
@@ -756,7 +828,7 @@ mod tests {
     }
 
     #[test]
-    fn errors_notauth_refused_and_not_a_transfer() {
+    fn errors_notauth_and_not_a_transfer() {
         let catalog = catalog();
         let rcode_of = |q: &Message| {
             let m = run(&catalog, q);
@@ -779,18 +851,9 @@ mod tests {
             rcode_of(&request(&other, RrType::AXFR, false)),
             Rcode::NOTAUTH
         );
-        let mut signed = request(&origin(), RrType::AXFR, false);
-        signed.additional.push(Record {
-            owner: "key.".parse().unwrap(),
-            rtype: TSIG,
-            class: Class::ANY,
-            ttl: 0,
-            rdata: vec![0; 16],
-        });
-        assert_eq!(rcode_of(&signed), Rcode::REFUSED);
         let a = request(&origin(), RrType::A, false).to_wire();
         let q = crate::request::parse(&a, None).unwrap();
-        assert!(Transfer::start(Arc::clone(&catalog), &q).is_none());
+        assert!(Transfer::start(Arc::clone(&catalog), &q, None).is_none());
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! The response finisher: what every answer of the server gets around its records, in one
 //! place. It opens a response to a query (header, question, OPT record with our payload size
 //! and DO echoed, NSID when asked, room for our COOKIE option), fills the COOKIE option in
-//! last (also in replayed answers), and answers a message the pipeline rejected. Room for a
-//! TSIG record (RFC 8945 §5.3, signed last) belongs here too.
+//! last (also in replayed answers), and answers a message the pipeline rejected. Room for the
+//! TSIG record of an answer to a signed request is kept free when the response is opened
+//! ([`Exchange::tsig_room`]); the record is added last (`request::Signer::sign`, RFC 8945
+//! §5.3), and [`tsig_error`] answers a request whose TSIG was rejected (§5.2).
 //!
 //! Size: UDP responses are limited to min(client's EDNS payload, ours) bytes, 512 without
 //! EDNS (RFC 6891 §6.2.5); stream transports allow 65535 bytes. What then happens to a
@@ -12,7 +14,8 @@
 use std::net::IpAddr;
 
 use pqdns_core::wire::query::{Malformed, Query};
-use pqdns_core::wire::{MessageWriter, Rcode, EDNS_DO, OPTION_COOKIE, OPTION_NSID};
+use pqdns_core::wire::tsig::{self, Digest, Rejection, Signed};
+use pqdns_core::wire::{MessageWriter, Rcode, EDNS_DO, HEADER_LEN, OPTION_COOKIE, OPTION_NSID};
 
 use crate::answer::{Outcome, Transport, MAX_STREAM_MESSAGE};
 use crate::catalog::Catalog;
@@ -38,6 +41,7 @@ pub(crate) fn open<'b, 'o>(
         Transport::Stream => MAX_STREAM_MESSAGE,
         Transport::Udp => q.udp_payload().min(x.udp_payload).into(),
     };
+    let limit = usize::max(limit.saturating_sub(x.tsig_room), HEADER_LEN);
     let mut w = MessageWriter::response(out, base, limit, q.header);
     // The question (at most 259 bytes) and an OPT always fit in 512 bytes.
     let _fits = w.question(q.qname.as_wire(), q.qtype, q.qclass);
@@ -85,6 +89,58 @@ pub(crate) fn reject(m: &Malformed, x: &Exchange, out: &mut Vec<u8>, base: usize
         truncated: false,
         qtype: None,
         error: Some(m.error),
+        cache_ttl: None,
+        cookie: CookieCheck::Absent,
+    }
+}
+
+/// The answer to `q`, whose TSIG `signed` was rejected (RFC 8945 §5.2), in `out[base..]`:
+/// header, question and OPT with NOTAUTH, and a TSIG record carrying the error: unsigned for
+/// BADKEY and BADSIG (§5.3.2: "It MUST NOT send back a signed error message"), signed for
+/// BADTIME with the request's time signed and our time `now` (UNIX seconds) in other data
+/// (§5.2.3). A MAC of a forbidden length is FORMERR (§5.2.2.1), without TSIG.
+pub(crate) fn tsig_error(
+    q: &Query<'_>,
+    rejection: &Rejection<'_>,
+    signed: &Signed<'_>,
+    x: &Exchange,
+    out: &mut Vec<u8>,
+    base: usize,
+    now: u64,
+) -> Outcome {
+    let rcode = rejection.rcode();
+    let mut w = MessageWriter::response(out, base, MAX_STREAM_MESSAGE, q.header);
+    // The question (at most 259 bytes) and an OPT always fit.
+    let _fits = w.question(q.qname.as_wire(), q.qtype, q.qclass);
+    if q.edns.is_some() {
+        let flags = if q.dnssec_ok() { EDNS_DO } else { 0 };
+        let _fits = w.set_opt(x.udp_payload, 0, flags);
+    }
+    let mut len = w.finish(rcode);
+    let added = match rejection {
+        Rejection::Malformed => Ok(()),
+        Rejection::BadTime(v) => {
+            let fields = tsig::Fields::bad_time(v.time_signed, now);
+            tsig::sign(
+                v.key,
+                Digest::Response(v.mac.as_bytes()),
+                out,
+                base,
+                &fields,
+            )
+            .map(|_| ())
+        }
+        _ => tsig::append_unsigned(out, base, signed, rejection.error(), now),
+    };
+    if added.is_ok() {
+        len = out.len() - base;
+    }
+    Outcome {
+        len,
+        rcode,
+        truncated: false,
+        qtype: Some(q.qtype),
+        error: None,
         cache_ttl: None,
         cookie: CookieCheck::Absent,
     }

@@ -137,6 +137,7 @@ impl Fragmenter {
             transport: Transport::Stream,
             client: Ipv4Addr::UNSPECIFIED.into(),
             udp_payload,
+            tsig_room: 0,
         };
         let mut buf = Vec::new();
         let o = answer::answer(catalog, q, &Auth::none(), &x, Prepare::Skip, &mut buf, 0);

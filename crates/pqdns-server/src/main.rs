@@ -115,8 +115,8 @@ struct Cli {
 
     /// Client address or CIDR prefix allowed to transfer zones (AXFR, and IXFR answered with
     /// the whole zone) over TCP and DoT, e.g. 127.0.0.1, ::1 or 10.0.0.0/8. Repeatable;
-    /// replaces `axfr_allow` in [server]. Others, and any transfer over UDP or DoH, get
-    /// REFUSED. [default: nobody]
+    /// replaces the addresses of `axfr_allow` in [server] (its `key:NAME` entries stay). Others,
+    /// and any transfer over UDP or DoH, get REFUSED. [default: nobody]
     #[arg(long, value_name = "PREFIX")]
     axfr_allow: Vec<IpPrefix>,
 

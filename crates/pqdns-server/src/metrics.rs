@@ -23,6 +23,8 @@
 //!   sent truncated ([`crate::rrl`]).
 //! - `pqdns_amplification_limited_total`: UDP responses to clients without a valid server
 //!   cookie cut to TC by the amplification limit ([`crate::service`]).
+//! - `pqdns_tsig_failures_total{error}`: requests whose TSIG (RFC 8945) was rejected:
+//!   `badkey`, `badsig`, `badtime`, `formerr` (a misplaced or malformed TSIG record).
 //!
 //! The hot path only does relaxed atomic adds on fixed arrays: no lock, no allocation, no
 //! label lookup by string. Series with a zero value are omitted from `pqdns_queries_total`.
@@ -146,6 +148,30 @@ pub struct Metrics {
     /// UDP responses withheld by RRL: [dropped, sent truncated].
     rate_limited: [AtomicU64; 2],
     amplification_limited: AtomicU64,
+    /// Requests whose TSIG was rejected, by [`TsigFailure`].
+    tsig_failures: [AtomicU64; TsigFailure::ALL.len()],
+}
+
+/// Why a request's TSIG was rejected (RFC 8945 §5.2), as counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TsigFailure {
+    /// Unknown key or algorithm.
+    BadKey = 0,
+    /// The MAC did not verify.
+    BadSig = 1,
+    /// Outside the time window.
+    BadTime = 2,
+    /// A misplaced or malformed TSIG record, or a MAC of a forbidden length.
+    FormErr = 3,
+}
+
+impl TsigFailure {
+    const ALL: [(TsigFailure, &'static str); 4] = [
+        (TsigFailure::BadKey, "badkey"),
+        (TsigFailure::BadSig, "badsig"),
+        (TsigFailure::BadTime, "badtime"),
+        (TsigFailure::FormErr, "formerr"),
+    ];
 }
 
 impl Default for Metrics {
@@ -161,6 +187,7 @@ impl Default for Metrics {
             reset_floods: AtomicU64::new(0),
             rate_limited: counters(),
             amplification_limited: AtomicU64::new(0),
+            tsig_failures: counters(),
         }
     }
 }
@@ -235,6 +262,11 @@ impl Metrics {
     /// Counts one UDP response cut to TC by the amplification limit.
     pub fn amplification_limited(&self) {
         self.amplification_limited.fetch_add(1, Relaxed);
+    }
+
+    /// Counts a request whose TSIG was rejected.
+    pub fn tsig_failure(&self, why: TsigFailure) {
+        self.tsig_failures[why as usize].fetch_add(1, Relaxed);
     }
 
     /// The text exposition of every series.
@@ -330,6 +362,14 @@ impl Metrics {
             out,
             "# HELP pqdns_amplification_limited_total UDP responses to clients without a valid server cookie cut to TC by the amplification limit.\n# TYPE pqdns_amplification_limited_total counter\npqdns_amplification_limited_total {n}"
         );
+        let _ = writeln!(
+            out,
+            "# HELP pqdns_tsig_failures_total Requests whose TSIG was rejected (RFC 8945 §5.2).\n# TYPE pqdns_tsig_failures_total counter"
+        );
+        for (why, label) in TsigFailure::ALL {
+            let n = load(&self.tsig_failures[why as usize]);
+            let _ = writeln!(out, "pqdns_tsig_failures_total{{error=\"{label}\"}} {n}");
+        }
         out
     }
 }

@@ -9,6 +9,9 @@
 //!   connected, so the kernel drops datagrams from other addresses). Any RCODE ends the
 //!   exchange; an error RCODE is logged as a warning (a NOTIMP completes the transaction,
 //!   §3.12). Every exchange is bounded: at most `NOTIFY_ATTEMPTS × NOTIFY_TIMEOUT`.
+//! - **TSIG** (RFC 8945): NOTIFY to a target configured with a key (`notify = ["ADDR key
+//!   NAME"]`) is signed, and only an answer whose TSIG verifies after our MAC acknowledges it;
+//!   others are logged and ignored, as the retries go on.
 //! - **Incoming NOTIFY**: we are a primary only; the answer engine replies NOTIMP to any opcode
 //!   other than QUERY, NOTIFY included.
 //!
@@ -20,7 +23,8 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use pqdns_core::wire::{Header, MessageWriter, Opcode, Rcode, FLAG_AA, FLAG_QR};
+use pqdns_core::wire::tsig::{self, Digest, Fields, Key, Mac};
+use pqdns_core::wire::{Header, MessageView, MessageWriter, Opcode, Rcode, FLAG_AA, FLAG_QR};
 use pqdns_core::{Class, Name, RrType, Zone};
 use tokio::net::UdpSocket;
 use tokio::time::{timeout_at, Instant};
@@ -28,6 +32,45 @@ use tracing::{info, warn};
 
 use crate::axfr::write_apex_soa;
 use crate::catalog::Catalog;
+use crate::settings::Settings;
+
+/// A secondary to NOTIFY, and the TSIG key to sign with.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// Its address and port.
+    pub addr: SocketAddr,
+    /// The key NOTIFY to it is signed with, if any.
+    pub key: Option<Key>,
+}
+
+/// The NOTIFY targets of `settings`, each with its key from [`Settings::notify_keys`].
+pub fn targets(settings: &Settings) -> Vec<Target> {
+    settings
+        .notify
+        .iter()
+        .map(|&addr| Target {
+            addr,
+            key: settings
+                .notify_keys
+                .iter()
+                .find(|(a, _)| *a == addr)
+                .and_then(|(_, name)| settings.tsig_keys.get(name.as_wire()))
+                .cloned(),
+        })
+        .collect()
+}
+
+/// True if `response` carries a TSIG that verifies with `key` after our request's `mac` at
+/// `now` (UNIX seconds).
+fn signed_by(response: &[u8], key: &Key, mac: &Mac, now: u64) -> bool {
+    MessageView::parse(response)
+        .ok()
+        .and_then(|v| tsig::find(&v).ok().flatten())
+        .is_some_and(|s| {
+            s.verify(Some(key), Digest::Response(mac.as_bytes()), now)
+                .is_ok()
+        })
+}
 /// Sends of one NOTIFY before giving up on a target.
 pub const NOTIFY_ATTEMPTS: u32 = 3;
 /// Wait for a response to each send.
@@ -78,11 +121,16 @@ fn fresh_id() -> u16 {
     std::collections::hash_map::RandomState::new().hash_one(std::time::SystemTime::now()) as u16
 }
 
-/// Sends the NOTIFY for `zone` to `target`, retrying as the module doc says.
+/// Sends the NOTIFY for `zone` to `target`, signed with `key` when given, retrying as the
+/// module doc says.
 ///
 /// # Errors
 /// The I/O error if no socket can be bound or a send fails (e.g. no route to the target).
-pub async fn notify(zone: &Zone, target: SocketAddr) -> std::io::Result<Outcome> {
+pub async fn notify(
+    zone: &Zone,
+    target: SocketAddr,
+    key: Option<&Key>,
+) -> std::io::Result<Outcome> {
     let local: SocketAddr = if target.is_ipv4() {
         (Ipv4Addr::UNSPECIFIED, 0).into()
     } else {
@@ -91,7 +139,13 @@ pub async fn notify(zone: &Zone, target: SocketAddr) -> std::io::Result<Outcome>
     let socket = UdpSocket::bind(local).await?;
     socket.connect(target).await?;
     let id = fresh_id();
-    let request = build(zone, id);
+    let mut request = build(zone, id);
+    let now = pqdns_core::time::now();
+    // A NOTIFY holds no additional records: signing cannot fail.
+    let signed = key.and_then(|k| {
+        let mac = tsig::sign(k, Digest::Request, &mut request, 0, &Fields::at(now)).ok()?;
+        Some((k, mac))
+    });
     let mut buf = vec![0u8; MAX_RESPONSE];
     for attempt in 1..=NOTIFY_ATTEMPTS {
         socket.send(&request).await?;
@@ -101,6 +155,12 @@ pub async fn notify(zone: &Zone, target: SocketAddr) -> std::io::Result<Outcome>
             match received {
                 Ok(n) => {
                     if let Some(rcode) = acknowledges(&buf[..n], id) {
+                        if let Some((k, mac)) = signed {
+                            if !signed_by(&buf[..n], k, &mac, pqdns_core::time::now()) {
+                                warn!(%target, key = %k.name(), "NOTIFY answer without a valid TSIG ignored");
+                                continue;
+                            }
+                        }
                         return Ok(Outcome::Answered {
                             rcode,
                             attempts: attempt,
@@ -121,9 +181,10 @@ pub async fn notify(zone: &Zone, target: SocketAddr) -> std::io::Result<Outcome>
 
 /// Announces every zone of `catalog` to every target, each exchange in its own task; the
 /// outcome is logged (info when acknowledged with NOERROR, warn otherwise).
-pub fn spawn_all(catalog: Arc<Catalog>, targets: &[SocketAddr]) {
+pub fn spawn_all(catalog: Arc<Catalog>, targets: &[Target]) {
     for origin in catalog.zones().map(|z| z.zone.origin.clone()) {
-        for &target in targets {
+        for t in targets {
+            let (target, key) = (t.addr, t.key.clone());
             let catalog = Arc::clone(&catalog);
             let origin: Name = origin.clone();
             tokio::spawn(async move {
@@ -135,7 +196,7 @@ pub fn spawn_all(catalog: Arc<Catalog>, targets: &[SocketAddr]) {
                     return;
                 };
                 let serial = zone.soa_serial();
-                match notify(zone, target).await {
+                match notify(zone, target, key.as_ref()).await {
                     Ok(Outcome::Answered { rcode, attempts }) if rcode == Rcode::NOERROR => {
                         info!(zone = %origin, %target, serial, attempts, "NOTIFY acknowledged")
                     }

@@ -1,12 +1,13 @@
 //! The stages of the request pipeline before a handler (ARCHITECTURE.md, "The server's
 //! request pipeline"): the prepared-answer lookup, which answers a query asked before
 //! without parsing it; the one parse, with the acceptability check shared with the resolver
-//! service ([`pqdns_core::wire::query`]); and message authentication (DNS cookies, RFC 7873;
-//! TSIG, RFC 8945, goes here next).
+//! service ([`pqdns_core::wire::query`]); and message authentication: TSIG (RFC 8945,
+//! [`verify_tsig`]) first, then DNS cookies (RFC 7873, [`authenticate`]).
 
 use std::net::IpAddr;
 
 use pqdns_core::wire::query::{self, Malformed, ParseError, Query};
+use pqdns_core::wire::tsig::{self, Digest, Key, KeyRing, Mac, Rejection, Signed};
 use pqdns_core::wire::{Opcode, WireError};
 use pqdns_core::RrType;
 
@@ -28,6 +29,9 @@ pub(crate) struct Exchange {
     pub(crate) client: IpAddr,
     /// Our EDNS UDP payload size, in bytes (at least 512).
     pub(crate) udp_payload: u16,
+    /// Bytes kept free in the response for its TSIG record (0 for an unsigned request), so
+    /// the signed answer still fits the transport's limit (RFC 8945 §5.3).
+    pub(crate) tsig_room: usize,
 }
 
 impl Exchange {
@@ -111,6 +115,76 @@ impl<'a> Auth<'a> {
             now,
             refused: false,
         }
+    }
+}
+
+/// A request whose TSIG verified: its answer is signed with `key` after `mac` (RFC 8945
+/// §5.3: the request's MAC starts the response's digest).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Signer<'k> {
+    /// The request's key.
+    pub(crate) key: &'k Key,
+    /// The request's MAC.
+    pub(crate) mac: Mac,
+}
+
+impl Signer<'_> {
+    /// Bytes the answer's TSIG record takes.
+    pub(crate) fn room(&self) -> usize {
+        self.key.record_len(0)
+    }
+
+    /// Signs the response in `out[base..]` as the answer to this request, at `now` (UNIX
+    /// seconds); returns its new length (0, send nothing, if it cannot be signed: ARCOUNT is
+    /// full, never in our answers).
+    pub(crate) fn sign(&self, out: &mut Vec<u8>, base: usize, now: u64) -> usize {
+        let fields = tsig::Fields::at(now);
+        match tsig::sign(
+            self.key,
+            Digest::Response(self.mac.as_bytes()),
+            out,
+            base,
+            &fields,
+        ) {
+            Ok(_) => out.len() - base,
+            Err(_) => 0,
+        }
+    }
+}
+
+/// What the request's TSIG says (RFC 8945 §5.2).
+#[derive(Debug)]
+pub(crate) enum Tsig<'k, 'a> {
+    /// No TSIG record.
+    Unsigned,
+    /// Verified: sign the answer.
+    Verified(Signer<'k>),
+    /// Rejected: answer NOTAUTH (or FORMERR) with the error ([`crate::finish::tsig_error`]).
+    Rejected(Rejection<'k>, Box<Signed<'a>>),
+    /// A TSIG record that is not the last record, or malformed: FORMERR (§5.1).
+    Malformed(Malformed),
+}
+
+/// Stage 3: verifies the TSIG of `q`, if it has one, with `keys` at `now` (UNIX seconds).
+/// Parses nothing again: the record is found in the parsed view.
+pub(crate) fn verify_tsig<'k, 'a>(keys: &'k KeyRing, q: &Query<'a>, now: u64) -> Tsig<'k, 'a> {
+    let signed = match tsig::find(&q.message) {
+        Ok(Some(signed)) => signed,
+        Ok(None) => return Tsig::Unsigned,
+        Err(error) => {
+            return Tsig::Malformed(Malformed {
+                error: ParseError::Wire(error),
+                header: Some(q.header),
+                edns: q.edns.is_some(),
+            })
+        }
+    };
+    match signed.verify(keys.get(signed.key_name()), Digest::Request, now) {
+        Ok(v) => Tsig::Verified(Signer {
+            key: v.key,
+            mac: v.mac,
+        }),
+        Err(rejection) => Tsig::Rejected(rejection, Box::new(signed)),
     }
 }
 

@@ -69,7 +69,7 @@ pub struct ServerHandle {
     listeners: Listeners,
     metrics_task: Option<JoinHandle<()>>,
     zones: Vec<ZoneSource>,
-    notify: Vec<SocketAddr>,
+    notify: Vec<notify::Target>,
     /// When the signatures of the last load need refreshing (UNIX seconds).
     refresh_at: std::sync::Mutex<Option<u64>>,
     /// Bound addresses.
@@ -116,13 +116,14 @@ impl Server {
                 listeners.shutdown_signal(),
             ))
         });
-        notify::spawn_all(service.catalog(), &s.notify);
+        let targets = notify::targets(s);
+        notify::spawn_all(service.catalog(), &targets);
         Ok(ServerHandle {
             service,
             listeners,
             metrics_task,
             zones: config.zones,
-            notify: config.settings.notify.clone(),
+            notify: targets,
             refresh_at: std::sync::Mutex::new(None),
             addrs,
         })

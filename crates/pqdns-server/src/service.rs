@@ -6,12 +6,18 @@
 //! 0. a prepared answer for a query asked before, without parsing it (`request::replay`);
 //! 1. one parse and 2. the acceptability check shared with the resolver service
 //!    ([`pqdns_core::wire::query`]; a rejection is answered by `finish::reject`);
-//! 3. transport policy: zone transfer requests (AXFR, IXFR) over TCP and DoT from clients in
-//!    the allow-list ([`crate::acl`]) are answered with several messages ([`crate::axfr`]);
-//! 4. message authentication: DNS cookies (`request::authenticate`);
-//! 5. dispatch: UDP fragment requests to the ARRF/QBF responder ([`crate::fragment`]), queries
-//!    to the answer engine ([`crate::answer`]);
-//! 6. over UDP, the finish: a truncated answer becomes its first fragment for a client that
+//! 3. TSIG (RFC 8945), verified before anything acts on the request (`request::verify_tsig`):
+//!    a rejected one is answered NOTAUTH with the TSIG error (`finish::tsig_error`); a
+//!    verified one has its answer sized with room for the TSIG record and signed last
+//!    (`request::Signer`), every message of a zone transfer included;
+//! 4. transport policy: zone transfer requests (AXFR, IXFR) over TCP and DoT from clients in
+//!    the allow-list ([`crate::acl`]) or signed with a key it names ([`Settings::axfr_keys`])
+//!    are answered with several messages ([`crate::axfr`]); others get REFUSED;
+//! 5. message authentication: DNS cookies (`request::authenticate`);
+//! 6. dispatch: UDP fragment requests to the ARRF/QBF responder ([`crate::fragment`]), queries
+//!    to the answer engine ([`crate::answer`]); answers to signed requests are neither
+//!    fragmented nor stored for replay;
+//! 7. over UDP, the finish: a truncated answer becomes its first fragment for a client that
 //!    signalled fragmentation and holds a valid server cookie (with every fragment at once
 //!    when it asks, [`Messages::Fragments`], sent as paced datagrams by the listener). Against
 //!    reflection, a client without a valid server cookie has not shown that the query's
@@ -19,7 +25,8 @@
 //!    times the query's bytes (QUIC's rule toward an unvalidated address, RFC 9000 §8.1), and
 //!    a larger one is cut to its question and OPT record with TC set, our server cookie
 //!    included (RFC 7873 §5.2.3), so the client can ask again with the cookie or over TCP.
-//!    Then response-rate limiting ([`crate::rrl`]).
+//!    Then response-rate limiting ([`crate::rrl`]). A request with a valid TSIG proved its
+//!    key, so neither applies to it (a cut answer would lose its TSIG record).
 //!
 //! Stream transports allow 65535-byte answers; DoH gets no transfers (the engine answers them
 //! REFUSED). Responses, transfer messages and TLS events are counted in the metrics when they
@@ -28,7 +35,9 @@
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, PoisonError, RwLock};
 
+use pqdns_core::wire::tsig::{KeyRing, Rejection};
 use pqdns_core::wire::{truncate_to_question, MIN_UDP_PAYLOAD};
+use pqdns_core::Name;
 use pqdns_net::{Event, Reply, Request, ResponseInfo, Service, Transfer, TransferEnd, Transport};
 use tracing::{debug, info, warn};
 
@@ -40,8 +49,8 @@ use crate::cookie::{self, CookieCheck, CookieMode, Cookies};
 use crate::finish;
 use crate::fragment::{self, Fragmenter};
 use crate::identity::Identity;
-use crate::metrics::{Metrics, Proto};
-use crate::request::{self, Exchange};
+use crate::metrics::{Metrics, Proto, TsigFailure};
+use crate::request::{self, Exchange, Tsig};
 use crate::rrl::{self, Rrl, Verdict};
 use crate::settings::Settings;
 
@@ -53,6 +62,10 @@ pub struct Authoritative {
     pub udp_payload: u16,
     /// Clients that may transfer zones over TCP and DoT (empty: nobody).
     pub axfr_allow: AllowList,
+    /// TSIG keys whose signed requests may transfer zones, from any address.
+    pub axfr_keys: Vec<Name>,
+    /// TSIG keys requests may be signed with (RFC 8945).
+    tsig_keys: Arc<KeyRing>,
     /// Counters, when the metrics endpoint is configured (nothing is counted otherwise).
     pub metrics: Option<Arc<Metrics>>,
     /// UDP fragmentation for clients that signal it; `None` when off.
@@ -90,6 +103,8 @@ impl Authoritative {
             )),
             udp_payload: settings.udp_payload,
             axfr_allow: settings.axfr_allow.clone(),
+            axfr_keys: settings.axfr_keys.clone(),
+            tsig_keys: Arc::clone(&settings.tsig_keys),
             metrics: settings.metrics.map(|_| Arc::new(Metrics::default())),
             fragmenter: Fragmenter::new(settings.fragmentation),
             answer_cache_bytes: settings.answer_cache_bytes,
@@ -133,14 +148,35 @@ impl Authoritative {
         // 1–2. One parse; the acceptability check shared with the resolver service.
         let q = match request::parse(request.message, frag.and_then(Fragmenter::compact)) {
             Ok(q) => q,
-            Err(m) => return Handled::Answer(finish::reject(&m, x, out, base), Vec::new()),
+            Err(m) => return Handled::Answer(finish::reject(&m, x, out, base), Vec::new(), false),
         };
-        // 3. Transport policy: zone transfers over TCP and DoT to the allow-list; the engine
-        // answers every other transfer request REFUSED.
+        // 3. TSIG, before anything acts on the request (RFC 8945 §5.2).
+        let now = pqdns_core::time::now();
+        let signer = match request::verify_tsig(&self.tsig_keys, &q, now) {
+            Tsig::Unsigned => None,
+            Tsig::Verified(signer) => Some(signer),
+            Tsig::Rejected(rejection, signed) => {
+                self.count_tsig_failure(&rejection);
+                let o = finish::tsig_error(&q, &rejection, &signed, x, out, base, now);
+                return Handled::Answer(o, Vec::new(), false);
+            }
+            Tsig::Malformed(m) => {
+                self.count_tsig_failure(&Rejection::Malformed);
+                return Handled::Answer(finish::reject(&m, x, out, base), Vec::new(), false);
+            }
+        };
+        let x = &Exchange {
+            tsig_room: signer.map_or(0, |s| s.room()),
+            ..*x
+        };
+        // 4. Transport policy: zone transfers over TCP and DoT to the allow-list, by address or
+        // by key; the engine answers every other transfer request REFUSED.
+        let key_allowed = signer.is_some_and(|s| self.axfr_keys.contains(s.key.name()));
         if matches!(request.transport, Transport::Tcp | Transport::Dot)
-            && self.axfr_allow.allows(x.client)
+            && (self.axfr_allow.allows(x.client) || key_allowed)
         {
-            if let Some(xfr) = axfr::Transfer::start(Arc::clone(catalog), &q) {
+            let tsig = signer.map(|s| (s.key.clone(), s.mac));
+            if let Some(xfr) = axfr::Transfer::start(Arc::clone(catalog), &q, tsig) {
                 return Handled::Transfer(Messages::Zone(ZoneTransfer {
                     xfr,
                     client: request.client,
@@ -149,29 +185,51 @@ impl Authoritative {
                 }));
             }
         }
-        // 4. Message authentication.
+        // 5. Message authentication.
         let auth = match request::authenticate(catalog, &q, x) {
             Ok(auth) => auth,
-            Err(m) => return Handled::Answer(finish::reject(&m, x, out, base), Vec::new()),
+            Err(m) => return Handled::Answer(finish::reject(&m, x, out, base), Vec::new(), false),
         };
-        // 5. Dispatch: fragment requests (UDP), then the QUERY handler.
-        if x.transport == answer::Transport::Udp {
+        // 6. Dispatch: fragment requests (UDP), then the QUERY handler. Answers to signed
+        // requests are not fragmented and not stored for replay (each is signed anew).
+        let udp = x.transport == answer::Transport::Udp;
+        if udp && signer.is_none() {
             if let Some(o) = fragment::answer_request(frag, catalog, &q, &auth, x, out) {
-                return Handled::Answer(o, Vec::new());
+                return Handled::Answer(o, Vec::new(), false);
             }
         }
-        let mut o = answer::answer(catalog, &q, &auth, x, Prepare::Store, out, base);
-        // 6. Finish: a truncated UDP answer becomes its first fragment; never for an address
+        let prepare = if signer.is_some() {
+            Prepare::Skip
+        } else {
+            Prepare::Store
+        };
+        let mut o = answer::answer(catalog, &q, &auth, x, prepare, out, base);
+        // 7. Finish: a truncated UDP answer becomes its first fragment; never for an address
         // no cookie has proved while the amplification limit is on (some 1,200 bytes, it
-        // would be cut to TC by the limit anyway).
+        // would be cut to TC by the limit anyway). The TSIG record comes last.
         let mut pushed = Vec::new();
-        if x.transport == answer::Transport::Udp
-            && o.truncated
-            && (self.amplification_limit == 0 || o.cookie == CookieCheck::Valid)
-        {
-            pushed = fragment::replace_truncated(frag, catalog, &q, &auth, x, out, &mut o);
+        match signer {
+            Some(s) if o.len > 0 => o.len = s.sign(out, base, now),
+            Some(_) => {}
+            None if udp
+                && o.truncated
+                && (self.amplification_limit == 0 || o.cookie == CookieCheck::Valid) =>
+            {
+                pushed = fragment::replace_truncated(frag, catalog, &q, &auth, x, out, &mut o);
+            }
+            None => {}
         }
-        Handled::Answer(o, pushed)
+        Handled::Answer(o, pushed, signer.is_some())
+    }
+
+    fn count_tsig_failure(&self, rejection: &Rejection<'_>) {
+        let Some(m) = &self.metrics else { return };
+        m.tsig_failure(match rejection {
+            Rejection::BadKey | Rejection::Unsigned(_) => TsigFailure::BadKey,
+            Rejection::BadSig => TsigFailure::BadSig,
+            Rejection::BadTime(_) => TsigFailure::BadTime,
+            _ => TsigFailure::FormErr,
+        });
     }
 
     /// The UDP limits, for clients without a valid server cookie: the amplification limit
@@ -211,8 +269,9 @@ impl Authoritative {
 
 /// What the stages after the prepared answers made of a request.
 enum Handled {
-    /// One response in the output buffer (its first fragment, over UDP, with the others).
-    Answer(Outcome, Vec<Vec<u8>>),
+    /// One response in the output buffer (its first fragment, over UDP, with the others), and
+    /// whether it answers a request with a valid TSIG (signed, so never cut).
+    Answer(Outcome, Vec<Vec<u8>>, bool),
     /// A zone transfer.
     Transfer(Messages),
 }
@@ -244,21 +303,23 @@ impl Service for Authoritative {
             },
             client: request.client.ip(),
             udp_payload: self.udp_payload.max(MIN_UDP_PAYLOAD),
+            tsig_room: 0,
         };
         // 0. A query asked before: its prepared answer, without parsing it; but a truncated
         // UDP answer may become fragments, which takes the parsed query.
         let fragments = self.fragmenter.is_some() && transport == Transport::Udp;
-        let (mut outcome, pushed) = match request::replay(catalog, request.message, &x, out, base) {
-            Some(o) if !(o.truncated && fragments) => (o, Vec::new()),
-            _ => match self.handle(catalog, request, &x, out, base) {
-                Handled::Answer(o, pushed) => (o, pushed),
-                Handled::Transfer(t) => return Reply::Transfer(t),
-            },
-        };
+        let (mut outcome, pushed, signed) =
+            match request::replay(catalog, request.message, &x, out, base) {
+                Some(o) if !(o.truncated && fragments) => (o, Vec::new(), false),
+                _ => match self.handle(catalog, request, &x, out, base) {
+                    Handled::Answer(o, pushed, signed) => (o, pushed, signed),
+                    Handled::Transfer(t) => return Reply::Transfer(t),
+                },
+            };
         if let Some(error) = outcome.error {
             debug!(peer = %request.client, %error, "malformed query");
         }
-        if transport == Transport::Udp {
+        if transport == Transport::Udp && !signed {
             self.limit(
                 request.message.len(),
                 x.client,

@@ -19,10 +19,18 @@
 //! tcp_idle_timeout = 10       # seconds a TCP/DoT/DoH connection may sit idle (RFC 7766 §6.2.3)
 //! max_connections = 512       # per stream listener (TCP, DoT, DoH each)
 //! max_connections_per_ip = 32 # per client /24 (IPv6 /56) and stream listener
-//! axfr_allow = ["127.0.0.1", "::1", "10.0.0.0/8"]  # who may AXFR/IXFR over TCP and DoT
-//!                             # (addresses or CIDR prefixes); default [] refuses everyone
-//! notify = ["192.0.2.53", "127.0.0.1:30053"]       # secondaries sent NOTIFY at start and after
-//!                             # each reload (UDP; port 53 unless given); default []
+//! axfr_allow = ["127.0.0.1", "::1", "10.0.0.0/8", "key:transfer-key"]  # who may AXFR/IXFR
+//!                             # over TCP and DoT: addresses or CIDR prefixes, and "key:NAME"
+//!                             # for requests signed with that TSIG key from any address (only
+//!                             # "key:" entries: a key is required); default [] refuses everyone
+//! tsig_keys = ["keys/tsig.conf"]  # TSIG (RFC 8945) key files in BIND's syntax, relative to
+//!                             # this file (`pqdns-zone tsig-keygen` writes them); signed
+//!                             # requests are verified and answered signed, every message of
+//!                             # a transfer included; default none
+//! notify = ["192.0.2.53", "127.0.0.1:30053 key transfer-key"]  # secondaries sent NOTIFY at
+//!                             # start and after each reload (UDP; port 53 unless given), with
+//!                             # "key NAME" signed with that TSIG key (its answer must verify);
+//!                             # default []
 //! metrics = "127.0.0.1:9153"  # Prometheus text endpoint GET /metrics (HTTP/1.1); default off
 //! fragmentation = "arrf"      # "arrf", "qbf" or "off": UDP answers too large for the client's
 //!                             # payload are fragmented (crate::fragment) for clients that send
@@ -86,7 +94,10 @@ use crate::cookie::{self, CookieMode};
 pub use crate::fragment::FragSettings;
 use crate::identity::{parse_nsid, Identity};
 use crate::rrl::RrlSettings;
-use pqdns_core::RrType;
+use pqdns_core::tsig_keyfile;
+use pqdns_core::wire::tsig::KeyRing;
+use pqdns_core::{Name, RrType};
+use std::sync::Arc;
 
 /// Default UDP and TCP listen address.
 pub const DEFAULT_DNS_ADDR: &str = "127.0.0.1:5353";
@@ -168,8 +179,10 @@ pub struct ServerTable {
     pub max_connections: Option<usize>,
     /// Connections per client address per stream listener.
     pub max_connections_per_ip: Option<usize>,
-    /// Addresses and prefixes allowed to transfer zones.
+    /// Addresses and prefixes allowed to transfer zones, and `key:NAME` entries.
     pub axfr_allow: Option<Vec<String>>,
+    /// TSIG key files, relative to the zone description.
+    pub tsig_keys: Option<Vec<PathBuf>>,
     /// Secondaries to NOTIFY.
     pub notify: Option<Vec<String>>,
     /// Metrics listen address.
@@ -291,8 +304,16 @@ pub struct Settings {
     pub max_connections_per_ip: usize,
     /// Clients allowed to transfer zones over TCP and DoT (empty: nobody).
     pub axfr_allow: AllowList,
+    /// TSIG keys (from [`Settings::tsig_keys`]) whose signed requests may transfer zones over
+    /// TCP and DoT from any address.
+    pub axfr_keys: Vec<Name>,
+    /// TSIG keys requests may be signed with (RFC 8945); empty: a signed request gets
+    /// NOTAUTH/BADKEY.
+    pub tsig_keys: Arc<KeyRing>,
     /// Secondaries sent NOTIFY at start and after each successful reload.
     pub notify: Vec<SocketAddr>,
+    /// The TSIG key (in [`Settings::tsig_keys`]) NOTIFY to a target is signed with.
+    pub notify_keys: Vec<(SocketAddr, Name)>,
     /// Where to serve `GET /metrics`; `None` turns metrics off (nothing is counted).
     pub metrics: Option<SocketAddr>,
     /// UDP fragmentation for clients that signal it.
@@ -335,7 +356,10 @@ impl Settings {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
             axfr_allow: AllowList::default(),
+            axfr_keys: Vec::new(),
+            tsig_keys: Arc::default(),
             notify: Vec::new(),
+            notify_keys: Vec::new(),
             metrics: None,
             fragmentation: FragSettings::default(),
             identity: Identity::default(),
@@ -429,20 +453,73 @@ impl Settings {
         if let Some(m) = pick(&|t| t.max_connections_per_ip.map(|v| v as u64)) {
             s.max_connections_per_ip = m.max(1) as usize;
         }
+        if let Some((files, base)) = tables
+            .iter()
+            .find_map(|(t, base)| Some((t.tsig_keys.as_ref()?, base)))
+        {
+            let mut ring = KeyRing::new();
+            for file in files {
+                for key in tsig_keyfile::read(&base.join(file))
+                    .map_err(|e| SettingsError::Invalid(format!("tsig_keys: {e}")))?
+                {
+                    let name = key.name().clone();
+                    if ring.insert(key).is_some() {
+                        return Err(SettingsError::Invalid(format!(
+                            "tsig_keys: key {name} is defined twice"
+                        )));
+                    }
+                }
+            }
+            s.tsig_keys = Arc::new(ring);
+        }
         if let Some(list) = tables.iter().find_map(|(t, _)| t.axfr_allow.as_ref()) {
-            let prefixes = list
+            let (keys, prefixes): (Vec<&String>, Vec<&String>) =
+                list.iter().partition(|e| e.starts_with("key:"));
+            let prefixes = prefixes
                 .iter()
                 .map(|p| p.parse::<IpPrefix>())
                 .collect::<Result<_, _>>()
                 .map_err(|e| SettingsError::Invalid(format!("axfr_allow: {e}")))?;
             s.axfr_allow = AllowList::new(prefixes);
+            for entry in keys {
+                let text = &entry["key:".len()..];
+                let name = Name::parse(text, Some(&Name::root()))
+                    .map_err(|e| SettingsError::Invalid(format!("axfr_allow: {entry:?}: {e}")))?
+                    .to_lowercase();
+                if s.tsig_keys.get(name.as_wire()).is_none() {
+                    return Err(SettingsError::Invalid(format!(
+                        "axfr_allow: {entry:?} names a key no tsig_keys file defines"
+                    )));
+                }
+                s.axfr_keys.push(name);
+            }
         }
         if let Some(list) = tables.iter().find_map(|(t, _)| t.notify.as_ref()) {
-            s.notify = list
-                .iter()
-                .map(|t| parse_notify_target(t))
-                .collect::<Result<_, _>>()
-                .map_err(SettingsError::Invalid)?;
+            for entry in list {
+                let mut words = entry.split_whitespace();
+                let target = parse_notify_target(words.next().unwrap_or_default())
+                    .map_err(SettingsError::Invalid)?;
+                s.notify.push(target);
+                match (words.next(), words.next(), words.next()) {
+                    (None, _, _) => {}
+                    (Some("key"), Some(key), None) => {
+                        let name = Name::parse(key, Some(&Name::root()))
+                            .ok()
+                            .filter(|n| s.tsig_keys.get(n.as_wire()).is_some())
+                            .ok_or_else(|| {
+                                SettingsError::Invalid(format!(
+                                    "notify: {entry:?} names a key no tsig_keys file defines"
+                                ))
+                            })?;
+                        s.notify_keys.push((target, name.to_lowercase()));
+                    }
+                    _ => {
+                        return Err(SettingsError::Invalid(format!(
+                            "notify: {entry:?} is not ADDR[:PORT] [key NAME]"
+                        )))
+                    }
+                }
+            }
         }
         s.metrics = tables.iter().find_map(|(t, _)| t.metrics);
         if let Some(mode) = tables.iter().find_map(|(t, _)| t.fragmentation.as_ref()) {

@@ -17,20 +17,17 @@ mod common;
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{dig, go, http_get, require, TestServer, ORIGIN};
-use pqdns_core::message::{Message, Question};
-use pqdns_core::wire::rdata::Soa;
-use pqdns_core::wire::{Edns, Rcode, EDNS_DO, FLAG_AA, FLAG_QR};
+use common::secondary::{query_wire, soa_serial, udp_query, Nsd};
+use common::{dig, go, http_get, TestServer, ORIGIN};
+use pqdns_core::message::Message;
+use pqdns_core::wire::{Rcode, FLAG_AA, FLAG_QR};
 use pqdns_core::{Class, Name, RrType};
 use pqdns_server::acl::AllowList;
 
 /// Fixed port of the NSD secondary (the server must know it before NSD starts).
 const NSD_PORT: u16 = 31531;
-/// Longest wait for NSD to serve a serial.
-const NSD_WAIT: Duration = Duration::from_secs(20);
 /// Upper bound on any single socket read here.
 const IO_LIMIT: Duration = Duration::from_secs(10);
 
@@ -38,22 +35,6 @@ const SERIAL: u32 = 2026010101;
 
 fn name(s: &str) -> Name {
     s.parse().unwrap()
-}
-
-fn query_wire(qname: &str, qtype: RrType, dnssec: bool) -> Vec<u8> {
-    let edns = Edns {
-        udp_payload: 1232,
-        ext_rcode: 0,
-        version: 0,
-        flags: if dnssec { EDNS_DO } else { 0 },
-        options: Vec::new(),
-    };
-    let question = Question {
-        qname: name(qname),
-        qtype,
-        qclass: Class::IN,
-    };
-    Message::query(0x5151, question, false, Some(edns)).to_wire()
 }
 
 /// One query over TCP; the first response message.
@@ -88,28 +69,6 @@ fn tcp_exchange(server: SocketAddr, query: &[u8]) -> Vec<Message> {
     panic!("transfer did not end within 10000 messages");
 }
 
-fn udp_query(server: SocketAddr, wire: &[u8]) -> Option<Message> {
-    let local = if server.is_ipv4() {
-        "127.0.0.1:0"
-    } else {
-        "[::1]:0"
-    };
-    let s = UdpSocket::bind(local).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-    s.send_to(wire, server).unwrap();
-    let mut buf = vec![0u8; 65535];
-    let (n, _) = s.recv_from(&mut buf).ok()?;
-    Some(common::parse_response(&buf[..n]))
-}
-
-fn soa_serial(m: &Message) -> Option<u32> {
-    m.answers
-        .iter()
-        .find(|r| r.rtype == RrType::SOA)
-        .and_then(|r| Soa::parse(&r.rdata))
-        .map(|s| s.serial)
-}
-
 /// The records of a section as a set of (owner lowercased, type, RDATA bytes).
 fn rdata_set(records: &[pqdns_core::Record]) -> BTreeSet<(String, u16, Vec<u8>)> {
     records
@@ -132,80 +91,6 @@ fn bump_serial(server: &TestServer, to: u32) {
     std::fs::write(&path, text.replace(&SERIAL.to_string(), &to.to_string())).unwrap();
 }
 
-/// An NSD secondary for the test zone, in the foreground, killed on drop.
-struct Nsd {
-    child: Child,
-    dir: tempfile::TempDir,
-    addr: SocketAddr,
-}
-
-impl Nsd {
-    fn start(primary: SocketAddr, port: u16) -> Nsd {
-        let nsd = require("nsd", "nsd");
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path().display();
-        let conf = format!(
-            "server:\n  username: \"\"\n  chroot: \"\"\n  zonesdir: \"{d}\"\n  pidfile: \"{d}/nsd.pid\"\n  \
-             xfrdfile: \"{d}/xfrd.state\"\n  zonelistfile: \"{d}/zone.list\"\n  database: \"\"\n  \
-             logfile: \"{d}/nsd.log\"\n  ip-address: 127.0.0.1@{port}\n  verbosity: 2\n  \
-             server-count: 1\n  rrl-ratelimit: 0\n  rrl-whitelist-ratelimit: 0\n  \
-             xfrd-reload-timeout: 0\n\
-             remote-control:\n  control-enable: no\n\
-             pattern:\n  name: \"from-pqdns\"\n  request-xfr: {ip}@{pport} NOKEY\n  \
-             allow-notify: 127.0.0.1 NOKEY\n\
-             zone:\n  name: \"{ORIGIN}\"\n  zonefile: \"{d}/secondary.zone\"\n  include-pattern: \"from-pqdns\"\n",
-            ip = primary.ip(),
-            pport = primary.port(),
-        );
-        let conf_path = dir.path().join("nsd.conf");
-        std::fs::write(&conf_path, conf).unwrap();
-        let child = Command::new(nsd)
-            .args(["-d", "-c"])
-            .arg(&conf_path)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting nsd");
-        Nsd {
-            child,
-            dir,
-            addr: SocketAddr::from(([127, 0, 0, 1], port)),
-        }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("nsd.log")).unwrap_or_default()
-    }
-
-    /// Polls NSD's SOA over UDP until it has `serial`, up to `NSD_WAIT`.
-    fn wait_for_serial(&mut self, serial: u32) {
-        let start = Instant::now();
-        while start.elapsed() < NSD_WAIT {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                panic!("nsd exited ({status}):\n{}", self.log());
-            }
-            let q = query_wire(ORIGIN, RrType::SOA, false);
-            if let Some(m) = udp_query(self.addr, &q) {
-                if m.rcode() == Rcode::NOERROR && soa_serial(&m) == Some(serial) {
-                    return;
-                }
-            }
-            std::thread::sleep(Duration::from_millis(250));
-        }
-        panic!(
-            "nsd did not serve serial {serial} within {NSD_WAIT:?}; its log:\n{}",
-            self.log()
-        );
-    }
-}
-
-impl Drop for Nsd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn nsd_transfers_pqc_signed_zone_and_serves_identical_signatures() {
     let nsd_addr: SocketAddr = ([127, 0, 0, 1], NSD_PORT).into();
@@ -214,7 +99,7 @@ fn nsd_transfers_pqc_signed_zone_and_serves_identical_signatures() {
         s.notify = vec![nsd_addr];
     });
     let ours = server.tcp();
-    let mut nsd = Nsd::start(ours, NSD_PORT);
+    let mut nsd = Nsd::start(ours, NSD_PORT, None);
     nsd.wait_for_serial(SERIAL);
 
     let cases = [

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use pqdns_core::atomic_file::{AtomicFile, FileMode};
+use pqdns_core::atomic_file::{write_atomic, AtomicFile, FileMode};
 use pqdns_core::config::LoadedConfig;
 use pqdns_core::dnssec::cds;
 use pqdns_core::dnssec::dnskey::{ds_record, DigestType, DnskeyRef};
@@ -20,6 +20,8 @@ use pqdns_core::dnssec::rollover::{KeyState, Next};
 use pqdns_core::dnssec::sign::{resign_zone, Denial, Incremental, SigningPolicy};
 use pqdns_core::dnssec::verify::{verify_zone_with, VerifyOptions};
 use pqdns_core::dnssec::{Algorithm, Profile, Provider};
+use pqdns_core::tsig_keyfile;
+use pqdns_core::wire::tsig;
 use pqdns_core::zonefile::{parse_ttl, ZoneFileReader};
 use pqdns_core::{outln, stdout, time, Name, RrType, Zone};
 
@@ -54,6 +56,22 @@ enum Command {
     Rollover(RolloverArgs),
     /// Print the algorithm table: name, number per profile, key and signature sizes.
     Algorithms,
+    /// Generate a TSIG key (RFC 8945) and print it, or write it with --output (mode 0600), in
+    /// the format BIND's `tsig-keygen` writes: `key "NAME" { algorithm …; secret "…"; };`.
+    /// The secret comes from the OS random generator and is as long as the hash's output.
+    TsigKeygen(TsigKeygenArgs),
+}
+
+#[derive(Args)]
+struct TsigKeygenArgs {
+    /// Key name, e.g. transfer-key or xfr.example.com.
+    name: String,
+    /// Algorithm: hmac-sha256 or hmac-sha512.
+    #[arg(long, short, default_value = "hmac-sha256")]
+    algorithm: String,
+    /// Write the key to this file (atomically, mode 0600) instead of standard output.
+    #[arg(long, short)]
+    output: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -273,6 +291,7 @@ fn main() -> ExitCode {
             algorithms();
             Ok(ExitCode::SUCCESS)
         }
+        Command::TsigKeygen(a) => tsig_keygen(&a),
     };
     // A reader that closed the pipe (`| head`) is not a failure; a full disk under `> file` is.
     let result = result.and_then(|code| stdout::status().map(|()| code).map_err(|e| e.to_string()));
@@ -315,6 +334,23 @@ fn keygen(a: &KeygenArgs) -> Result<ExitCode, String> {
         .map_err(|e| e.to_string())?;
     tracing::info!(key = %key_path.display(), private = %private_path.display(), "wrote key files");
     outln!("{}", key.file_stem());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn tsig_keygen(a: &TsigKeygenArgs) -> Result<ExitCode, String> {
+    let name = parse_name(&a.name)?;
+    let algorithm = tsig::Algorithm::from_text(&a.algorithm)
+        .ok_or_else(|| format!("unknown TSIG algorithm {:?}", a.algorithm))?;
+    let key = tsig::Key::generate(&name, algorithm).map_err(|e| e.to_string())?;
+    let text = tsig_keyfile::format(&key);
+    match &a.output {
+        Some(path) => {
+            write_atomic(path, text.as_bytes(), FileMode::Private)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            tracing::info!(file = %path.display(), key = %key.name(), "wrote TSIG key");
+        }
+        None => outln!("{}", text.trim_end()),
+    }
     Ok(ExitCode::SUCCESS)
 }
 

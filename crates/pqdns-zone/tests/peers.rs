@@ -304,3 +304,50 @@ fn bad_input_gets_clear_errors() {
         text(&o)
     );
 }
+
+/// `pqdns-zone tsig-keygen` writes what BIND's `tsig-keygen` writes: `named-checkconf` accepts
+/// the file (it checks the algorithm and that the secret is base64), the file is 0600, the
+/// secret is the hash's length, our key-file reader reads it back, and printing to standard
+/// output gives the same format.
+#[test]
+fn tsig_keygen_writes_bind_key_files() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (alg, len) in [("hmac-sha256", 32), ("hmac-sha512", 64)] {
+        let file = format!("{alg}.key");
+        let o = pqdns_zone(d, &["tsig-keygen", "-a", alg, "xfr.example.", "-o", &file]);
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(o.stdout.is_empty(), "the secret goes to the file only");
+        let path = d.join(&file);
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let o = peer(d, "named-checkconf", "bind9-utils", &[&file]);
+        assert!(o.status.success(), "named-checkconf: {}", text(&o));
+        let keys = pqdns_core::tsig_keyfile::read(&path).unwrap();
+        assert_eq!(keys.len(), 1);
+        assert_eq!(keys[0].name().to_string(), "xfr.example.");
+        assert_eq!(keys[0].algorithm().name(), alg);
+        assert_eq!(keys[0].secret().len(), len);
+        // A broken secret is what named-checkconf would catch: the check is not vacuous.
+        let broken = std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("secret \"", "secret \"!!");
+        std::fs::write(d.join("broken.key"), broken).unwrap();
+        let o = peer(d, "named-checkconf", "bind9-utils", &["broken.key"]);
+        assert!(!o.status.success(), "named-checkconf took a bad secret");
+    }
+    let o = pqdns_zone(d, &["tsig-keygen", "notify-key"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(out.starts_with("key \"notify-key\" {\n\talgorithm hmac-sha256;\n\tsecret \""));
+    assert_eq!(
+        pqdns_core::tsig_keyfile::parse(&out, "stdout")
+            .unwrap()
+            .len(),
+        1
+    );
+    let o = pqdns_zone(d, &["tsig-keygen", "-a", "hmac-sha1", "k"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("verification only"));
+}

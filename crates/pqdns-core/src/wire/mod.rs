@@ -12,6 +12,7 @@
 //! - Queries: [`query`] is the one acceptability check of a server's incoming message
 //!   (which RCODE a malformed or unhandled message gets), shared by the authoritative server
 //!   and the resolver service.
+//! - TSIG: [`tsig`] signs and verifies messages with shared secrets (RFC 8945).
 //! - RDATA: [`rdata`] has typed views (SOA, MX, SRV, DS, DNSKEY, RRSIG, NSEC, NSEC3,
 //!   NSEC3PARAM). Which RDATA names are compressed, decompressed or lowercased is one table,
 //!   the RDATA layouts of `crate::rdata`.
@@ -60,6 +61,7 @@ mod rcode;
 pub mod rdata;
 mod record;
 pub mod replay;
+pub mod tsig;
 mod view;
 mod writer;
 

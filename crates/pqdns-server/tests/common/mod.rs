@@ -22,6 +22,8 @@ use pqdns_server::{Server, ServerConfig, ServerHandle};
 
 pub use pqdns_test_support::peers::*;
 
+pub mod secondary;
+
 /// The test zone's apex.
 pub const ORIGIN: &str = "pqdns.test.";
 
