@@ -66,7 +66,7 @@ mod tests {
         let mut out = Vec::new();
         generate(Generate::Man, command(), &mut out).unwrap();
         let roff = String::from_utf8(out).unwrap();
-        assert!(roff.starts_with(".ie \\\\n(.g .ds Aq"), "{roff}");
+        assert!(roff.starts_with(".ie \\n(.g .ds Aq"), "{roff}");
         assert!(roff.contains(".TH pqdns-example 8"), "{roff}");
         assert!(roff.contains("\\-\\-zone"), "{roff}");
     }
