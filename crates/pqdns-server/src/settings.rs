@@ -601,6 +601,78 @@ impl Settings {
 mod tests {
     use super::*;
 
+    /// `tsig_keys` files are read relative to the zone description; `axfr_allow` mixes
+    /// prefixes and `key:NAME`; `notify` targets may name a key; keys that no file defines,
+    /// and broken key files, are errors naming the problem.
+    #[test]
+    fn tsig_keys_and_key_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("keys.conf"),
+            "key \"Transfer-Key\" { algorithm hmac-sha256; secret \"c2VjcmV0\"; };\n\
+             key notify-key { algorithm hmac-sha512; secret \"c2VjcmV0\"; };\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("bad.conf"),
+            "key k {\n algorithm hmac-md5;\n};\n",
+        )
+        .unwrap();
+        let settings = |text: &str| {
+            let t: toml::Table = toml::from_str(text).unwrap();
+            let table = ServerTable::parse(&t, Path::new("s.toml")).unwrap();
+            Settings::from_tables(&[(table, dir.path().to_path_buf())], PathBuf::new())
+        };
+        let s = settings(
+            "tsig_keys = [\"keys.conf\"]\naxfr_allow = [\"10.0.0.0/8\", \"key:transfer-key\"]\n\
+             notify = [\"192.0.2.1\", \"192.0.2.2:5300 key notify-key\"]\n",
+        )
+        .unwrap();
+        assert_eq!(s.tsig_keys.len(), 2);
+        assert!(s.axfr_allow.allows("10.1.2.3".parse().unwrap()));
+        assert!(!s.axfr_allow.allows("127.0.0.1".parse().unwrap()));
+        assert_eq!(s.axfr_keys, vec!["transfer-key.".parse::<Name>().unwrap()]);
+        assert_eq!(s.notify.len(), 2);
+        assert_eq!(
+            s.notify_keys,
+            vec![(
+                "192.0.2.2:5300".parse().unwrap(),
+                "notify-key.".parse().unwrap()
+            )]
+        );
+        // Only a key: no address may transfer without it.
+        let s =
+            settings("tsig_keys = [\"keys.conf\"]\naxfr_allow = [\"key:transfer-key\"]\n").unwrap();
+        assert!(s.axfr_allow.is_empty() && s.axfr_keys.len() == 1);
+        for (text, needle) in [
+            ("axfr_allow = [\"key:transfer-key\"]\n", "no tsig_keys file"),
+            (
+                "tsig_keys = [\"keys.conf\"]\naxfr_allow = [\"key:other\"]\n",
+                "key:other",
+            ),
+            (
+                "tsig_keys = [\"keys.conf\"]\nnotify = [\"192.0.2.1 key other\"]\n",
+                "no tsig_keys file",
+            ),
+            (
+                "tsig_keys = [\"keys.conf\"]\nnotify = [\"192.0.2.1 secret x\"]\n",
+                "[key NAME]",
+            ),
+            (
+                "tsig_keys = [\"bad.conf\"]\n",
+                "bad.conf:2: unsupported algorithm",
+            ),
+            ("tsig_keys = [\"missing.conf\"]\n", "missing.conf"),
+            (
+                "tsig_keys = [\"keys.conf\", \"keys.conf\"]\n",
+                "defined twice",
+            ),
+        ] {
+            let err = settings(text).unwrap_err().to_string();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
+
     #[test]
     fn tables_merge_first_wins_and_reject_unknown_keys() {
         let a: toml::Table = toml::from_str(
