@@ -577,3 +577,57 @@ fn signed_exchange(server: SocketAddr, key: &Key, qtype: RrType) -> Vec<Vec<u8>>
     }
     replies
 }
+
+/// A signed answer over UDP is sized with room for its TSIG record (HMAC-SHA512: 64-byte MAC):
+/// for every client payload size from 512 to 1232 bytes (4-byte steps), the SOA answer with
+/// its RSA and ECDSA RRSIGs comes within the payload, whole or truncated (TC), and always
+/// signed; both outcomes occur.
+#[test]
+fn signed_udp_answers_leave_room_for_the_tsig_record() {
+    let key = transfer_key(Algorithm::HmacSha512);
+    let server = signed_server(&key, &["RSASHA256", "ECDSAP256SHA256"]);
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let exchange = |payload: u16| {
+        let edns = pqdns_core::wire::Edns {
+            udp_payload: payload,
+            ext_rcode: 0,
+            version: 0,
+            flags: pqdns_core::wire::EDNS_DO,
+            options: Vec::new(),
+        };
+        let q = Question {
+            qname: ORIGIN.parse::<Name>().unwrap(),
+            qtype: RrType::SOA,
+            qclass: Class::IN,
+        };
+        let mut wire = Message::query(0x3c3c, q, false, Some(edns)).to_wire();
+        let now = pqdns_core::time::now();
+        let mac = tsig::sign(&key, Digest::Request, &mut wire, 0, &Fields::at(now)).unwrap();
+        sock.send_to(&wire, server.udp()).unwrap();
+        let mut buf = vec![0u8; 65535];
+        let (n, _) = sock.recv_from(&mut buf).expect("an answer");
+        buf.truncate(n);
+        let view = MessageView::parse(&buf).unwrap();
+        let signed = tsig::find(&view).unwrap().expect("signed");
+        signed
+            .verify(Some(&key), Digest::Response(mac.as_bytes()), now)
+            .unwrap();
+        (n, view.header().has(pqdns_core::wire::FLAG_TC))
+    };
+    let mut outcomes = std::collections::BTreeSet::new();
+    for payload in (512..=1232).step_by(4) {
+        let (n, tc) = exchange(payload);
+        assert!(
+            n <= usize::from(payload),
+            "{n} bytes for a payload of {payload}"
+        );
+        outcomes.insert((tc, n));
+    }
+    let kinds: std::collections::BTreeSet<bool> = outcomes.iter().map(|o| o.0).collect();
+    assert_eq!(
+        kinds.len(),
+        2,
+        "whole and truncated answers both seen: {outcomes:?}"
+    );
+}
