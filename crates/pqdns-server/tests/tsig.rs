@@ -631,3 +631,42 @@ fn signed_udp_answers_leave_room_for_the_tsig_record() {
         "whole and truncated answers both seen: {outcomes:?}"
     );
 }
+
+/// A request whose TSIG has no MAC (the form only error responses take, RFC 8945 §5.3.2) or
+/// sits before the OPT record is FORMERR (§5.2.2.1, §5.1), without a TSIG in the answer.
+#[test]
+fn malformed_request_tsig_is_formerr() {
+    let key = transfer_key(Algorithm::HmacSha256);
+    let server = signed_server(&key, &["ECDSAP256SHA256"]);
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let q = || Question {
+        qname: ORIGIN.parse::<Name>().unwrap(),
+        qtype: RrType::SOA,
+        qclass: Class::IN,
+    };
+    let now = pqdns_core::time::now();
+    // An unsigned error-style TSIG, built by signing and then replacing the record.
+    let mut signed = Message::query(0x4d4d, q(), false, None).to_wire();
+    tsig::sign(&key, Digest::Request, &mut signed, 0, &Fields::at(now)).unwrap();
+    let view = MessageView::parse(&signed).unwrap();
+    let request = tsig::find(&view).unwrap().unwrap();
+    let mut empty_mac = Message::query(0x4d4d, q(), false, None).to_wire();
+    tsig::append_unsigned(&mut empty_mac, 0, &request, BADSIG, now).unwrap();
+    // A TSIG followed by an OPT record.
+    let edns = pqdns_core::wire::Edns::dnssec_ok(1232);
+    let mut misplaced = Message::query(0x4d4d, q(), false, None).to_wire();
+    tsig::sign(&key, Digest::Request, &mut misplaced, 0, &Fields::at(now)).unwrap();
+    let mut opt = Message::query(0, q(), false, Some(edns)).to_wire();
+    let opt_record = opt.split_off(Message::query(0, q(), false, None).to_wire().len());
+    misplaced.extend_from_slice(&opt_record);
+    misplaced[11] += 1;
+    for (what, wire) in [("empty MAC", empty_mac), ("TSIG before OPT", misplaced)] {
+        sock.send_to(&wire, server.udp()).unwrap();
+        let mut buf = vec![0u8; 65535];
+        let (n, _) = sock.recv_from(&mut buf).expect("an answer");
+        let view = MessageView::parse(&buf[..n]).unwrap();
+        assert_eq!(view.rcode(), Rcode::FORMERR, "{what}");
+        assert!(tsig::find(&view).unwrap().is_none(), "{what}: no TSIG");
+    }
+}
