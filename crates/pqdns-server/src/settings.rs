@@ -27,6 +27,9 @@
 //!                             # this file (`pqdns-zone tsig-keygen` writes them); signed
 //!                             # requests are verified and answered signed, every message of
 //!                             # a transfer included; default none
+//! tsig_key = [{ name = "notify-key", algorithm = "hmac-sha256", secret = "c2VjcmV0..." }]
+//!                             # keys written inline (base64 secret), beside those files; keep
+//!                             # such a description unreadable to others
 //! notify = ["192.0.2.53", "127.0.0.1:30053 key transfer-key"]  # secondaries sent NOTIFY at
 //!                             # start and after each reload (UDP; port 53 unless given), with
 //!                             # "key NAME" signed with that TSIG key (its answer must verify);
@@ -89,7 +92,7 @@ pub use crate::fragment::FragSettings;
 use crate::identity::{parse_nsid, Identity};
 use crate::rrl::RrlSettings;
 use pqdns_core::tsig_keyfile;
-use pqdns_core::wire::tsig::KeyRing;
+use pqdns_core::wire::tsig::{self, Key, KeyRing};
 use pqdns_core::{Name, RrType};
 use std::sync::Arc;
 
@@ -177,6 +180,8 @@ pub struct ServerTable {
     pub axfr_allow: Option<Vec<String>>,
     /// TSIG key files, relative to the zone description.
     pub tsig_keys: Option<Vec<PathBuf>>,
+    /// TSIG keys written inline.
+    pub tsig_key: Option<Vec<InlineKey>>,
     /// Secondaries to NOTIFY.
     pub notify: Option<Vec<String>>,
     /// Metrics listen address.
@@ -210,6 +215,43 @@ pub struct ServerTable {
     pub amplification_limit: Option<u32>,
     /// TLS settings.
     pub tls: Option<TlsTable>,
+}
+
+/// A TSIG key in the `[server]` table: `{ name, algorithm, secret }` (RFC 8945; the secret
+/// in base64, RFC 4648 §4). `Debug` does not show the secret.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InlineKey {
+    /// Key name.
+    pub name: String,
+    /// `hmac-sha256` or `hmac-sha512` (hmac-sha1/224/384 verify only).
+    pub algorithm: String,
+    /// The secret, base64.
+    pub secret: String,
+}
+
+impl std::fmt::Debug for InlineKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InlineKey")
+            .field("name", &self.name)
+            .field("algorithm", &self.algorithm)
+            .finish_non_exhaustive()
+    }
+}
+
+impl InlineKey {
+    fn to_key(&self) -> Result<Key, String> {
+        let name = Name::parse(&self.name, Some(&Name::root()))
+            .map_err(|e| format!("key name {:?}: {e}", self.name))?;
+        let algorithm = tsig::Algorithm::from_text(&self.algorithm)
+            .ok_or_else(|| format!("key {name}: unsupported algorithm {:?}", self.algorithm))?;
+        let secret = zeroize::Zeroizing::new(
+            data_encoding::BASE64
+                .decode(self.secret.as_bytes())
+                .map_err(|_| format!("key {name}: the secret is not base64"))?,
+        );
+        Key::new(&name, algorithm, &secret).map_err(|e| format!("key {name}: {e}"))
+    }
 }
 
 /// Why settings are invalid.
@@ -422,21 +464,33 @@ impl Settings {
         if let Some(m) = pick(&|t| t.max_connections_per_ip.map(|v| v as u64)) {
             s.max_connections_per_ip = m.max(1) as usize;
         }
-        if let Some((files, base)) = tables
+        let files = tables
             .iter()
-            .find_map(|(t, base)| Some((t.tsig_keys.as_ref()?, base)))
-        {
+            .find_map(|(t, base)| Some((t.tsig_keys.as_ref()?, base)));
+        let inline = tables.iter().find_map(|(t, _)| t.tsig_key.as_ref());
+        if files.is_some() || inline.is_some() {
+            let mut keys = Vec::new();
+            if let Some((list, base)) = files {
+                for file in list {
+                    keys.extend(
+                        tsig_keyfile::read(&base.join(file))
+                            .map_err(|e| SettingsError::Invalid(format!("tsig_keys: {e}")))?,
+                    );
+                }
+            }
+            for key in inline.into_iter().flatten() {
+                keys.push(
+                    key.to_key()
+                        .map_err(|e| SettingsError::Invalid(format!("tsig_key: {e}")))?,
+                );
+            }
             let mut ring = KeyRing::new();
-            for file in files {
-                for key in tsig_keyfile::read(&base.join(file))
-                    .map_err(|e| SettingsError::Invalid(format!("tsig_keys: {e}")))?
-                {
-                    let name = key.name().clone();
-                    if ring.insert(key).is_some() {
-                        return Err(SettingsError::Invalid(format!(
-                            "tsig_keys: key {name} is defined twice"
-                        )));
-                    }
+            for key in keys {
+                let name = key.name().clone();
+                if ring.insert(key).is_some() {
+                    return Err(SettingsError::Invalid(format!(
+                        "tsig_keys: key {name} is defined twice"
+                    )));
                 }
             }
             s.tsig_keys = Arc::new(ring);
@@ -640,6 +694,15 @@ mod tests {
                 "notify-key.".parse().unwrap()
             )]
         );
+        // Inline keys join the files' keys (the secret is not in Debug output).
+        let s = settings(
+            "tsig_keys = [\"keys.conf\"]\ntsig_key = [{ name = \"inline\", algorithm = \"hmac-sha512\", secret = \"aW5saW5l\" }]\n",
+        )
+        .unwrap();
+        assert_eq!(s.tsig_keys.len(), 3);
+        let inline = s.tsig_keys.get(b"\x06inline\x00").unwrap();
+        assert_eq!(inline.secret(), b"inline");
+        assert!(!format!("{s:?}").contains("aW5saW5l"));
         // Only a key: no address may transfer without it.
         let s =
             settings("tsig_keys = [\"keys.conf\"]\naxfr_allow = [\"key:transfer-key\"]\n").unwrap();
@@ -666,6 +729,14 @@ mod tests {
             (
                 "tsig_keys = [\"keys.conf\", \"keys.conf\"]\n",
                 "defined twice",
+            ),
+            (
+                "tsig_key = [{ name = \"k\", algorithm = \"hmac-md5\", secret = \"AA==\" }]\n",
+                "unsupported algorithm",
+            ),
+            (
+                "tsig_key = [{ name = \"k\", algorithm = \"hmac-sha256\", secret = \"!\" }]\n",
+                "not base64",
             ),
         ] {
             let err = settings(text).unwrap_err().to_string();
