@@ -14,7 +14,7 @@
 //! (with the file and line), as is a key name given twice. Secrets are base64 (RFC 4648 §4)
 //! and stay in zeroized memory ([`crate::wire::tsig::Key`]).
 //!
-//! [`format`] writes one key the way `tsig-keygen` does; `pqdns-zone tsig-keygen` uses it.
+//! [`format()`] writes one key the way `tsig-keygen` does; `pqdns-zone tsig-keygen` uses it.
 
 use std::path::Path;
 

@@ -8,8 +8,10 @@
 //! in the shared crate `pqdns-net`; [`Server::bind`] puts the two together.
 //!
 //! As a primary it serves zone transfers (RFC 5936) over TCP and DoT to an allow-list
-//! ([`acl`]), sends NOTIFY (RFC 1996) to secondaries at start and after each reload, and can
-//! expose Prometheus counters ([`settings::Settings::metrics`]).
+//! ([`acl`]) of addresses and TSIG keys (RFC 8945, [`settings::Settings::tsig_keys`]), signs
+//! the answers to signed requests, sends NOTIFY (RFC 1996) to secondaries at start and after
+//! each reload (signed when a key is configured for the target), and can expose Prometheus
+//! counters ([`settings::Settings::metrics`]).
 //!
 //! The public modules are what an embedder needs: [`zones`] to read and sign zone
 //! descriptions, [`catalog`] to hold them, [`settings`] for listeners and limits, [`identity`]

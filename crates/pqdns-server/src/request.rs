@@ -184,6 +184,9 @@ pub(crate) fn verify_tsig<'k, 'a>(keys: &'k KeyRing, q: &Query<'a>, now: u64) ->
             key: v.key,
             mac: v.mac,
         }),
+        // A request with an empty MAC is not an error message: its MAC is shorter than RFC
+        // 8945 §5.2.2.1 allows (FORMERR).
+        Err(Rejection::Unsigned(_)) => Tsig::Rejected(Rejection::Malformed, Box::new(signed)),
         Err(rejection) => Tsig::Rejected(rejection, Box::new(signed)),
     }
 }

@@ -225,7 +225,7 @@ impl Authoritative {
     fn count_tsig_failure(&self, rejection: &Rejection<'_>) {
         let Some(m) = &self.metrics else { return };
         m.tsig_failure(match rejection {
-            Rejection::BadKey | Rejection::Unsigned(_) => TsigFailure::BadKey,
+            Rejection::BadKey => TsigFailure::BadKey,
             Rejection::BadSig => TsigFailure::BadSig,
             Rejection::BadTime(_) => TsigFailure::BadTime,
             _ => TsigFailure::FormErr,

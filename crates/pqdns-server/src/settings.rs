@@ -27,6 +27,9 @@
 //!                             # this file (`pqdns-zone tsig-keygen` writes them); signed
 //!                             # requests are verified and answered signed, every message of
 //!                             # a transfer included; default none
+//! tsig_key = [{ name = "notify-key", algorithm = "hmac-sha256", secret = "c2VjcmV0..." }]
+//!                             # keys written inline (base64 secret), beside those files; keep
+//!                             # such a description unreadable to others
 //! notify = ["192.0.2.53", "127.0.0.1:30053 key transfer-key"]  # secondaries sent NOTIFY at
 //!                             # start and after each reload (UDP; port 53 unless given), with
 //!                             # "key NAME" signed with that TSIG key (its answer must verify);
@@ -95,7 +98,7 @@ pub use crate::fragment::FragSettings;
 use crate::identity::{parse_nsid, Identity};
 use crate::rrl::RrlSettings;
 use pqdns_core::tsig_keyfile;
-use pqdns_core::wire::tsig::KeyRing;
+use pqdns_core::wire::tsig::{self, Key, KeyRing};
 use pqdns_core::{Name, RrType};
 use std::sync::Arc;
 
@@ -183,6 +186,8 @@ pub struct ServerTable {
     pub axfr_allow: Option<Vec<String>>,
     /// TSIG key files, relative to the zone description.
     pub tsig_keys: Option<Vec<PathBuf>>,
+    /// TSIG keys written inline.
+    pub tsig_key: Option<Vec<InlineKey>>,
     /// Secondaries to NOTIFY.
     pub notify: Option<Vec<String>>,
     /// Metrics listen address.
@@ -218,6 +223,43 @@ pub struct ServerTable {
     pub user: Option<String>,
     /// TLS settings.
     pub tls: Option<TlsTable>,
+}
+
+/// A TSIG key in the `[server]` table: `{ name, algorithm, secret }` (RFC 8945; the secret
+/// in base64, RFC 4648 §4). `Debug` does not show the secret.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InlineKey {
+    /// Key name.
+    pub name: String,
+    /// `hmac-sha256` or `hmac-sha512` (hmac-sha1/224/384 verify only).
+    pub algorithm: String,
+    /// The secret, base64.
+    pub secret: String,
+}
+
+impl std::fmt::Debug for InlineKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InlineKey")
+            .field("name", &self.name)
+            .field("algorithm", &self.algorithm)
+            .finish_non_exhaustive()
+    }
+}
+
+impl InlineKey {
+    fn to_key(&self) -> Result<Key, String> {
+        let name = Name::parse(&self.name, Some(&Name::root()))
+            .map_err(|e| format!("key name {:?}: {e}", self.name))?;
+        let algorithm = tsig::Algorithm::from_text(&self.algorithm)
+            .ok_or_else(|| format!("key {name}: unsupported algorithm {:?}", self.algorithm))?;
+        let secret = zeroize::Zeroizing::new(
+            data_encoding::BASE64
+                .decode(self.secret.as_bytes())
+                .map_err(|_| format!("key {name}: the secret is not base64"))?,
+        );
+        Key::new(&name, algorithm, &secret).map_err(|e| format!("key {name}: {e}"))
+    }
 }
 
 /// Why settings are invalid.
@@ -453,21 +495,33 @@ impl Settings {
         if let Some(m) = pick(&|t| t.max_connections_per_ip.map(|v| v as u64)) {
             s.max_connections_per_ip = m.max(1) as usize;
         }
-        if let Some((files, base)) = tables
+        let files = tables
             .iter()
-            .find_map(|(t, base)| Some((t.tsig_keys.as_ref()?, base)))
-        {
+            .find_map(|(t, base)| Some((t.tsig_keys.as_ref()?, base)));
+        let inline = tables.iter().find_map(|(t, _)| t.tsig_key.as_ref());
+        if files.is_some() || inline.is_some() {
+            let mut keys = Vec::new();
+            if let Some((list, base)) = files {
+                for file in list {
+                    keys.extend(
+                        tsig_keyfile::read(&base.join(file))
+                            .map_err(|e| SettingsError::Invalid(format!("tsig_keys: {e}")))?,
+                    );
+                }
+            }
+            for key in inline.into_iter().flatten() {
+                keys.push(
+                    key.to_key()
+                        .map_err(|e| SettingsError::Invalid(format!("tsig_key: {e}")))?,
+                );
+            }
             let mut ring = KeyRing::new();
-            for file in files {
-                for key in tsig_keyfile::read(&base.join(file))
-                    .map_err(|e| SettingsError::Invalid(format!("tsig_keys: {e}")))?
-                {
-                    let name = key.name().clone();
-                    if ring.insert(key).is_some() {
-                        return Err(SettingsError::Invalid(format!(
-                            "tsig_keys: key {name} is defined twice"
-                        )));
-                    }
+            for key in keys {
+                let name = key.name().clone();
+                if ring.insert(key).is_some() {
+                    return Err(SettingsError::Invalid(format!(
+                        "tsig_keys: key {name} is defined twice"
+                    )));
                 }
             }
             s.tsig_keys = Arc::new(ring);
@@ -639,6 +693,95 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `tsig_keys` files are read relative to the zone description; `axfr_allow` mixes
+    /// prefixes and `key:NAME`; `notify` targets may name a key; keys that no file defines,
+    /// and broken key files, are errors naming the problem.
+    #[test]
+    fn tsig_keys_and_key_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("keys.conf"),
+            "key \"Transfer-Key\" { algorithm hmac-sha256; secret \"c2VjcmV0\"; };\n\
+             key notify-key { algorithm hmac-sha512; secret \"c2VjcmV0\"; };\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("bad.conf"),
+            "key k {\n algorithm hmac-md5;\n};\n",
+        )
+        .unwrap();
+        let settings = |text: &str| {
+            let t: toml::Table = toml::from_str(text).unwrap();
+            let table = ServerTable::parse(&t, Path::new("s.toml")).unwrap();
+            Settings::from_tables(&[(table, dir.path().to_path_buf())], PathBuf::new())
+        };
+        let s = settings(
+            "tsig_keys = [\"keys.conf\"]\naxfr_allow = [\"10.0.0.0/8\", \"key:transfer-key\"]\n\
+             notify = [\"192.0.2.1\", \"192.0.2.2:5300 key notify-key\"]\n",
+        )
+        .unwrap();
+        assert_eq!(s.tsig_keys.len(), 2);
+        assert!(s.axfr_allow.allows("10.1.2.3".parse().unwrap()));
+        assert!(!s.axfr_allow.allows("127.0.0.1".parse().unwrap()));
+        assert_eq!(s.axfr_keys, vec!["transfer-key.".parse::<Name>().unwrap()]);
+        assert_eq!(s.notify.len(), 2);
+        assert_eq!(
+            s.notify_keys,
+            vec![(
+                "192.0.2.2:5300".parse().unwrap(),
+                "notify-key.".parse().unwrap()
+            )]
+        );
+        // Inline keys join the files' keys (the secret is not in Debug output).
+        let s = settings(
+            "tsig_keys = [\"keys.conf\"]\ntsig_key = [{ name = \"inline\", algorithm = \"hmac-sha512\", secret = \"aW5saW5l\" }]\n",
+        )
+        .unwrap();
+        assert_eq!(s.tsig_keys.len(), 3);
+        let inline = s.tsig_keys.get(b"\x06inline\x00").unwrap();
+        assert_eq!(inline.secret(), b"inline");
+        assert!(!format!("{s:?}").contains("aW5saW5l"));
+        // Only a key: no address may transfer without it.
+        let s =
+            settings("tsig_keys = [\"keys.conf\"]\naxfr_allow = [\"key:transfer-key\"]\n").unwrap();
+        assert!(s.axfr_allow.is_empty() && s.axfr_keys.len() == 1);
+        for (text, needle) in [
+            ("axfr_allow = [\"key:transfer-key\"]\n", "no tsig_keys file"),
+            (
+                "tsig_keys = [\"keys.conf\"]\naxfr_allow = [\"key:other\"]\n",
+                "key:other",
+            ),
+            (
+                "tsig_keys = [\"keys.conf\"]\nnotify = [\"192.0.2.1 key other\"]\n",
+                "no tsig_keys file",
+            ),
+            (
+                "tsig_keys = [\"keys.conf\"]\nnotify = [\"192.0.2.1 secret x\"]\n",
+                "[key NAME]",
+            ),
+            (
+                "tsig_keys = [\"bad.conf\"]\n",
+                "bad.conf:2: unsupported algorithm",
+            ),
+            ("tsig_keys = [\"missing.conf\"]\n", "missing.conf"),
+            (
+                "tsig_keys = [\"keys.conf\", \"keys.conf\"]\n",
+                "defined twice",
+            ),
+            (
+                "tsig_key = [{ name = \"k\", algorithm = \"hmac-md5\", secret = \"AA==\" }]\n",
+                "unsupported algorithm",
+            ),
+            (
+                "tsig_key = [{ name = \"k\", algorithm = \"hmac-sha256\", secret = \"!\" }]\n",
+                "not base64",
+            ),
+        ] {
+            let err = settings(text).unwrap_err().to_string();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
 
     #[test]
     fn tables_merge_first_wins_and_reject_unknown_keys() {

@@ -9,6 +9,11 @@
 //!   NOTAUTH/BADSIG, an unsigned transfer REFUSED; a request we sign with a clock 1000 s
 //!   behind gets a signed NOTAUTH/BADTIME carrying the server's time. The failures are
 //!   counted in `pqdns_tsig_failures_total`.
+//! - Answers signed by NSD and Knot (SOA) and Knot's multi-message AXFR verify with our code
+//!   (the chain of §5.3.1); a flipped byte fails.
+//! - NSD, Knot and BIND's named as secondaries transfer the zone from pqdns with TSIG (AXFR,
+//!   then IXFR after a reload announced by our signed NOTIFY, which they accept only with the
+//!   key).
 //!
 //! Every client runs under `timeout`; the UDP socket reads are bounded.
 
@@ -396,6 +401,18 @@ fn nsd_and_knot_secondaries_transfer_over_tsig() {
         );
     }
 
+    // Their signed answers verify with our code: SOA over UDP from both, and Knot's AXFR (as
+    // a primary now) message by message in a chain; a flipped byte fails.
+    for secondary in [&nsd, &knot] {
+        let replies = signed_exchange(secondary.addr, &key, RrType::SOA);
+        assert_eq!(replies.len(), 1);
+    }
+    let replies = signed_exchange(knot.addr, &key, RrType::AXFR);
+    assert!(
+        replies.len() >= 2,
+        "Knot's AXFR of ~60 KB: several messages to chain"
+    );
+
     let path = server.dir.path().join("zone.toml");
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(
@@ -490,4 +507,166 @@ fn named_secondary_transfers_over_tsig() {
         records[1],
         records[0]
     );
+}
+
+/// Sends `qtype` for the zone, signed with `key` by our code, to `server` (SOA over UDP, AXFR
+/// over TCP) and verifies every reply's TSIG with our code: the first after our MAC, each
+/// later one after the prior MAC (RFC 8945 §5.3.1); a flipped byte in each fails. Returns the
+/// replies. Bounded: 10 s per read, 1000 messages.
+fn signed_exchange(server: SocketAddr, key: &Key, qtype: RrType) -> Vec<Vec<u8>> {
+    use std::io::{Read, Write};
+    let q = Question {
+        qname: ORIGIN.parse::<Name>().unwrap(),
+        qtype,
+        qclass: Class::IN,
+    };
+    let mut wire = Message::query(0x2b2b, q, false, None).to_wire();
+    let now = pqdns_core::time::now();
+    let mut prior = tsig::sign(key, Digest::Request, &mut wire, 0, &Fields::at(now)).unwrap();
+    let mut replies = Vec::new();
+    if qtype == RrType::SOA {
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        sock.send_to(&wire, server).unwrap();
+        let mut buf = vec![0u8; 65535];
+        let (n, _) = sock.recv_from(&mut buf).expect("an answer");
+        replies.push(buf[..n].to_vec());
+    } else {
+        let mut s = std::net::TcpStream::connect_timeout(&server, Duration::from_secs(10)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut framed = (wire.len() as u16).to_be_bytes().to_vec();
+        framed.extend_from_slice(&wire);
+        s.write_all(&framed).unwrap();
+        let mut soas = 0;
+        while soas < 2 && replies.len() < 1000 {
+            let mut len = [0u8; 2];
+            s.read_exact(&mut len).unwrap();
+            let mut msg = vec![0u8; usize::from(u16::from_be_bytes(len))];
+            s.read_exact(&mut msg).unwrap();
+            let m = Message::parse(&msg).unwrap();
+            assert_eq!(m.rcode(), Rcode::NOERROR);
+            soas += m.answers.iter().filter(|r| r.rtype == RrType::SOA).count();
+            replies.push(msg);
+        }
+    }
+    for (i, reply) in replies.iter().enumerate() {
+        let mac = prior;
+        let digest = if i == 0 {
+            Digest::Response(mac.as_bytes())
+        } else {
+            Digest::Subsequent(mac.as_bytes())
+        };
+        let view = MessageView::parse(reply).unwrap();
+        let signed = tsig::find(&view).unwrap().expect("a signed reply");
+        let v = signed
+            .verify(Some(key), digest, now)
+            .unwrap_or_else(|r| panic!("{server} {qtype} message {i}: {r:?}"));
+        // The message proper (the TSIG's error and other data of a later message are outside
+        // its digest, §4.3.1: only the timers are).
+        for at in (2..signed.unsigned_len()).step_by(7) {
+            let mut m = reply.clone();
+            m[at] ^= 0x40;
+            let ok = MessageView::parse(&m)
+                .ok()
+                .and_then(|v| tsig::find(&v).ok().flatten())
+                .is_some_and(|s| s.verify(Some(key), digest, now).is_ok());
+            assert!(!ok, "{server}: flipped byte {at} of message {i} verified");
+        }
+        prior = v.mac;
+    }
+    replies
+}
+
+/// A signed answer over UDP is sized with room for its TSIG record (HMAC-SHA512: 64-byte MAC):
+/// for every client payload size from 512 to 1232 bytes (4-byte steps), the SOA answer with
+/// its RSA and ECDSA RRSIGs comes within the payload, whole or truncated (TC), and always
+/// signed; both outcomes occur.
+#[test]
+fn signed_udp_answers_leave_room_for_the_tsig_record() {
+    let key = transfer_key(Algorithm::HmacSha512);
+    let server = signed_server(&key, &["RSASHA256", "ECDSAP256SHA256"]);
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let exchange = |payload: u16| {
+        let edns = pqdns_core::wire::Edns {
+            udp_payload: payload,
+            ext_rcode: 0,
+            version: 0,
+            flags: pqdns_core::wire::EDNS_DO,
+            options: Vec::new(),
+        };
+        let q = Question {
+            qname: ORIGIN.parse::<Name>().unwrap(),
+            qtype: RrType::SOA,
+            qclass: Class::IN,
+        };
+        let mut wire = Message::query(0x3c3c, q, false, Some(edns)).to_wire();
+        let now = pqdns_core::time::now();
+        let mac = tsig::sign(&key, Digest::Request, &mut wire, 0, &Fields::at(now)).unwrap();
+        sock.send_to(&wire, server.udp()).unwrap();
+        let mut buf = vec![0u8; 65535];
+        let (n, _) = sock.recv_from(&mut buf).expect("an answer");
+        buf.truncate(n);
+        let view = MessageView::parse(&buf).unwrap();
+        let signed = tsig::find(&view).unwrap().expect("signed");
+        signed
+            .verify(Some(&key), Digest::Response(mac.as_bytes()), now)
+            .unwrap();
+        (n, view.header().has(pqdns_core::wire::FLAG_TC))
+    };
+    let mut outcomes = std::collections::BTreeSet::new();
+    for payload in (512..=1232).step_by(4) {
+        let (n, tc) = exchange(payload);
+        assert!(
+            n <= usize::from(payload),
+            "{n} bytes for a payload of {payload}"
+        );
+        outcomes.insert((tc, n));
+    }
+    let kinds: std::collections::BTreeSet<bool> = outcomes.iter().map(|o| o.0).collect();
+    assert_eq!(
+        kinds.len(),
+        2,
+        "whole and truncated answers both seen: {outcomes:?}"
+    );
+}
+
+/// A request whose TSIG has no MAC (the form only error responses take, RFC 8945 §5.3.2) or
+/// sits before the OPT record is FORMERR (§5.2.2.1, §5.1), without a TSIG in the answer.
+#[test]
+fn malformed_request_tsig_is_formerr() {
+    let key = transfer_key(Algorithm::HmacSha256);
+    let server = signed_server(&key, &["ECDSAP256SHA256"]);
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let q = || Question {
+        qname: ORIGIN.parse::<Name>().unwrap(),
+        qtype: RrType::SOA,
+        qclass: Class::IN,
+    };
+    let now = pqdns_core::time::now();
+    // An unsigned error-style TSIG, built by signing and then replacing the record.
+    let mut signed = Message::query(0x4d4d, q(), false, None).to_wire();
+    tsig::sign(&key, Digest::Request, &mut signed, 0, &Fields::at(now)).unwrap();
+    let view = MessageView::parse(&signed).unwrap();
+    let request = tsig::find(&view).unwrap().unwrap();
+    let mut empty_mac = Message::query(0x4d4d, q(), false, None).to_wire();
+    tsig::append_unsigned(&mut empty_mac, 0, &request, BADSIG, now).unwrap();
+    // A TSIG followed by an OPT record.
+    let edns = pqdns_core::wire::Edns::dnssec_ok(1232);
+    let mut misplaced = Message::query(0x4d4d, q(), false, None).to_wire();
+    tsig::sign(&key, Digest::Request, &mut misplaced, 0, &Fields::at(now)).unwrap();
+    let mut opt = Message::query(0, q(), false, Some(edns)).to_wire();
+    let opt_record = opt.split_off(Message::query(0, q(), false, None).to_wire().len());
+    misplaced.extend_from_slice(&opt_record);
+    misplaced[11] += 1;
+    for (what, wire) in [("empty MAC", empty_mac), ("TSIG before OPT", misplaced)] {
+        sock.send_to(&wire, server.udp()).unwrap();
+        let mut buf = vec![0u8; 65535];
+        let (n, _) = sock.recv_from(&mut buf).expect("an answer");
+        let view = MessageView::parse(&buf[..n]).unwrap();
+        assert_eq!(view.rcode(), Rcode::FORMERR, "{what}");
+        assert!(tsig::find(&view).unwrap().is_none(), "{what}: no TSIG");
+    }
 }

@@ -132,7 +132,8 @@ impl Nsd {
 }
 
 /// Knot as a secondary of `primary` on 127.0.0.1:`port`, transferring with `key` when given
-/// and then accepting only NOTIFY from 127.0.0.1 signed with it; unsigned NOTIFY otherwise.
+/// and then accepting only NOTIFY from 127.0.0.1 signed with it, and serving transfers to
+/// 127.0.0.1 signed with it; unsigned NOTIFY and transfers otherwise.
 pub struct Knot;
 
 impl Knot {
@@ -161,9 +162,10 @@ impl Knot {
              log:\n  - target: \"{d}/knot.log\"\n    any: info\n\
              {key_clause}\
              remote:\n  - id: primary\n    address: {ip}@{pport}{remote_key}\n\
-             acl:\n  - id: notify\n    address: 127.0.0.1{remote_key}\n    action: notify\n\
+             acl:\n  - id: notify\n    address: 127.0.0.1{remote_key}\n    action: notify\n  \
+             - id: transfer\n    address: 127.0.0.1{remote_key}\n    action: transfer\n\
              template:\n  - id: default\n    storage: \"{d}\"\n\
-             zone:\n  - domain: {ORIGIN}\n    master: primary\n    acl: notify\n    file: \"{d}/secondary.zone\"\n",
+             zone:\n  - domain: {ORIGIN}\n    master: primary\n    acl: [notify, transfer]\n    file: \"{d}/secondary.zone\"\n",
             ip = primary.ip(),
             pport = primary.port(),
         );
