@@ -53,6 +53,15 @@ def main(path):
                   f"| {z['cpu_seconds'] / ecdsa['cpu_seconds']:.1f} "
                   f"| {z['verify_cpu_seconds'] / ecdsa['verify_cpu_seconds']:.2f} "
                   f"| {z['cpu_seconds']:.3f} | {z['verify_cpu_seconds']:.3f} |")
+        print("\n| algorithm | referral mean (B) | max | after a refresh: mean (B) | max "
+              "| ≤ 1232 |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for z in rows:
+            f = z.get("refreshed_referrals")
+            if f:
+                r = z["referrals"]
+                print(f"| {z['algorithm']} | {r['mean_bytes']:.1f} | {r['max_bytes']} "
+                      f"| {f['mean_bytes']:.1f} | {f['max_bytes']} | {pct(f)} |")
     print("\n| algorithm | leaves | rungs | condensed min–max (B) | full (B) "
           "| condensed verify (µs) | full verify (µs) | full ÷ condensed |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")

@@ -16,7 +16,8 @@
 use std::time::Instant;
 
 use pqdns_core::dnssec::keyfile::{KeyRole, ZoneKey};
-use pqdns_core::dnssec::sign::{sign_zone, Denial, SigningPolicy};
+use pqdns_core::dnssec::mtl::series::{SeriesFiles, SeriesStore, DEFAULT_CAPACITY};
+use pqdns_core::dnssec::sign::{resign_zone, sign_zone, Denial, Incremental, SigningPolicy};
 use pqdns_core::dnssec::verify::{verify_zone, VerifyOptions};
 use pqdns_core::dnssec::{mtl, Algorithm, Profile, Provider};
 use pqdns_core::message::{Message, Question};
@@ -189,6 +190,10 @@ pub struct Row {
     pub ds: Answers,
     /// NXDOMAIN: `nxN.<origin> A` for every delegation N (SOA + RRSIG and NSEC proofs).
     pub nxdomain: Answers,
+    /// MTL only: the referrals after a refresh that appended every RRset to the key's saved
+    /// series (`mtl::series`; 2 × the zone's RRsets), as a server re-signing the zone serves
+    /// them.
+    pub refreshed_referrals: Option<Answers>,
 }
 
 /// Response bytes for each of `questions` from `catalog` (see [`Answers`]).
@@ -339,7 +344,8 @@ fn zone_row(delegations: usize, alg: Algorithm) -> Row {
     let records = ZoneFileReader::new(None, None)
         .read_str(&text, "generated")
         .expect("generated zone parses");
-    let mut signed = Zone::from_records(origin.clone(), records).expect("generated zone is valid");
+    let unsigned = Zone::from_records(origin.clone(), records).expect("generated zone is valid");
+    let mut signed = unsigned.clone();
     let profile = Profile::default_profile();
     let provider = Provider::default_provider();
     let now = time::now();
@@ -384,12 +390,23 @@ fn zone_row(delegations: usize, alg: Algorithm) -> Row {
     write_records(&mut out, &all).expect("string write");
     let catalog = Catalog::new([ServedZone::new(signed)]).expect("one zone");
     let name = |text: &str| Name::parse(text, Some(&origin)).expect("valid");
+    let questions = |label: &dyn Fn(usize) -> String, rtype: RrType| {
+        (0..delegations)
+            .map(|i| (name(&label(i)), rtype))
+            .collect::<Vec<_>>()
+    };
     let ask = |label: &dyn Fn(usize) -> String, rtype: RrType| {
-        let questions: Vec<(Name, RrType)> =
-            (0..delegations).map(|i| (name(&label(i)), rtype)).collect();
-        answer_bytes(&catalog, &questions)
+        answer_bytes(&catalog, &questions(label, rtype))
     };
     let one = |owner: &str, rtype| answer_bytes(&catalog, &[(name(owner), rtype)])[0];
+    let refreshed_referrals = mtl::MtlParams::of(alg).map(|_| {
+        let refreshed = refreshed(&unsigned, &key, &policy);
+        let catalog = Catalog::new([ServedZone::new(refreshed)]).expect("one zone");
+        Answers::of(&answer_bytes(
+            &catalog,
+            &questions(&|i| format!("www.d{i}"), RrType::A),
+        ))
+    });
     Row {
         delegations,
         algorithm: alg.name().into(),
@@ -404,7 +421,34 @@ fn zone_row(delegations: usize, alg: Algorithm) -> Row {
         referrals: Answers::of(&ask(&|i| format!("www.d{i}"), RrType::A)),
         ds: Answers::of(&ask(&|i| format!("d{i}"), RrType::DS)),
         nxdomain: Answers::of(&ask(&|i| format!("nx{i}"), RrType::A)),
+        refreshed_referrals,
     }
+}
+
+/// `unsigned` signed twice with MTL key `key` through a series store, the second time with
+/// every signature due (a refresh): every RRset is appended to the saved series.
+fn refreshed(unsigned: &Zone, key: &ZoneKey, policy: &SigningPolicy) -> Zone {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let store = SeriesFiles::open(dir.path(), "tld", DEFAULT_CAPACITY).expect("series files");
+    let incremental = |previous| Incremental {
+        previous,
+        keep_expiring_after: u64::MAX,
+        mtl_series: Some(&store as &dyn SeriesStore),
+        ..Incremental::default()
+    };
+    let keys = std::slice::from_ref(key);
+    let mut first = unsigned.clone();
+    resign_zone(&mut first, keys, policy, &incremental(None), &|_, _| {}).expect("signing works");
+    let mut again = unsigned.clone();
+    resign_zone(
+        &mut again,
+        keys,
+        policy,
+        &incremental(Some(&first)),
+        &|_, _| {},
+    )
+    .expect("re-signing works");
+    again
 }
 
 /// Verisign's published figures for the same zone shape (IETF 122 slides, 4-core Xeon, ldns
@@ -505,12 +549,13 @@ pub fn chart(stem: &std::path::Path, report: &Report) -> Result<(), Box<dyn std:
 }
 
 /// The zone rows as CSV (`PREFIX.csv`): sizes, times, and per kind of answer (referral, DS,
-/// NXDOMAIN) the count, the mean and largest bytes and how many fit 1232 bytes.
+/// NXDOMAIN, MTL referral after a refresh) the count, the mean and largest bytes and how many
+/// fit 1232 bytes.
 pub fn to_csv(report: &Report) -> String {
     let mut out = String::from(
         "delegations,algorithm,signatures,full_signatures,seconds,cpu_seconds,verify_cpu_seconds,threads,signed_zone_bytes,a_answer_bytes,referral_bytes",
     );
-    for kind in ["referral", "ds", "nxdomain"] {
+    for kind in ["referral", "ds", "nxdomain", "refreshed_referral"] {
         out.push_str(&format!(
             ",{kind}_count,{kind}_mean_bytes,{kind}_max_bytes,{kind}_fitting_1232"
         ));
@@ -531,11 +576,17 @@ pub fn to_csv(report: &Report) -> String {
             r.a_answer_bytes,
             r.referral_bytes
         ));
-        for a in [&r.referrals, &r.ds, &r.nxdomain] {
-            out.push_str(&format!(
-                ",{},{:.1},{},{}",
-                a.count, a.mean_bytes, a.max_bytes, a.fitting_1232
-            ));
+        for a in [Some(&r.referrals), Some(&r.ds), Some(&r.nxdomain)]
+            .into_iter()
+            .chain([r.refreshed_referrals.as_ref()])
+        {
+            match a {
+                Some(a) => out.push_str(&format!(
+                    ",{},{:.1},{},{}",
+                    a.count, a.mean_bytes, a.max_bytes, a.fitting_1232
+                )),
+                None => out.push_str(",,,,"),
+            }
         }
         out.push('\n');
     }
@@ -590,6 +641,14 @@ mod tests {
             // signature and do not.
             assert_eq!((mtl.referrals.count, mtl.referrals.fitting_1232), (20, 20));
             assert_eq!(mtl.nxdomain.fitting_1232, 0, "{report:?}");
+            // After a refresh the series holds 96 leaves instead of 48: the oldest referral
+            // paths of the new leaves are one level (16 bytes) longer.
+            let refreshed = mtl.refreshed_referrals.as_ref().unwrap();
+            assert_eq!(
+                refreshed.max_bytes,
+                mtl.referrals.max_bytes + 16,
+                "{report:?}"
+            );
         }
         let ecdsa = by("ECDSAP256SHA256");
         assert_eq!(

@@ -18,6 +18,7 @@
 //!                                    # (default: the key directory, which may then be read-only)
 //! profile = "default"
 //! keep_dnskeys = false               # true: keep DNSKEYs found in the zone data
+//! mtl_series_capacity = 16384        # MTL: leaves per series before re-signing starts anew
 //! propagation_delay = "1h"           # rollover waits (dnssec::rollover)
 //! parent_ds_ttl = "1d"
 //! parent_propagation_delay = "1h"
@@ -1012,6 +1013,36 @@ mod tests {
             "origin = \"example.\"\nrecords = '''\n@ 300 SOA ns hostmaster 7 7200 3600 1209600 300\n@ 300 NS ns\nns 300 A 192.0.2.1\n'''\n[signing]\nalgorithms = [\"ECDSAP256SHA256\"]\n{signing}"
         );
         LoadedConfig::parse(&text, Path::new("z.toml"), Path::new("/nonexistent")).unwrap()
+    }
+
+    #[test]
+    fn mtl_series_capacity_outside_1_to_2_pow_24_is_refused_naming_the_file() {
+        let origin: Name = "example.".parse().unwrap();
+        let key = ZoneKey::generate(
+            &origin,
+            Algorithm::MlDsaMtl44,
+            KeyRole::Csk,
+            &Profile::default_profile(),
+            &Provider::default_provider(),
+            300,
+        )
+        .unwrap();
+        for bad in [0, MAX_CAPACITY + 1] {
+            let cfg = loaded(&format!("mtl_series_capacity = {bad}"));
+            let err = cfg
+                .mtl_series(cfg.signing().unwrap(), std::slice::from_ref(&key))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("z.toml") && err.contains("mtl_series_capacity"),
+                "{err}"
+            );
+            // Without an MTL key nothing is opened or checked.
+            assert!(cfg
+                .mtl_series(cfg.signing().unwrap(), &[])
+                .unwrap()
+                .is_none());
+        }
     }
 
     #[test]
