@@ -658,9 +658,11 @@ impl LoadedConfig {
 
     /// The series files of the zone's MTL keys (`<state_dir>/<zone>+<alg>+<tag>.mtlseries`,
     /// [`crate::dnssec::mtl::series`]), open and locked for this signer, if any of `keys` is
-    /// an MTL key: re-signings append to their series.
+    /// an MTL key: re-signings append to their series. The state directory is created if
+    /// missing.
     ///
     /// # Errors
+    /// [`ConfigError::Io`] when the state directory cannot be created;
     /// [`ConfigError::Invalid`] for a `mtl_series_capacity` of 0 or above 2^24;
     /// [`ConfigError::MtlSeries`] if another signer holds the files or they cannot be opened.
     pub fn mtl_series(
@@ -681,11 +683,13 @@ impl LoadedConfig {
             )));
         }
         let stem = zone_file_stem(&self.origin);
-        Ok(Some(SeriesFiles::open(
-            &self.state_directory(signing),
-            &stem,
-            capacity,
-        )?))
+        // `pqdns-zone sign` may be the first to use the state directory.
+        let dir = self.state_directory(signing);
+        std::fs::create_dir_all(&dir).map_err(|source| ConfigError::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        Ok(Some(SeriesFiles::open(&dir, &stem, capacity)?))
     }
 
     /// The configured algorithms as numbers under the zone's profile, with their names: what
