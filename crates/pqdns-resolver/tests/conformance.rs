@@ -217,3 +217,27 @@ fn an_empty_answer_to_qtype_rrsig_is_passed_through_not_servfail() {
     // Nothing else was asked to judge it (no SOA, DS or DNSKEY queries).
     assert_eq!(*asked.lock().unwrap(), vec![RrType::RRSIG]);
 }
+
+#[test]
+fn an_unsigned_delegation_left_out_of_an_opt_out_chain_is_insecure() {
+    // RFC 5155 §7.2.7 / §8.6: insecure. has no NSEC3; the referral and the NODATA for its DS
+    // carry the closest encloser proof whose next closer NSEC3 has Opt-Out. Without that
+    // proof from the server the answers were Bogus.
+    let served = opt_out_zone();
+    let resolver = forwarder(&served);
+    let run = |q: &str, t: RrType| served.rt.block_on(resolver.resolve(&name(q), t)).unwrap();
+    let referral = run("www.insecure.example.", RrType::A);
+    assert!(
+        matches!(referral.status(), Status::Insecure(r) if r.text.contains("unsigned delegation")),
+        "{}",
+        referral.status()
+    );
+    let no_ds = referral.referral().and_then(|r| r.no_ds.as_ref()).unwrap();
+    assert_eq!(no_ds.opt_out(), Some(&name("insecure.example.")));
+    let ds = run("insecure.example.", RrType::DS);
+    assert!(
+        matches!(ds.status(), Status::Insecure(r) if r.text.contains("opt-out")),
+        "{}",
+        ds.status()
+    );
+}

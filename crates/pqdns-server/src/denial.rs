@@ -58,7 +58,7 @@ pub enum Denial<'a> {
     },
     /// The name exists (possibly as an empty non-terminal) but not the type; also DS at a
     /// delegation, and the "no DS" proof of an insecure referral (RFC 4035 §3.1.4, RFC 5155
-    /// §7.2.3, §7.2.4, §7.2.7 without opt-out).
+    /// §7.2.3, §7.2.4, §7.2.7; with opt-out, by the closest encloser proof).
     NoData {
         /// The name.
         name: &'a Name,
@@ -100,7 +100,22 @@ pub fn prove<'z>(zone: &'z ServedZone, denial: Denial<'_>) -> Proof<'z> {
                 closest_encloser_proof(&mut proof, qname, closest_encloser);
                 proof.push(wildcard(closest_encloser).and_then(|w| covering(&w)));
             }
-            Denial::NoData { name } => proof.push(matching(name)),
+            Denial::NoData { name } => match matching(name) {
+                Some(record) => proof.push(Some(record)),
+                // RFC 5155 §7.2.4, §7.2.7: an unsigned delegation left out of an opt-out chain
+                // has no NSEC3 of its own; the closest encloser proof stands for it (the NSEC3
+                // covering the next closer name has Opt-Out).
+                None => {
+                    let mut ancestor = name.parent();
+                    while let Some(a) = ancestor.filter(|a| a.is_subdomain_of(&zone.zone.origin)) {
+                        if matching(&a).is_some() {
+                            closest_encloser_proof(&mut proof, name, &a);
+                            break;
+                        }
+                        ancestor = a.parent();
+                    }
+                }
+            },
             Denial::WildcardNoData {
                 qname,
                 closest_encloser,

@@ -791,8 +791,11 @@ fn algorithms() {
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect();
+        let validation_only = provider.scheme(*alg).is_ok_and(|s| !s.signs());
         let implementation = match alg.unavailable_reason() {
             Some(why) => format!("unavailable: {why}"),
+            // RFC 8624 §3.1: validated, never used to sign (RSASHA1, RSASHA1-NSEC3-SHA1).
+            None if validation_only => format!("{} (validation only)", backends.join(", ")),
             None => backends.join(", "),
         };
         outln!(
