@@ -4,8 +4,11 @@
 //! `--generate` does.
 
 use std::io::Write;
+use std::process::ExitCode;
 
 use clap_complete::Shell;
+
+use crate::logging::{self, LogFormat};
 
 /// What `--generate` prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -45,6 +48,31 @@ pub fn generate(
             Ok(())
         }
     }
+}
+
+/// What every daemon does first with its parsed command line: print what `--generate` asks
+/// for (the manual of `cmd`), or install the log subscriber (`--log-level`, `--log-format`).
+/// `Some(code)` means exit with it now: after `--generate`, or on a bad log filter (2).
+pub fn start(
+    generate_kind: Option<Generate>,
+    cmd: impl FnOnce() -> clap::Command,
+    log_level: &str,
+    log_format: LogFormat,
+) -> Option<ExitCode> {
+    if let Some(kind) = generate_kind {
+        return Some(match generate(kind, cmd(), &mut std::io::stdout()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("--generate: {e}");
+                ExitCode::FAILURE
+            }
+        });
+    }
+    if let Err(e) = logging::init(log_level, log_format) {
+        eprintln!("{e}");
+        return Some(ExitCode::from(2));
+    }
+    None
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::service::Service;
+use common::service::{unused_anchor, Service};
 use pqdns_test_support::systemd::analyze_unit;
 
 /// Started as root with `--user nobody`, the resolver runs as nobody with no capability once
@@ -21,12 +21,7 @@ fn drops_to_the_service_user_after_binding() {
         .unwrap()
         .expect("a nobody user");
     let dir = tempfile::tempdir().unwrap();
-    let anchor = dir.path().join("root.ds");
-    std::fs::write(
-        &anchor,
-        ". IN DS 20326 8 2 E06D44B80B8F1D39A95C0B0D7C65D08458E880409BBC683457104237C7F8EC8D\n",
-    )
-    .unwrap();
+    let anchor = unused_anchor(dir.path());
     let s = Service::start(
         dir.path(),
         "dropped",

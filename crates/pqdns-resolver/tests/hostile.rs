@@ -46,6 +46,27 @@ fn answer_to(query: &[u8]) -> Message {
     m
 }
 
+/// The answer to `query` with one A record (192.0.2.1, TTL 60) for its QNAME.
+fn answer_a(query: &[u8]) -> Message {
+    let mut m = answer_to(query);
+    m.answers.push(Record {
+        owner: m.questions[0].qname.clone(),
+        rtype: RrType::A,
+        class: Class::IN,
+        ttl: 60,
+        rdata: vec![192, 0, 2, 1],
+    });
+    m
+}
+
+/// A resolver forwarding over UDP to any of `servers` (no trust anchor), each exchange given
+/// `timeout`.
+fn forward_any(servers: Vec<SocketAddr>, timeout: Duration) -> Resolver {
+    let config = Config::new(Mode::ForwardAny(servers), TrustAnchors::default());
+    let client = Client::new(Transport::Udp, timeout, TlsOptions::default()).unwrap();
+    Resolver::new(config, client)
+}
+
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -170,29 +191,8 @@ fn a_silent_server_costs_one_timeout_not_one_per_name() {
     let rt = rt();
     rt.block_on(async {
         let silent = responder(|_| None).await;
-        let good = responder(|q| {
-            let mut m = answer_to(q);
-            m.answers.push(Record {
-                owner: m.questions[0].qname.clone(),
-                rtype: RrType::A,
-                class: Class::IN,
-                ttl: 60,
-                rdata: vec![192, 0, 2, 1],
-            });
-            Some(m.to_wire())
-        })
-        .await;
-        let config = Config::new(
-            Mode::ForwardAny(vec![silent, good]),
-            TrustAnchors::default(),
-        );
-        let client = Client::new(
-            Transport::Udp,
-            Duration::from_millis(500),
-            TlsOptions::default(),
-        )
-        .unwrap();
-        let r = Resolver::new(config, client);
+        let good = responder(|q| Some(answer_a(q).to_wire())).await;
+        let r = forward_any(vec![silent, good], Duration::from_millis(500));
         let mut slow = 0;
         for i in 0..10 {
             let name: Name = format!("n{i}.example.").parse().unwrap();
@@ -231,14 +231,7 @@ impl Scripted {
                 if quiet.load(Ordering::Relaxed) {
                     continue;
                 }
-                let mut m = answer_to(&buf[..len]);
-                m.answers.push(Record {
-                    owner: m.questions[0].qname.clone(),
-                    rtype: RrType::A,
-                    class: Class::IN,
-                    ttl: 60,
-                    rdata: vec![192, 0, 2, 1],
-                });
+                let m = answer_a(&buf[..len]);
                 let socket = Arc::clone(&socket);
                 tokio::spawn(async move {
                     tokio::time::sleep(delay).await;
@@ -267,17 +260,7 @@ fn servers_are_asked_fastest_first_and_a_stalled_one_costs_its_rto() {
     rt.block_on(async {
         let slow = Scripted::start(Duration::from_millis(300)).await;
         let fast = Scripted::start(Duration::ZERO).await;
-        let config = Config::new(
-            Mode::ForwardAny(vec![slow.addr, fast.addr]),
-            TrustAnchors::default(),
-        );
-        let client = Client::new(
-            Transport::Udp,
-            Duration::from_secs(3),
-            TlsOptions::default(),
-        )
-        .unwrap();
-        let r = Resolver::new(config, client);
+        let r = forward_any(vec![slow.addr, fast.addr], Duration::from_secs(3));
         for i in 0..10 {
             let name: Name = format!("n{i}.example.").parse().unwrap();
             let a = r.resolve(&name, RrType::A).await.unwrap();

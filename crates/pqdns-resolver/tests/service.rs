@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use common::hierarchy::{build_at, serve_with_expired_last, Leaf, Running, Tiers, LEAVES};
 use common::runtime;
-use common::service::Service;
+use common::service::{unused_anchor, Service};
 use pqdns_test_support::hierarchy::write_root_hints;
 use pqdns_test_support::peers::{dig, go, kdig, run, DigOutput};
 use pqdns_test_support::ports::free_dual_port_on;
@@ -604,13 +604,7 @@ fn connection_cap_and_idle_timeout_flags_take_effect() {
     use std::net::TcpStream;
 
     let dir = tempfile::tempdir().unwrap();
-    // The root's published DS: forwarding mode needs an anchor; nothing is resolved here.
-    let anchor = dir.path().join("root.ds");
-    std::fs::write(
-        &anchor,
-        ". IN DS 20326 8 2 E06D44B80B8F1D39A95C0B0D7C65D08458E880409BBC683457104237C7F8EC8D\n",
-    )
-    .unwrap();
+    let anchor = unused_anchor(dir.path());
     let start = |name: &str, cap: &str, idle: &str| {
         Service::start(
             dir.path(),

@@ -13,7 +13,7 @@ use pqdns_core::config::LoadedConfig;
 use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::stdout;
 use pqdns_net::logging::LogFormat;
-use pqdns_net::manual::{generate, Generate};
+use pqdns_net::manual::{self, Generate};
 use pqdns_net::privilege::Account;
 use pqdns_net::systemd;
 use pqdns_server::acl::{AllowList, IpPrefix};
@@ -211,19 +211,9 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Some(kind) = cli.generate {
-        use clap::CommandFactory;
-        return match generate(kind, Cli::command(), &mut std::io::stdout()) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("--generate: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
-    if let Err(e) = pqdns_net::logging::init(&cli.log_level, cli.log_format) {
-        eprintln!("{e}");
-        return ExitCode::from(2);
+    let command = <Cli as clap::CommandFactory>::command;
+    if let Some(code) = manual::start(cli.generate, command, &cli.log_level, cli.log_format) {
+        return code;
     }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,

@@ -8,6 +8,18 @@ use std::time::Duration;
 use pqdns_test_support::peers::{dig, listening, require, run, spawn, DigOutput, KillOnDrop};
 use pqdns_test_support::ports::free_dual_port;
 
+/// A trust anchor file in `dir` (the root's published DS) for services started in forwarding
+/// mode that resolve nothing: the service needs an anchor to start.
+pub fn unused_anchor(dir: &Path) -> std::path::PathBuf {
+    let anchor = dir.join("root.ds");
+    std::fs::write(
+        &anchor,
+        ". IN DS 20326 8 2 E06D44B80B8F1D39A95C0B0D7C65D08458E880409BBC683457104237C7F8EC8D\n",
+    )
+    .unwrap();
+    anchor
+}
+
 /// A running `pqdns-resolver` process; killed when dropped.
 pub struct Service {
     _child: KillOnDrop,
