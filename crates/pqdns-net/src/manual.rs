@@ -50,16 +50,38 @@ pub fn generate(
     }
 }
 
+/// The options every daemon has (flattened into its command line): logging, the account to
+/// run as, and `--generate`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct DaemonArgs {
+    /// Log filter: a level (error, warn, info, debug, trace) or tracing-subscriber directives
+    /// such as `pqdns_net=debug` (debug shows TLS key exchange groups per connection).
+    #[arg(long, value_name = "FILTER", default_value = "info")]
+    pub log_level: String,
+
+    /// Log line format: "text" (colours only on a terminal; no timestamps when standard error
+    /// is the systemd journal, which adds its own) or "json" (one object per line).
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
+    pub log_format: LogFormat,
+
+    /// Once every listener is bound, run as this account: USER or USER:GROUP (start as root
+    /// to bind port 53 and switch; no capability is kept). The files written afterwards
+    /// (keys, state, the generated TLS certificate) belong to that user, so their
+    /// directories must be writable by it.
+    #[arg(long, value_name = "USER[:GROUP]")]
+    pub user: Option<crate::privilege::Account>,
+
+    /// Print the man page (roff) or a shell completion script and exit.
+    #[arg(long, value_name = "KIND", value_enum)]
+    pub generate: Option<Generate>,
+}
+
 /// What every daemon does first with its parsed command line: print what `--generate` asks
 /// for (the manual of `cmd`), or install the log subscriber (`--log-level`, `--log-format`).
 /// `Some(code)` means exit with it now: after `--generate`, or on a bad log filter (2).
-pub fn start(
-    generate_kind: Option<Generate>,
-    cmd: impl FnOnce() -> clap::Command,
-    log_level: &str,
-    log_format: LogFormat,
-) -> Option<ExitCode> {
-    if let Some(kind) = generate_kind {
+pub fn start(args: &DaemonArgs, cmd: impl FnOnce() -> clap::Command) -> Option<ExitCode> {
+    let (log_level, log_format) = (args.log_level.as_str(), args.log_format);
+    if let Some(kind) = args.generate {
         return Some(match generate(kind, cmd(), &mut std::io::stdout()) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

@@ -12,9 +12,7 @@ use clap::Parser;
 use pqdns_core::config::LoadedConfig;
 use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::stdout;
-use pqdns_net::logging::LogFormat;
-use pqdns_net::manual::{self, Generate};
-use pqdns_net::privilege::Account;
+use pqdns_net::manual::{self, DaemonArgs};
 use pqdns_net::systemd;
 use pqdns_server::acl::{AllowList, IpPrefix};
 use pqdns_server::catalog::Catalog;
@@ -179,26 +177,8 @@ struct Cli {
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     watch: u64,
 
-    /// Log filter: a level (error, warn, info, debug, trace) or tracing-subscriber directives
-    /// such as `pqdns_server=debug` (debug shows TLS key exchange groups per connection).
-    #[arg(long, value_name = "FILTER", default_value = "info")]
-    log_level: String,
-
-    /// Log line format: "text" (colours only on a terminal; no timestamps when standard error
-    /// is the systemd journal, which adds its own) or "json" (one object per line).
-    #[arg(long, value_name = "FORMAT", default_value = "text")]
-    log_format: LogFormat,
-
-    /// Once every listener is bound, run as this account: USER or USER:GROUP (the server must
-    /// start as root to bind port 53 and switch; it then keeps no capability). The files it
-    /// writes afterwards (keys, signed state, journals) belong to that user, so the key and
-    /// state directories must be writable by it. Overrides `user` in [server].
-    #[arg(long, value_name = "USER[:GROUP]")]
-    user: Option<Account>,
-
-    /// Print the man page (roff) or a shell completion script and exit.
-    #[arg(long, value_name = "KIND", value_enum)]
-    generate: Option<Generate>,
+    #[command(flatten)]
+    daemon: DaemonArgs,
 
     /// Check the configuration and exit, like named-checkconf: every zone description and its
     /// [server] table, the zone data (errors with file and line), the signing settings, the key
@@ -212,7 +192,7 @@ struct Cli {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let command = <Cli as clap::CommandFactory>::command;
-    if let Some(code) = manual::start(cli.generate, command, &cli.log_level, cli.log_format) {
+    if let Some(code) = manual::start(&cli.daemon, command) {
         return code;
     }
     match run(cli) {
@@ -452,8 +432,8 @@ fn settings(
     if let Some(limit) = cli.amplification_limit {
         settings.amplification_limit = limit;
     }
-    if cli.user.is_some() {
-        settings.user.clone_from(&cli.user);
+    if cli.daemon.user.is_some() {
+        settings.user.clone_from(&cli.daemon.user);
     }
     Ok(settings)
 }

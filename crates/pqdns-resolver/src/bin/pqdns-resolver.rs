@@ -16,9 +16,7 @@ use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::stdout;
 use pqdns_net::acl::{AllowList, IpPrefix};
 use pqdns_net::cookie::{self, CookieMode};
-use pqdns_net::logging::LogFormat;
-use pqdns_net::manual::{self, Generate};
-use pqdns_net::privilege::Account;
+use pqdns_net::manual::{self, DaemonArgs};
 use pqdns_net::rrl;
 use pqdns_net::systemd;
 use pqdns_net::tls::{CertAlgorithm, KxPolicy};
@@ -245,30 +243,14 @@ struct Cli {
     #[arg(long, value_name = "ADDR")]
     metrics: Option<SocketAddr>,
 
-    /// Log filter: a level (error, warn, info, debug, trace) or tracing directives.
-    #[arg(long, value_name = "FILTER", default_value = "info")]
-    log_level: String,
-
-    /// Log line format: "text" (colours only on a terminal; no timestamps when standard error
-    /// is the systemd journal, which adds its own) or "json" (one object per line).
-    #[arg(long, value_name = "FORMAT", default_value = "text")]
-    log_format: LogFormat,
-
-    /// Once every listener is bound, run as this account: USER or USER:GROUP (the resolver
-    /// must start as root to bind port 53 and switch; it then keeps no capability). The
-    /// generated TLS certificate's directory is handed to that user.
-    #[arg(long, value_name = "USER[:GROUP]")]
-    user: Option<Account>,
-
-    /// Print the man page (roff) or a shell completion script and exit.
-    #[arg(long, value_name = "KIND", value_enum)]
-    generate: Option<Generate>,
+    #[command(flatten)]
+    daemon: DaemonArgs,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let command = <Cli as clap::CommandFactory>::command;
-    if let Some(code) = manual::start(cli.generate, command, &cli.log_level, cli.log_format) {
+    if let Some(code) = manual::start(&cli.daemon, command) {
         return code;
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -282,7 +264,12 @@ fn main() -> ExitCode {
         }
     };
     let result = setup(&cli).and_then(|(service, listen)| {
-        runtime.block_on(serve(service, listen, cli.metrics, cli.user.as_ref()))
+        runtime.block_on(serve(
+            service,
+            listen,
+            cli.metrics,
+            cli.daemon.user.as_ref(),
+        ))
     });
     runtime.shutdown_background();
     match result {
@@ -459,7 +446,7 @@ async fn serve(
     service: Arc<RecursiveService>,
     listen: ListenConfig,
     metrics: Option<SocketAddr>,
-    user: Option<&Account>,
+    user: Option<&pqdns_net::privilege::Account>,
 ) -> Result<(), String> {
     use tokio::signal::unix::{signal, SignalKind};
     let install = |kind| signal(kind).map_err(|e| format!("installing signal handler: {e}"));
