@@ -68,3 +68,91 @@ fn the_unit_file_passes_systemd_analyze() {
         "exposure {figure} {label}"
     );
 }
+
+/// `pqdns-resolver --check` accepts a sound command line without binding or writing, and names
+/// each kind of bad input (with file and line where it is a file) with exit status 1.
+#[test]
+fn check_names_each_bad_input_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let anchor = unused_anchor(d);
+    let anchor = anchor.to_str().unwrap();
+    std::fs::write(
+        d.join("hints"),
+        ".  3600000 NS a.root-servers.\na.root-servers.  3600000 A 192.0.2.1\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("bad.ds"), ". IN DS 20326 8 2 00\n. IN DS garbage\n").unwrap();
+    let check = |args: &[&str]| {
+        let out = std::process::Command::new("timeout")
+            .args([
+                "60",
+                env!("CARGO_BIN_EXE_pqdns-resolver"),
+                "--check",
+                "--tls-dir",
+                "tls",
+            ])
+            .args(args)
+            .current_dir(d)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code(), text)
+    };
+    let (code, text) = check(&["--root-hints", "hints", "--trust-anchor", anchor]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("configuration ok"), "{text}");
+    assert!(!d.join("tls").exists(), "--check wrote the TLS directory");
+
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["--root-hints", "missing.hints", "--trust-anchor", anchor],
+            "missing.hints",
+        ),
+        (
+            &["--root-hints", "hints", "--trust-anchor", "bad.ds"],
+            "bad.ds:2:",
+        ),
+        (
+            &["--forward", "192.0.2.1:domain", "--trust-anchor", anchor],
+            "--forward \"192.0.2.1:domain\"",
+        ),
+        (
+            &[
+                "--root-hints",
+                "hints",
+                "--trust-anchor",
+                anchor,
+                "--user",
+                "no-such-user-pqdns",
+            ],
+            "no user \"no-such-user-pqdns\"",
+        ),
+        (
+            &[
+                "--root-hints",
+                "hints",
+                "--trust-anchor",
+                anchor,
+                "--tls-cert",
+                "none.pem",
+                "--tls-key",
+                "none.key",
+            ],
+            "none.pem",
+        ),
+    ];
+    for (args, wanted) in cases {
+        let (code, text) = check(args);
+        assert_eq!(code, Some(1), "{args:?}: {text}");
+        assert!(text.contains(wanted), "{args:?}: {wanted:?} not in {text}");
+        assert!(
+            !text.contains("listening"),
+            "{args:?}: bound a listener: {text}"
+        );
+    }
+}

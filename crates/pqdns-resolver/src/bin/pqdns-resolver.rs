@@ -245,6 +245,12 @@ struct Cli {
 
     #[command(flatten)]
     daemon: DaemonArgs,
+
+    /// Check the command line and exit, like unbound-checkconf: root hints, trust anchors,
+    /// forwarders, CA files, the TLS certificate and key, and the user. Binds nothing and
+    /// writes nothing; exit status 0 when all is well, 1 otherwise.
+    #[arg(long)]
+    check: bool,
 }
 
 fn main() -> ExitCode {
@@ -263,6 +269,17 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if cli.check {
+        let checked = runtime.block_on(async { check(&cli) });
+        runtime.shutdown_background();
+        return match checked {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(message) => {
+                eprintln!("error: {message}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let result = setup(&cli).and_then(|(service, listen)| {
         runtime.block_on(serve(
             service,
@@ -430,6 +447,24 @@ fn setup(cli: &Cli) -> Result<Setup, String> {
         listen.tls.cert_and_key = Some((cert.clone(), key.clone()));
     }
     Ok((service, listen))
+}
+
+/// `--check`: everything [`setup`] reads (root hints, trust anchors, forwarders, CA files),
+/// the TLS certificate and key if given, and the user to run as; binds and writes nothing.
+fn check(cli: &Cli) -> Result<(), String> {
+    let (_, listen) = setup(cli)?;
+    if let Some(cert) = pqdns_net::tls::check_files(&listen.tls).map_err(|e| e.to_string())? {
+        print(format_args!(
+            "tls certificate {} {}",
+            cert.cert_path.display(),
+            cert.algorithm
+        ));
+    }
+    if let Some(account) = &cli.daemon.user {
+        pqdns_net::privilege::look_up(account).map_err(|e| format!("--user: {e}"))?;
+    }
+    print(format_args!("configuration ok"));
+    Ok(())
 }
 
 /// Prints one line on standard output, or logs it if standard output is closed.
