@@ -24,6 +24,8 @@ pub enum Generate {
 }
 
 /// Writes `kind` for the command `cmd` (named as installed, e.g. `pqdns-server`) to `out`.
+/// Everything is rendered in memory first: `clap_complete` panics on a failed write, and a
+/// closed or full standard output must give an error, not a panic.
 ///
 /// # Errors
 /// The I/O error of writing.
@@ -33,21 +35,15 @@ pub fn generate(
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     let name = cmd.get_name().to_owned();
+    let mut text = Vec::new();
     match kind {
-        Generate::Man => clap_mangen::Man::new(cmd).section("8").render(out),
-        Generate::CompleteBash => {
-            clap_complete::generate(Shell::Bash, &mut cmd, name, out);
-            Ok(())
-        }
-        Generate::CompleteZsh => {
-            clap_complete::generate(Shell::Zsh, &mut cmd, name, out);
-            Ok(())
-        }
-        Generate::CompleteFish => {
-            clap_complete::generate(Shell::Fish, &mut cmd, name, out);
-            Ok(())
-        }
+        Generate::Man => clap_mangen::Man::new(cmd).section("8").render(&mut text)?,
+        Generate::CompleteBash => clap_complete::generate(Shell::Bash, &mut cmd, name, &mut text),
+        Generate::CompleteZsh => clap_complete::generate(Shell::Zsh, &mut cmd, name, &mut text),
+        Generate::CompleteFish => clap_complete::generate(Shell::Fish, &mut cmd, name, &mut text),
     }
+    out.write_all(&text)?;
+    out.flush()
 }
 
 /// The options every daemon has (flattened into its command line): logging, the account to
@@ -119,6 +115,31 @@ mod tests {
         assert!(roff.starts_with(".ie \\n(.g .ds Aq"), "{roff}");
         assert!(roff.contains(".TH pqdns-example 8"), "{roff}");
         assert!(roff.contains("\\-\\-zone"), "{roff}");
+    }
+
+    /// A writer that always fails, as a full disk or a closed pipe does.
+    struct Full;
+
+    impl Write for Full {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::from(std::io::ErrorKind::StorageFull))
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_failed_write_is_an_error_not_a_panic() {
+        for kind in [
+            Generate::Man,
+            Generate::CompleteBash,
+            Generate::CompleteZsh,
+            Generate::CompleteFish,
+        ] {
+            assert!(generate(kind, command(), &mut Full).is_err(), "{kind:?}");
+        }
     }
 
     #[test]
