@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the Debian package `pqdns` (pqdns-server, pqdns-resolver, pqdns-zone, pqdns-resolve,
-# their systemd units, man pages and bash completions, /etc/pqdns/zone.toml) with cargo-deb
+# their systemd units, man pages and bash completions, /etc/pqdns/pqdns-server.toml) with cargo-deb
 # (`cargo install cargo-deb`); prints the path of the .deb. The package metadata is the
 # [package.metadata.deb] table of crates/pqdns-server/Cargo.toml; maintainer scripts are
 # dist/debian/. Honours CARGO_TARGET_DIR.

@@ -385,6 +385,32 @@ impl LoadedConfig {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
+        LoadedConfig::new(config, path, base_dir)
+    }
+
+    /// A zone description held as a TOML table inside another file (a `[[zone]]` table of
+    /// pqdns-server's configuration file); `label` names it in errors (file and line),
+    /// `base_dir` anchors relative paths.
+    ///
+    /// # Errors
+    /// [`ConfigError::Toml`] for unknown or mistyped keys, [`ConfigError::Invalid`] for a bad
+    /// origin.
+    pub fn from_table(
+        table: toml::Table,
+        label: &Path,
+        base_dir: &Path,
+    ) -> Result<LoadedConfig, ConfigError> {
+        let config: ZoneConfig =
+            table
+                .try_into()
+                .map_err(|e: toml::de::Error| ConfigError::Toml {
+                    path: label.to_path_buf(),
+                    message: e.to_string(),
+                })?;
+        LoadedConfig::new(config, label, base_dir)
+    }
+
+    fn new(config: ZoneConfig, path: &Path, base_dir: &Path) -> Result<LoadedConfig, ConfigError> {
         let origin = Name::parse(&config.origin, None).map_err(|e| ConfigError::Invalid {
             path: path.to_path_buf(),
             message: format!(

@@ -182,6 +182,16 @@ pub struct BoundAddrs {
     pub doq: Vec<SocketAddr>,
 }
 
+impl BoundAddrs {
+    /// Every bound address, all transports.
+    pub fn all(&self) -> impl Iterator<Item = SocketAddr> + '_ {
+        [&self.udp, &self.tcp, &self.dot, &self.doh, &self.doq]
+            .into_iter()
+            .flatten()
+            .copied()
+    }
+}
+
 /// Running listeners; see the module documentation.
 #[derive(Debug)]
 pub struct Listeners {

@@ -63,7 +63,8 @@ pub struct DaemonArgs {
     /// Once every listener is bound, run as this account: USER or USER:GROUP (start as root
     /// to bind port 53 and switch; no capability is kept). The files written afterwards
     /// (keys, state, the generated TLS certificate) belong to that user, so their
-    /// directories must be writable by it.
+    /// directories must be writable by it. Started as root with a port below 1024 bound
+    /// and no user, the daemon refuses to serve; `--user root` keeps root deliberately.
     #[arg(long, value_name = "USER[:GROUP]")]
     pub user: Option<crate::privilege::Account>,
 

@@ -70,6 +70,16 @@ pub enum PrivilegeError {
         /// The error number.
         error: nix::Error,
     },
+    /// Running as root with a port below 1024 bound and no user to become: the process would
+    /// serve as root only because nobody said otherwise.
+    #[error(
+        "running as root with port {port} bound and no user to run as: set `user` (e.g. \"pqdns\") \
+         or --user, or --user root to keep root deliberately"
+    )]
+    RootWithoutUser {
+        /// The lowest privileged port bound.
+        port: u16,
+    },
     /// After the switch, root could be regained: refuse to go on.
     #[error("setuid({0}) left a way back to root; refusing to serve")]
     Regainable(u32),
@@ -126,18 +136,30 @@ pub fn drop_to(account: &Account, owned: &[PathBuf]) -> Result<Dropped, Privileg
 
 /// What a daemon does once its listeners are bound: becomes `account` (see [`drop_to`]),
 /// handing it the generated TLS certificate's directory and files in `generated_cert_dir`
-/// (made as root while binding) so later reloads can read them; without an account, warns
-/// when it keeps running as root.
+/// (made as root while binding) so later reloads can read them.
+///
+/// Without an account, a daemon running as root refuses to go on when any of `bound` is a
+/// privileged port (below 1024: it was started as root to bind them, as a service is, and
+/// must say whom to become; `--user root` keeps root deliberately), and otherwise warns that
+/// it keeps running as root (a developer's run on unprivileged ports).
 ///
 /// # Errors
-/// As [`drop_to`].
+/// As [`drop_to`]; [`PrivilegeError::RootWithoutUser`] as above.
 pub fn drop_after_bind(
     account: Option<&Account>,
     generated_cert_dir: &Path,
+    bound: &[std::net::SocketAddr],
 ) -> Result<Option<Dropped>, PrivilegeError> {
     use crate::tls::{GENERATED_CERT_FILE, GENERATED_KEY_FILE};
     let Some(account) = account else {
         if Uid::effective().is_root() {
+            let privileged = bound
+                .iter()
+                .map(|a| a.port())
+                .filter(|p| (1..1024).contains(p));
+            if let Some(port) = privileged.min() {
+                return Err(PrivilegeError::RootWithoutUser { port });
+            }
             tracing::warn!("running as root: set a user (--user) to drop privileges after binding");
         }
         return Ok(None);

@@ -45,6 +45,7 @@ pub mod answer;
 mod answer_cache;
 mod axfr;
 pub mod catalog;
+pub mod config_file;
 /// DNS cookies (moved to pqdns-net, shared with the resolver service).
 pub use pqdns_net::cookie;
 mod denial;

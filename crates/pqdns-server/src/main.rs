@@ -16,6 +16,7 @@ use pqdns_net::manual::{self, DaemonArgs};
 use pqdns_net::systemd;
 use pqdns_server::acl::{AllowList, IpPrefix};
 use pqdns_server::catalog::Catalog;
+use pqdns_server::config_file::ConfigFile;
 use pqdns_server::cookie::CookieMode;
 use pqdns_server::identity::parse_nsid;
 use pqdns_server::settings::{parse_notify_target, CertAlgorithm, KxPolicy, ServerTable, Settings};
@@ -53,9 +54,17 @@ use tracing::{error, info, warn};
 #[derive(Debug, Parser)]
 #[command(name = "pqdns-server", version, verbatim_doc_comment)]
 struct Cli {
-    /// Zone description (TOML; see zones/example.toml). Repeat for several zones. Without any,
-    /// the embedded example.com zone is served with its keys in ./keys (relative to the current
-    /// directory).
+    /// Configuration file (TOML): a [server] table with the server-wide settings and the zones,
+    /// each a [[zone]] table naming a zone description (`description = "FILE"`) or holding one
+    /// inline (`origin = …`, `file = …`, [zone.signing] …). Relative paths are relative to
+    /// the file. Installed from the package: /etc/pqdns/pqdns-server.toml. Command-line
+    /// options override its [server] settings; --zone adds zones.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    /// Zone description (TOML; see zones/example.toml). Repeat for several zones. Without any
+    /// (and without --config), the embedded example.com zone is served with its keys in ./keys
+    /// (relative to the current directory).
     #[arg(long = "zone", value_name = "FILE")]
     zones: Vec<PathBuf>,
 
@@ -205,14 +214,26 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<(), String> {
-    let sources: Vec<ZoneSource> = if cli.zones.is_empty() {
+    let file = cli
+        .config
+        .as_deref()
+        .map(ConfigFile::read)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    let mut sources: Vec<ZoneSource> = file.iter().flat_map(|f| f.zones.clone()).collect();
+    sources.extend(cli.zones.iter().cloned().map(ZoneSource::File));
+    if sources.is_empty() {
+        if let Some(file) = &file {
+            return Err(format!(
+                "{}: no zones: add a [[zone]] table (or give --zone)",
+                file.path.display()
+            ));
+        }
         info!("no --zone given: serving the embedded default zone (zones/example.toml with zones/example.com.zone); keys in ./keys relative to the current directory");
-        vec![ZoneSource::Embedded {
+        sources.push(ZoneSource::Embedded {
             base_dir: PathBuf::from("."),
-        }]
-    } else {
-        cli.zones.iter().cloned().map(ZoneSource::File).collect()
-    };
+        });
+    }
     // Only the descriptions are read before binding: keys, signatures and DS files are made
     // after every listener is bound, so a start that cannot bind writes nothing.
     let configs = sources
@@ -220,7 +241,7 @@ fn run(cli: Cli) -> Result<(), String> {
         .map(read_config)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
-    let settings = settings(&cli, &sources, &configs)?;
+    let settings = settings(&cli, file.as_ref(), &sources, &configs)?;
     if cli.check {
         return check(&sources, &settings);
     }
@@ -236,20 +257,18 @@ fn run(cli: Cli) -> Result<(), String> {
     result
 }
 
+/// A `[server]` table, the directory its relative paths are relative to, and the file it was
+/// read from (`None` for the embedded description).
+type Table = (ServerTable, PathBuf, Option<PathBuf>);
+
 /// `message`, an error of the combined `[server]` tables, prefixed with the file and line of
-/// the setting: the first description whose table alone gives the error, and the line of its
+/// the setting: the first file whose table alone gives the error, and the line of its
 /// `[server]` key that the message names.
-fn locate_setting_error(
-    message: &str,
-    sources: &[ZoneSource],
-    tables: &[(ServerTable, PathBuf)],
-    cert_dir: &std::path::Path,
-) -> String {
-    let files = sources.iter().filter_map(|s| match s {
-        ZoneSource::File(p) => Some(p),
-        ZoneSource::Embedded { .. } => None,
-    });
-    for ((table, base), path) in tables.iter().zip(files) {
+fn locate_setting_error(message: &str, tables: &[Table], cert_dir: &std::path::Path) -> String {
+    for (table, base, file) in tables {
+        let Some(path) = file else {
+            continue;
+        };
         if Settings::from_tables(&[(table.clone(), base.clone())], cert_dir.to_path_buf()).is_ok() {
             continue;
         }
@@ -348,43 +367,53 @@ fn check(sources: &[ZoneSource], settings: &Settings) -> Result<(), String> {
     ))
 }
 
-/// Listener settings: the `[server]` tables of the zone descriptions, then the command line.
+/// Listener settings: the configuration file's `[server]` table, those of the zone
+/// descriptions, then the command line.
 fn settings(
     cli: &Cli,
+    file: Option<&ConfigFile>,
     sources: &[ZoneSource],
     configs: &[LoadedConfig],
 ) -> Result<Settings, String> {
-    let mut tables = Vec::new();
+    let mut tables: Vec<Table> = Vec::new();
+    if let Some(file) = file {
+        if let Some(table) = &file.server {
+            tables.push((
+                table.clone(),
+                file.base_dir.clone(),
+                Some(file.path.clone()),
+            ));
+        }
+    }
     for (cfg, source) in configs.iter().zip(sources) {
-        let (path, base) = match source {
-            ZoneSource::File(p) => (p.clone(), p.parent().map(PathBuf::from).unwrap_or_default()),
-            ZoneSource::Embedded { base_dir } => {
-                (PathBuf::from("<embedded example.toml>"), base_dir.clone())
-            }
-        };
         let Some(table) = &cfg.config.server else {
             continue;
         };
-        // From the file's text where there is one, so that errors give the line.
         let parsed = match source {
+            // From the file's text, so that errors give the line.
             ZoneSource::File(p) => std::fs::read_to_string(p)
                 .map_err(|e| format!("{}: {e}", p.display()))
-                .and_then(|text| {
-                    ServerTable::parse_document(&text, &path).map_err(|e| e.to_string())
-                })?
+                .and_then(|text| ServerTable::parse_document(&text, p).map_err(|e| e.to_string()))?
                 .unwrap_or_default(),
+            // Refused when the configuration file is read.
+            ZoneSource::Inline { .. } => continue,
             ZoneSource::Embedded { .. } => {
-                ServerTable::parse(table, &path).map_err(|e| e.to_string())?
+                ServerTable::parse(table, &cfg.path).map_err(|e| e.to_string())?
             }
         };
-        tables.push((parsed, base));
+        let file = matches!(source, ZoneSource::File(_)).then(|| cfg.path.clone());
+        tables.push((parsed, cfg.base_dir.clone(), file));
     }
     let cert_dir = configs
         .iter()
         .find_map(|c| c.signing().map(|s| c.key_directory(s)))
         .unwrap_or_else(|| PathBuf::from("keys"));
-    let mut settings = Settings::from_tables(&tables, cert_dir.clone())
-        .map_err(|e| locate_setting_error(&e.to_string(), sources, &tables, &cert_dir))?;
+    let merged: Vec<(ServerTable, PathBuf)> = tables
+        .iter()
+        .map(|(t, base, _)| (t.clone(), base.clone()))
+        .collect();
+    let mut settings = Settings::from_tables(&merged, cert_dir.clone())
+        .map_err(|e| locate_setting_error(&e.to_string(), &tables, &cert_dir))?;
     for (cli_addrs, target) in [
         (&cli.udp, &mut settings.udp),
         (&cli.tcp, &mut settings.tcp),
@@ -459,7 +488,14 @@ async fn serve(
     let handle = Server::bind(config, empty)
         .await
         .map_err(|e| e.to_string())?;
-    pqdns_net::privilege::drop_after_bind(account.as_ref(), &cert_dir)
+    let a = &handle.addrs;
+    let bound: Vec<SocketAddr> = [&a.udp, &a.tcp, &a.dot, &a.doh, &a.doq]
+        .into_iter()
+        .flatten()
+        .copied()
+        .chain(a.metrics)
+        .collect();
+    pqdns_net::privilege::drop_after_bind(account.as_ref(), &cert_dir, &bound)
         .map_err(|e| format!("dropping privileges: {e}"))?;
     if let Some(every) = systemd::watchdog_interval() {
         tokio::spawn(systemd::watchdog(every));

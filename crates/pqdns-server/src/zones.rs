@@ -58,6 +58,14 @@ pub const PROGRESS_LOG_THRESHOLD: usize = 10_000;
 pub enum ZoneSource {
     /// A TOML file; relative paths in it are relative to its directory.
     File(PathBuf),
+    /// A zone description inline in pqdns-server's configuration file `config` (a
+    /// `[[zone]]` table, [`crate::config_file`]), found again by its origin when re-read.
+    Inline {
+        /// The configuration file.
+        config: PathBuf,
+        /// The zone's origin.
+        origin: Name,
+    },
     /// The embedded default zone; its key directory is relative to `base_dir`.
     Embedded {
         /// Directory that relative paths (the key directory) are resolved against.
@@ -69,6 +77,9 @@ impl std::fmt::Display for ZoneSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ZoneSource::File(p) => write!(f, "{}", p.display()),
+            ZoneSource::Inline { config, origin } => {
+                write!(f, "{} [[zone]] {origin}", config.display())
+            }
             ZoneSource::Embedded { .. } => f.write_str("<embedded zones/example.toml>"),
         }
     }
@@ -174,6 +185,7 @@ pub fn next_refresh(reports: &[ZoneReport]) -> Option<u64> {
 pub fn read_config(source: &ZoneSource) -> Result<LoadedConfig, ConfigError> {
     match source {
         ZoneSource::File(path) => LoadedConfig::read(path),
+        ZoneSource::Inline { config, origin } => crate::config_file::read_inline(config, origin),
         ZoneSource::Embedded { base_dir } => {
             let mut cfg = LoadedConfig::parse(
                 EMBEDDED_ZONE_TOML,
@@ -187,17 +199,21 @@ pub fn read_config(source: &ZoneSource) -> Result<LoadedConfig, ConfigError> {
     }
 }
 
-/// The files a reload of `sources` reads first: each zone description and the master file
-/// it names (`$INCLUDE`d files are not followed); none for the embedded zone. Descriptions
-/// that cannot be read are listed alone.
+/// The files a reload of `sources` reads first: each zone description (the configuration
+/// file for inline ones, once) and the master file it names (`$INCLUDE`d files are not
+/// followed); none for the embedded zone. Descriptions that cannot be read are listed alone.
 pub fn zone_files(sources: &[ZoneSource]) -> Vec<PathBuf> {
-    let mut files = Vec::new();
+    let mut files: Vec<PathBuf> = Vec::new();
     for source in sources {
-        let ZoneSource::File(path) = source else {
-            continue;
+        let description = match source {
+            ZoneSource::File(path) => path,
+            ZoneSource::Inline { config, .. } => config,
+            ZoneSource::Embedded { .. } => continue,
         };
-        files.push(path.clone());
-        if let Ok(cfg) = LoadedConfig::read(path) {
+        if !files.contains(description) {
+            files.push(description.clone());
+        }
+        if let Ok(cfg) = read_config(source) {
             files.extend(cfg.config.file.as_ref().map(|f| cfg.base_dir.join(f)));
         }
     }

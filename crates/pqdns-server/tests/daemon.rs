@@ -170,7 +170,38 @@ fn drops_to_the_service_user_after_binding_port_53() {
     assert!(!text.contains("running as root"), "{text}");
 }
 
-/// Without `--user`, a server started as root says that it keeps root; `--log-format json`
+/// Started as root on port 53 without a user to become, the server refuses to serve (exit
+/// status 1, naming the port and the settings); `--user root` keeps root deliberately.
+#[test]
+fn refuses_to_serve_as_root_on_port_53_unless_told_to() {
+    assert!(nix::unistd::Uid::effective().is_root(), "run as root");
+    let dir = tempfile::tempdir().unwrap();
+    let addr = "127.0.6.55:53";
+    std::fs::write(dir.path().join("zone.toml"), zone_toml(addr)).unwrap();
+    let out = Command::new("timeout")
+        .args(["60", BIN, "--zone", "zone.toml"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("running as root with port 53 bound and no user to run as"),
+        "{stderr}"
+    );
+    assert!(
+        !dir.path().join("keys").exists(),
+        "nothing is signed before the refusal"
+    );
+
+    let log = dir.path().join("server.log");
+    let (child, rx) = spawn_server(&["--zone", "zone.toml", "--user", "root"], dir.path(), &log);
+    let _server = KillOnDrop(child);
+    let udp = listening(&rx, "udp", Duration::from_secs(120), &log);
+    assert_eq!(dig(udp, &["pqdns.test.", "SOA"]).status(), "NOERROR");
+}
+
+/// Without `--user`, a server started as root on unprivileged ports says that it keeps root; `--log-format json`
 /// writes every log line as a JSON object.
 #[test]
 fn warns_when_it_keeps_running_as_root_in_json() {

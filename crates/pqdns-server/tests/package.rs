@@ -108,13 +108,20 @@ fn the_debian_package_installs_serves_as_its_user_and_leaves_the_keys() {
 
     let (ok, text) = run(
         "/usr/sbin/pqdns-server",
-        &["--check", "--zone", "/etc/pqdns/zone.toml"],
+        &["--check", "--config", "/etc/pqdns/pqdns-server.toml"],
     );
     assert!(ok && text.contains("configuration ok"), "--check: {text}");
     if let Ok(man) = which("man") {
-        let (ok, page) = run(&man, &["-P", "cat", "pqdns-server"]);
+        // Found by name, then formatted from the installed file (`-l`): a formatted copy
+        // that man-db cached from an earlier install would show old text.
+        let (ok, path) = run(&man, &["-w", "pqdns-server"]);
         assert!(
-            ok && page.contains("--zone") && page.contains("pqdns-server"),
+            ok && path.trim() == "/usr/share/man/man8/pqdns-server.8.gz",
+            "{path}"
+        );
+        let (ok, page) = run(&man, &["-P", "cat", "-l", path.trim()]);
+        assert!(
+            ok && page.contains("--config") && page.contains("pqdns-server"),
             "{page}"
         );
     }
@@ -127,8 +134,8 @@ fn the_debian_package_installs_serves_as_its_user_and_leaves_the_keys() {
     let (child, rx) = spawn(
         Path::new("/usr/sbin/pqdns-server"),
         &[
-            "--zone",
-            "/etc/pqdns/zone.toml",
+            "--config",
+            "/etc/pqdns/pqdns-server.toml",
             "--udp",
             addr,
             "--tcp",

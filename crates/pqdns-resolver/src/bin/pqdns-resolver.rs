@@ -499,7 +499,9 @@ async fn serve(
     let listeners = Listeners::bind(&listen, Arc::clone(&service))
         .await
         .map_err(|e| e.to_string())?;
-    pqdns_net::privilege::drop_after_bind(user, &listen.tls.generated_cert_dir)
+    let metrics_addr = metrics_listener.as_ref().and_then(|l| l.local_addr().ok());
+    let bound: Vec<SocketAddr> = listeners.addrs.all().chain(metrics_addr).collect();
+    pqdns_net::privilege::drop_after_bind(user, &listen.tls.generated_cert_dir, &bound)
         .map_err(|e| format!("dropping privileges: {e}"))?;
     if let Some(every) = systemd::watchdog_interval() {
         tokio::spawn(systemd::watchdog(every));
