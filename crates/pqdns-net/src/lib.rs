@@ -57,6 +57,8 @@ pub mod logging;
 #[cfg(feature = "cli")]
 pub mod manual;
 pub mod metrics_http;
+#[cfg(feature = "cli")]
+pub mod option_file;
 pub mod privilege;
 pub mod rrl;
 pub mod service;

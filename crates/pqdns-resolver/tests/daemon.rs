@@ -156,3 +156,76 @@ fn check_names_each_bad_input_and_writes_nothing() {
         );
     }
 }
+
+/// `--config FILE` holds the options: relative paths are relative to the file (the check runs
+/// from another directory), the command line wins over the file, and a bad setting is named
+/// with its file and line, exit status 1.
+#[test]
+fn the_configuration_file_holds_the_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let etc = dir.path().join("etc");
+    std::fs::create_dir_all(&etc).unwrap();
+    let anchor = unused_anchor(&etc);
+    std::fs::write(
+        etc.join("hints"),
+        ".  3600000 NS a.root-servers.\na.root-servers.  3600000 A 192.0.2.1\n",
+    )
+    .unwrap();
+    let config = etc.join("pqdns-resolver.toml");
+    let check = |file: &str, args: &[&str]| {
+        std::fs::write(&config, file).unwrap();
+        let out = std::process::Command::new("timeout")
+            .args([
+                "60",
+                env!("CARGO_BIN_EXE_pqdns-resolver"),
+                "--check",
+                "--config",
+            ])
+            .arg(&config)
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code(), text)
+    };
+    let good = format!(
+        "udp = [\"127.0.0.1:5353\"]\ntls-dir = \"tls\"\nroot_hints = \"hints\"\n\
+         trust-anchor = [\"{}\"]\ncache-size = 32\n",
+        anchor.file_name().unwrap().to_str().unwrap()
+    );
+    let (code, text) = check(&good, &[]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("configuration ok"), "{text}");
+    // The command line's --root-hints replaces the file's.
+    let (code, text) = check(&good, &["--root-hints", "missing.hints"]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("missing.hints"), "{text}");
+    let cases = [
+        (
+            format!("{good}colour = 1\n"),
+            "pqdns-resolver.toml:6: unknown setting `colour`",
+        ),
+        (
+            good.replace("5353\"]", "5353\", \"nonsense\"]"),
+            "pqdns-resolver.toml:1: udp",
+        ),
+        (
+            good.replace("\"hints\"", "\"elsewhere.hints\""),
+            "elsewhere.hints",
+        ),
+        (
+            format!("{good}require-pq = \"yes\"\n"),
+            "pqdns-resolver.toml:6: require-pq",
+        ),
+    ];
+    for (file, wanted) in cases {
+        let (code, text) = check(&file, &[]);
+        assert_eq!(code, Some(1), "{file}: {text}");
+        assert!(text.contains(wanted), "{file}: {wanted:?} not in {text}");
+    }
+}

@@ -111,6 +111,14 @@ fn the_debian_package_installs_serves_as_its_user_and_leaves_the_keys() {
         &["--check", "--config", "/etc/pqdns/pqdns-server.toml"],
     );
     assert!(ok && text.contains("configuration ok"), "--check: {text}");
+    let (ok, text) = run(
+        "/usr/sbin/pqdns-resolver",
+        &["--check", "--config", "/etc/pqdns/pqdns-resolver.toml"],
+    );
+    assert!(
+        ok && text.contains("configuration ok"),
+        "resolver --check: {text}"
+    );
     if let Ok(man) = which("man") {
         // Found by name, then formatted from the installed file (`-l`): a formatted copy
         // that man-db cached from an earlier install would show old text.

@@ -60,6 +60,13 @@ const SYSTEM_ROOT_KEY: &str = "/usr/share/dns/root.key";
 #[derive(Debug, Parser)]
 #[command(name = "pqdns-resolver", version, verbatim_doc_comment)]
 struct Cli {
+    /// Configuration file (TOML) whose keys are the long options below, e.g.
+    /// `udp = ["192.0.2.53:53"]`, `root-hints = "root.hints"` (relative paths are relative to
+    /// the file), `require-pq = true`. An option given on the command line wins over the
+    /// file's. Installed from the package: /etc/pqdns/pqdns-resolver.toml.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+
     /// UDP listen address. Repeatable. [default: 127.0.0.1:5300]
     #[arg(long, value_name = "ADDR")]
     udp: Vec<SocketAddr>,
@@ -254,7 +261,7 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli: Cli = pqdns_net::option_file::parse("config");
     let command = <Cli as clap::CommandFactory>::command;
     if let Some(code) = manual::start(&cli.daemon, command) {
         return code;
