@@ -47,6 +47,7 @@
 
 pub mod acl;
 pub mod cookie;
+pub mod dnstap;
 mod doh;
 mod doq;
 mod dot;

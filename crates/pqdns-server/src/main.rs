@@ -139,6 +139,14 @@ struct Cli {
     #[arg(long, value_name = "ADDR")]
     metrics: Option<SocketAddr>,
 
+    /// dnstap (the Frame Streams format of NSD, Knot, BIND and unbound): every answered query
+    /// and its response, as AUTH_QUERY and AUTH_RESPONSE, to this file (created afresh) or to
+    /// a collector's socket as unix:PATH (e.g. fstrm_capture). Off the answering path: a
+    /// bounded queue; what does not fit is dropped and counted in the log at shutdown.
+    /// Overrides `dnstap` in [server]. [default: off]
+    #[arg(long, value_name = "FILE|unix:PATH")]
+    dnstap: Option<pqdns_server::settings::Sink>,
+
     /// UDP fragmentation for clients that send the fragmentation EDNS option (code 65108 unless
     /// `fragmentation_option` is set in [server]): "arrf" (RRFRAG records, Goertzen & Stebila),
     /// "qbf" (?n? fragment queries, Rawat & Jhanwar) or "off". Other clients always get TC=1
@@ -445,6 +453,9 @@ fn settings(
     }
     if cli.metrics.is_some() {
         settings.metrics = cli.metrics;
+    }
+    if cli.dnstap.is_some() {
+        settings.dnstap.clone_from(&cli.dnstap);
     }
     if let Some(nsid) = &cli.nsid {
         settings.identity.nsid = Some(parse_nsid(nsid).map_err(|e| format!("--nsid: {e}"))?);

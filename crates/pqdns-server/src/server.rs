@@ -5,6 +5,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use pqdns_net::dnstap::{Dnstap, DEFAULT_QUEUE as DNSTAP_QUEUE};
 use pqdns_net::tls::{CertificateInfo, TlsError};
 use pqdns_net::{ListenError, Listeners};
 use tokio::net::TcpListener;
@@ -35,6 +36,9 @@ pub enum ServerError {
     /// A DNS listener could not be bound, or TLS could not be set up.
     #[error(transparent)]
     Listen(#[from] ListenError),
+    /// The dnstap output could not be opened.
+    #[error(transparent)]
+    Dnstap(std::io::Error),
     /// The metrics listener could not be bound.
     #[error("binding metrics {addr}: {error}")]
     Bind {
@@ -89,7 +93,19 @@ impl Server {
     /// running then.
     pub async fn bind(config: ServerConfig, catalog: Catalog) -> Result<ServerHandle, ServerError> {
         let s = &config.settings;
-        let service = Arc::new(Authoritative::new(catalog, s));
+        let dnstap = match &s.dnstap {
+            Some(sink) => Some(Arc::new(
+                Dnstap::open(
+                    sink.clone(),
+                    "pqdns-server",
+                    concat!("pqdns-server ", env!("CARGO_PKG_VERSION")),
+                    DNSTAP_QUEUE,
+                )
+                .map_err(ServerError::Dnstap)?,
+            )),
+            None => None,
+        };
+        let service = Arc::new(Authoritative::new(catalog, s).with_dnstap(dnstap));
         let metrics_listener = match s.metrics {
             Some(addr) => {
                 let bind_err = |error| ServerError::Bind { addr, error };
@@ -220,6 +236,10 @@ impl ServerHandle {
     /// [`SHUTDOWN_GRACE`] for the listeners to stop.
     pub async fn shutdown(self) {
         self.listeners.shutdown().await;
+        if let Some(tap) = self.service.dnstap() {
+            tap.close();
+            info!(sink = %tap.sink(), dropped = tap.dropped(), "dnstap closed");
+        }
         if let Some(task) = self.metrics_task {
             let abort = task.abort_handle();
             if tokio::time::timeout(SHUTDOWN_GRACE, task).await.is_err() {

@@ -38,6 +38,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use pqdns_core::wire::tsig::{KeyRing, Rejection};
 use pqdns_core::wire::{truncate_to_question, MIN_UDP_PAYLOAD};
 use pqdns_core::Name;
+use pqdns_net::dnstap::{Dnstap, Kind};
 use pqdns_net::{Event, Reply, Request, ResponseInfo, Service, Transfer, TransferEnd, Transport};
 use tracing::{debug, info, warn};
 
@@ -81,6 +82,8 @@ pub struct Authoritative {
     /// Largest UDP answer to a client without a valid server cookie, as a multiple of the
     /// query's length; 0: no limit.
     amplification_limit: u32,
+    /// dnstap of every answered request (query and response); `None` when off.
+    dnstap: Option<Arc<Dnstap>>,
 }
 
 impl Authoritative {
@@ -112,7 +115,19 @@ impl Authoritative {
             cookies,
             rrl: Rrl::new(settings.rrl),
             amplification_limit: settings.amplification_limit,
+            dnstap: None,
         }
+    }
+
+    /// Logs every answered request and its response to `dnstap`.
+    pub fn with_dnstap(mut self, dnstap: Option<Arc<Dnstap>>) -> Authoritative {
+        self.dnstap = dnstap;
+        self
+    }
+
+    /// The dnstap output, if on.
+    pub fn dnstap(&self) -> Option<&Arc<Dnstap>> {
+        self.dnstap.as_ref()
     }
 
     /// The catalog in force now (queries in flight keep the one they started with).
@@ -342,6 +357,11 @@ impl Service for Authoritative {
                     outcome.len,
                 );
             }
+        }
+        if let (Some(tap), true) = (&self.dnstap, outcome.len > 0) {
+            tap.log(Kind::AuthQuery, transport, request.client, request.message);
+            let response = &out[base..base + outcome.len];
+            tap.log(Kind::AuthResponse, transport, request.client, response);
         }
         if !pushed.is_empty() && outcome.len > 0 {
             let first = out[base..base + outcome.len].to_vec();

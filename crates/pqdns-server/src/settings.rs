@@ -35,6 +35,10 @@
 //!                             # "key NAME" signed with that TSIG key (its answer must verify);
 //!                             # default []
 //! metrics = "127.0.0.1:9153"  # Prometheus text endpoint GET /metrics (HTTP/1.1); default off
+//! dnstap = "dnstap.fstrm"     # every query and response as dnstap AUTH_QUERY/AUTH_RESPONSE
+//!                             # (Frame Streams) to this file, relative to the TOML file, or
+//!                             # "unix:/run/dnstap.sock" to a collector; default off
+//!                             # (pqdns_net::dnstap: a bounded queue, drops counted)
 //! fragmentation = "arrf"      # "arrf", "qbf" or "off": UDP answers too large for the client's
 //!                             # payload are fragmented (crate::fragment) for clients that send
 //!                             # the fragmentation EDNS option; all others get TC=1
@@ -85,6 +89,7 @@ use pqdns_net::privilege::Account;
 use pqdns_net::ListenConfig;
 use serde::Deserialize;
 
+pub use pqdns_net::dnstap::Sink;
 pub use pqdns_net::tls::{CertAlgorithm, KxPolicy, TlsSettings};
 pub use pqdns_net::{
     DEFAULT_DOH_PATH, DEFAULT_IDLE_TIMEOUT_SECS, DEFAULT_MAX_CONNECTIONS,
@@ -192,6 +197,8 @@ pub struct ServerTable {
     pub notify: Option<Vec<String>>,
     /// Metrics listen address.
     pub metrics: Option<SocketAddr>,
+    /// dnstap output: a file path (relative to the zone description) or `unix:PATH`.
+    pub dnstap: Option<String>,
     /// UDP fragmentation scheme: "arrf", "qbf" or "off".
     pub fragmentation: Option<String>,
     /// EDNS option code clients signal fragmentation support with.
@@ -358,6 +365,9 @@ pub struct Settings {
     pub notify_keys: Vec<(SocketAddr, Name)>,
     /// Where to serve `GET /metrics`; `None` turns metrics off (nothing is counted).
     pub metrics: Option<SocketAddr>,
+    /// Where to write dnstap (AUTH_QUERY and AUTH_RESPONSE of every answered request);
+    /// `None`: off.
+    pub dnstap: Option<Sink>,
     /// UDP fragmentation for clients that signal it.
     pub fragmentation: FragSettings,
     /// What the server discloses about itself (NSID, CH TXT); nothing by default.
@@ -403,6 +413,7 @@ impl Settings {
             notify: Vec::new(),
             notify_keys: Vec::new(),
             metrics: None,
+            dnstap: None,
             fragmentation: FragSettings::default(),
             identity: Identity::default(),
             cookies: CookieMode::default(),
@@ -576,6 +587,15 @@ impl Settings {
             }
         }
         s.metrics = tables.iter().find_map(|(t, _)| t.metrics);
+        if let Some((text, base)) = tables
+            .iter()
+            .find_map(|(t, base)| t.dnstap.as_ref().map(|d| (d, base)))
+        {
+            s.dnstap = Some(match text.parse().map_err(SettingsError::Invalid)? {
+                Sink::File(path) => Sink::File(base.join(path)),
+                Sink::Socket(path) => Sink::Socket(base.join(path)),
+            });
+        }
         if let Some(mode) = tables.iter().find_map(|(t, _)| t.fragmentation.as_ref()) {
             s.fragmentation.mode = mode.parse().map_err(SettingsError::Invalid)?;
         }
