@@ -105,6 +105,11 @@ struct Cli {
     /// from RFC 6840 §5.11 to prevent classical downgrade).
     #[arg(long)]
     require_pq: bool,
+    /// Turn off downgrade protection by DS: by default a zone whose authenticated DS RRset (or
+    /// trust anchor) names a supported post-quantum algorithm must validate through it, down
+    /// to the next secure delegation (else Bogus, EDE 10); off, any algorithm is enough.
+    #[arg(long)]
+    no_ds_downgrade_protection: bool,
     /// Skip TLS certificate verification (self-signed test servers).
     #[arg(long)]
     insecure_tls: bool,
@@ -475,6 +480,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
         } else {
             PqPolicy::AnyAlgorithm
         },
+        ds_downgrade_protection: !cli.no_ds_downgrade_protection,
         now: cli.at,
         verify_threads: 1,
         ..Config::new(mode, anchors)

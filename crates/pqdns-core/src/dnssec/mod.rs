@@ -11,6 +11,7 @@ pub mod denial;
 #[cfg(feature = "aws-lc")]
 mod der;
 pub mod dnskey;
+pub mod downgrade;
 pub mod existing;
 pub mod keyfile;
 pub mod mtl;

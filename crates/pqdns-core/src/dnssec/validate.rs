@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::algorithm::{Algorithm, SecAlg};
 use super::denial::{Claim, VerifiedDenial};
 use super::dnskey::{ds_digest, key_tag, DigestType, DnskeyRef};
+use super::downgrade::SignalledAlgorithms;
 use super::mtl::{self, LadderCache};
 use super::profile::Profile;
 use super::provider::{CryptoError, Provider, SignatureScheme};
@@ -273,6 +274,8 @@ pub struct TrustedKeys {
     keys: Vec<Vec<u8>>,
     ttl: u32,
     dnskey_rrset: Option<VerifiedRRset>,
+    /// The post-quantum algorithms the zone's DS RRset signalled ([`super::downgrade`]).
+    signalled: SignalledAlgorithms,
 }
 
 impl TrustedKeys {
@@ -292,6 +295,12 @@ impl TrustedKeys {
     /// The verified DNSKEY RRset (`None` for operator-configured keys).
     pub fn dnskey_rrset(&self) -> Option<&VerifiedRRset> {
         self.dnskey_rrset.as_ref()
+    }
+    /// The post-quantum algorithms the zone's DS RRset signalled, which every RRset verified
+    /// with these keys must use (downgrade protection, [`super::downgrade`]); empty when the
+    /// DS signalled none or the protection is off.
+    pub fn signalled_algorithms(&self) -> &SignalledAlgorithms {
+        &self.signalled
     }
 }
 
@@ -385,7 +394,7 @@ impl VerifiedRRset {
 /// Constructors that skip verification, for data the operator configures (trust anchors,
 /// RFC 4035 §4.4). Whatever goes in comes out trusted: never pass data from the network.
 pub mod danger {
-    use super::{Name, RrType, TrustedKeys, VerifiedRRset};
+    use super::{Name, RrType, SignalledAlgorithms, TrustedKeys, VerifiedRRset};
     use crate::dnssec::dnskey::DnskeyRef;
     use crate::rr::Class;
 
@@ -419,6 +428,7 @@ pub mod danger {
                 .collect(),
             ttl: u32::MAX,
             dnskey_rrset: None,
+            signalled: SignalledAlgorithms::default(),
         }
     }
 }
@@ -600,6 +610,8 @@ pub struct Validator {
     now: u32,
     limits: Limits,
     policy: PqPolicy,
+    /// Downgrade protection by DS ([`super::downgrade`]).
+    ds_downgrade_protection: bool,
     verifications: u32,
     /// Verified MTL ladders (shared with other validators by [`Validator::with_ladders`]).
     ladders: Arc<Mutex<LadderCache>>,
@@ -611,8 +623,9 @@ pub struct Validator {
 pub const DEFAULT_LADDERS: usize = 16;
 
 impl Validator {
-    /// A validator evaluating validity windows at `now` (UNIX seconds). It keeps its own
-    /// copies of `profile` and `provider` (both small), so it can move to another thread.
+    /// A validator evaluating validity windows at `now` (UNIX seconds), with downgrade
+    /// protection by DS on ([`super::downgrade`]). It keeps its own copies of `profile` and
+    /// `provider` (both small), so it can move to another thread.
     pub fn new(
         profile: &Profile,
         provider: &Provider,
@@ -626,10 +639,23 @@ impl Validator {
             now: now as u32,
             limits,
             policy,
+            ds_downgrade_protection: true,
             verifications: 0,
             ladders: Arc::new(Mutex::new(LadderCache::new(DEFAULT_LADDERS))),
             ladder_missing: false,
         }
+    }
+
+    /// Turns downgrade protection by DS ([`super::downgrade`]) on (the default) or off (RFC
+    /// 6840 §5.11 for zones whose DS signals a post-quantum algorithm too).
+    pub fn with_ds_downgrade_protection(mut self, on: bool) -> Validator {
+        self.ds_downgrade_protection = on;
+        self
+    }
+
+    /// True if downgrade protection by DS is on.
+    pub fn ds_downgrade_protection(&self) -> bool {
+        self.ds_downgrade_protection
     }
 
     /// Uses `ladders` for MTL signatures (draft-fregly-dnsop-slh-dsa-mtl-dnssec): ladders of
@@ -715,7 +741,10 @@ impl Validator {
     /// parent, or a trust anchor from [`danger::trust_anchor_ds`]): some DNSKEY must match a
     /// DS with a supported digest and algorithm, and a signature by such a key must verify
     /// over the DNSKEY RRset (RFC 4035 §5.2). Under [`PqPolicy::RequirePq`] only post-quantum
-    /// DS records and keys count.
+    /// DS records and keys count. With downgrade protection on (the default), when the usable
+    /// DS records name post-quantum algorithms only those DS records, keys and RRSIGs count,
+    /// and the keys returned carry those algorithms for every RRset verified with them
+    /// ([`super::downgrade`]).
     ///
     /// Returns `Ok(None)` when no DS uses a supported algorithm and digest: the zone is then
     /// Insecure (RFC 4035 §5.2, RFC 6840 §5.2).
@@ -781,6 +810,55 @@ impl Validator {
             }
             PqPolicy::AnyAlgorithm => usable_ds,
         };
+        let signalled = if self.ds_downgrade_protection {
+            SignalledAlgorithms::from_ds(
+                usable_ds
+                    .iter()
+                    .map(|d| d.1)
+                    .filter(|a| self.is_pq(*a))
+                    .collect::<Vec<_>>(),
+            )
+        } else {
+            SignalledAlgorithms::default()
+        };
+        if signalled.is_empty() {
+            return self
+                .authenticate_dnskeys(ds, &source, &usable_ds, dnskeys, signalled)
+                .map(Some);
+        }
+        // Downgrade protection (super::downgrade, rule 3): only the signalled algorithms'
+        // DS records and keys may authenticate the DNSKEY RRset.
+        let usable_ds: Vec<_> = usable_ds
+            .into_iter()
+            .filter(|d| signalled.permits(d.1))
+            .collect();
+        let named = signalled.describe(|a| self.alg_name(a));
+        self.authenticate_dnskeys(ds, &source, &usable_ds, dnskeys, signalled)
+            .map(Some)
+            .map_err(|r| {
+                Reason::new(
+                    r.ede,
+                    format!(
+                        "DS downgrade protection: {source} names {named}, so {zone}'s DNSKEY \
+                         RRset must be signed with it: {}",
+                        r.text
+                    ),
+                )
+            })
+    }
+
+    /// The second half of [`Validator::trust_dnskeys`]: `dnskeys` authenticated by a key that
+    /// matches one of `usable_ds` (the DS records of `ds` that may count, described by
+    /// `source`), with an RRSIG of an algorithm `signalled` permits.
+    fn authenticate_dnskeys(
+        &mut self,
+        ds: &VerifiedRRset,
+        source: &str,
+        usable_ds: &[(u16, SecAlg, DigestType, &[u8])],
+        dnskeys: &UnverifiedRRset,
+        signalled: SignalledAlgorithms,
+    ) -> Result<TrustedKeys, Reason> {
+        let zone = &dnskeys.owner;
         if dnskeys.rdatas.is_empty() {
             return Err(Reason::new(
                 Ede::DNSKEY_MISSING,
@@ -842,7 +920,11 @@ impl Validator {
             .rrsigs
             .iter()
             .filter_map(|r| Rrsig::parse(r))
-            .filter(|s| s.fields.type_covered == RrType::DNSKEY && s.fields.signer == *zone)
+            .filter(|s| {
+                s.fields.type_covered == RrType::DNSKEY
+                    && s.fields.signer == *zone
+                    && signalled.permits(s.fields.algorithm)
+            })
             .map(|s| s.fields.key_tag)
             .collect();
         if !signing_tags.iter().any(|t| matched_tags.contains(t)) {
@@ -865,21 +947,25 @@ impl Validator {
             keys: matched.into_iter().cloned().collect(),
             ttl: ds.ttl,
             dnskey_rrset: None,
+            signalled,
         };
         let verified = self.verify_rrset(&vouched, dnskeys)?;
-        Ok(Some(TrustedKeys {
+        Ok(TrustedKeys {
             zone: zone.clone(),
             keys: dnskeys.rdatas.clone(),
             ttl: ds.ttl.min(verified.ttl),
             dnskey_rrset: Some(verified),
-        }))
+            signalled: vouched.signalled,
+        })
     }
 
     /// Verifies an RRset and its RRSIGs against trusted keys (RFC 4035 §5.3): signer must be
     /// the keys' zone, owner inside it, labels consistent, validity window around the clock,
     /// and the signature must verify with a matching key. One verified RRSIG is enough; under
     /// [`PqPolicy::RequirePq`] classical RRSIGs are not tried and a post-quantum one must
-    /// verify.
+    /// verify. When `keys` carry signalled algorithms ([`TrustedKeys::signalled_algorithms`],
+    /// downgrade protection by DS) RRSIGs of other algorithms are not tried, and without one of
+    /// a signalled algorithm the RRset is Bogus with EDE 10 (RRSIGs Missing).
     ///
     /// The result owns the RDATA and the RRSIGs that verified, with the TTL capped per
     /// RFC 4035 §5.3.3.
@@ -934,6 +1020,21 @@ impl Validator {
                     format!(
                         "require-pq: the link to {owner} {rtype} is classical: no post-quantum \
                          RRSIG by {} verified (key {} uses {})",
+                        keys.zone,
+                        f.key_tag,
+                        self.alg_name(f.algorithm)
+                    ),
+                );
+                continue;
+            }
+            if !keys.signalled.permits(f.algorithm) {
+                last = Reason::new(
+                    Ede::RRSIGS_MISSING,
+                    format!(
+                        "DS downgrade protection: {}'s DS RRset names {}, but no RRSIG over \
+                         {owner} {rtype} by {} of that algorithm verified (key {} uses {})",
+                        keys.zone,
+                        keys.signalled.describe(|a| self.alg_name(a)),
                         keys.zone,
                         f.key_tag,
                         self.alg_name(f.algorithm)
@@ -1170,7 +1271,11 @@ mod tests {
 
     /// A validator at NOW and the fixture's keys, trusted through its DS records as anchors.
     fn trust_fixture(policy: PqPolicy, f: &Fixture) -> (Validator, TrustedKeys) {
-        let mut v = validator(policy);
+        trust_with(validator(policy), f)
+    }
+
+    /// `v` and the fixture's keys, trusted through its DS records as anchors.
+    fn trust_with(mut v: Validator, f: &Fixture) -> (Validator, TrustedKeys) {
         let keys = v
             .trust_dnskeys(&danger::trust_anchor_ds(&f.zone, f.ds.clone()), &f.dnskeys)
             .unwrap()
@@ -1181,7 +1286,9 @@ mod tests {
     #[test]
     fn ds_dnskey_rrsig_chain_and_its_failures() {
         let f = fixture(&[Algorithm::EcdsaP256Sha256, Algorithm::MlDsa44]);
-        let (mut v, trusted) = trust_fixture(PqPolicy::AnyAlgorithm, &f);
+        // RFC 6840 §5.11 (downgrade protection off): the ECDSA RRSIG alone is enough.
+        let unprotected = validator(PqPolicy::AnyAlgorithm).with_ds_downgrade_protection(false);
+        let (mut v, trusted) = trust_with(unprotected, &f);
 
         let www = name("www.example.");
         let a = vec![vec![192, 0, 2, 1]];
@@ -1354,7 +1461,8 @@ mod tests {
         assert!(verified.is_post_quantum());
         assert_eq!(verified.algorithms(), [SecAlg::MLDSA44].as_slice());
 
-        let (mut any, trusted) = trust_fixture(PqPolicy::AnyAlgorithm, &f);
+        let unprotected = validator(PqPolicy::AnyAlgorithm).with_ds_downgrade_protection(false);
+        let (mut any, trusted) = trust_with(unprotected, &f);
         assert!(any
             .verify_rrset(&trusted, &rrset(&www, RrType::A, a, classical))
             .is_ok());
@@ -1415,6 +1523,151 @@ mod tests {
             .verify_rrset(&trusted, &rrset(&www, RrType::A, a, many))
             .is_err());
         assert!(v.verifications() <= 1 + Limits::default().max_rrsigs_per_rrset as u32);
+    }
+
+    /// Downgrade protection by DS (super::super::downgrade), each way: a dual-signed zone whose
+    /// DS names ML-DSA-44 needs ML-DSA-44 RRSIGs over the DNSKEY RRset and its data, and the
+    /// ECDSA ones alone are Bogus with EDE 10; the same keys behind a DS naming only ECDSA, or
+    /// with the protection off, validate through ECDSA.
+    #[test]
+    fn a_ds_naming_ml_dsa_requires_ml_dsa_signatures() {
+        let f = fixture(&[Algorithm::EcdsaP256Sha256, Algorithm::MlDsa44]);
+        let www = name("www.example.");
+        let a = vec![vec![192, 0, 2, 1]];
+        let ecdsa_sig = sign(&f.keys[0], &www, RrType::A, &a, WINDOW);
+        let mldsa_sig = sign(&f.keys[1], &www, RrType::A, &a, WINDOW);
+        let stripped = rrset(&www, RrType::A, a.clone(), vec![ecdsa_sig.clone()]);
+        // ECDSA first: the protected validator must skip it, not stop at it.
+        let dual = rrset(&www, RrType::A, a.clone(), vec![ecdsa_sig, mldsa_sig]);
+
+        // Both DS records: ML-DSA-44 is signalled.
+        let (mut v, trusted) = trust_fixture(PqPolicy::AnyAlgorithm, &f);
+        assert!(v.ds_downgrade_protection(), "on by default");
+        assert_eq!(
+            trusted.signalled_algorithms().algorithms(),
+            [SecAlg::MLDSA44].as_slice()
+        );
+        assert_eq!(
+            trusted.dnskey_rrset().unwrap().algorithms(),
+            [SecAlg::MLDSA44].as_slice(),
+            "the DNSKEY RRset is authenticated through ML-DSA-44"
+        );
+        let err = v.verify_rrset(&trusted, &stripped).unwrap_err();
+        assert_eq!(err.ede, Ede::RRSIGS_MISSING, "{err}");
+        assert!(
+            err.text.contains("downgrade")
+                && err.text.contains("ML-DSA-44 (18)")
+                && err.text.contains("www.example. A"),
+            "{err}"
+        );
+        let verified = v.verify_rrset(&trusted, &dual).unwrap();
+        assert_eq!(verified.algorithms(), [SecAlg::MLDSA44].as_slice());
+
+        // The DNSKEY RRset with its ML-DSA RRSIG stripped: Bogus, EDE 10, naming the rule.
+        let ecdsa_key_sig: Vec<Vec<u8>> = f
+            .dnskeys
+            .rrsigs
+            .iter()
+            .filter(|r| Rrsig::parse(r).unwrap().fields.algorithm == SecAlg::ECDSAP256SHA256)
+            .cloned()
+            .collect();
+        assert_eq!(ecdsa_key_sig.len(), 1);
+        let keys_stripped = rrset(
+            &f.zone,
+            RrType::DNSKEY,
+            f.dnskeys.rdatas.clone(),
+            ecdsa_key_sig,
+        );
+        let anchor = danger::trust_anchor_ds(&f.zone, f.ds.clone());
+        let err = v.trust_dnskeys(&anchor, &keys_stripped).unwrap_err();
+        assert_eq!(err.ede, Ede::RRSIGS_MISSING, "{err}");
+        assert!(
+            err.text
+                .contains("DS downgrade protection: the trust anchor names ML-DSA-44 (18)"),
+            "{err}"
+        );
+
+        // The same keys behind a DS naming only ECDSA: nothing signalled, ECDSA is enough,
+        // for the stripped DNSKEY RRset and for the data.
+        let ecdsa_ds = danger::trust_anchor_ds(&f.zone, vec![f.ds[0].clone()]);
+        let classical = v.trust_dnskeys(&ecdsa_ds, &keys_stripped).unwrap().unwrap();
+        assert!(classical.signalled_algorithms().is_empty());
+        let verified = v.verify_rrset(&classical, &stripped).unwrap();
+        assert_eq!(verified.algorithms(), [SecAlg::ECDSAP256SHA256].as_slice());
+
+        // Protection off: both DS records, ECDSA accepted (RFC 6840 §5.11).
+        let mut off = validator(PqPolicy::AnyAlgorithm).with_ds_downgrade_protection(false);
+        let trusted = off.trust_dnskeys(&anchor, &keys_stripped).unwrap().unwrap();
+        assert!(trusted.signalled_algorithms().is_empty());
+        assert!(off.verify_rrset(&trusted, &stripped).is_ok());
+    }
+
+    /// A child's DS decides afresh: under a parent whose DS names ML-DSA-44, the child's DS
+    /// RRset must carry the parent's ML-DSA signature, but a child whose DS names only ECDSA
+    /// is validated with ECDSA.
+    #[test]
+    fn a_child_ds_decides_afresh_for_the_child() {
+        let parent = fixture(&[Algorithm::EcdsaP256Sha256, Algorithm::MlDsa44]);
+        let (mut v, parent_keys) = trust_fixture(PqPolicy::AnyAlgorithm, &parent);
+        let child_zone = name("child.example.");
+        let child_key = ZoneKey::generate(
+            &child_zone,
+            Algorithm::EcdsaP256Sha256,
+            KeyRole::Csk,
+            &Profile::default_profile(),
+            &Provider::default_provider(),
+            300,
+        )
+        .unwrap();
+        let child_dnskeys = vec![child_key.dnskey_rdata()];
+        let child_ds = vec![
+            ds_record(&child_key.dnskey_record(), DigestType::Sha256)
+                .unwrap()
+                .rdata,
+        ];
+        let ds_sig = |k: &ZoneKey| sign(k, &child_zone, RrType::DS, &child_ds, WINDOW);
+        // The child's DS RRset signed by the parent's ECDSA key only: Bogus under the rule.
+        let classical_ds = rrset(
+            &child_zone,
+            RrType::DS,
+            child_ds.clone(),
+            vec![ds_sig(&parent.keys[0])],
+        );
+        let err = v.verify_rrset(&parent_keys, &classical_ds).unwrap_err();
+        assert_eq!(err.ede, Ede::RRSIGS_MISSING, "{err}");
+        let ds = v
+            .verify_rrset(
+                &parent_keys,
+                &rrset(
+                    &child_zone,
+                    RrType::DS,
+                    child_ds.clone(),
+                    vec![ds_sig(&parent.keys[0]), ds_sig(&parent.keys[1])],
+                ),
+            )
+            .unwrap();
+        let key_sig = sign(
+            &child_key,
+            &child_zone,
+            RrType::DNSKEY,
+            &child_dnskeys,
+            WINDOW,
+        );
+        let child_keys = v
+            .trust_dnskeys(
+                &ds,
+                &rrset(&child_zone, RrType::DNSKEY, child_dnskeys, vec![key_sig]),
+            )
+            .unwrap()
+            .unwrap();
+        assert!(child_keys.signalled_algorithms().is_empty());
+        let www = name("www.child.example.");
+        let a = vec![vec![192, 0, 2, 7]];
+        let sig = sign(&child_key, &www, RrType::A, &a, WINDOW);
+        let verified = v
+            .verify_rrset(&child_keys, &rrset(&www, RrType::A, a, vec![sig]))
+            .unwrap();
+        assert_eq!(verified.algorithms(), [SecAlg::ECDSAP256SHA256].as_slice());
     }
 
     /// A function that signs an RRset with `f`'s first key and returns it verified.

@@ -166,6 +166,17 @@ struct Cli {
     #[arg(long)]
     require_pq: bool,
 
+    /// Turn off downgrade protection by DS. With it on (the default), when a zone's
+    /// authenticated DS RRset (or the trust anchor) names a post-quantum algorithm the
+    /// validator supports (ML-DSA-44 = 18, or a post-quantum number of the --profile), the
+    /// zone's DNSKEY RRset and every RRset signed with its keys (its data, denial proofs and
+    /// its children's DS RRsets) must carry a verified RRSIG of such an algorithm, else Bogus
+    /// (SERVFAIL, EDE 10 "RRSIGs Missing" naming the DS); each child's DS RRset decides
+    /// afresh for the child. Off: any supported algorithm is enough (RFC 6840 §5.11).
+    /// --require-pq is stricter still: post-quantum at every link from the anchor.
+    #[arg(long)]
+    no_ds_downgrade_protection: bool,
+
     /// Client address or CIDR prefix allowed to query. Repeatable; others get REFUSED.
     /// [default: 127.0.0.0/8 and ::1]
     #[arg(long, value_name = "PREFIX")]
@@ -410,6 +421,7 @@ fn setup(cli: &Cli) -> Result<Setup, String> {
         } else {
             PqPolicy::AnyAlgorithm
         },
+        ds_downgrade_protection: !cli.no_ds_downgrade_protection,
         cache: cache::Limits::new(cache_bytes / 4, cli.cache_max_ttl),
         ..Config::new(mode, anchors)
     };

@@ -110,6 +110,10 @@ pub struct Config {
     pub provider: Provider,
     /// RFC 6840 §5.11 behaviour or require-pq.
     pub pq_policy: PqPolicy,
+    /// Downgrade protection by DS (on by default): a zone whose authenticated DS RRset (or
+    /// trust anchor) names a supported post-quantum algorithm must validate through it, down
+    /// to the next secure delegation ([`pqdns_core::dnssec::downgrade`] states the rule).
+    pub ds_downgrade_protection: bool,
     /// Signature-verification limits per resolution.
     pub limits: Limits,
     /// Query and referral limits per resolution.
@@ -132,7 +136,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl Config {
     /// Settings with the defaults: `default` profile and provider, RFC 6840 §5.11 algorithm
-    /// policy, default limits, the real clock, a 1232-byte UDP payload, one verification
+    /// policy with downgrade protection by DS, default limits, the real clock, a 1232-byte UDP payload, one verification
     /// thread per CPU, and a 16 MiB cache of raw responses.
     pub fn new(mode: Mode, anchors: TrustAnchors) -> Config {
         Config {
@@ -141,6 +145,7 @@ impl Config {
             profile: Profile::default_profile(),
             provider: Provider::default_provider(),
             pq_policy: PqPolicy::AnyAlgorithm,
+            ds_downgrade_protection: true,
             limits: Limits::default(),
             work: WorkLimits::default(),
             now: None,

@@ -60,6 +60,8 @@ pub(super) struct Trust {
     profile: Profile,
     provider: Provider,
     pq_policy: PqPolicy,
+    /// [`Config::ds_downgrade_protection`].
+    ds_downgrade_protection: bool,
     /// Signature-verification limits per resolution.
     limits: Limits,
     /// For signature validity.
@@ -152,6 +154,7 @@ impl Trust {
             profile: config.profile.clone(),
             provider: config.provider.clone(),
             pq_policy: config.pq_policy,
+            ds_downgrade_protection: config.ds_downgrade_protection,
             limits: config.limits,
             clock: Clock(config.now),
             verify_slots: Semaphore::new(config.verify_threads.max(1)),
@@ -173,6 +176,7 @@ impl Trust {
             self.limits,
             self.pq_policy,
         )
+        .with_ds_downgrade_protection(self.ds_downgrade_protection)
         .with_ladders(self.ladders.clone());
         Local {
             validator: Some(validator),
