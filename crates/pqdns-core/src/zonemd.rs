@@ -232,6 +232,26 @@ pub fn digest(zone: &Zone, hash: ZonemdHash) -> Vec<u8> {
     }
 }
 
+/// The hash algorithms a signer puts in the apex ZONEMD: those `asked` for, and those of a
+/// SIMPLE-scheme ZONEMD already at the apex of the input (a digest left stale would make the
+/// signed zone fail verification), each once.
+pub fn hashes_to_place(zone: &Zone, asked: &[ZonemdHash]) -> Vec<ZonemdHash> {
+    let mut hashes: Vec<ZonemdHash> = Vec::new();
+    let present = zone
+        .rrset(&zone.origin, RrType::ZONEMD)
+        .map_or(&[][..], |s| &s.rdatas[..])
+        .iter()
+        .filter_map(|r| Zonemd::parse(r))
+        .filter(|z| z.scheme == SCHEME_SIMPLE)
+        .filter_map(|z| ZonemdHash::from_number(z.hash));
+    for hash in asked.iter().copied().chain(present) {
+        if !hashes.contains(&hash) {
+            hashes.push(hash);
+        }
+    }
+    hashes
+}
+
 /// Replaces the apex ZONEMD RRset with one placeholder record per hash algorithm (SIMPLE
 /// scheme, the SOA serial, a zero digest of the right length) and the SOA's TTL (RFC 8976
 /// §3.1–3.2). Its RRSIGs go; the NSEC/NSEC3 chain built after this lists ZONEMD at the apex.

@@ -440,23 +440,6 @@ struct SignJob {
     zonemd: Vec<ZonemdHash>,
 }
 
-/// The ZONEMD algorithms to put at the apex: those asked for, and those of a ZONEMD already
-/// at the input's apex (a stale digest would make the zone fail verification).
-fn zonemd_hashes(zone: &Zone, asked: &[ZonemdHash]) -> Vec<ZonemdHash> {
-    let mut hashes = asked.to_vec();
-    let present = zone
-        .rrset(&zone.origin, RrType::ZONEMD)
-        .map_or(&[][..], |s| &s.rdatas[..]);
-    for z in present.iter().filter_map(|r| zonemd::Zonemd::parse(r)) {
-        let hash = ZonemdHash::from_number(z.hash).filter(|_| z.scheme == zonemd::SCHEME_SIMPLE);
-        if let Some(hash) = hash.filter(|h| !hashes.contains(h)) {
-            tracing::info!(zone = %zone.origin, ?hash, "recomputing the input's ZONEMD");
-            hashes.push(hash);
-        }
-    }
-    hashes
-}
-
 fn sign_job_from_toml(a: &SignArgs) -> Result<SignJob, String> {
     let cfg = LoadedConfig::read(&a.input).map_err(|e| e.to_string())?;
     let signing = cfg
@@ -584,7 +567,7 @@ fn sign(a: &SignArgs) -> Result<ExitCode, String> {
         tracing::info!(zone = %zone.origin, "input had DNSSEC records: {prepared}");
     }
     // RFC 8976 §3.1: placed before the denial chain is built, so the apex bitmap lists it.
-    let hashes = zonemd_hashes(zone, &job.zonemd);
+    let hashes = zonemd::hashes_to_place(zone, &job.zonemd);
     if !hashes.is_empty() {
         zonemd::add_placeholder(zone, &hashes);
     }
