@@ -18,6 +18,7 @@
 //!                                    # (default: the key directory, which may then be read-only)
 //! profile = "default"
 //! keep_dnskeys = false               # true: keep DNSKEYs found in the zone data
+//! zonemd = false                     # true: ZONEMD (RFC 8976, SHA-384) at the apex
 //! mtl_series_capacity = 16384        # MTL: leaves per series before re-signing starts anew
 //! propagation_delay = "1h"           # rollover waits (dnssec::rollover)
 //! parent_ds_ttl = "1d"
@@ -297,6 +298,10 @@ pub struct SigningConfig {
     /// rollover) instead of removing them; see `dnssec::existing`.
     #[serde(default)]
     pub keep_dnskeys: bool,
+    /// Put a ZONEMD record (RFC 8976, SIMPLE scheme, SHA-384) at the apex, computed after the
+    /// rest of the zone is signed and then signed itself ([`crate::zonemd`]).
+    #[serde(default)]
+    pub zonemd: bool,
     /// Most leaves (signed RRsets, counted over every signing) in one MTL series before a
     /// re-signing starts a new series (default 16384,
     /// [`crate::dnssec::mtl::series::DEFAULT_CAPACITY`]; at most 2^24). Each doubling of a

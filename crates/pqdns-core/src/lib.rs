@@ -54,6 +54,7 @@ pub mod tsig_keyfile;
 pub mod wire;
 pub mod zone;
 pub mod zonefile;
+pub mod zonemd;
 
 pub use name::Name;
 pub use rr::{Class, Record, RrType};

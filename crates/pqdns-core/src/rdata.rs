@@ -18,6 +18,12 @@ use crate::name::{parse_escape, Name};
 use crate::rr::RrType;
 use crate::time;
 
+mod cert;
+mod eui;
+mod ipseckey;
+mod loc;
+mod svcb;
+
 /// One field of an RDATA layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Field {
@@ -51,8 +57,22 @@ pub(crate) enum Field {
     TypeBitmap,
     /// CAA tag: one length byte then ASCII (RFC 8659 §4.1).
     CaaTag,
-    /// CAA value: all remaining bytes as one quoted string.
-    CaaValue,
+    /// All remaining bytes as one quoted string (CAA value, RFC 8659 §4.1.1; URI target,
+    /// RFC 7553 §4.5).
+    Text,
+    /// EUI-48 address, 6 bytes (RFC 7043 §3).
+    Eui48,
+    /// EUI-64 address, 8 bytes (RFC 7043 §4).
+    Eui64,
+    /// CERT certificate type: 16 bits, a mnemonic in presentation format (RFC 4398 §2.1).
+    CertType,
+    /// The whole LOC RDATA (RFC 1876 §2), [`loc`].
+    Loc,
+    /// IPSECKEY after the precedence: gateway type, algorithm, gateway and public key
+    /// (RFC 4025 §2), [`ipseckey`].
+    IpsecKey,
+    /// SVCB/HTTPS SvcParams (RFC 9460 §2.2), [`svcb`].
+    SvcParams,
 }
 
 use Field::*;
@@ -91,7 +111,8 @@ const LOWER: Field = DName(NameRule {
     decompress: false,
     lower: true,
 });
-/// A name never compressed and kept as is (NSEC's next name, RFC 4034 §4.1.1, RFC 6840 §5.1).
+/// A name never compressed and kept as is (NSEC's next name, RFC 4034 §4.1.1, RFC 6840 §5.1;
+/// SVCB's TargetName, RFC 9460 §2.2, which RFC 4034 §6.2 does not list).
 const KEEP: Field = DName(NameRule {
     compress: false,
     decompress: false,
@@ -109,6 +130,22 @@ pub(crate) fn layout(rtype: RrType) -> Option<&'static [Field]> {
         RrType::MX => &[U16, RFC1035],
         RrType::TXT | RrType::SPF => &[CharStrings],
         RrType::HINFO => &[CharString, CharString],
+        // RFC 3597 §4 asks receivers to decompress RP and AFSDB; RFC 4034 §6.2 lowercases
+        // them and KX.
+        RrType::RP => &[LENIENT, LENIENT],
+        RrType::AFSDB => &[U16, LENIENT],
+        RrType::KX => &[U16, LOWER],
+        RrType::LOC => &[Loc],
+        RrType::CERT => &[CertType, U16, Alg, Base64],
+        RrType::IPSECKEY => &[U8, IpsecKey],
+        RrType::DHCID | RrType::OPENPGPKEY => &[Base64],
+        RrType::SMIMEA => &[U8, U8, U8, Hex],
+        RrType::CSYNC => &[U32, U16, TypeBitmap],
+        RrType::ZONEMD => &[U32, U8, U8, Hex],
+        RrType::SVCB | RrType::HTTPS => &[U16, KEEP, SvcParams],
+        RrType::EUI48 => &[Eui48],
+        RrType::EUI64 => &[Eui64],
+        RrType::URI => &[U16, U16, Text],
         RrType::SRV => &[U16, U16, U16, LENIENT],
         RrType::NAPTR => &[U16, U16, CharString, CharString, CharString, LENIENT],
         RrType::DS | RrType::CDS => &[U16, Alg, U8, Hex],
@@ -119,7 +156,7 @@ pub(crate) fn layout(rtype: RrType) -> Option<&'static [Field]> {
         RrType::NSEC3 => &[U8, U8, U16, Salt, Base32, TypeBitmap],
         RrType::NSEC3PARAM => &[U8, U8, U16, Salt],
         RrType::TLSA => &[U8, U8, U8, Hex],
-        RrType::CAA => &[U8, CaaTag, CaaValue],
+        RrType::CAA => &[U8, CaaTag, Text],
         _ => return None,
     })
 }
@@ -145,6 +182,14 @@ pub enum RdataError {
     /// The RDATA would exceed 65535 bytes.
     #[error("RDATA longer than 65535 bytes")]
     TooLong,
+    /// Fields that parse but break a rule of the type (named with its RFC section).
+    #[error("bad RDATA {found:?}: {rule}")]
+    Rule {
+        /// The rule broken.
+        rule: &'static str,
+        /// The text found.
+        found: String,
+    },
     /// A type with no known layout, given without RFC 3597 `\#` syntax.
     #[error("type {0} has no presentation format here; use RFC 3597 \\# syntax")]
     UnknownType(RrType),
@@ -168,7 +213,13 @@ fn expected(field: Field) -> &'static str {
         Base32 => "a base32hex hash",
         TypeBitmap => "RR types",
         CaaTag => "a CAA tag",
-        CaaValue => "a CAA value",
+        Text => "a string",
+        Eui48 => "an EUI-48 address (xx-xx-xx-xx-xx-xx)",
+        Eui64 => "an EUI-64 address (xx-xx-xx-xx-xx-xx-xx-xx)",
+        CertType => "a certificate type (RFC 4398 §2.1)",
+        Loc => "a location (RFC 1876 §3)",
+        IpsecKey => "gateway type, algorithm, gateway and key (RFC 4025 §3)",
+        SvcParams => "SvcParams (RFC 9460 §2.1)",
     }
 }
 
@@ -262,6 +313,15 @@ pub fn parse_presentation(
                 out.push(u8::try_from(hash.len()).map_err(|_| bad(tok))?);
                 out.extend(hash);
             }
+            Eui48 | Eui64 => {
+                let len = if field == Eui48 { 6 } else { 8 };
+                out.extend(eui::parse(text, len).ok_or_else(|| bad(tok))?);
+            }
+            CertType => out.extend(
+                cert::parse_type(text)
+                    .ok_or_else(|| bad(tok))?
+                    .to_be_bytes(),
+            ),
             CaaTag => {
                 if text.is_empty() || !text.bytes().all(|b| b.is_ascii_alphanumeric()) {
                     return Err(bad(tok));
@@ -282,14 +342,17 @@ pub fn parse_presentation(
 }
 
 fn is_rest_field(field: Field) -> bool {
-    matches!(field, CharStrings | Base64 | Hex | TypeBitmap | CaaValue)
+    matches!(
+        field,
+        CharStrings | Base64 | Hex | TypeBitmap | Text | Loc | IpsecKey | SvcParams
+    )
 }
 
 fn parse_rest(
     field: Field,
     tokens: &[Token],
     out: &mut Vec<u8>,
-    _origin: Option<&Name>,
+    origin: Option<&Name>,
 ) -> Result<(), RdataError> {
     let joined = || tokens.iter().map(|t| t.text.as_str()).collect::<String>();
     let bad = |found: String| RdataError::Bad {
@@ -332,7 +395,10 @@ fn parse_rest(
             }
             write_type_bitmap(out, &types);
         }
-        CaaValue => {
+        Loc => loc::parse(tokens, out)?,
+        IpsecKey => ipseckey::parse(tokens, origin, out)?,
+        SvcParams => svcb::parse(tokens, out)?,
+        Text => {
             let tok = tokens.first().ok_or(RdataError::Missing(expected(field)))?;
             if let Some(extra) = tokens.get(1) {
                 return Err(RdataError::Extra(extra.text.clone()));
@@ -519,6 +585,9 @@ pub(crate) fn field_len(field: Field, data: &[u8]) -> Option<usize> {
         U16 | Type => 2,
         U32 | Time | Ipv4 => 4,
         Ipv6 => 16,
+        Eui48 => 6,
+        Eui64 => 8,
+        CertType => 2,
         DName(_) => crate::name::uncompressed_len(data).ok()?,
         CharString | Salt | Base32 | CaaTag => counted(data)?,
         CharStrings => {
@@ -531,7 +600,10 @@ pub(crate) fn field_len(field: Field, data: &[u8]) -> Option<usize> {
             }
             at
         }
-        Base64 | Hex | CaaValue => data.len(),
+        Base64 | Hex | Text => data.len(),
+        Loc => loc::check(data).then_some(data.len())?,
+        IpsecKey => ipseckey::check(data).then_some(data.len())?,
+        SvcParams => svcb::check(data).then_some(data.len())?,
         TypeBitmap => {
             TypeBitmap::parse(data)?;
             data.len()
@@ -608,7 +680,8 @@ pub fn write_presentation(f: &mut impl fmt::Write, rtype: RrType, rdata: &[u8]) 
         pos: 0,
     };
     for (i, &field) in fields.iter().enumerate() {
-        if i > 0 {
+        // SvcParams write their own separators: there may be none.
+        if i > 0 && field != SvcParams {
             f.write_char(' ')?;
         }
         let Some(range) = walk.field(field) else {
@@ -656,7 +729,18 @@ pub fn write_presentation(f: &mut impl fmt::Write, rtype: RrType, rdata: &[u8]) 
                 f.write_str(&list.join(" "))?
             }
             CaaTag => f.write_str(&String::from_utf8_lossy(&v[1..]))?,
-            CaaValue => write_char_string(f, v)?,
+            Text => write_char_string(f, v)?,
+            Eui48 | Eui64 => eui::write(f, v)?,
+            CertType => {
+                let number = u16::from_be_bytes([v[0], v[1]]);
+                match cert::type_mnemonic(number) {
+                    Some(m) => f.write_str(m)?,
+                    None => write!(f, "{number}")?,
+                }
+            }
+            Loc => loc::write(f, v)?,
+            IpsecKey => ipseckey::write(f, v)?,
+            SvcParams => svcb::write(f, v)?,
         }
     }
     Ok(())
@@ -741,6 +825,95 @@ mod tests {
         );
         assert_eq!(round_trip(RrType::DS, "1 13 2 ab CD"), "1 13 2 ABCD");
         assert_eq!(round_trip(RrType(65000), "\\# 2 abcd"), "\\# 2 ABCD");
+    }
+
+    /// Presentation text through the zone-file lexer (quoted strings), to wire.
+    fn read(rtype: &str, text: &str) -> Result<Vec<u8>, String> {
+        crate::zonefile::ZoneFileReader::new(Some("example.com.".parse().unwrap()), Some(60))
+            .read_str(&format!("x {rtype} {text}"), "t")
+            .map(|mut r| r.remove(0).rdata)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn types_added_for_zone_file_compatibility_have_their_wire_form() {
+        let hex = |h: &str| HEXUPPER.decode(h.to_ascii_uppercase().as_bytes()).unwrap();
+        // (type, presentation in, wire, presentation out)
+        let cases = [
+            // RFC 1876 §4 example; wire computed from §2 (size 30m = 3e3 cm, defaults 1e6, 1e3).
+            ("LOC", "42 21 54 N 71 06 18 W -24m 30m", "0033161389172dd070be15f000988d20",
+             "42 21 54.000 N 71 6 18.000 W -24.00m 30m 10000m 10m"),
+            ("LOC", "52 22 23.000 N 4 53 32.000 E -2.00m 0.00m 10000m 10m",
+             "000016138b3cf018810cbce0009895b8", "52 22 23.000 N 4 53 32.000 E -2.00m 0.00m 10000m 10m"),
+            // RFC 7043 §3.2 and §4.2 examples.
+            ("EUI48", "00-00-5e-00-53-2a", "00005e00532a", "00-00-5e-00-53-2a"),
+            ("EUI64", "00-00-5E-EF-10-00-00-2a", "00005eef1000002a", "00-00-5e-ef-10-00-00-2a"),
+            // RFC 4025 §3.3 examples (gateway types 1, 0, 3 and 2).
+            ("IPSECKEY", "( 10 1 2 192.0.2.38 AQNRU3mG7TVTO2BkR47usntb102uFJtugbo6BSGvgqt4AQ== )",
+             "0a0102c0000226 010351537986ed35533b6064478eeeb27b5bd74dae149b6e81ba3a0521af82ab7801",
+             "10 1 2 192.0.2.38 AQNRU3mG7TVTO2BkR47usntb102uFJtugbo6BSGvgqt4AQ=="),
+            ("IPSECKEY", "10 0 2 . AQNRU3mG7TVTO2BkR47usntb102uFJtugbo6BSGvgqt4AQ==",
+             "0a0002 010351537986ed35533b6064478eeeb27b5bd74dae149b6e81ba3a0521af82ab7801",
+             "10 0 2 . AQNRU3mG7TVTO2BkR47usntb102uFJtugbo6BSGvgqt4AQ=="),
+            ("IPSECKEY", "10 3 0 gw", "0a0300 026777076578616d706c6503636f6d00", "10 3 0 gw.example.com."),
+            ("IPSECKEY", "10 2 0 2001:0DB8:0:8002::2000:1", "0a0200 20010db8000080020000000020000001",
+             "10 2 0 2001:db8:0:8002::2000:1"),
+            // RFC 4398 §2.1 mnemonics, the algorithm as a mnemonic too.
+            ("CERT", "PGP 0 0 AQID", "0003 0000 00 010203", "PGP 0 0 AQID"),
+            ("CERT", "1 12345 RSASHA256 AQID", "0001 3039 08 010203", "PKIX 12345 8 AQID"),
+            ("CERT", "65000 1 1 AQID", "fde8 0001 01 010203", "65000 1 1 AQID"),
+            // RFC 7477 §2.3 example.
+            ("CSYNC", "66 3 A NS AAAA", "00000042 0003 0004 6000 0008", "66 3 A NS AAAA"),
+            // RFC 7553 §4.5; RFC 1183 §1, §2.2; RFC 2230; RFC 4701 §3.6.
+            ("URI", "10 1 \"ftp://ftp1.example.com/public\"",
+             "000a 0001 6674703a2f2f667470312e6578616d706c652e636f6d2f7075626c6963",
+             "10 1 \"ftp://ftp1.example.com/public\""),
+            ("AFSDB", "1 afs", "0001 03616673 076578616d706c6503636f6d00", "1 afs.example.com."),
+            ("RP", "mbox.example. .", "046d626f78 076578616d706c6500 00", "mbox.example. ."),
+            ("KX", "10 kx", "000a 026b78 076578616d706c6503636f6d00", "10 kx.example.com."),
+            ("DHCID", "( AAIBY2/AuCccgoJbsaxcQc9TUapptP69lOjxfNuVAA2kjEA= )",
+             "000201636fc0b8271c82825bb1ac5c41cf5351aa69b4febd94e8f17cdb95000da48c40",
+             "AAIBY2/AuCccgoJbsaxcQc9TUapptP69lOjxfNuVAA2kjEA="),
+            ("ZONEMD", "2018031500 1 1 ( FEBE3D4CE2EC2FFA4BA99D46CD69D6D29711E55217057BEE 7EB1A7B641A47BA7FED2DD5B97AE499FAFA4F22C6BD647DE )",
+             "7848b78c 01 01 febe3d4ce2ec2ffa4ba99d46cd69d6d29711e55217057bee7eb1a7b641a47ba7fed2dd5b97ae499fafa4f22c6bd647de",
+             "2018031500 1 1 FEBE3D4CE2EC2FFA4BA99D46CD69D6D29711E55217057BEE7EB1A7B641A47BA7FED2DD5B97AE499FAFA4F22C6BD647DE"),
+            ("SMIMEA", "3 0 0 ab12", "030000ab12", "3 0 0 AB12"),
+            ("OPENPGPKEY", "AQID BAU=", "0102030405", "AQIDBAU="),
+        ];
+        for (rtype, text, wire, out) in cases {
+            let wire: String = wire.split_whitespace().collect();
+            let rdata = read(rtype, text).unwrap_or_else(|e| panic!("{rtype} {text}: {e}"));
+            assert_eq!(rdata, hex(&wire), "{rtype} {text}");
+            let t = RrType::from_mnemonic(rtype).unwrap();
+            assert_eq!(to_presentation(t, &rdata), out, "{rtype} {text}");
+            assert_eq!(read(rtype, out).unwrap(), rdata, "{rtype} {out}");
+        }
+    }
+
+    #[test]
+    fn bad_rdata_of_the_added_types_is_refused() {
+        for (rtype, text) in [
+            ("LOC", "91 0 0 N 0 0 0 E 0m"),
+            ("LOC", "42 60 0 N 0 0 0 E 0m"),
+            ("LOC", "42 N 181 W 0m"),
+            ("LOC", "42 N 71 W"),
+            ("LOC", "42 N 71 W 0m 1m 1m 1m 1m"),
+            ("LOC", "42 N 71 W 0m 90000001m"),
+            ("EUI48", "00-00-5e-00-53"),
+            ("EUI48", "00:00:5e:00:53:2a"),
+            ("EUI64", "00-00-5e-00-53-2a"),
+            ("IPSECKEY", "10 0 2 gw.example. AQID"),
+            ("IPSECKEY", "10 4 2 . AQID"),
+            ("IPSECKEY", "10 1 2 2001:db8::1 AQID"),
+            ("CERT", "NOPE 0 0 AQID"),
+            ("URI", "10 1"),
+            ("CSYNC", "66 3 BOGUS"),
+        ] {
+            assert!(read(rtype, text).is_err(), "{rtype} {text}");
+        }
+        // A LOC of version 1 or the wrong length is data, printed in RFC 3597 form.
+        assert!(to_presentation(RrType::LOC, &[1; 16]).starts_with("\\# 16"));
+        assert!(to_presentation(RrType::EUI48, &[1; 5]).starts_with("\\# 5"));
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! RFC 1035 §5 master files: `$ORIGIN`, `$TTL` (RFC 2308 §4), `$INCLUDE`, relative names,
-//! parentheses, quoted strings, comments, RFC 3597 unknown types, and pre-signed data
-//! (DNSKEY, RRSIG, NSEC, NSEC3, DS with any algorithm number).
+//! RFC 1035 §5 master files: `$ORIGIN`, `$TTL` (RFC 2308 §4), `$INCLUDE` (with an origin),
+//! BIND's `$GENERATE` ([`generate`]), relative names, parentheses, quoted strings, comments,
+//! RFC 3597 unknown types, and pre-signed data (DNSKEY, RRSIG, NSEC, NSEC3, DS with any
+//! algorithm number).
 //!
 //! Errors carry the file and line, and say what was expected.
 
@@ -11,6 +12,9 @@ use crate::name::Name;
 use crate::rdata::{self, Token};
 use crate::rr::{Class, Record, RrType};
 use crate::zone::Zone;
+
+mod generate;
+pub use generate::MAX_GENERATE_RECORDS;
 
 /// How deep `$INCLUDE` may nest before the file is rejected (guards against include loops).
 pub const MAX_INCLUDE_DEPTH: usize = 16;
@@ -389,7 +393,7 @@ fn parse_text(
         let is_directive = !entry.blank_owner && !first.quoted && first.text.starts_with('$');
         // A known directive is zone-file syntax: from here on errors may quote the file.
         shown |= is_directive
-            && ["$ORIGIN", "$TTL", "$INCLUDE"]
+            && ["$ORIGIN", "$TTL", "$INCLUDE", "$GENERATE"]
                 .iter()
                 .any(|d| first.text.eq_ignore_ascii_case(d));
         let located = |message: String| ZoneFileError {
@@ -446,6 +450,20 @@ fn parse_text(
                     )?;
                     // RFC 1035 §5.1: the origin reverts after the included file.
                     state.origin = saved_origin;
+                }
+                "$GENERATE" => {
+                    let generate = generate::Generate::parse(&entry.tokens[1..]).map_err(err)?;
+                    for line in generate.lines() {
+                        let line = line.map_err(err)?;
+                        let made = lex(&line, file)
+                            .map_err(|e| err(format!("$GENERATE made {line:?}: {}", e.message)))?;
+                        let [made] = made.as_slice() else {
+                            return Err(err(format!("$GENERATE made {line:?}: not one record")));
+                        };
+                        let record = parse_record(made, state)
+                            .map_err(|e| err(format!("$GENERATE made {line:?}: {e}")))?;
+                        sink(record, file, entry.line)?;
+                    }
                 }
                 other => return Err(err(format!("unknown directive {other}"))),
             }
@@ -710,6 +728,36 @@ mod tests {
         ))
         .unwrap();
         assert!(zone.check_apex().is_ok());
+    }
+
+    #[test]
+    fn generate_makes_records_with_the_ttl_rules_and_errors_at_its_line() {
+        let records = read(
+            "$ORIGIN example.\n$TTL 300\n\
+             $GENERATE 1-3/2 host$ A 192.0.2.$\n\
+             $GENERATE 10-11 h${0,3,x} 60 IN CNAME x${1,2,X}.\\$y.${-5,4,o}\n\
+             $GENERATE 1-2 n${0,0,n} TXT \"n${0,0,N} $\"\n",
+        )
+        .unwrap();
+        let text: Vec<String> = records.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            text,
+            [
+                "host1.example.\t300\tIN\tA\t192.0.2.1",
+                "host3.example.\t300\tIN\tA\t192.0.2.3",
+                "h00a.example.\t60\tIN\tCNAME\tx0B.\\$y.0005.example.",
+                "h00b.example.\t60\tIN\tCNAME\tx0C.\\$y.0006.example.",
+                "n1.example.\t300\tIN\tTXT\t\"n1\" \"1\"",
+                "n2.example.\t300\tIN\tTXT\t\"n2\" \"2\"",
+            ]
+        );
+        let err =
+            read("$ORIGIN example.\n$TTL 1\n\n$GENERATE 250-260 h$ A 192.0.2.$\n").unwrap_err();
+        assert_eq!(err.line, 4);
+        assert!(err.message.contains("192.0.2.256"), "{err}");
+        let err = read("$TTL 1\n$GENERATE 0-100000 h$ A 192.0.2.1\n").unwrap_err();
+        assert_eq!(err.line, 2);
+        assert!(err.message.contains("more than the 65536"), "{err}");
     }
 
     #[test]

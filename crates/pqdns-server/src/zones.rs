@@ -38,6 +38,7 @@ use pqdns_core::dnssec::rollover::Next;
 use pqdns_core::dnssec::sign::{resign_zone, Incremental, SignError};
 use pqdns_core::serial::Serial;
 use pqdns_core::zonefile::ZoneFileReader;
+use pqdns_core::zonemd::{self, ZonemdHash};
 use pqdns_core::{Name, Record, Zone};
 use tracing::{info, warn};
 
@@ -420,14 +421,28 @@ pub fn load_zone(
         jitter,
         mtl_series: series.as_ref().map(|s| s as &dyn SeriesStore),
     };
+    // RFC 8976 §3.1, §3.5: ZONEMD placed before the denial chain, computed and signed last.
+    let zonemd_hashes = zonemd::hashes_to_place(
+        &zone,
+        if signing.zonemd {
+            &[ZonemdHash::Sha384]
+        } else {
+            &[]
+        },
+    );
+    if !zonemd_hashes.is_empty() {
+        zonemd::add_placeholder(&mut zone, &zonemd_hashes);
+    }
+    let sign_error = |error| LoadError::Sign {
+        file: source.to_string(),
+        zone: origin.to_string(),
+        error,
+    };
     let stats =
-        resign_zone(&mut zone, &keys, &policy, &incremental, &progress).map_err(|error| {
-            LoadError::Sign {
-                file: source.to_string(),
-                zone: origin.to_string(),
-                error,
-            }
-        })?;
+        resign_zone(&mut zone, &keys, &policy, &incremental, &progress).map_err(sign_error)?;
+    if !zonemd_hashes.is_empty() {
+        zonemd::sign_digests(&mut zone, &keys, &policy).map_err(sign_error)?;
+    }
     info!(
         zone = %origin, %source, rrsets = stats.rrsets, signatures = stats.signatures,
         kept = stats.kept, denial_records = stats.denial_records, keys = keys.len(),

@@ -23,6 +23,7 @@ use pqdns_core::dnssec::{Algorithm, Profile, Provider};
 use pqdns_core::tsig_keyfile;
 use pqdns_core::wire::tsig;
 use pqdns_core::zonefile::{parse_ttl, ZoneFileReader};
+use pqdns_core::zonemd::{self, ZonemdHash, ZonemdStatus};
 use pqdns_core::{outln, stdout, time, Name, RrType, Zone};
 
 /// Sign and check DNS zones with classical and post-quantum DNSSEC algorithms.
@@ -212,10 +213,34 @@ struct SignArgs {
     /// Default: remove them, and every old RRSIG/NSEC/NSEC3, logging what was removed.
     #[arg(long)]
     keep_dnskeys: bool,
+    /// Put a ZONEMD record (RFC 8976, SIMPLE scheme) at the apex with this hash algorithm,
+    /// computed after the rest of the zone is signed, then signed itself. Also `[signing]
+    /// zonemd = true` (SHA-384) in a TOML description. A ZONEMD already at the input's apex is
+    /// recomputed with its algorithms.
+    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "sha384")]
+    zonemd: Option<ZonemdArg>,
     #[command(flatten)]
     read: ReadArgs,
     #[command(flatten)]
     crypto: CryptoArgs,
+}
+
+/// A ZONEMD hash algorithm (RFC 8976 §2.2.3).
+#[derive(Clone, Copy, ValueEnum)]
+enum ZonemdArg {
+    /// SHA-384 (1).
+    Sha384,
+    /// SHA-512 (2).
+    Sha512,
+}
+
+impl ZonemdArg {
+    fn hash(self) -> ZonemdHash {
+        match self {
+            ZonemdArg::Sha384 => ZonemdHash::Sha384,
+            ZonemdArg::Sha512 => ZonemdHash::Sha512,
+        }
+    }
 }
 
 #[derive(Args)]
@@ -411,6 +436,8 @@ struct SignJob {
     /// The series files of MTL keys, from a TOML description's state directory (held, locked,
     /// while signing): the signing appends to the keys' series. `None` for a master file.
     mtl_series: Option<SeriesFiles>,
+    /// ZONEMD hash algorithms asked for (`--zonemd`, `[signing] zonemd`); empty: none.
+    zonemd: Vec<ZonemdHash>,
 }
 
 fn sign_job_from_toml(a: &SignArgs) -> Result<SignJob, String> {
@@ -460,6 +487,12 @@ fn sign_job_from_toml(a: &SignArgs) -> Result<SignJob, String> {
         provider: cfg.provider(signing).map_err(|e| e.to_string())?,
         output: a.output.clone().unwrap_or_else(|| cfg.signed_zone_path()),
         mtl_series,
+        zonemd: a
+            .zonemd
+            .map(ZonemdArg::hash)
+            .into_iter()
+            .chain(signing.zonemd.then_some(ZonemdHash::Sha384))
+            .collect(),
     })
 }
 
@@ -516,6 +549,7 @@ fn sign_job_from_master(a: &SignArgs) -> Result<SignJob, String> {
         provider,
         output,
         mtl_series: None,
+        zonemd: a.zonemd.map(ZonemdArg::hash).into_iter().collect(),
     })
 }
 
@@ -531,6 +565,11 @@ fn sign(a: &SignArgs) -> Result<ExitCode, String> {
         .map_err(|e| format!("{}: {e}", zone.origin))?;
     if !prepared.is_empty() {
         tracing::info!(zone = %zone.origin, "input had DNSSEC records: {prepared}");
+    }
+    // RFC 8976 §3.1: placed before the denial chain is built, so the apex bitmap lists it.
+    let hashes = zonemd::hashes_to_place(zone, &job.zonemd);
+    if !hashes.is_empty() {
+        zonemd::add_placeholder(zone, &hashes);
     }
     let bar = progress_bar(zone.nodes.len());
     let started = std::time::Instant::now();
@@ -548,6 +587,9 @@ fn sign(a: &SignArgs) -> Result<ExitCode, String> {
     .map_err(|e| e.to_string())?;
     if let Some(b) = bar {
         b.finish_and_clear();
+    }
+    if !hashes.is_empty() {
+        zonemd::sign_digests(zone, &job.keys, &job.policy).map_err(|e| e.to_string())?;
     }
     // Never write a zone that fails its own verification.
     let opts = VerifyOptions {
@@ -574,6 +616,8 @@ fn sign(a: &SignArgs) -> Result<ExitCode, String> {
             job.output.display()
         ));
     }
+    zonemd::verify(zone)
+        .map_err(|e| format!("{}: {e}; {} not written", zone.origin, job.output.display()))?;
     let write = |output: &Path| -> std::io::Result<()> {
         let mut file = AtomicFile::create(output, FileMode::Public)?;
         zone.write_master_file(&mut file)?;
@@ -623,6 +667,19 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode, String> {
     for f in &report.failures {
         outln!("FAIL {f}");
     }
+    // RFC 8976 §4: a whole zone's ZONEMD, if it has one (partial data has none to check).
+    let zonemd_ok = a.signatures_only
+        || match zonemd::verify(&zone) {
+            Ok(ZonemdStatus::Absent) => true,
+            Ok(ZonemdStatus::Verified(hash)) => {
+                outln!("{}: ZONEMD verified ({hash})", zone.origin);
+                true
+            }
+            Err(e) => {
+                outln!("FAIL {}: {e}", zone.origin);
+                false
+            }
+        };
     outln!(
         "{}: {} signatures checked, {} valid, {} failures",
         zone.origin,
@@ -630,7 +687,7 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode, String> {
         report.signatures_valid,
         report.failures.len()
     );
-    Ok(if report.is_ok() {
+    Ok(if report.is_ok() && zonemd_ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

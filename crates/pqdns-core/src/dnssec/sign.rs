@@ -357,6 +357,71 @@ pub fn resign_zone(
     Ok(stats)
 }
 
+/// Signs one authoritative RRset of a signed zone again, replacing its RRSIGs: for records
+/// that change after the rest of the zone is signed, as ZONEMD does (RFC 8976 §3.5: "the
+/// ZONEMD RRset is signed last"). An MTL key signs it as a new series of one leaf with a full
+/// signature. Does nothing when the RRset does not exist.
+///
+/// # Errors
+/// [`SignError`] as [`sign_zone`] for the keys and the library.
+pub fn sign_rrset_again(
+    zone: &mut Zone,
+    owner: &Name,
+    rtype: RrType,
+    keys: &[ZoneKey],
+    policy: &SigningPolicy,
+) -> Result<(), SignError> {
+    let Some(set) = zone.rrset(owner, rtype).filter(|s| !s.rdatas.is_empty()) else {
+        return Ok(());
+    };
+    let job = Job {
+        owner: owner.clone(),
+        rtype,
+        nsec3: false,
+    };
+    let tags: Vec<u16> = keys.iter().map(ZoneKey::key_tag).collect();
+    let mut algorithms: Vec<SecAlg> = keys.iter().map(|k| k.number).collect();
+    algorithms.sort();
+    algorithms.dedup();
+    let mut sigs = Vec::new();
+    for alg in algorithms {
+        for (key, &tag) in signers(keys, &tags, alg, rtype) {
+            if MtlParams::of(key.key.algorithm()).is_none() {
+                sigs.push(sign_rrset(
+                    zone,
+                    &job,
+                    set,
+                    key,
+                    tag,
+                    policy,
+                    policy.expiration,
+                )?);
+                continue;
+            }
+            let fields = rrsig_fields(zone, &job, set, key, tag, policy, policy.expiration);
+            let data = signed_data(
+                &fields,
+                owner,
+                Class::IN,
+                set.rdatas.iter().map(Vec::as_slice),
+            );
+            let one = MtlRrset {
+                index: 0,
+                fields,
+                data,
+                full: true,
+                earlier: None,
+            };
+            sigs.extend(sign_series(key, &[one], None)?);
+        }
+    }
+    if let Some(set) = zone.nodes.get_mut(owner).and_then(|n| n.get_mut(&rtype)) {
+        set.rrsig_ttl = set.ttl;
+        set.rrsigs = sigs;
+    }
+    Ok(())
+}
+
 /// An RRset an MTL key signs ([`sign_series`]).
 struct MtlRrset {
     /// Its job's index.

@@ -70,8 +70,14 @@ impl TestServer {
              [signing]\nalgorithms = [{}]\ndenial = \"nsec3\"\nkey_directory = \"keys\"\n",
             algs.join(", ")
         );
+        std::fs::write(dir.path().join("zone.toml"), toml).unwrap();
+        TestServer::start_in(dir, adjust)
+    }
+
+    /// Serves the zone that `zone.toml` in `dir` describes (written by the caller, with the
+    /// files it names), keys in `dir/keys`, as [`TestServer::start_with`].
+    pub fn start_in(dir: tempfile::TempDir, adjust: impl FnOnce(&mut Settings)) -> TestServer {
         let zone_file = dir.path().join("zone.toml");
-        std::fs::write(&zone_file, toml).unwrap();
         let sources = vec![ZoneSource::File(zone_file)];
         let (catalog, reports) = load_all(&sources, pqdns_core::time::now()).unwrap();
         let mut settings = Settings::new(dir.path().join("keys"));
