@@ -485,6 +485,68 @@ mod tests {
         expire: 100_000,
     };
 
+    /// NOTIFY in (RFC 1996): from a primary's address, or signed with a primary's key,
+    /// NOERROR with AA and a refresh started; from elsewhere REFUSED; for a zone we are no
+    /// secondary for NOTAUTH. A primary's key that no `tsig_keys` file defines is an error.
+    #[test]
+    fn notify_is_answered_by_source_and_zone() {
+        use pqdns_core::wire::tsig::{Algorithm, Key};
+        use pqdns_core::wire::{Header, FLAG_QR};
+        let dir = tempfile::tempdir().unwrap();
+        let toml = dir.path().join("sec.toml");
+        std::fs::write(
+            &toml,
+            "origin = \"example.\"\n[secondary]\nprimaries = [\"192.0.2.1\", \"192.0.2.2:5300 key k\"]\n",
+        )
+        .unwrap();
+        let key = Key::generate(&"k.".parse().unwrap(), Algorithm::HmacSha256).unwrap();
+        let mut ring = KeyRing::new();
+        let none = Secondaries::new(&[ZoneSource::File(toml.clone())], &ring).unwrap_err();
+        assert!(none.to_string().contains("key k."), "{none}");
+        ring.insert(key.clone());
+        let secondaries = Secondaries::new(&[ZoneSource::File(toml)], &ring).unwrap();
+        let zone = |origin: &str| {
+            let origin: Name = origin.parse().unwrap();
+            let records =
+                pqdns_core::zonefile::ZoneFileReader::new(Some(origin.clone()), Some(300))
+                    .read_str("@ SOA ns h 5 60 30 600 300\n", "t")
+                    .unwrap();
+            Zone::from_records(origin, records).unwrap()
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let refreshing = || {
+            let z = &secondaries.zones[0];
+            let wait =
+                async { tokio::time::timeout(Duration::ZERO, z.refresh_now.notified()).await };
+            rt.block_on(wait).is_ok()
+        };
+        let k = key.name().clone();
+        for (origin, client, key, rcode) in [
+            ("example.", "192.0.2.1", None, Rcode::NOERROR),
+            ("example.", "203.0.113.9", Some(&k), Rcode::NOERROR),
+            ("example.", "203.0.113.9", None, Rcode::REFUSED),
+            ("other.", "192.0.2.1", None, Rcode::NOTAUTH),
+        ] {
+            let wire = crate::notify::build(&zone(origin), 77);
+            let q =
+                crate::request::parse_with(&wire, None, crate::request::SECONDARY_OPCODES).unwrap();
+            let mut out = Vec::new();
+            let o = secondaries.notify(&q, client.parse().unwrap(), key, &mut out, 0, 0);
+            assert_eq!(o.rcode, rcode, "{origin} from {client}");
+            let header = Header::parse(&out[..o.len]).unwrap();
+            assert!(header.has(FLAG_QR) && header.id == 77);
+            assert_eq!(header.has(FLAG_AA), rcode == Rcode::NOERROR);
+            assert_eq!(
+                refreshing(),
+                rcode == Rcode::NOERROR,
+                "{origin} from {client}"
+            );
+        }
+    }
+
     /// The timers come from the SOA, bounded: REFRESH 0 is one second, not a busy loop.
     #[test]
     fn timers_come_from_the_soa_bounded() {
