@@ -25,6 +25,20 @@
 //! parent_propagation_delay = "1h"
 //! ```
 //!
+//! A secondary zone (pqdns-server's `secondary` module) names its primaries instead of giving
+//! records; its data comes by zone transfer (RFC 5936, RFC 1995) and is kept in its state
+//! directory:
+//!
+//! ```toml
+//! origin = "example.net."
+//! [secondary]
+//! primaries = ["192.0.2.1", "192.0.2.2:5300 key transfer-key"]  # ADDR[:PORT] [key NAME];
+//!                                    # the key is one of the server's `tsig_keys`
+//! state_directory = "state"          # <zone>.xfr, the last copy transferred (default "state")
+//! max_transfer_bytes = 268435456     # largest transfer accepted (default 256 MiB)
+//! transfer_timeout = "5m"            # longest transfer, connecting included (default 5m)
+//! ```
+//!
 //! Changing `algorithms` of a served zone starts an algorithm rollover
 //! ([`crate::dnssec::rollover`]), whose state is kept in [`LoadedConfig::key_state_path`].
 
@@ -348,6 +362,75 @@ pub struct ZoneConfig {
     pub signing: Option<SigningConfig>,
     /// Settings for pqdns-server, parsed there.
     pub server: Option<toml::Table>,
+    /// The zone's primaries, when this server is a secondary for it; the zone then has no
+    /// `file` or `records`.
+    pub secondary: Option<SecondaryConfig>,
+}
+
+/// The `[secondary]` table: where a secondary zone is transferred from.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecondaryConfig {
+    /// Primaries, tried in order: `ADDR`, `ADDR:PORT` or `[IPv6]:PORT` (port 53 if omitted),
+    /// optionally followed by `key NAME` (a TSIG key of pqdns-server's `tsig_keys`).
+    pub primaries: Vec<String>,
+    /// Directory of the last transferred copy (`<zone>.xfr`), relative to the TOML file.
+    #[serde(default = "default_secondary_state")]
+    pub state_directory: PathBuf,
+    /// Largest transfer accepted, bytes of DNS messages (default 256 MiB).
+    #[serde(default = "default_max_transfer")]
+    pub max_transfer_bytes: u64,
+    /// Longest transfer, connecting included (`5m`, seconds).
+    #[serde(default = "default_transfer_timeout")]
+    pub transfer_timeout: String,
+}
+
+fn default_secondary_state() -> PathBuf {
+    PathBuf::from("state")
+}
+fn default_max_transfer() -> u64 {
+    256 << 20
+}
+fn default_transfer_timeout() -> String {
+    "5m".into()
+}
+
+/// One primary of a secondary zone, as [`LoadedConfig::primaries`] reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Primary {
+    /// Address and port.
+    pub addr: std::net::SocketAddr,
+    /// The TSIG key (RFC 8945) that signs requests to it, by name.
+    pub key: Option<Name>,
+}
+
+/// Reads `ADDR`, `ADDR:PORT` or `[IPv6]:PORT` (port 53 if omitted) and an optional
+/// `key NAME`.
+///
+/// # Errors
+/// A message naming the entry.
+pub fn parse_primary(text: &str) -> Result<Primary, String> {
+    let bad = || format!("primary {text:?} is not ADDR[:PORT] [key NAME]");
+    let mut words = text.split_whitespace();
+    let addr_text = words.next().ok_or_else(bad)?;
+    let addr = addr_text
+        .parse::<std::net::SocketAddr>()
+        .or_else(|_| {
+            addr_text
+                .parse::<std::net::IpAddr>()
+                .map(|ip| std::net::SocketAddr::new(ip, 53))
+        })
+        .map_err(|_| bad())?;
+    let key = match (words.next(), words.next(), words.next()) {
+        (None, _, _) => None,
+        (Some("key"), Some(name), None) => Some(
+            Name::parse(name, Some(&Name::root()))
+                .map_err(|e| format!("primary {text:?}: key name: {e}"))?
+                .to_lowercase(),
+        ),
+        _ => return Err(bad()),
+    };
+    Ok(Primary { addr, key })
 }
 
 fn default_ttl() -> u32 {
@@ -423,12 +506,65 @@ impl LoadedConfig {
                 config.origin
             ),
         })?;
-        Ok(LoadedConfig {
+        let loaded = LoadedConfig {
             config,
             path: path.to_path_buf(),
             base_dir: base_dir.to_path_buf(),
             origin,
-        })
+        };
+        if let Some(secondary) = &loaded.config.secondary {
+            if loaded.config.file.is_some() || loaded.config.records.is_some() {
+                return Err(loaded.invalid(
+                    "a [secondary] zone's data comes from its primaries: remove `file` and \
+                     `records`"
+                        .into(),
+                ));
+            }
+            if secondary.primaries.is_empty() {
+                return Err(loaded.invalid("[secondary] primaries: name at least one".into()));
+            }
+            loaded.primaries()?;
+            loaded.transfer_timeout(secondary)?;
+        }
+        Ok(loaded)
+    }
+
+    /// The `[secondary]` table, if the zone is transferred from primaries.
+    pub fn secondary(&self) -> Option<&SecondaryConfig> {
+        self.config.secondary.as_ref()
+    }
+
+    /// The primaries of a secondary zone, in order (none for other zones).
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] naming an entry that is not `ADDR[:PORT] [key NAME]`.
+    pub fn primaries(&self) -> Result<Vec<Primary>, ConfigError> {
+        let Some(secondary) = self.secondary() else {
+            return Ok(Vec::new());
+        };
+        secondary
+            .primaries
+            .iter()
+            .map(|p| parse_primary(p).map_err(|m| self.invalid(format!("[secondary] {m}"))))
+            .collect()
+    }
+
+    /// The longest transfer of a secondary zone, seconds (at least 1).
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] for a malformed duration.
+    pub fn transfer_timeout(&self, secondary: &SecondaryConfig) -> Result<u64, ConfigError> {
+        Ok(self
+            .duration(&secondary.transfer_timeout, "transfer_timeout")?
+            .max(1))
+    }
+
+    /// Where a secondary zone's last transferred copy is kept: `<state_directory>/<zone>.xfr`
+    /// (master-file text, written atomically).
+    pub fn transferred_path(&self, secondary: &SecondaryConfig) -> PathBuf {
+        self.base_dir
+            .join(&secondary.state_directory)
+            .join(format!("{}.xfr", zone_file_stem(&self.origin)))
     }
 
     fn invalid(&self, message: String) -> ConfigError {
@@ -1042,6 +1178,66 @@ impl LoadedConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `[secondary]`: primaries as `ADDR[:PORT] [key NAME]` (port 53 by default), the stored
+    /// copy's path; zone data beside primaries, no primary, a bad entry or timeout are
+    /// refused, naming the file.
+    #[test]
+    fn secondary_zones_name_primaries_and_no_data() {
+        let parse = |body: &str| {
+            LoadedConfig::parse(
+                &format!("origin = \"example.\"\n{body}"),
+                Path::new("z.toml"),
+                Path::new("/base"),
+            )
+        };
+        let cfg = parse(
+            "[secondary]\nprimaries = [\"192.0.2.1\", \"[2001:db8::1]:5300 key Xfer-Key\"]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            cfg.primaries().unwrap(),
+            [
+                Primary {
+                    addr: "192.0.2.1:53".parse().unwrap(),
+                    key: None
+                },
+                Primary {
+                    addr: "[2001:db8::1]:5300".parse().unwrap(),
+                    key: Some("xfer-key.".parse().unwrap())
+                }
+            ]
+        );
+        let secondary = cfg.secondary().unwrap();
+        assert_eq!(
+            cfg.transferred_path(secondary),
+            Path::new("/base/state/example.xfr")
+        );
+        assert_eq!(cfg.transfer_timeout(secondary).unwrap(), 300);
+        assert_eq!(secondary.max_transfer_bytes, 256 << 20);
+        for (body, expected) in [
+            (
+                "records = \"@ SOA ns h 1 2 3 4 5\"\n[secondary]\nprimaries = [\"192.0.2.1\"]\n",
+                "remove `file`",
+            ),
+            ("[secondary]\nprimaries = []\n", "at least one"),
+            ("[secondary]\nprimaries = [\"nowhere\"]\n", "\"nowhere\""),
+            (
+                "[secondary]\nprimaries = [\"192.0.2.1 secret x\"]\n",
+                "ADDR[:PORT] [key NAME]",
+            ),
+            (
+                "[secondary]\nprimaries = [\"192.0.2.1\"]\ntransfer_timeout = \"soon\"\n",
+                "transfer_timeout",
+            ),
+        ] {
+            let err = parse(body).unwrap_err().to_string();
+            assert!(
+                err.contains("z.toml") && err.contains(expected),
+                "{body}: {err}"
+            );
+        }
+    }
 
     fn loaded(signing: &str) -> LoadedConfig {
         let text = format!(

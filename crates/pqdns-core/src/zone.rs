@@ -289,6 +289,44 @@ impl Zone {
         Ok(())
     }
 
+    /// Removes the record `r` (owner, type and RDATA; the TTL is not compared, as an IXFR
+    /// deletion names a record, RFC 1995 §4); RRSIGs are removed from the RRset they cover.
+    /// Sets and nodes left empty go too. Returns false, changing nothing, if the zone lacks it.
+    pub fn remove(&mut self, r: &Record) -> bool {
+        let (key, is_sig) = match r.covered_type() {
+            Some(t) => (t, true),
+            None => (r.rtype, false),
+        };
+        let set = if key == RrType::NSEC3 {
+            self.nsec3.get_mut(&r.owner)
+        } else {
+            self.nodes.get_mut(&r.owner).and_then(|n| n.get_mut(&key))
+        };
+        let Some(set) = set else {
+            return false;
+        };
+        let list = if is_sig {
+            &mut set.rrsigs
+        } else {
+            &mut set.rdatas
+        };
+        let Some(at) = list.iter().position(|d| *d == r.rdata) else {
+            return false;
+        };
+        list.remove(at);
+        if set.rdatas.is_empty() && set.rrsigs.is_empty() {
+            if key == RrType::NSEC3 {
+                self.nsec3.remove(&r.owner);
+            } else if let Some(node) = self.nodes.get_mut(&r.owner) {
+                node.remove(&key);
+                if node.is_empty() {
+                    self.nodes.remove(&r.owner);
+                }
+            }
+        }
+        true
+    }
+
     /// Checks that the zone has exactly one SOA record, at its apex (RFC 1035 §5.2).
     ///
     /// # Errors
@@ -543,6 +581,47 @@ mod tests {
         );
         assert_eq!(z.negative_ttl(), 5);
         assert_eq!((z.soa_serial(), z.soa_minimum()), (1, 5));
+    }
+
+    /// `remove` takes one record (any TTL), an RRSIG from its RRset, and empty sets and
+    /// nodes with the last record; a record the zone lacks changes nothing.
+    #[test]
+    fn remove_takes_one_record_and_empty_nodes() {
+        let mut z = zone("@ SOA ns hm 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\nns A 192.0.2.2\n");
+        let full = z.clone();
+        let rec = |text: &str| {
+            ZoneFileReader::new(Some("example.".parse().unwrap()), Some(300))
+                .read_str(text, "t")
+                .unwrap()
+                .remove(0)
+        };
+        assert!(!z.remove(&rec("ns A 192.0.2.3")));
+        assert!(!z.remove(&rec("www A 192.0.2.1")));
+        assert_eq!(z, full);
+        assert!(z.remove(&rec("ns 1 A 192.0.2.1")));
+        assert_eq!(
+            z.rrset(&"ns.example.".parse().unwrap(), RrType::A)
+                .unwrap()
+                .rdatas
+                .len(),
+            1
+        );
+        assert!(z.remove(&rec("ns A 192.0.2.2")));
+        assert!(!z
+            .nodes
+            .contains_key(&"ns.example.".parse::<Name>().unwrap()));
+        z.insert(rec(
+            "@ RRSIG NS 13 1 300 20300101000000 20200101000000 1 example. AAAA",
+        ))
+        .unwrap();
+        assert!(z.remove(&rec(
+            "@ RRSIG NS 13 1 300 20300101000000 20200101000000 1 example. AAAA"
+        )));
+        assert!(z
+            .rrset(&"example.".parse().unwrap(), RrType::NS)
+            .unwrap()
+            .rrsigs
+            .is_empty());
     }
 
     #[test]

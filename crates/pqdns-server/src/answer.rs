@@ -194,6 +194,9 @@ fn answer_query(
     let Some(zone) = catalog.find(&qname, q.qtype) else {
         return Rcode::REFUSED;
     };
+    if zone.expired {
+        return Rcode::SERVFAIL;
+    }
     // Option 65050 (draft-hdong-dnsop-ml-dsa-mtl-dnssec-sigtag-ext-00): 0 to 8 SigTags of the
     // ladders the validator holds; a malformed option is FORMERR (RFC 6891 §7).
     let sigtags = match q.edns.and_then(|e| e.option(EDNS_SIGTAG)) {

@@ -149,7 +149,10 @@ impl Transfer {
             .find(&qname, RrType::SOA)
             .filter(|z| z.zone.origin == qname && q.qclass == Class::IN);
         let mut ixfr_from = None;
-        let state = if let Some(zone) = served {
+        let state = if served.is_some_and(|z| z.expired) {
+            // An expired secondary zone is not given out (RFC 1035 §4.3.5).
+            State::Error(Rcode::SERVFAIL)
+        } else if let Some(zone) = served {
             let client_serial = q
                 .message
                 .records(Section::Authority)

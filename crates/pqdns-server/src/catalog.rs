@@ -29,6 +29,9 @@ pub struct ServedZone {
     pub mtl_ladders: Vec<MtlLadder>,
     /// The differences that led to this version, for IXFR (empty for a zone loaded afresh).
     pub journal: Journal,
+    /// A secondary zone not refreshed within its SOA EXPIRE time ([`crate::secondary`]):
+    /// queries get SERVFAIL and transfers are refused.
+    pub expired: bool,
 }
 
 /// A full MTL signature at a zone's apex (the signer puts them on the SOA and DNSKEY RRSIGs,
@@ -107,6 +110,7 @@ impl ServedZone {
             nsec3,
             mtl_ladders,
             journal: Journal::default(),
+            expired: false,
         }
     }
 
@@ -187,6 +191,27 @@ impl Catalog {
     pub fn with_cookies(mut self, cookies: Option<Arc<Cookies>>) -> Catalog {
         self.cookies = cookies;
         self
+    }
+
+    /// A new catalog of the same zones (prepared answers empty, identity and cookies unset,
+    /// as [`crate::service::Authoritative::set_catalog`] sets them), to change and swap in.
+    pub fn rebuilt(&self) -> Catalog {
+        Catalog {
+            zones: self.zones.clone(),
+            answers: AnswerCache::default(),
+            identity: Identity::default(),
+            cookies: None,
+        }
+    }
+
+    /// Adds `zone`, replacing the zone of the same origin.
+    pub fn insert(&mut self, zone: ServedZone) {
+        self.zones.insert(zone.zone.origin.clone(), zone);
+    }
+
+    /// The zone whose apex is `origin`, to change before the catalog is served.
+    pub fn zone_mut(&mut self, origin: &Name) -> Option<&mut ServedZone> {
+        self.zones.get_mut(origin)
     }
 
     /// The zones, in canonical order of their origins.

@@ -11,7 +11,9 @@
 //! ([`acl`]) of addresses and TSIG keys (RFC 8945, [`settings::Settings::tsig_keys`]), signs
 //! the answers to signed requests, sends NOTIFY (RFC 1996) to secondaries at start and after
 //! each reload (signed when a key is configured for the target), and can expose Prometheus
-//! counters ([`settings::Settings::metrics`]).
+//! counters ([`settings::Settings::metrics`]). As a secondary ([`secondary`]) it transfers
+//! zones from their primaries ([`transfer_in`]: IXFR, AXFR, TSIG), keeps them fresh by the
+//! SOA timers and NOTIFY, and stores the last copy.
 //!
 //! The public modules are what an embedder needs: [`zones`] to read and sign zone
 //! descriptions, [`catalog`] to hold them, [`settings`] for listeners and limits, [`identity`]
@@ -59,9 +61,11 @@ mod notify;
 mod request;
 /// Response-rate limiting (moved to pqdns-net, shared with the resolver service).
 pub use pqdns_net::rrl;
+pub mod secondary;
 pub mod server;
 mod service;
 pub mod settings;
+pub mod transfer_in;
 pub mod zones;
 
 pub use server::{BoundAddrs, Server, ServerConfig, ServerError, ServerHandle};

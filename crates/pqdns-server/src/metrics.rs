@@ -25,6 +25,9 @@
 //!   cookie cut to TC by the amplification limit ([`crate::service`]).
 //! - `pqdns_tsig_failures_total{error}`: requests whose TSIG (RFC 8945) was rejected:
 //!   `badkey`, `badsig`, `badtime`, `formerr` (a misplaced or malformed TSIG record).
+//! - `pqdns_transfers_in_total{result}`: refreshes of secondary zones that transferred a new
+//!   version (`axfr`, `ixfr`) or failed against a primary (`failed`: garbage, truncation, bad
+//!   TSIG, a serial not newer, timeout; [`crate::secondary`]).
 //!
 //! The hot path only does relaxed atomic adds on fixed arrays: no lock, no allocation, no
 //! label lookup by string. Series with a zero value are omitted from `pqdns_queries_total`.
@@ -150,6 +153,8 @@ pub struct Metrics {
     amplification_limited: AtomicU64,
     /// Requests whose TSIG was rejected, by [`TsigFailure`].
     tsig_failures: [AtomicU64; TsigFailure::ALL.len()],
+    /// Incoming transfers: [AXFR, IXFR, failed].
+    transfers_in: [AtomicU64; 3],
 }
 
 /// Why a request's TSIG was rejected (RFC 8945 §5.2), as counted.
@@ -188,6 +193,7 @@ impl Default for Metrics {
             rate_limited: counters(),
             amplification_limited: AtomicU64::new(0),
             tsig_failures: counters(),
+            transfers_in: counters(),
         }
     }
 }
@@ -267,6 +273,17 @@ impl Metrics {
     /// Counts a request whose TSIG was rejected.
     pub fn tsig_failure(&self, why: TsigFailure) {
         self.tsig_failures[why as usize].fetch_add(1, Relaxed);
+    }
+
+    /// Counts one incoming transfer: `Some(incremental)` when a new version came (IXFR when
+    /// true), `None` when a refresh from a primary failed.
+    pub fn transfer_in(&self, result: Option<bool>) {
+        let slot = match result {
+            Some(false) => 0,
+            Some(true) => 1,
+            None => 2,
+        };
+        self.transfers_in[slot].fetch_add(1, Relaxed);
     }
 
     /// The text exposition of every series.
@@ -369,6 +386,13 @@ impl Metrics {
         for (why, label) in TsigFailure::ALL {
             let n = load(&self.tsig_failures[why as usize]);
             let _ = writeln!(out, "pqdns_tsig_failures_total{{error=\"{label}\"}} {n}");
+        }
+        out.push_str(
+            "# HELP pqdns_transfers_in_total Refreshes of secondary zones: new versions by transfer kind, and failures.\n# TYPE pqdns_transfers_in_total counter\n",
+        );
+        for (slot, label) in ["axfr", "ixfr", "failed"].iter().enumerate() {
+            let n = load(&self.transfers_in[slot]);
+            let _ = writeln!(out, "pqdns_transfers_in_total{{result=\"{label}\"}} {n}");
         }
         out
     }

@@ -12,10 +12,11 @@
 //! - **TSIG** (RFC 8945): NOTIFY to a target configured with a key (`notify = ["ADDR key
 //!   NAME"]`) is signed, and only an answer whose TSIG verifies after our MAC acknowledges it;
 //!   others are logged and ignored, as the retries go on.
-//! - **Incoming NOTIFY**: we are a primary only; the answer engine replies NOTIMP to any opcode
-//!   other than QUERY, NOTIFY included.
+//! - **Incoming NOTIFY**: answered for secondary zones ([`crate::secondary`]); a server
+//!   without any replies NOTIMP, as to any opcode other than QUERY.
 //!
-//! Every zone is announced after a reload, changed or not: a secondary whose serial is current
+//! A secondary zone is also announced after each new version it transferred. Every zone is
+//! announced after a reload, changed or not: a secondary whose serial is current
 //! only queries our SOA and does not transfer (§3.11).
 
 use std::hash::BuildHasher;
@@ -183,36 +184,38 @@ pub async fn notify(
 /// outcome is logged (info when acknowledged with NOERROR, warn otherwise).
 pub fn spawn_all(catalog: Arc<Catalog>, targets: &[Target]) {
     for origin in catalog.zones().map(|z| z.zone.origin.clone()) {
-        for t in targets {
-            let (target, key) = (t.addr, t.key.clone());
-            let catalog = Arc::clone(&catalog);
-            let origin: Name = origin.clone();
-            tokio::spawn(async move {
-                let Some(zone) = catalog
-                    .zones()
-                    .map(|z| &z.zone)
-                    .find(|z| z.origin == origin)
-                else {
-                    return;
-                };
-                let serial = zone.soa_serial();
-                match notify(zone, target, key.as_ref()).await {
-                    Ok(Outcome::Answered { rcode, attempts }) if rcode == Rcode::NOERROR => {
-                        info!(zone = %origin, %target, serial, attempts, "NOTIFY acknowledged")
-                    }
-                    Ok(Outcome::Answered { rcode, attempts }) => warn!(
-                        zone = %origin, %target, serial, attempts, %rcode,
-                        "NOTIFY answered with an error"
-                    ),
-                    Ok(Outcome::NoResponse) => warn!(
-                        zone = %origin, %target, serial, attempts = NOTIFY_ATTEMPTS,
-                        "NOTIFY not acknowledged; giving up"
-                    ),
-                    Err(error) => {
-                        warn!(zone = %origin, %target, %error, "NOTIFY could not be sent")
-                    }
+        spawn_zone(&catalog, &origin, targets);
+    }
+}
+
+/// Announces the zone `origin` of `catalog` to every target, as [`spawn_all`] does (after a
+/// secondary zone's transfer, [`crate::secondary`]).
+pub fn spawn_zone(catalog: &Arc<Catalog>, origin: &Name, targets: &[Target]) {
+    for t in targets {
+        let (target, key) = (t.addr, t.key.clone());
+        let catalog = Arc::clone(catalog);
+        let origin: Name = origin.clone();
+        tokio::spawn(async move {
+            let Some(zone) = catalog.zone(&origin).map(|z| &z.zone) else {
+                return;
+            };
+            let serial = zone.soa_serial();
+            match notify(zone, target, key.as_ref()).await {
+                Ok(Outcome::Answered { rcode, attempts }) if rcode == Rcode::NOERROR => {
+                    info!(zone = %origin, %target, serial, attempts, "NOTIFY acknowledged")
                 }
-            });
-        }
+                Ok(Outcome::Answered { rcode, attempts }) => warn!(
+                    zone = %origin, %target, serial, attempts, %rcode,
+                    "NOTIFY answered with an error"
+                ),
+                Ok(Outcome::NoResponse) => warn!(
+                    zone = %origin, %target, serial, attempts = NOTIFY_ATTEMPTS,
+                    "NOTIFY not acknowledged; giving up"
+                ),
+                Err(error) => {
+                    warn!(zone = %origin, %target, %error, "NOTIFY could not be sent")
+                }
+            }
+        });
     }
 }

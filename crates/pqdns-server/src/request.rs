@@ -17,8 +17,10 @@ use crate::cookie::{self, CookieCheck, CookieMode};
 use crate::finish;
 
 /// The OPCODEs the server handles; others get NOTIMP from the acceptability check. UPDATE
-/// (RFC 2136) and NOTIFY (RFC 1996) join when they have handlers.
+/// (RFC 2136) joins when it has a handler.
 pub(crate) const OPCODES: &[Opcode] = &[Opcode::QUERY];
+/// [`OPCODES`] and NOTIFY (RFC 1996), for a server with secondary zones.
+pub(crate) const SECONDARY_OPCODES: &[Opcode] = &[Opcode::QUERY, Opcode::NOTIFY];
 
 /// What the pipeline knows about a request besides its bytes.
 #[derive(Clone, Copy, Debug)]
@@ -77,7 +79,19 @@ pub(crate) fn replay(
 /// # Errors
 /// [`Malformed`], which [`finish::reject`] answers (FORMERR, NOTIMP, BADVERS or nothing).
 pub(crate) fn parse(packet: &[u8], compact: Option<RrType>) -> Result<Query<'_>, Malformed> {
-    query::parse(packet, compact, OPCODES)
+    parse_with(packet, compact, OPCODES)
+}
+
+/// [`parse`] accepting the OPCODEs `opcodes`.
+///
+/// # Errors
+/// As [`parse`].
+pub(crate) fn parse_with<'a>(
+    packet: &'a [u8],
+    compact: Option<RrType>,
+    opcodes: &[Opcode],
+) -> Result<Query<'a>, Malformed> {
+    query::parse(packet, compact, opcodes)
 }
 
 /// The result of message authentication: the query's COOKIE option data and how it checked

@@ -1,6 +1,7 @@
 //! Binding the listeners and running them: [`Server::bind`] gives a [`ServerHandle`] with the
 //! bound addresses (port 0 is resolved), reload and graceful shutdown. NOTIFY goes out to the
-//! configured secondaries once the listeners run and after every successful reload.
+//! configured secondaries once the listeners run and after every successful reload. The
+//! secondary zones' refresh tasks ([`crate::secondary`]) start once the listeners run.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 use crate::catalog::Catalog;
+use crate::secondary::{Secondaries, SecondaryError};
 use crate::service::Authoritative;
 use crate::settings::Settings;
 use crate::zones::{next_refresh, reload_all, LoadError, ZoneReport, ZoneSource};
@@ -39,6 +41,9 @@ pub enum ServerError {
     /// The dnstap output could not be opened.
     #[error(transparent)]
     Dnstap(std::io::Error),
+    /// A secondary zone's settings are wrong (a primary's key is not defined).
+    #[error(transparent)]
+    Secondary(#[from] SecondaryError),
     /// The metrics listener could not be bound.
     #[error("binding metrics {addr}: {error}")]
     Bind {
@@ -74,6 +79,7 @@ pub struct ServerHandle {
     metrics_task: Option<JoinHandle<()>>,
     zones: Vec<ZoneSource>,
     notify: Vec<notify::Target>,
+    secondaries: Arc<Secondaries>,
     /// When the signatures of the last load need refreshing (UNIX seconds).
     refresh_at: std::sync::Mutex<Option<u64>>,
     /// Bound addresses.
@@ -105,7 +111,12 @@ impl Server {
             )),
             None => None,
         };
-        let service = Arc::new(Authoritative::new(catalog, s).with_dnstap(dnstap));
+        let secondaries = Arc::new(Secondaries::new(&config.zones, &s.tsig_keys)?);
+        let service = Arc::new(
+            Authoritative::new(catalog, s)
+                .with_dnstap(dnstap)
+                .with_secondaries(Arc::clone(&secondaries)),
+        );
         let metrics_listener = match s.metrics {
             Some(addr) => {
                 let bind_err = |error| ServerError::Bind { addr, error };
@@ -134,12 +145,14 @@ impl Server {
         });
         let targets = notify::targets(s);
         notify::spawn_all(service.catalog(), &targets);
+        secondaries.spawn(&service, &targets);
         Ok(ServerHandle {
             service,
             listeners,
             metrics_task,
             zones: config.zones,
             notify: targets,
+            secondaries,
             refresh_at: std::sync::Mutex::new(None),
             addrs,
         })
@@ -195,7 +208,10 @@ impl ServerHandle {
             .await
             .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?;
         let (catalog, reports) = loaded;
-        self.service.set_catalog(catalog);
+        // Secondary zones as served now: a transfer may have come during the load.
+        self.secondaries.swap(&self.service, |current| {
+            self.secondaries.overlay(catalog, current)
+        });
         let refresh_at = next_refresh(&reports);
         *self.refresh_at.lock().unwrap_or_else(|e| e.into_inner()) = refresh_at;
         info!(zones = reports.len(), refresh_at, "zones loaded");
@@ -235,6 +251,7 @@ impl ServerHandle {
     /// Stops accepting, lets open connections finish their current message, and waits up to
     /// [`SHUTDOWN_GRACE`] for the listeners to stop.
     pub async fn shutdown(self) {
+        self.secondaries.stop();
         self.listeners.shutdown().await;
         if let Some(tap) = self.service.dnstap() {
             tap.close();

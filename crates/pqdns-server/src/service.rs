@@ -10,6 +10,7 @@
 //!    a rejected one is answered NOTAUTH with the TSIG error (`finish::tsig_error`); a
 //!    verified one has its answer sized with room for the TSIG record and signed last
 //!    (`request::Signer`), every message of a zone transfer included;
+//!    NOTIFY (RFC 1996) for a secondary zone is answered here ([`crate::secondary`]);
 //! 4. transport policy: zone transfer requests (AXFR, IXFR) over TCP and DoT from clients in
 //!    the allow-list ([`crate::acl`]) or signed with a key it names ([`Settings::axfr_keys`])
 //!    are answered with several messages ([`crate::axfr`]); others get REFUSED;
@@ -36,7 +37,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use pqdns_core::wire::tsig::{KeyRing, Rejection};
-use pqdns_core::wire::{truncate_to_question, MIN_UDP_PAYLOAD};
+use pqdns_core::wire::{truncate_to_question, Opcode, MIN_UDP_PAYLOAD};
 use pqdns_core::Name;
 use pqdns_net::dnstap::{Dnstap, Kind};
 use pqdns_net::{Event, Reply, Request, ResponseInfo, Service, Transfer, TransferEnd, Transport};
@@ -53,6 +54,7 @@ use crate::identity::Identity;
 use crate::metrics::{Metrics, Proto, TsigFailure};
 use crate::request::{self, Exchange, Tsig};
 use crate::rrl::{self, Rrl, Verdict};
+use crate::secondary::Secondaries;
 use crate::settings::Settings;
 
 /// The authoritative server's state as the listeners see it.
@@ -84,6 +86,9 @@ pub struct Authoritative {
     amplification_limit: u32,
     /// dnstap of every answered request (query and response); `None` when off.
     dnstap: Option<Arc<Dnstap>>,
+    /// The secondary zones, which NOTIFY (RFC 1996) is answered for; without any, NOTIFY
+    /// gets NOTIMP.
+    secondaries: Option<Arc<Secondaries>>,
 }
 
 impl Authoritative {
@@ -116,6 +121,7 @@ impl Authoritative {
             rrl: Rrl::new(settings.rrl),
             amplification_limit: settings.amplification_limit,
             dnstap: None,
+            secondaries: None,
         }
     }
 
@@ -128,6 +134,12 @@ impl Authoritative {
     /// The dnstap output, if on.
     pub fn dnstap(&self) -> Option<&Arc<Dnstap>> {
         self.dnstap.as_ref()
+    }
+
+    /// Answers NOTIFY for the zones of `secondaries` ([`crate::secondary`]).
+    pub fn with_secondaries(mut self, secondaries: Arc<Secondaries>) -> Authoritative {
+        self.secondaries = (!secondaries.is_empty()).then_some(secondaries);
+        self
     }
 
     /// The catalog in force now (queries in flight keep the one they started with).
@@ -161,7 +173,13 @@ impl Authoritative {
     ) -> Handled {
         let frag = self.fragmenter.as_ref();
         // 1–2. One parse; the acceptability check shared with the resolver service.
-        let q = match request::parse(request.message, frag.and_then(Fragmenter::compact)) {
+        let opcodes = if self.secondaries.is_some() {
+            request::SECONDARY_OPCODES
+        } else {
+            request::OPCODES
+        };
+        let compact = frag.and_then(Fragmenter::compact);
+        let q = match request::parse_with(request.message, compact, opcodes) {
             Ok(q) => q,
             Err(m) => return Handled::Answer(finish::reject(&m, x, out, base), Vec::new(), false),
         };
@@ -184,6 +202,15 @@ impl Authoritative {
             tsig_room: signer.map_or(0, |s| s.room()),
             ..*x
         };
+        // NOTIFY for a secondary zone (RFC 1996), answered (and signed) here.
+        if let (Some(secondaries), Opcode::NOTIFY) = (&self.secondaries, q.header.opcode()) {
+            let key = signer.map(|s| s.key.name());
+            let mut o = secondaries.notify(&q, x.client, key, out, base, x.tsig_room);
+            if let Some(s) = signer {
+                o.len = s.sign(out, base, now);
+            }
+            return Handled::Answer(o, Vec::new(), signer.is_some());
+        }
         // 4. Transport policy: zone transfers over TCP and DoT to the allow-list, by address or
         // by key; the engine answers every other transfer request REFUSED.
         let key_allowed = signer.is_some_and(|s| self.axfr_keys.contains(s.key.name()));

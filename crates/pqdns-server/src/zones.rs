@@ -246,6 +246,17 @@ pub struct Checked {
 /// [`LoadError`] naming the file (and line, for zone-file errors).
 pub fn check_zone(source: &ZoneSource, now: u64) -> Result<Checked, LoadError> {
     let cfg = read_config(source)?;
+    if cfg.secondary().is_some() {
+        // Primaries were checked with the description; the data comes by transfer.
+        let stored = crate::secondary::read_stored(&cfg);
+        return Ok(Checked {
+            origin: cfg.origin.clone(),
+            records: stored.map_or(0, |z| z.record_count()),
+            algorithms: Vec::new(),
+            keys: 0,
+            keys_to_generate: None,
+        });
+    }
     let zone = cfg.read_zone()?;
     let mut checked = Checked {
         origin: zone.origin.clone(),
@@ -623,6 +634,23 @@ pub fn reload_all(
     let mut zones = Vec::with_capacity(sources.len());
     let mut reports = Vec::with_capacity(sources.len());
     for source in sources {
+        let cfg = read_config(source)?;
+        if cfg.secondary().is_some() {
+            // Its data comes from its primaries (crate::secondary): the version served, else
+            // the stored copy, else nothing until the first transfer.
+            let zone = match served.and_then(|c| c.zone(&cfg.origin)) {
+                Some(z) => Some(z.clone()),
+                None => crate::secondary::read_stored(&cfg).map(ServedZone::new),
+            };
+            reports.push(ZoneReport {
+                origin: Some(cfg.origin.clone()),
+                server_table: cfg.config.server.clone(),
+                serial: zone.as_ref().map(|z| z.zone.soa_serial()),
+                ..ZoneReport::default()
+            });
+            zones.extend(zone);
+            continue;
+        }
         let (zone, report) = load_zone(source, now, served)?;
         zones.push(zone);
         reports.push(report);

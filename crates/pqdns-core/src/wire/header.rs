@@ -21,6 +21,14 @@ pub const FLAG_AD: u16 = 0x0020;
 /// Flag CD: checking disabled (RFC 4035 §3.2.2; copied into a response, §3.1.6).
 pub const FLAG_CD: u16 = 0x0010;
 
+/// A message ID from the OS CSPRNG, for a client's query (RFC 5452 §9.2: unpredictable to
+/// an off-path attacker); `None` if the generator fails.
+pub fn random_id() -> Option<u16> {
+    let mut id = [0u8; 2];
+    aws_lc_rs::rand::fill(&mut id).ok()?;
+    Some(u16::from_be_bytes(id))
+}
+
 /// Bits of the flags word holding the OPCODE.
 const OPCODE_MASK: u16 = 0x7800;
 

@@ -72,7 +72,7 @@ pub use edns::{
 };
 pub use error::WireError;
 pub use header::{
-    Header, FLAG_AA, FLAG_AD, FLAG_CD, FLAG_QR, FLAG_RA, FLAG_RD, FLAG_TC, HEADER_LEN,
+    random_id, Header, FLAG_AA, FLAG_AD, FLAG_CD, FLAG_QR, FLAG_RA, FLAG_RD, FLAG_TC, HEADER_LEN,
 };
 pub use name::{NameBuf, WireName, MAX_POINTER_JUMPS};
 pub use opcode::Opcode;

@@ -1,0 +1,609 @@
+//! The secondary role: zones whose description has a `[secondary]` table are transferred
+//! from their primaries ([`crate::transfer_in`]: IXFR, AXFR, TSIG) and kept fresh.
+//!
+//! - **Timers** (RFC 1035 §4.3.5, [`Schedule`]): a zone is refreshed at start, then every
+//!   SOA REFRESH seconds after a successful refresh, every RETRY seconds after a failed one;
+//!   when EXPIRE seconds pass without a successful refresh, the zone answers SERVFAIL until
+//!   one succeeds. The SOA timers are bounded to [`MIN_TIMER`]..[`MAX_TIMER`]. Primaries are
+//!   tried in their configured order.
+//! - **NOTIFY in** (RFC 1996 §3.7–§3.11, [`Secondaries::notify`]): a NOTIFY (QTYPE SOA) for a
+//!   secondary zone from one of its primaries' addresses, or signed with one of their TSIG
+//!   keys, is answered NOERROR with AA set and starts a refresh at once; from another source
+//!   REFUSED; for a zone we are no secondary for NOTAUTH (as BIND answers).
+//! - **Storage**: every new version is written to `<state_directory>/<zone>.xfr` (master-file
+//!   text, atomically) before it is served; a start serves that copy (`crate::zones`) until
+//!   the first refresh, and its modification time (touched by each successful refresh) is
+//!   when it was last refreshed, so expiry survives a restart.
+//! - **Serving**: a new version replaces the old one in the served catalog, its difference
+//!   appended to the zone's IXFR journal ([`ServedZone::after`]) so that our own secondaries
+//!   get IXFR. Transfers and reloads swap catalogs one at a time ([`Secondaries::swap`]); a
+//!   reload keeps the secondary zones as the catalog in force has them, not as they were
+//!   when it started.
+//!
+//! A zone never transferred and without a stored copy is not served (REFUSED). The
+//! `[secondary]` settings are read at start; a reload does not change them.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use pqdns_core::atomic_file::{AtomicFile, FileMode};
+use pqdns_core::config::LoadedConfig;
+use pqdns_core::wire::query::Query;
+use pqdns_core::wire::tsig::KeyRing;
+use pqdns_core::wire::{MessageWriter, Rcode, FLAG_AA};
+use pqdns_core::{Name, RrType, Zone};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tracing::{info, warn};
+
+use crate::answer::{Outcome, MAX_STREAM_MESSAGE};
+use crate::catalog::{Catalog, ServedZone};
+use crate::cookie::CookieCheck;
+use crate::notify;
+use crate::service::Authoritative;
+use crate::transfer_in::{self, Limits, Primary, Refreshed};
+use crate::zones::ZoneSource;
+
+/// Smallest SOA timer used, milliseconds: a zone of REFRESH 0 is not refreshed in a loop.
+pub const MIN_TIMER: u64 = 1_000;
+/// Largest SOA timer used, milliseconds (4 weeks, BIND's bound of REFRESH and RETRY).
+pub const MAX_TIMER: u64 = 28 * 86_400_000;
+/// Wait before trying again when no copy exists yet (no SOA to take RETRY from),
+/// milliseconds.
+pub const FIRST_RETRY: u64 = 10_000;
+
+/// A zone's SOA timers (RFC 1035 §3.3.13, §4.3.5), milliseconds, each within
+/// [`MIN_TIMER`]..=[`MAX_TIMER`] (EXPIRE may be longer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timers {
+    /// REFRESH: between successful refreshes.
+    pub refresh: u64,
+    /// RETRY: after a failed refresh.
+    pub retry: u64,
+    /// EXPIRE: without a successful refresh, the zone is no longer served.
+    pub expire: u64,
+}
+
+impl Timers {
+    /// The timers of `zone`'s SOA; `None` without a well-formed SOA.
+    pub fn of(zone: &Zone) -> Option<Timers> {
+        let soa = zone.soa_fields()?;
+        let ms = |s: u32| (u64::from(s) * 1000).clamp(MIN_TIMER, MAX_TIMER);
+        Some(Timers {
+            refresh: ms(soa.refresh),
+            retry: ms(soa.retry),
+            expire: (u64::from(soa.expire) * 1000).max(MIN_TIMER),
+        })
+    }
+}
+
+/// When a secondary zone is refreshed next and when it expires, milliseconds since the UNIX
+/// epoch; pure, so the timer logic is tested with any clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    /// When the copy was last known current (a successful refresh, or the stored copy's
+    /// modification time); `None` before any copy.
+    pub last_success: Option<u64>,
+    /// When to refresh next.
+    pub next_refresh: u64,
+}
+
+impl Schedule {
+    /// At start (`now`): refresh at once; a stored copy last refreshed at `stored_at`.
+    pub fn start(now: u64, stored_at: Option<u64>) -> Schedule {
+        Schedule {
+            last_success: stored_at,
+            next_refresh: now,
+        }
+    }
+
+    /// After a successful refresh at `now` (a transfer, or the primary's serial is ours).
+    pub fn succeeded(&mut self, now: u64, timers: Timers) {
+        self.last_success = Some(now);
+        self.next_refresh = now.saturating_add(timers.refresh);
+    }
+
+    /// After a failed refresh at `now`: again after RETRY (or [`FIRST_RETRY`] without a copy).
+    pub fn failed(&mut self, now: u64, timers: Option<Timers>) {
+        self.next_refresh = now.saturating_add(timers.map_or(FIRST_RETRY, |t| t.retry));
+    }
+
+    /// When the copy expires, if it has been refreshed (or stored) at all.
+    pub fn expires_at(&self, timers: Timers) -> Option<u64> {
+        self.last_success.map(|t| t.saturating_add(timers.expire))
+    }
+
+    /// Whether the copy has expired at `now`.
+    pub fn is_expired(&self, now: u64, timers: Timers) -> bool {
+        self.expires_at(timers).is_some_and(|e| now >= e)
+    }
+
+    /// The next time something is due at `now`: the refresh, or the expiry if it comes
+    /// first and has not passed.
+    pub fn next_event(&self, now: u64, timers: Option<Timers>) -> u64 {
+        let expiry = timers.and_then(|t| self.expires_at(t)).filter(|&e| e > now);
+        expiry.map_or(self.next_refresh, |e| e.min(self.next_refresh))
+    }
+}
+
+/// Milliseconds since the UNIX epoch of `time`.
+fn millis(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// One secondary zone: its primaries, bounds, stored copy and the trigger NOTIFY pulls.
+#[derive(Debug)]
+struct SecondaryZone {
+    origin: Name,
+    primaries: Vec<Primary>,
+    limits: Limits,
+    /// `<state_directory>/<zone>.xfr`.
+    path: PathBuf,
+    refresh_now: Notify,
+}
+
+/// Why the secondary zones could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: [secondary]: {message}")]
+pub struct SecondaryError {
+    /// The zone description.
+    pub file: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// The secondary zones of a server, their refresh tasks and the lock catalog swaps take.
+#[derive(Debug, Default)]
+pub struct Secondaries {
+    zones: Vec<Arc<SecondaryZone>>,
+    swap_lock: Mutex<()>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Secondaries {
+    /// The secondary zones among `sources`, their primaries' keys looked up in `keys`.
+    ///
+    /// # Errors
+    /// [`SecondaryError`] for a description that cannot be read or a key no `tsig_keys` file
+    /// defines.
+    pub fn new(sources: &[ZoneSource], keys: &KeyRing) -> Result<Secondaries, SecondaryError> {
+        let mut zones = Vec::new();
+        for source in sources {
+            let error = |message: String| SecondaryError {
+                file: source.to_string(),
+                message,
+            };
+            let cfg = crate::zones::read_config(source).map_err(|e| error(e.to_string()))?;
+            let Some(secondary) = cfg.secondary() else {
+                continue;
+            };
+            let mut primaries = Vec::new();
+            for p in cfg.primaries().map_err(|e| error(e.to_string()))? {
+                let key = match &p.key {
+                    Some(name) => Some(keys.get(name.as_wire()).cloned().ok_or_else(|| {
+                        error(format!(
+                            "key {name} of primary {}: no tsig_keys file defines it",
+                            p.addr
+                        ))
+                    })?),
+                    None => None,
+                };
+                primaries.push(Primary { addr: p.addr, key });
+            }
+            let timeout = cfg
+                .transfer_timeout(secondary)
+                .map_err(|e| error(e.to_string()))?;
+            zones.push(Arc::new(SecondaryZone {
+                origin: cfg.origin.clone(),
+                primaries,
+                limits: Limits {
+                    max_bytes: usize::try_from(secondary.max_transfer_bytes).unwrap_or(usize::MAX),
+                    timeout: Duration::from_secs(timeout),
+                },
+                path: cfg.transferred_path(secondary),
+                refresh_now: Notify::new(),
+            }));
+        }
+        Ok(Secondaries {
+            zones,
+            ..Secondaries::default()
+        })
+    }
+
+    /// True without secondary zones.
+    pub fn is_empty(&self) -> bool {
+        self.zones.is_empty()
+    }
+
+    /// Replaces the catalog of `service` by `make(current)` while no other swap runs.
+    pub fn swap(&self, service: &Authoritative, make: impl FnOnce(&Catalog) -> Catalog) {
+        let _one_at_a_time = self
+            .swap_lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let current = service.catalog();
+        service.set_catalog(make(&current));
+    }
+
+    /// `loaded` (a reload's catalog) with each secondary zone as `current` serves it, when it
+    /// does: a transfer may have come since the reload started.
+    pub fn overlay(&self, loaded: Catalog, current: &Catalog) -> Catalog {
+        self.zones
+            .iter()
+            .filter_map(|z| current.zone(&z.origin))
+            .fold(loaded, |mut catalog, zone| {
+                catalog.insert(zone.clone());
+                catalog
+            })
+    }
+
+    /// Starts a refresh task per zone (on the current tokio runtime).
+    /// Each new version transferred is announced to `targets` (NOTIFY, RFC 1996).
+    pub fn spawn(self: &Arc<Self>, service: &Arc<Authoritative>, targets: &[notify::Target]) {
+        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+        for zone in &self.zones {
+            let (this, zone, service) = (Arc::clone(self), Arc::clone(zone), Arc::clone(service));
+            let targets = targets.to_vec();
+            tasks.push(tokio::spawn(async move {
+                this.run(&zone, &service, &targets).await
+            }));
+        }
+    }
+
+    /// Stops the refresh tasks (a transfer in progress is dropped; nothing half-written is
+    /// served or stored).
+    pub fn stop(&self) {
+        for task in self
+            .tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain(..)
+        {
+            task.abort();
+        }
+    }
+
+    /// The NOTIFY answer (RFC 1996) to `q` from `client`, signed (by the caller) with the key
+    /// named `key` when it carried a valid TSIG; written to `out[base..]`.
+    pub(crate) fn notify(
+        &self,
+        q: &Query<'_>,
+        client: IpAddr,
+        key: Option<&Name>,
+        out: &mut Vec<u8>,
+        base: usize,
+        tsig_room: usize,
+    ) -> Outcome {
+        let qname = q.qname.to_name();
+        let zone = self.zones.iter().find(|z| z.origin == qname);
+        let rcode = match zone {
+            // RFC 1996 §3.7: the QTYPE of a NOTIFY is SOA.
+            _ if q.qtype != RrType::SOA => Rcode::FORMERR,
+            None => Rcode::NOTAUTH,
+            Some(z) => {
+                let allowed = z.primaries.iter().any(|p| {
+                    p.addr.ip() == client || p.key.as_ref().is_some_and(|k| Some(k.name()) == key)
+                });
+                if allowed {
+                    info!(zone = %qname, %client, "NOTIFY: refreshing");
+                    z.refresh_now.notify_one();
+                    Rcode::NOERROR
+                } else {
+                    warn!(zone = %qname, %client, "NOTIFY from a source that is no primary refused");
+                    Rcode::REFUSED
+                }
+            }
+        };
+        let limit = MAX_STREAM_MESSAGE.saturating_sub(tsig_room);
+        let mut w = MessageWriter::response(out, base, limit, q.header);
+        let _fits = w.question(q.qname.as_wire(), q.qtype, q.qclass);
+        if rcode == Rcode::NOERROR {
+            w.set_flag(FLAG_AA);
+        }
+        Outcome {
+            len: w.finish(rcode),
+            rcode,
+            truncated: false,
+            qtype: Some(q.qtype),
+            error: None,
+            cache_ttl: None,
+            cookie: CookieCheck::Absent,
+        }
+    }
+
+    /// The refresh loop of `zone` (see the module doc).
+    async fn run(&self, zone: &SecondaryZone, service: &Authoritative, targets: &[notify::Target]) {
+        let now = || millis(SystemTime::now());
+        let stored_at = std::fs::metadata(&zone.path)
+            .and_then(|m| m.modified())
+            .ok()
+            .map(millis);
+        let mut schedule = Schedule::start(now(), stored_at);
+        loop {
+            let current = service.catalog().zone(&zone.origin).cloned();
+            let timers = current.as_ref().and_then(|z| Timers::of(&z.zone));
+            let at = schedule.next_event(now(), timers);
+            let wait = Duration::from_millis(at.saturating_sub(now()));
+            let notified = tokio::select! {
+                () = tokio::time::sleep(wait) => false,
+                () = zone.refresh_now.notified() => true,
+            };
+            let t = now();
+            if let (Some(served), Some(timers)) = (&current, timers) {
+                if schedule.is_expired(t, timers) && !served.expired {
+                    warn!(zone = %zone.origin, serial = served.zone.soa_serial(), "expired: no successful refresh for the SOA EXPIRE time; answering SERVFAIL");
+                    self.set_expired(service, &zone.origin, true);
+                }
+            }
+            if !notified && t < schedule.next_refresh {
+                continue;
+            }
+            match self.refresh(zone, service, current.as_ref(), targets).await {
+                Ok(()) => {
+                    let timers = service
+                        .catalog()
+                        .zone(&zone.origin)
+                        .and_then(|z| Timers::of(&z.zone));
+                    if let Some(timers) = timers {
+                        schedule.succeeded(now(), timers);
+                    }
+                }
+                Err(()) => schedule.failed(now(), timers),
+            }
+        }
+    }
+
+    /// One refresh from the primaries in order; `Err` when none gave a current copy.
+    async fn refresh(
+        &self,
+        zone: &SecondaryZone,
+        service: &Authoritative,
+        current: Option<&ServedZone>,
+        targets: &[notify::Target],
+    ) -> Result<(), ()> {
+        let ours = current.map(|z| &z.zone);
+        for primary in &zone.primaries {
+            let result = transfer_in::refresh(primary, &zone.origin, ours, zone.limits).await;
+            let metrics = service.metrics.as_deref();
+            match result {
+                Ok(Refreshed::UpToDate) => {
+                    let path = zone.path.clone();
+                    let touched = tokio::task::spawn_blocking(move || {
+                        std::fs::File::options()
+                            .write(true)
+                            .open(&path)
+                            .and_then(|f| f.set_modified(SystemTime::now()))
+                    })
+                    .await;
+                    if let Ok(Err(e)) = touched {
+                        warn!(zone = %zone.origin, file = %zone.path.display(), "stored copy not touched: {e}");
+                    }
+                    if current.is_some_and(|z| z.expired) {
+                        info!(zone = %zone.origin, "refreshed after expiry: served again");
+                        self.set_expired(service, &zone.origin, false);
+                    }
+                    return Ok(());
+                }
+                Ok(Refreshed::Transferred {
+                    zone: new,
+                    incremental,
+                    bytes,
+                }) => {
+                    let serial = new.soa_serial();
+                    if let Err(e) = store(&zone.path, new.clone()).await {
+                        warn!(zone = %zone.origin, file = %zone.path.display(), serial, "transferred copy not stored, not served: {e}");
+                        if let Some(m) = metrics {
+                            m.transfer_in(None);
+                        }
+                        continue;
+                    }
+                    self.swap(service, |catalog| {
+                        let mut next = catalog.rebuilt();
+                        next.insert(ServedZone::new(new).after(catalog.zone(&zone.origin)));
+                        next
+                    });
+                    if let Some(m) = metrics {
+                        m.transfer_in(Some(incremental));
+                    }
+                    let kind = if incremental { "IXFR" } else { "AXFR" };
+                    info!(zone = %zone.origin, primary = %primary.addr, serial, bytes, "{kind} received, serving the new version");
+                    notify::spawn_zone(&service.catalog(), &zone.origin, targets);
+                    return Ok(());
+                }
+                Err(e) => {
+                    if let Some(m) = metrics {
+                        m.transfer_in(None);
+                    }
+                    warn!(zone = %zone.origin, primary = %primary.addr, "refresh failed, nothing changed: {e}");
+                }
+            }
+        }
+        Err(())
+    }
+
+    fn set_expired(&self, service: &Authoritative, origin: &Name, expired: bool) {
+        self.swap(service, |catalog| {
+            let mut next = catalog.rebuilt();
+            if let Some(z) = next.zone_mut(origin) {
+                z.expired = expired;
+            }
+            next
+        });
+    }
+}
+
+/// Writes `zone` to `path` atomically (master-file text), on a blocking thread.
+async fn store(path: &std::path::Path, zone: Zone) -> std::io::Result<()> {
+    let path = path.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut file = AtomicFile::create(&path, FileMode::Public)?;
+        zone.write_master_file(&mut file)?;
+        file.commit()
+    })
+    .await
+    .map_err(std::io::Error::other)?
+}
+
+/// The stored copy of the secondary zone `cfg` describes, if there is one that reads as a
+/// zone (an unusable one is logged and left for the first transfer to replace).
+pub fn read_stored(cfg: &LoadedConfig) -> Option<Zone> {
+    let path = cfg.transferred_path(cfg.secondary()?);
+    if !path.exists() {
+        return None;
+    }
+    let zone = pqdns_core::zonefile::ZoneFileReader::new(Some(cfg.origin.clone()), None)
+        .read_file(&path)
+        .map_err(|e| e.to_string())
+        .and_then(|records| {
+            Zone::from_records(cfg.origin.clone(), records).map_err(|e| e.to_string())
+        });
+    match zone {
+        Ok(zone) => {
+            info!(zone = %cfg.origin, serial = zone.soa_serial(), file = %path.display(), "secondary zone: serving the stored copy until the first refresh");
+            Some(zone)
+        }
+        Err(e) => {
+            warn!(zone = %cfg.origin, file = %path.display(), "stored copy unusable, waiting for a transfer: {e}");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: Timers = Timers {
+        refresh: 60_000,
+        retry: 10_000,
+        expire: 100_000,
+    };
+
+    /// NOTIFY in (RFC 1996): from a primary's address, or signed with a primary's key,
+    /// NOERROR with AA and a refresh started; from elsewhere REFUSED; for a zone we are no
+    /// secondary for NOTAUTH. A primary's key that no `tsig_keys` file defines is an error.
+    #[test]
+    fn notify_is_answered_by_source_and_zone() {
+        use pqdns_core::wire::tsig::{Algorithm, Key};
+        use pqdns_core::wire::{Header, FLAG_QR};
+        let dir = tempfile::tempdir().unwrap();
+        let toml = dir.path().join("sec.toml");
+        std::fs::write(
+            &toml,
+            "origin = \"example.\"\n[secondary]\nprimaries = [\"192.0.2.1\", \"192.0.2.2:5300 key k\"]\n",
+        )
+        .unwrap();
+        let key = Key::generate(&"k.".parse().unwrap(), Algorithm::HmacSha256).unwrap();
+        let mut ring = KeyRing::new();
+        let none = Secondaries::new(&[ZoneSource::File(toml.clone())], &ring).unwrap_err();
+        assert!(none.to_string().contains("key k."), "{none}");
+        ring.insert(key.clone());
+        let secondaries = Secondaries::new(&[ZoneSource::File(toml)], &ring).unwrap();
+        let zone = |origin: &str| {
+            let origin: Name = origin.parse().unwrap();
+            let records =
+                pqdns_core::zonefile::ZoneFileReader::new(Some(origin.clone()), Some(300))
+                    .read_str("@ SOA ns h 5 60 30 600 300\n", "t")
+                    .unwrap();
+            Zone::from_records(origin, records).unwrap()
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let refreshing = || {
+            let z = &secondaries.zones[0];
+            let wait =
+                async { tokio::time::timeout(Duration::ZERO, z.refresh_now.notified()).await };
+            rt.block_on(wait).is_ok()
+        };
+        let k = key.name().clone();
+        for (origin, client, key, rcode) in [
+            ("example.", "192.0.2.1", None, Rcode::NOERROR),
+            ("example.", "203.0.113.9", Some(&k), Rcode::NOERROR),
+            ("example.", "203.0.113.9", None, Rcode::REFUSED),
+            ("other.", "192.0.2.1", None, Rcode::NOTAUTH),
+        ] {
+            let wire = crate::notify::build(&zone(origin), 77);
+            let q =
+                crate::request::parse_with(&wire, None, crate::request::SECONDARY_OPCODES).unwrap();
+            let mut out = Vec::new();
+            let o = secondaries.notify(&q, client.parse().unwrap(), key, &mut out, 0, 0);
+            assert_eq!(o.rcode, rcode, "{origin} from {client}");
+            let header = Header::parse(&out[..o.len]).unwrap();
+            assert!(header.has(FLAG_QR) && header.id == 77);
+            assert_eq!(header.has(FLAG_AA), rcode == Rcode::NOERROR);
+            assert_eq!(
+                refreshing(),
+                rcode == Rcode::NOERROR,
+                "{origin} from {client}"
+            );
+        }
+    }
+
+    /// The timers come from the SOA, bounded: REFRESH 0 is one second, not a busy loop.
+    #[test]
+    fn timers_come_from_the_soa_bounded() {
+        let text = "@ SOA ns h 1 0 30 4000000000 300\n@ NS ns\n";
+        let records =
+            pqdns_core::zonefile::ZoneFileReader::new(Some("example.".parse().unwrap()), Some(300))
+                .read_str(text, "t")
+                .unwrap();
+        let zone = Zone::from_records("example.".parse().unwrap(), records).unwrap();
+        let t = Timers::of(&zone).unwrap();
+        assert_eq!((t.refresh, t.retry), (MIN_TIMER, 30_000));
+        assert_eq!(t.expire, 4_000_000_000_000);
+    }
+
+    /// RFC 1035 §4.3.5 with an injected clock: refresh at start; REFRESH after a success,
+    /// RETRY after a failure; expiry EXPIRE after the last success, not moved by failures,
+    /// and lifted by the next success.
+    #[test]
+    fn refresh_retry_expire() {
+        let mut s = Schedule::start(1_000, None);
+        assert_eq!(s.next_refresh, 1_000);
+        assert!(
+            !s.is_expired(u64::MAX, T),
+            "nothing to expire before a copy"
+        );
+        s.failed(1_000, None);
+        assert_eq!(s.next_refresh, 1_000 + FIRST_RETRY);
+        s.succeeded(20_000, T);
+        assert_eq!(s.next_refresh, 80_000);
+        assert_eq!(s.next_event(20_000, Some(T)), 80_000);
+        s.failed(80_000, Some(T));
+        assert_eq!(s.next_refresh, 90_000);
+        for t in [90_000, 100_000, 110_000] {
+            s.failed(t, Some(T));
+        }
+        assert!(!s.is_expired(119_999, T));
+        assert!(s.is_expired(120_000, T));
+        assert_eq!(s.expires_at(T), Some(120_000));
+        // The expiry is the next event when it comes before the refresh.
+        let mut late = s;
+        late.next_refresh = 200_000;
+        assert_eq!(late.next_event(110_000, Some(T)), 120_000);
+        assert_eq!(
+            late.next_event(130_000, Some(T)),
+            200_000,
+            "past expiry: only refreshes"
+        );
+        s.succeeded(125_000, T);
+        assert!(!s.is_expired(125_000, T));
+    }
+
+    /// A stored copy expires EXPIRE after it was last refreshed, even across a restart.
+    #[test]
+    fn a_stored_copy_keeps_its_age() {
+        let s = Schedule::start(500_000, Some(450_000));
+        assert_eq!(s.next_refresh, 500_000, "refreshed at once");
+        assert!(!s.is_expired(549_999, T));
+        assert!(s.is_expired(550_000, T));
+    }
+}

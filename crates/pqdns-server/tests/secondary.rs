@@ -1,0 +1,320 @@
+//! pqdns-server as a secondary (issue 27) of a real primary: Knot 3.2 (`knotd`) with TSIG,
+//! over the wire only.
+//!
+//! One Knot primary serves two zones, each with a journal (`zonefile-load: difference`), and
+//! sends NOTIFY to pqdns signed with the transfer key:
+//! - `a.test.` (REFRESH 3600): the first copy comes by AXFR; after a change at the primary
+//!   (edited zone file + `knotc zone-reload`) its NOTIFY makes pqdns serve the new serial
+//!   within 1 s (the refresh timer cannot explain it), taken by IXFR (counted in
+//!   `pqdns_transfers_in_total`);
+//! - `b.test.` (REFRESH 1, RETRY 1, EXPIRE 6): once the primary is killed, it is served
+//!   until its expiry and then answered SERVFAIL, while `a.test.` (EXPIRE 3600) is still
+//!   served.
+//! - A second pqdns with the wrong secret for the key transfers nothing (REFUSED, the
+//!   failures counted).
+//! - A pqdns restarted with the primary gone serves the stored copy of `a.test.` (serial 2).
+//!
+//! Every wait is a bounded polling loop; every peer is killed on drop.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use common::secondary::{query_wire, soa_serial, udp_query};
+use common::{http_get, require};
+use pqdns_core::message::Message;
+use pqdns_core::wire::tsig::{Algorithm, Key, KeyRing};
+use pqdns_core::wire::Rcode;
+use pqdns_core::RrType;
+use pqdns_server::settings::Settings;
+use pqdns_server::zones::{load_all, ZoneSource};
+use pqdns_server::{Server, ServerConfig, ServerHandle};
+
+const KEY_NAME: &str = "transfer-key.";
+
+fn zone_text(origin: &str, serial: u32, timers: &str, extra: &str) -> String {
+    format!(
+        "$ORIGIN {origin}\n$TTL 300\n@ SOA ns h {serial} {timers} 300\n@ NS ns\nns A 192.0.2.1\n\
+         www A 192.0.2.80\n{extra}"
+    )
+}
+
+const A_TIMERS: &str = "3600 1 3600";
+const B_TIMERS: &str = "1 1 6";
+
+/// Knot as the primary of a.test. and b.test. on 127.0.0.1:`port`, transfers only with
+/// `key`, NOTIFY (signed) to `notify`.
+struct KnotPrimary {
+    child: Child,
+    dir: tempfile::TempDir,
+    conf: PathBuf,
+}
+
+impl KnotPrimary {
+    fn start(port: u16, notify: SocketAddr, key: &Key) -> KnotPrimary {
+        let knotd = require("knotd", "knot");
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display();
+        let secret = base64::engine::general_purpose::STANDARD.encode(key.secret());
+        for (origin, timers) in [("a.test.", A_TIMERS), ("b.test.", B_TIMERS)] {
+            std::fs::write(
+                dir.path().join(format!("{origin}zone")),
+                zone_text(origin, 1, timers, ""),
+            )
+            .unwrap();
+        }
+        let conf = format!(
+            "server:\n  rundir: \"{d}\"\n  listen: 127.0.0.1@{port}\n\
+             control:\n  listen: \"{d}/knot.sock\"\n\
+             database:\n  storage: \"{d}\"\n\
+             log:\n  - target: \"{d}/knot.log\"\n    any: info\n\
+             key:\n  - id: {KEY_NAME}\n    algorithm: {}\n    secret: {secret}\n\
+             remote:\n  - id: pqdns\n    address: {}@{}\n    key: {KEY_NAME}\n\
+             acl:\n  - id: transfer\n    address: 127.0.0.1\n    key: {KEY_NAME}\n    action: transfer\n\
+             template:\n  - id: default\n    storage: \"{d}\"\n    zonefile-load: difference\n    \
+             journal-content: changes\n    notify: pqdns\n    acl: [transfer]\n\
+             zone:\n  - domain: a.test.\n    file: \"{d}/a.test.zone\"\n  \
+             - domain: b.test.\n    file: \"{d}/b.test.zone\"\n",
+            key.algorithm(),
+            notify.ip(),
+            notify.port(),
+        );
+        let conf_path = dir.path().join("knot.conf");
+        std::fs::write(&conf_path, conf).unwrap();
+        let child = Command::new(knotd)
+            .arg("-c")
+            .arg(&conf_path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting knotd");
+        KnotPrimary {
+            child,
+            dir,
+            conf: conf_path,
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("knot.log")).unwrap_or_default()
+    }
+
+    /// Writes a.test. at `serial` with `extra` records and has Knot reload it (which makes a
+    /// journal entry and sends NOTIFY).
+    fn change_a(&self, serial: u32, extra: &str) {
+        std::fs::write(
+            self.dir.path().join("a.test.zone"),
+            zone_text("a.test.", serial, A_TIMERS, extra),
+        )
+        .unwrap();
+        let knotc = require("knotc", "knot");
+        let out = Command::new("timeout")
+            .arg("10")
+            .arg(knotc)
+            .arg("-c")
+            .arg(&self.conf)
+            .args(["zone-reload", "a.test."])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "knotc: {out:?}\n{}", self.log());
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for KnotPrimary {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A pqdns-server (in process) secondary for a.test. and b.test. from `primary`, its UDP
+/// and TCP on 127.0.0.1:`port`, metrics on a free port, state in `dir`.
+struct Pqdns {
+    rt: tokio::runtime::Runtime,
+    handle: Option<ServerHandle>,
+    addr: SocketAddr,
+}
+
+impl Pqdns {
+    fn start(dir: &Path, port: u16, primary: SocketAddr, key: &Key) -> Pqdns {
+        let mut sources = Vec::new();
+        for origin in ["a.test.", "b.test."] {
+            let toml = dir.join(format!("{origin}toml"));
+            std::fs::write(
+                &toml,
+                format!(
+                    "origin = \"{origin}\"\n[secondary]\nprimaries = [\"{primary} key {KEY_NAME}\"]\n\
+                     transfer_timeout = \"10s\"\n"
+                ),
+            )
+            .unwrap();
+            sources.push(ZoneSource::File(toml));
+        }
+        let (catalog, _) = load_all(&sources, pqdns_core::time::now()).unwrap();
+        let mut ring = KeyRing::new();
+        ring.insert(key.clone());
+        let mut settings = Settings::new(dir.join("keys"));
+        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+        settings.udp = vec![addr];
+        settings.tcp = vec![addr];
+        settings.dot = Vec::new();
+        settings.doh = Vec::new();
+        settings.doq = Vec::new();
+        settings.metrics = Some("127.0.0.1:0".parse().unwrap());
+        settings.tsig_keys = Arc::new(ring);
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let config = ServerConfig {
+            zones: sources,
+            settings,
+        };
+        let handle = rt.block_on(Server::bind(config, catalog)).unwrap();
+        Pqdns {
+            rt,
+            handle: Some(handle),
+            addr,
+        }
+    }
+
+    fn soa(&self, origin: &str) -> Option<Message> {
+        udp_query(self.addr, &query_wire(origin, RrType::SOA, false))
+    }
+
+    /// Polls until `origin`'s SOA answer satisfies `done`, up to `limit`; the time it took.
+    fn wait(&self, origin: &str, limit: Duration, done: impl Fn(&Message) -> bool) -> Duration {
+        let start = Instant::now();
+        while start.elapsed() < limit {
+            if self.soa(origin).as_ref().is_some_and(&done) {
+                return start.elapsed();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!(
+            "{origin}: not as expected within {limit:?}; last answer {:?}",
+            self.soa(origin)
+        );
+    }
+
+    fn metric(&self, result: &str) -> u64 {
+        let addr = self.handle.as_ref().unwrap().addrs.metrics.unwrap();
+        let text = http_get(addr, "/metrics");
+        let series = format!("pqdns_transfers_in_total{{result=\"{result}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&series))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+    }
+}
+
+impl Drop for Pqdns {
+    fn drop(&mut self) {
+        if let Some(h) = self.handle.take() {
+            self.rt.block_on(h.shutdown());
+        }
+    }
+}
+
+fn serial_is(serial: u32) -> impl Fn(&Message) -> bool {
+    move |m| m.rcode() == Rcode::NOERROR && soa_serial(m) == Some(serial)
+}
+
+#[test]
+fn knot_primary_to_pqdns_secondary_with_tsig() {
+    let key = Key::generate(&KEY_NAME.parse().unwrap(), Algorithm::HmacSha256).unwrap();
+    let knot_port = pqdns_test_support::ports::free_dual_port();
+    let pqdns_port = pqdns_test_support::ports::free_dual_port();
+    let primary: SocketAddr = ([127, 0, 0, 1], knot_port).into();
+    let mut knot = KnotPrimary::start(knot_port, ([127, 0, 0, 1], pqdns_port).into(), &key);
+    let state = tempfile::tempdir().unwrap();
+    let pqdns = Pqdns::start(state.path(), pqdns_port, primary, &key);
+
+    // The first copies, by AXFR (Knot may need a moment to start: bounded).
+    for origin in ["a.test.", "b.test."] {
+        pqdns.wait(origin, Duration::from_secs(20), serial_is(1));
+    }
+    assert_eq!(pqdns.metric("axfr"), 2);
+    let www = udp_query(pqdns.addr, &query_wire("www.a.test.", RrType::A, false)).unwrap();
+    assert_eq!(www.answers.len(), 1, "{www:?}");
+
+    // A change at the primary: NOTIFY, then IXFR, within 1 s (REFRESH is an hour).
+    knot.change_a(2, "new A 192.0.2.99\n");
+    let took = pqdns.wait("a.test.", Duration::from_secs(5), serial_is(2));
+    assert!(
+        took < Duration::from_secs(1),
+        "serial 2 after {took:?}\n{}",
+        knot.log()
+    );
+    eprintln!("a.test. serial 2 served {took:?} after knotc zone-reload returned");
+    assert_eq!(pqdns.metric("ixfr"), 1, "the change came as IXFR");
+    let new = udp_query(pqdns.addr, &query_wire("new.a.test.", RrType::A, false)).unwrap();
+    assert_eq!(
+        (new.rcode(), new.answers.len()),
+        (Rcode::NOERROR, 1),
+        "{new:?}"
+    );
+    assert!(
+        knot.log().contains("notify"),
+        "Knot sent NOTIFY:\n{}",
+        knot.log()
+    );
+
+    // The wrong secret for the key: nothing is transferred, the failures are counted.
+    let wrong = Key::new(key.name(), key.algorithm(), b"not the secret").unwrap();
+    let other_state = tempfile::tempdir().unwrap();
+    let other_port = pqdns_test_support::ports::free_dual_port();
+    let impostor = Pqdns::start(other_state.path(), other_port, primary, &wrong);
+    let start = Instant::now();
+    while impostor.metric("failed") < 2 && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        impostor.metric("failed") >= 2,
+        "both zones failed to refresh"
+    );
+    assert_eq!(impostor.metric("axfr") + impostor.metric("ixfr"), 0);
+    let refused = impostor.soa("a.test.").unwrap();
+    assert_eq!(
+        refused.rcode(),
+        Rcode::REFUSED,
+        "nothing served: {refused:?}"
+    );
+    drop(impostor);
+
+    // The primary goes away: b.test. is served until it expires (6 s after its last
+    // refresh), then SERVFAIL; a.test. (EXPIRE 3600) is still served.
+    knot.kill();
+    let killed = Instant::now();
+    assert_eq!(pqdns.soa("b.test.").unwrap().rcode(), Rcode::NOERROR);
+    pqdns.wait("b.test.", Duration::from_secs(15), |m| {
+        m.rcode() == Rcode::SERVFAIL
+    });
+    let expired_after = killed.elapsed();
+    eprintln!("b.test. SERVFAIL {expired_after:?} after the primary was killed");
+    assert!(
+        expired_after > Duration::from_secs(3),
+        "expired too early: {expired_after:?}"
+    );
+    assert!(serial_is(2)(&pqdns.soa("a.test.").unwrap()));
+
+    // A restart with the primary gone serves the stored copy.
+    drop(pqdns);
+    let restarted = Pqdns::start(state.path(), pqdns_port, primary, &key);
+    assert!(
+        serial_is(2)(&restarted.soa("a.test.").unwrap()),
+        "the stored copy is served at once"
+    );
+    let stored = std::fs::read_to_string(state.path().join("state/a.test.xfr")).unwrap();
+    assert!(stored.contains("192.0.2.99"), "{stored}");
+}
