@@ -29,6 +29,9 @@ pub struct ServedZone {
     pub mtl_ladders: Vec<MtlLadder>,
     /// The differences that led to this version, for IXFR (empty for a zone loaded afresh).
     pub journal: Journal,
+    /// Where the zone comes from and who may update it (RFC 2136, [`crate::update`]);
+    /// `None`: UPDATE is refused.
+    pub updatable: Option<Arc<crate::update::Updatable>>,
 }
 
 /// A full MTL signature at a zone's apex (the signer puts them on the SOA and DNSKEY RRSIGs,
@@ -107,6 +110,7 @@ impl ServedZone {
             nsec3,
             mtl_ladders,
             journal: Journal::default(),
+            updatable: None,
         }
     }
 
@@ -187,6 +191,19 @@ impl Catalog {
     pub fn with_cookies(mut self, cookies: Option<Arc<Cookies>>) -> Catalog {
         self.cookies = cookies;
         self
+    }
+
+    /// A catalog of these zones with `zone` in place of the one of its origin (a dynamic
+    /// update, [`crate::update`]); identity and cookies kept, prepared answers empty.
+    pub(crate) fn with_zone(&self, zone: ServedZone) -> Catalog {
+        let mut zones = self.zones.clone();
+        zones.insert(zone.zone.origin.clone(), zone);
+        Catalog {
+            zones,
+            answers: AnswerCache::default(),
+            identity: self.identity.clone(),
+            cookies: self.cookies.clone(),
+        }
     }
 
     /// The zones, in canonical order of their origins.

@@ -61,6 +61,7 @@ pub use pqdns_net::rrl;
 pub mod server;
 mod service;
 pub mod settings;
+pub mod update;
 pub mod zones;
 
 pub use server::{BoundAddrs, Server, ServerConfig, ServerError, ServerHandle};

@@ -182,37 +182,44 @@ pub async fn notify(
 /// Announces every zone of `catalog` to every target, each exchange in its own task; the
 /// outcome is logged (info when acknowledged with NOERROR, warn otherwise).
 pub fn spawn_all(catalog: Arc<Catalog>, targets: &[Target]) {
-    for origin in catalog.zones().map(|z| z.zone.origin.clone()) {
-        for t in targets {
-            let (target, key) = (t.addr, t.key.clone());
-            let catalog = Arc::clone(&catalog);
-            let origin: Name = origin.clone();
-            tokio::spawn(async move {
-                let Some(zone) = catalog
-                    .zones()
-                    .map(|z| &z.zone)
-                    .find(|z| z.origin == origin)
-                else {
-                    return;
-                };
-                let serial = zone.soa_serial();
-                match notify(zone, target, key.as_ref()).await {
-                    Ok(Outcome::Answered { rcode, attempts }) if rcode == Rcode::NOERROR => {
-                        info!(zone = %origin, %target, serial, attempts, "NOTIFY acknowledged")
-                    }
-                    Ok(Outcome::Answered { rcode, attempts }) => warn!(
-                        zone = %origin, %target, serial, attempts, %rcode,
-                        "NOTIFY answered with an error"
-                    ),
-                    Ok(Outcome::NoResponse) => warn!(
-                        zone = %origin, %target, serial, attempts = NOTIFY_ATTEMPTS,
-                        "NOTIFY not acknowledged; giving up"
-                    ),
-                    Err(error) => {
-                        warn!(zone = %origin, %target, %error, "NOTIFY could not be sent")
-                    }
+    let origins: Vec<Name> = catalog.zones().map(|z| z.zone.origin.clone()).collect();
+    for origin in origins {
+        spawn_zone(&catalog, &origin, targets);
+    }
+}
+
+/// Announces the zone `origin` of `catalog` to every target, as [`spawn_all`] (after a
+/// dynamic update of that zone).
+pub fn spawn_zone(catalog: &Arc<Catalog>, origin: &Name, targets: &[Target]) {
+    for t in targets {
+        let (target, key) = (t.addr, t.key.clone());
+        let catalog = Arc::clone(catalog);
+        let origin: Name = origin.clone();
+        tokio::spawn(async move {
+            let Some(zone) = catalog
+                .zones()
+                .map(|z| &z.zone)
+                .find(|z| z.origin == origin)
+            else {
+                return;
+            };
+            let serial = zone.soa_serial();
+            match notify(zone, target, key.as_ref()).await {
+                Ok(Outcome::Answered { rcode, attempts }) if rcode == Rcode::NOERROR => {
+                    info!(zone = %origin, %target, serial, attempts, "NOTIFY acknowledged")
                 }
-            });
-        }
+                Ok(Outcome::Answered { rcode, attempts }) => warn!(
+                    zone = %origin, %target, serial, attempts, %rcode,
+                    "NOTIFY answered with an error"
+                ),
+                Ok(Outcome::NoResponse) => warn!(
+                    zone = %origin, %target, serial, attempts = NOTIFY_ATTEMPTS,
+                    "NOTIFY not acknowledged; giving up"
+                ),
+                Err(error) => {
+                    warn!(zone = %origin, %target, %error, "NOTIFY could not be sent")
+                }
+            }
+        });
     }
 }

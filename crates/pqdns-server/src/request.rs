@@ -16,9 +16,9 @@ use crate::catalog::Catalog;
 use crate::cookie::{self, CookieCheck, CookieMode};
 use crate::finish;
 
-/// The OPCODEs the server handles; others get NOTIMP from the acceptability check. UPDATE
-/// (RFC 2136) and NOTIFY (RFC 1996) join when they have handlers.
-pub(crate) const OPCODES: &[Opcode] = &[Opcode::QUERY];
+/// The OPCODEs the server handles; others get NOTIMP from the acceptability check. NOTIFY
+/// (RFC 1996) joins when it has a handler.
+pub(crate) const OPCODES: &[Opcode] = &[Opcode::QUERY, Opcode::UPDATE];
 
 /// What the pipeline knows about a request besides its bytes.
 #[derive(Clone, Copy, Debug)]

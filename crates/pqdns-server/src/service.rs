@@ -9,7 +9,8 @@
 //! 3. TSIG (RFC 8945), verified before anything acts on the request (`request::verify_tsig`):
 //!    a rejected one is answered NOTAUTH with the TSIG error (`finish::tsig_error`); a
 //!    verified one has its answer sized with room for the TSIG record and signed last
-//!    (`request::Signer`), every message of a zone transfer included;
+//!    (`request::Signer`), every message of a zone transfer included; an UPDATE (RFC 2136)
+//!    goes to [`crate::update`] from here, with the key that signed it;
 //! 4. transport policy: zone transfer requests (AXFR, IXFR) over TCP and DoT from clients in
 //!    the allow-list ([`crate::acl`]) or signed with a key it names ([`Settings::axfr_keys`])
 //!    are answered with several messages ([`crate::axfr`]); others get REFUSED;
@@ -36,7 +37,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use pqdns_core::wire::tsig::{KeyRing, Rejection};
-use pqdns_core::wire::{truncate_to_question, MIN_UDP_PAYLOAD};
+use pqdns_core::wire::{truncate_to_question, Opcode, MIN_UDP_PAYLOAD};
 use pqdns_core::Name;
 use pqdns_net::{Event, Reply, Request, ResponseInfo, Service, Transfer, TransferEnd, Transport};
 use tracing::{debug, info, warn};
@@ -53,6 +54,7 @@ use crate::metrics::{Metrics, Proto, TsigFailure};
 use crate::request::{self, Exchange, Tsig};
 use crate::rrl::{self, Rrl, Verdict};
 use crate::settings::Settings;
+use crate::update::{self, Updater};
 
 /// The authoritative server's state as the listeners see it.
 #[derive(Debug)]
@@ -81,6 +83,8 @@ pub struct Authoritative {
     /// Largest UDP answer to a client without a valid server cookie, as a multiple of the
     /// query's length; 0: no limit.
     amplification_limit: u32,
+    /// Dynamic updates (RFC 2136) and the lock on catalog changes.
+    updater: Updater,
 }
 
 impl Authoritative {
@@ -112,7 +116,14 @@ impl Authoritative {
             cookies,
             rrl: Rrl::new(settings.rrl),
             amplification_limit: settings.amplification_limit,
+            updater: Updater::new(crate::notify::targets(settings)),
         }
+    }
+
+    /// Holds the lock every change of the served catalog takes (dynamic updates, reloads), so
+    /// that one never replaces a catalog the other has just made.
+    pub(crate) fn lock_catalog_changes(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.updater.lock()
     }
 
     /// The catalog in force now (queries in flight keep the one they started with).
@@ -169,6 +180,11 @@ impl Authoritative {
             tsig_room: signer.map_or(0, |s| s.room()),
             ..*x
         };
+        // Dynamic updates (RFC 2136): authorised by the TSIG key, applied in order.
+        if q.header.opcode() == Opcode::UPDATE {
+            let o = update::respond(&self.updater, self, &q, signer, x, out, base);
+            return Handled::Answer(o, Vec::new(), signer.is_some());
+        }
         // 4. Transport policy: zone transfers over TCP and DoT to the allow-list, by address or
         // by key; the engine answers every other transfer request REFUSED.
         let key_allowed = signer.is_some_and(|s| self.axfr_keys.contains(s.key.name()));
@@ -264,6 +280,16 @@ impl Authoritative {
         let compact = self.fragmenter.as_ref().and_then(Fragmenter::compact);
         o.len = truncate_to_question(&mut out[..o.len], compact).unwrap_or(0);
         o.truncated = true;
+    }
+}
+
+impl update::Served for Authoritative {
+    fn current(&self) -> Arc<Catalog> {
+        self.catalog()
+    }
+
+    fn replace(&self, catalog: Catalog) {
+        self.set_catalog(catalog);
     }
 }
 
