@@ -6,6 +6,11 @@
 //! origin = "example.com."
 //! default_ttl = 3600
 //! file = "example.com.zone"          # relative to this file; or `records = """..."""`
+//! update_policy = ["grant acme-key subdomain _acme-challenge TXT"]
+//!                                    # dynamic updates (RFC 2136/3007), TSIG-signed by the
+//!                                    # keys named (crate::update::policy has the syntax);
+//!                                    # default []: every UPDATE is REFUSED. Needs [signing]:
+//!                                    # the updated data is kept in <state_dir>/<zone>.dynamic
 //! [signing]
 //! algorithms = ["ECDSAP256SHA256", "ML-DSA-44"]   # several = dual signing
 //! keys = "ksk-zsk"                   # or "csk"
@@ -360,6 +365,10 @@ pub struct ZoneConfig {
     pub include_directory: Option<PathBuf>,
     /// Signing policy; absent means the zone is served unsigned (or as pre-signed).
     pub signing: Option<SigningConfig>,
+    /// Dynamic update rules (RFC 3007; syntax in [`crate::update::policy`]); empty: UPDATE
+    /// is refused.
+    #[serde(default)]
+    pub update_policy: Vec<String>,
     /// Settings for pqdns-server, parsed there.
     pub server: Option<toml::Table>,
     /// The zone's primaries, when this server is a secondary for it; the zone then has no

@@ -51,6 +51,7 @@ pub mod serial;
 pub mod stdout;
 pub mod time;
 pub mod tsig_keyfile;
+pub mod update;
 pub mod wire;
 pub mod zone;
 pub mod zonefile;

@@ -32,6 +32,9 @@ pub struct ServedZone {
     /// A secondary zone not refreshed within its SOA EXPIRE time ([`crate::secondary`]):
     /// queries get SERVFAIL and transfers are refused.
     pub expired: bool,
+    /// Where the zone comes from and who may update it (RFC 2136, [`crate::update`]);
+    /// `None`: UPDATE is refused.
+    pub updatable: Option<Arc<crate::update::Updatable>>,
 }
 
 /// A full MTL signature at a zone's apex (the signer puts them on the SOA and DNSKEY RRSIGs,
@@ -111,6 +114,7 @@ impl ServedZone {
             mtl_ladders,
             journal: Journal::default(),
             expired: false,
+            updatable: None,
         }
     }
 
@@ -212,6 +216,14 @@ impl Catalog {
     /// The zone whose apex is `origin`, to change before the catalog is served.
     pub fn zone_mut(&mut self, origin: &Name) -> Option<&mut ServedZone> {
         self.zones.get_mut(origin)
+    }
+
+    /// A catalog of these zones with `zone` in place of the one of its origin (a dynamic
+    /// update, [`crate::update`]); prepared answers empty.
+    pub(crate) fn with_zone(&self, zone: ServedZone) -> Catalog {
+        let mut next = self.rebuilt();
+        next.insert(zone);
+        next
     }
 
     /// The zones, in canonical order of their origins.

@@ -66,6 +66,7 @@ pub mod server;
 mod service;
 pub mod settings;
 pub mod transfer_in;
+pub mod update;
 pub mod zones;
 
 pub use server::{BoundAddrs, Server, ServerConfig, ServerError, ServerHandle};

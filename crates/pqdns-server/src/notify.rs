@@ -189,7 +189,7 @@ pub fn spawn_all(catalog: Arc<Catalog>, targets: &[Target]) {
 }
 
 /// Announces the zone `origin` of `catalog` to every target, as [`spawn_all`] does (after a
-/// secondary zone's transfer, [`crate::secondary`]).
+/// secondary zone's transfer, [`crate::secondary`], or a dynamic update, [`crate::update`]).
 pub fn spawn_zone(catalog: &Arc<Catalog>, origin: &Name, targets: &[Target]) {
     for t in targets {
         let (target, key) = (t.addr, t.key.clone());

@@ -16,11 +16,11 @@ use crate::catalog::Catalog;
 use crate::cookie::{self, CookieCheck, CookieMode};
 use crate::finish;
 
-/// The OPCODEs the server handles; others get NOTIMP from the acceptability check. UPDATE
-/// (RFC 2136) joins when it has a handler.
-pub(crate) const OPCODES: &[Opcode] = &[Opcode::QUERY];
+/// The OPCODEs the server handles; others get NOTIMP from the acceptability check: QUERY and
+/// UPDATE (RFC 2136, [`crate::update`]).
+pub(crate) const OPCODES: &[Opcode] = &[Opcode::QUERY, Opcode::UPDATE];
 /// [`OPCODES`] and NOTIFY (RFC 1996), for a server with secondary zones.
-pub(crate) const SECONDARY_OPCODES: &[Opcode] = &[Opcode::QUERY, Opcode::NOTIFY];
+pub(crate) const SECONDARY_OPCODES: &[Opcode] = &[Opcode::QUERY, Opcode::UPDATE, Opcode::NOTIFY];
 
 /// What the pipeline knows about a request besides its bytes.
 #[derive(Clone, Copy, Debug)]

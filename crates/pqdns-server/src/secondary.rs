@@ -155,11 +155,10 @@ pub struct SecondaryError {
     pub message: String,
 }
 
-/// The secondary zones of a server, their refresh tasks and the lock catalog swaps take.
+/// The secondary zones of a server and their refresh tasks.
 #[derive(Debug, Default)]
 pub struct Secondaries {
     zones: Vec<Arc<SecondaryZone>>,
-    swap_lock: Mutex<()>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -218,12 +217,10 @@ impl Secondaries {
         self.zones.is_empty()
     }
 
-    /// Replaces the catalog of `service` by `make(current)` while no other swap runs.
+    /// Replaces the catalog of `service` by `make(current)` under the lock every catalog
+    /// change takes (reloads, dynamic updates: none is lost to another).
     pub fn swap(&self, service: &Authoritative, make: impl FnOnce(&Catalog) -> Catalog) {
-        let _one_at_a_time = self
-            .swap_lock
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let _one_at_a_time = service.lock_catalog_changes();
         let current = service.catalog();
         service.set_catalog(make(&current));
     }

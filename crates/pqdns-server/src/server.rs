@@ -203,15 +203,20 @@ impl ServerHandle {
     /// The [`LoadError`] of the first zone that failed.
     pub async fn load_zones_at(&self, now: u64) -> Result<Vec<ZoneReport>, LoadError> {
         let zones = self.zones.clone();
-        let served = self.service.catalog();
-        let loaded = tokio::task::spawn_blocking(move || reload_all(&zones, now, Some(&served)))
-            .await
-            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?;
-        let (catalog, reports) = loaded;
-        // Secondary zones as served now: a transfer may have come during the load.
-        self.secondaries.swap(&self.service, |current| {
-            self.secondaries.overlay(catalog, current)
-        });
+        let service = Arc::clone(&self.service);
+        let secondaries = Arc::clone(&self.secondaries);
+        // Under the lock on catalog changes: a dynamic update or a transfer is neither lost nor
+        // applied to a catalog this reload replaces.
+        let reports = tokio::task::spawn_blocking(move || {
+            let _changing = service.lock_catalog_changes();
+            let served = service.catalog();
+            let (catalog, reports) = reload_all(&zones, now, Some(&served))?;
+            // Secondary zones as served now, not as their stored copies say.
+            service.set_catalog(secondaries.overlay(catalog, &served));
+            Ok::<_, LoadError>(reports)
+        })
+        .await
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?;
         let refresh_at = next_refresh(&reports);
         *self.refresh_at.lock().unwrap_or_else(|e| e.into_inner()) = refresh_at;
         info!(zones = reports.len(), refresh_at, "zones loaded");

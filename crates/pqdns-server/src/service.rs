@@ -10,7 +10,8 @@
 //!    a rejected one is answered NOTAUTH with the TSIG error (`finish::tsig_error`); a
 //!    verified one has its answer sized with room for the TSIG record and signed last
 //!    (`request::Signer`), every message of a zone transfer included;
-//!    NOTIFY (RFC 1996) for a secondary zone is answered here ([`crate::secondary`]);
+//!    NOTIFY (RFC 1996) for a secondary zone is answered here ([`crate::secondary`]), and an
+//!    UPDATE (RFC 2136) goes to [`crate::update`] from here, with the key that signed it;
 //! 4. transport policy: zone transfer requests (AXFR, IXFR) over TCP and DoT from clients in
 //!    the allow-list ([`crate::acl`]) or signed with a key it names ([`Settings::axfr_keys`])
 //!    are answered with several messages ([`crate::axfr`]); others get REFUSED;
@@ -56,6 +57,7 @@ use crate::request::{self, Exchange, Tsig};
 use crate::rrl::{self, Rrl, Verdict};
 use crate::secondary::Secondaries;
 use crate::settings::Settings;
+use crate::update::{self, Updater};
 
 /// The authoritative server's state as the listeners see it.
 #[derive(Debug)]
@@ -89,6 +91,8 @@ pub struct Authoritative {
     /// The secondary zones, which NOTIFY (RFC 1996) is answered for; without any, NOTIFY
     /// gets NOTIMP.
     secondaries: Option<Arc<Secondaries>>,
+    /// Dynamic updates (RFC 2136) and the lock on catalog changes.
+    updater: Updater,
 }
 
 impl Authoritative {
@@ -122,7 +126,14 @@ impl Authoritative {
             amplification_limit: settings.amplification_limit,
             dnstap: None,
             secondaries: None,
+            updater: Updater::new(crate::notify::targets(settings)),
         }
+    }
+
+    /// Holds the lock every change of the served catalog takes (dynamic updates, transfers in,
+    /// reloads), so that one never replaces a catalog another has just made.
+    pub(crate) fn lock_catalog_changes(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.updater.lock()
     }
 
     /// Logs every answered request and its response to `dnstap`.
@@ -209,6 +220,11 @@ impl Authoritative {
             if let Some(s) = signer {
                 o.len = s.sign(out, base, now);
             }
+            return Handled::Answer(o, Vec::new(), signer.is_some());
+        }
+        // Dynamic updates (RFC 2136): authorised by the TSIG key, applied in order.
+        if q.header.opcode() == Opcode::UPDATE {
+            let o = update::respond(&self.updater, self, &q, signer, x, out, base);
             return Handled::Answer(o, Vec::new(), signer.is_some());
         }
         // 4. Transport policy: zone transfers over TCP and DoT to the allow-list, by address or
@@ -306,6 +322,16 @@ impl Authoritative {
         let compact = self.fragmenter.as_ref().and_then(Fragmenter::compact);
         o.len = truncate_to_question(&mut out[..o.len], compact).unwrap_or(0);
         o.truncated = true;
+    }
+}
+
+impl update::Served for Authoritative {
+    fn current(&self) -> Arc<Catalog> {
+        self.catalog()
+    }
+
+    fn replace(&self, catalog: Catalog) {
+        self.set_catalog(catalog);
     }
 }
 

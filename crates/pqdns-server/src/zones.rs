@@ -45,6 +45,7 @@ use tracing::{info, warn};
 use crate::catalog::{Catalog, CatalogError, ServedZone};
 use crate::journal::{self, Journal};
 use crate::key_lock::{self, KeyLockError};
+use crate::update;
 
 /// The default zone description, compiled in (`crates/pqdns-server/zones/example.toml`; the
 /// repository's `zones/example.toml` links to it, so `cargo package` carries it).
@@ -315,7 +316,23 @@ pub fn load_zone(
     served: Option<&Catalog>,
 ) -> Result<(ServedZone, ZoneReport), LoadError> {
     let cfg = read_config(source)?;
-    let mut zone = cfg.read_zone()?;
+    let (zone, _) = update::read_data(&cfg)?;
+    sign_data(source, &cfg, zone, now, served)
+}
+
+/// [`load_zone`] for zone data already read (the zone file's, or as a dynamic update left it,
+/// [`update::read_data`]) of the zone `cfg` describes.
+///
+/// # Errors
+/// As [`load_zone`].
+pub(crate) fn sign_data(
+    source: &ZoneSource,
+    cfg: &LoadedConfig,
+    mut zone: Zone,
+    now: u64,
+    served: Option<&Catalog>,
+) -> Result<(ServedZone, ZoneReport), LoadError> {
+    let updatable = update::Updatable::of(source, cfg)?;
     let mut report = ZoneReport {
         origin: Some(zone.origin.clone()),
         server_table: cfg.config.server.clone(),
@@ -336,7 +353,9 @@ pub fn load_zone(
         };
         info!(zone = %zone.origin, %source, records = zone.record_count(), signatures, "{kind}");
         let previous = served.and_then(|c| c.zone(&zone.origin));
-        return Ok((ServedZone::new(zone).after(previous), report));
+        let mut new = ServedZone::new(zone).after(previous);
+        new.updatable = updatable;
+        return Ok((new, report));
     };
     let key_dir = cfg.key_directory(signing);
     // Before any key is generated, rolled or retired, or any state written: one server per
@@ -507,7 +526,8 @@ pub fn load_zone(
     })?;
     report.written_keys = written;
     report.key_dir = Some(key_dir);
-    let new = ServedZone::new(zone).after(previous);
+    let mut new = ServedZone::new(zone).after(previous);
+    new.updatable = updatable;
     if signing.persist {
         write_persisted(&new, &cfg.persisted_paths(signing));
     }

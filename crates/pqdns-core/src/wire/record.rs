@@ -172,7 +172,9 @@ fn may_hold_pointers(rtype: RrType, raw: &[u8]) -> bool {
 /// Walks the RDATA of `rtype` at `msg[start..end]` by its layout, checking that every name
 /// that may be compressed ends inside the RDATA and the fields fill it exactly; with `out`,
 /// appends the RDATA with those names expanded. Types without such names are opaque here
-/// (RFC 3597 §4) and copied as they are.
+/// (RFC 3597 §4) and copied as they are. Empty RDATA (RDLENGTH 0) has nothing to expand: RFC
+/// 2136 §2.4–§2.5 send it for every type (prerequisites, RRset deletions); whether a type may
+/// be empty is for the reader of the record to decide.
 pub(crate) fn expand_rdata(
     rtype: RrType,
     msg: &[u8],
@@ -185,7 +187,7 @@ pub(crate) fn expand_rdata(
             .iter()
             .any(|f| f.name_rule().is_some_and(|r| r.decompress))
     });
-    let Some(fields) = fields else {
+    let Some(fields) = fields.filter(|_| start < end) else {
         if let Some(out) = out {
             out.extend_from_slice(&msg[start..end]);
         }

@@ -1,0 +1,548 @@
+//! Dynamic updates (RFC 2136, RFC 3007) from real clients: BIND's `nsupdate -y` (UDP) and
+//! Knot's `knsupdate -y` (TCP, `-v`) against pqdns-server serving a signed zone whose
+//! `update_policy` grants `acme-key` the TXT records under `_acme-challenge` and `admin-key`
+//! every type in the zone (NS and SOA at the apex by a rule of their own).
+//!
+//! - Each accepted update is served at once, signed: `dig +dnssec` shows the new RRset with
+//!   its RRSIGs, delv (BIND's validator, from the zone's ECDSA DS) fully validates it, and
+//!   after the deletion validates the NXDOMAIN, so the NSEC/NSEC3 chain was updated; the
+//!   whole served zone verifies with pqdns-core's `dnssec::verify` (every signature of both
+//!   algorithms of a dual-signed zone, the denial chain complete).
+//! - Unsigned, wrongly signed (BADSIG), outside-policy, NOTZONE, prerequisite-failing and
+//!   signer-record updates get the RCODE of RFC 2136 §3 / RFC 3007 and change nothing; an
+//!   update that deletes the apex NS is NOERROR and ignored (§3.4.2.3).
+//! - A restart (a fresh load of the same description, as after SIGKILL) and a reload serve
+//!   the update; editing the zone file drops it (the documented rule of `crate::update`).
+//! - An ACME DNS-01 cycle (add the challenge, see it validated, delete it) runs 100 times
+//!   with no leftover record.
+//!
+//! Every client runs under `timeout`.
+
+mod common;
+
+use std::io::Write;
+use std::net::{SocketAddr, UdpSocket};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use base64::Engine;
+use common::{dig, require, run};
+use pqdns_core::dnssec::verify::{verify_zone, VerifyOptions};
+use pqdns_core::dnssec::{Profile, Provider};
+use pqdns_core::rdata::to_presentation;
+use pqdns_core::wire::tsig::{Algorithm, Key, KeyRing};
+use pqdns_core::{Name, RrType};
+use pqdns_server::settings::Settings;
+use pqdns_server::zones::{load_all, ZoneSource};
+use pqdns_server::{Server, ServerConfig, ServerHandle};
+use pqdns_test_support::ports::free_dual_port;
+
+const ORIGIN: &str = "upd.test.";
+const ZONE: &str = "@ SOA ns1 hostmaster 1 7200 3600 1209600 300\n@ NS ns1\n@ NS ns2\n\
+                    ns1 A 127.0.0.1\nns2 A 127.0.0.2\nwww A 192.0.2.80\n";
+
+/// A zone description, its keys and a server for it on one UDP+TCP port.
+struct Fixture {
+    dir: tempfile::TempDir,
+    sources: Vec<ZoneSource>,
+    acme: Key,
+    admin: Key,
+    port: u16,
+    rt: tokio::runtime::Runtime,
+    handle: Option<ServerHandle>,
+    anchor: String,
+    /// Where the server sends NOTIFY (a secondary that never answers).
+    secondary: UdpSocket,
+}
+
+impl Fixture {
+    fn new(algorithms: &[&str], denial: &str) -> Fixture {
+        Fixture::with_data(algorithms, denial, "")
+    }
+
+    /// [`Fixture::new`] with `extra` records in the zone file.
+    fn with_data(algorithms: &[&str], denial: &str, extra: &str) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("upd.zone"), format!("{ZONE}{extra}")).unwrap();
+        let algs: Vec<String> = algorithms.iter().map(|a| format!("{a:?}")).collect();
+        let toml = format!(
+            "origin = \"{ORIGIN}\"\ndefault_ttl = 300\nfile = \"upd.zone\"\n\
+             update_policy = [\"grant acme-key subdomain _acme-challenge TXT\", \
+             \"grant admin-key zonesub\", \"grant admin-key name upd.test. NS SOA\"]\n\
+             [signing]\nalgorithms = [{}]\ndenial = \"{denial}\"\nkey_directory = \"keys\"\n\
+             state_directory = \"state\"\n",
+            algs.join(", ")
+        );
+        std::fs::write(dir.path().join("zone.toml"), toml).unwrap();
+        let key =
+            |name: &str| Key::generate(&name.parse().unwrap(), Algorithm::HmacSha256).unwrap();
+        let mut f = Fixture {
+            sources: vec![ZoneSource::File(dir.path().join("zone.toml"))],
+            dir,
+            acme: key("acme-key."),
+            admin: key("admin-key."),
+            port: free_dual_port(),
+            rt: tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap(),
+            handle: None,
+            anchor: String::new(),
+            secondary: UdpSocket::bind("127.0.0.1:0").unwrap(),
+        };
+        f.start();
+        f
+    }
+
+    /// Loads the zone as a starting server does and serves it.
+    fn start(&mut self) {
+        let (catalog, reports) = load_all(&self.sources, pqdns_core::time::now()).unwrap();
+        // delv's trust anchor: the DS of the ECDSA key (algorithm 13).
+        let ds = reports[0]
+            .ds
+            .iter()
+            .map(|r| to_presentation(RrType::DS, &r.rdata))
+            .find(|ds| ds.split_whitespace().nth(1) == Some("13"))
+            .expect("an ECDSA DS");
+        let f: Vec<&str> = ds.split_whitespace().collect();
+        let anchor = self.dir.path().join("anchor.conf");
+        std::fs::write(
+            &anchor,
+            format!(
+                "trust-anchors {{ {ORIGIN} static-ds {} {} {} \"{}\"; }};\n",
+                f[0],
+                f[1],
+                f[2],
+                f[3..].concat()
+            ),
+        )
+        .unwrap();
+        self.anchor = anchor.display().to_string();
+        let mut settings = Settings::new(self.dir.path().join("keys"));
+        let addr: SocketAddr = ([127, 0, 0, 1], self.port).into();
+        (settings.udp, settings.tcp) = (vec![addr], vec![addr]);
+        let mut ring = KeyRing::new();
+        ring.insert(self.acme.clone());
+        ring.insert(self.admin.clone());
+        settings.tsig_keys = Arc::new(ring);
+        settings.notify = vec![self.secondary.local_addr().unwrap()];
+        let config = ServerConfig {
+            zones: self.sources.clone(),
+            settings,
+        };
+        self.handle = Some(self.rt.block_on(Server::bind(config, catalog)).unwrap());
+    }
+
+    /// Shuts the server down and starts a new one from what is on disk.
+    fn restart(&mut self) {
+        if let Some(h) = self.handle.take() {
+            self.rt.block_on(h.shutdown());
+        }
+        self.start();
+    }
+
+    fn addr(&self) -> SocketAddr {
+        ([127, 0, 0, 1], self.port).into()
+    }
+
+    /// `-y` for `key` (another secret with `wrong`).
+    fn y(key: &Key, wrong: bool) -> String {
+        let secret = if wrong {
+            b"not the secret"
+        } else {
+            key.secret()
+        };
+        let b64 = base64::engine::general_purpose::STANDARD.encode(secret);
+        format!(
+            "hmac-sha256:{}:{b64}",
+            key.name().to_string().trim_end_matches('.')
+        )
+    }
+
+    /// Runs nsupdate (`knot`: knsupdate, over TCP) with `y` (none: unsigned) and the update
+    /// `lines`; (exit success, output).
+    fn nsupdate(&self, knot: bool, y: Option<&str>, lines: &[&str]) -> (bool, String) {
+        let program = if knot {
+            require("knsupdate", "knot-dnsutils")
+        } else {
+            require("nsupdate", "bind9-dnsutils")
+        };
+        let mut args: Vec<String> = Vec::new();
+        if knot {
+            args.push("-v".into());
+        }
+        if let Some(y) = y {
+            args.extend(["-y".into(), y.to_string()]);
+        }
+        let mut script = format!("server 127.0.0.1 {}\nzone {ORIGIN}\n", self.port);
+        for l in lines {
+            script.push_str(l);
+            script.push('\n');
+        }
+        script.push_str("send\n");
+        let mut child = Command::new("timeout")
+            .arg("30")
+            .arg(&program)
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(script.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.push_str(&String::from_utf8_lossy(&out.stderr));
+        (out.status.success(), text)
+    }
+
+    fn delv(&self, qname: &str, qtype: &str) -> String {
+        let program = require("delv", "bind9-dnsutils");
+        let root = format!("+root={}", ORIGIN.trim_end_matches('.'));
+        let args: Vec<String> = [
+            "-a",
+            &self.anchor,
+            &root,
+            "@127.0.0.1",
+            "-p",
+            &self.port.to_string(),
+            qname,
+            qtype,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        run(&program, &args).1
+    }
+
+    /// Whether a NOTIFY for `serial` arrives at the secondary (other NOTIFYs and their
+    /// retries are skipped; at most 20 messages, each waited for up to 5 s).
+    fn notified(&self, serial: u32) -> bool {
+        self.secondary
+            .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        let mut buf = [0u8; 4096];
+        for _ in 0..20 {
+            let Ok((n, _)) = self.secondary.recv_from(&mut buf) else {
+                return false;
+            };
+            let m = pqdns_core::message::Message::parse(&buf[..n]).unwrap();
+            let soa = m.answers.iter().find(|r| r.rtype == RrType::SOA);
+            let is_notify = (buf[2] >> 3) & 0xf == 4;
+            if is_notify
+                && soa.is_some_and(|r| r.rdata[r.rdata.len() - 20..][..4] == serial.to_be_bytes())
+            {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn serial(&self) -> u32 {
+        self.served().soa_serial()
+    }
+
+    fn served(&self) -> pqdns_core::Zone {
+        let origin: Name = ORIGIN.parse().unwrap();
+        let catalog = self.handle.as_ref().unwrap().catalog();
+        catalog.zone(&origin).unwrap().zone.clone()
+    }
+
+    /// The whole served zone verifies: every signature of every algorithm, the denial chain.
+    fn assert_verifies(&self) {
+        let report = verify_zone(
+            &self.served(),
+            &Profile::default_profile(),
+            &Provider::default_provider(),
+            &VerifyOptions {
+                now: pqdns_core::time::now(),
+                signatures_only: false,
+            },
+        );
+        assert!(
+            report.is_ok(),
+            "{:?}",
+            &report.failures[..report.failures.len().min(5)]
+        );
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        if let Some(h) = self.handle.take() {
+            self.rt.block_on(h.shutdown());
+        }
+    }
+}
+
+fn name(label: &str) -> String {
+    format!("{label}.{ORIGIN}")
+}
+
+#[test]
+fn nsupdate_and_knsupdate_change_a_dual_signed_zone_and_wrong_updates_get_their_rcode() {
+    let mut f = Fixture::new(&["ECDSAP256SHA256", "ML-DSA-44"], "nsec");
+    let (acme, admin) = (Fixture::y(&f.acme, false), Fixture::y(&f.admin, false));
+    let challenge = name("_acme-challenge");
+    let serial = f.serial();
+
+    // nsupdate (UDP) adds a TXT under the acme key's subdomain.
+    let add = format!("update add {challenge} 60 TXT \"token-1\"");
+    let (ok, text) = f.nsupdate(false, Some(&acme), &[&add]);
+    assert!(ok, "{text}");
+    assert!(f.serial() > serial, "a new serial");
+    assert!(f.notified(f.serial()), "NOTIFY with the new serial");
+    let out = dig(f.addr(), &["+dnssec", &challenge, "TXT"]);
+    assert_eq!(out.status(), "NOERROR", "{}", out.text);
+    assert!(
+        out.text.contains("token-1") && out.has_rrsig("ANSWER", "TXT"),
+        "{}",
+        out.text
+    );
+    let v = f.delv(&challenge, "TXT");
+    assert!(
+        v.contains("; fully validated") && v.contains("token-1"),
+        "{v}"
+    );
+    f.assert_verifies();
+
+    // knsupdate (TCP) adds an A record with the admin key.
+    let (ok, text) = f.nsupdate(
+        true,
+        Some(&admin),
+        &[&format!("update add {} 60 A 192.0.2.7", name("new"))],
+    );
+    assert!(ok && !text.contains("REFUSED"), "{text}");
+    let v = f.delv(&name("new"), "A");
+    assert!(
+        v.contains("; fully validated") && v.contains("192.0.2.7"),
+        "{v}"
+    );
+    f.assert_verifies();
+
+    // Refusals, each changing nothing.
+    let before = f.served();
+    let www_a = format!("update add {} 60 A 192.0.2.81", name("www"));
+    let cases: Vec<(Option<String>, Vec<String>, &str)> = vec![
+        // RFC 3007: unsigned, outside the policy (the acme key and an A record).
+        (None, vec![add.replace("token-1", "t2")], "REFUSED"),
+        (Some(acme.clone()), vec![www_a.clone()], "REFUSED"),
+        // RFC 8945 §5.2.2: a wrong secret.
+        (
+            Some(Fixture::y(&f.admin, true)),
+            vec![www_a.clone()],
+            "NOTAUTH",
+        ),
+        // §3.4.1.3: a name outside the zone; records the signer manages.
+        (
+            Some(admin.clone()),
+            vec!["update add www.other.test. 60 A 192.0.2.1".into()],
+            "NOTZONE",
+        ),
+        (
+            Some(admin.clone()),
+            vec![format!("update add {ORIGIN} 60 DNSKEY 256 3 13 AAAA")],
+            "REFUSED",
+        ),
+        // §3.2: prerequisites.
+        (
+            Some(admin.clone()),
+            vec![format!("prereq nxdomain {}", name("www")), www_a.clone()],
+            "YXDOMAIN",
+        ),
+        (
+            Some(admin.clone()),
+            vec![format!("prereq yxdomain {}", name("nope")), www_a.clone()],
+            "NXDOMAIN",
+        ),
+        (
+            Some(admin.clone()),
+            vec![format!("prereq yxrrset {} MX", name("www")), www_a.clone()],
+            "NXRRSET",
+        ),
+        (
+            Some(admin.clone()),
+            vec![format!("prereq nxrrset {} A", name("www")), www_a.clone()],
+            "YXRRSET",
+        ),
+    ];
+    for (y, lines, rcode) in &cases {
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let (ok, text) = f.nsupdate(false, y.as_deref(), &lines);
+        assert!(!ok && text.contains(rcode), "{rcode} for {lines:?}: {text}");
+    }
+    // knsupdate sees the same RCODE.
+    let (ok, text) = f.nsupdate(true, None, &[&www_a]);
+    assert!(!ok && text.contains("REFUSED"), "{text}");
+    assert_eq!(f.served(), before, "no refused update changed the zone");
+
+    // §3.4.2.3: deleting the apex NS or SOA is ignored (NOERROR, nothing changes).
+    let (ok, text) = f.nsupdate(
+        false,
+        Some(&admin),
+        &[&format!("update delete {ORIGIN} NS")],
+    );
+    assert!(ok, "{text}");
+    assert_eq!(f.served(), before, "the apex NS stays");
+
+    // Deleting the challenge: NXDOMAIN, validated from the updated NSEC chain.
+    let (ok, text) = f.nsupdate(
+        true,
+        Some(&acme),
+        &[&format!("update delete {challenge} TXT")],
+    );
+    assert!(ok, "{text}");
+    let v = f.delv(&challenge, "TXT");
+    assert!(
+        v.contains("; negative response, fully validated") && v.contains("NXDOMAIN"),
+        "{v}"
+    );
+    f.assert_verifies();
+
+    // A restart (as after SIGKILL: a fresh load from the state directory) and a reload serve
+    // the update; the served version is signed and verifies.
+    let serial = f.serial();
+    f.restart();
+    let out = dig(f.addr(), &["+dnssec", &name("new"), "A"]);
+    assert!(
+        out.text.contains("192.0.2.7") && out.has_rrsig("ANSWER", "A"),
+        "{}",
+        out.text
+    );
+    assert!(
+        f.serial() > serial || f.serial() == serial,
+        "the serial does not go back"
+    );
+    f.assert_verifies();
+    f.rt.block_on(f.handle.as_ref().unwrap().reload()).unwrap();
+    let out = dig(f.addr(), &[&name("new"), "A"]);
+    assert!(
+        out.text.contains("192.0.2.7"),
+        "after a reload: {}",
+        out.text
+    );
+
+    // Editing the zone file drops the updates (documented): the file wins.
+    let edited = format!("{ZONE}edited A 192.0.2.99\n");
+    std::fs::write(f.dir.path().join("upd.zone"), edited).unwrap();
+    f.rt.block_on(f.handle.as_ref().unwrap().reload()).unwrap();
+    let out = dig(f.addr(), &[&name("new"), "A"]);
+    assert_eq!(out.status(), "NXDOMAIN", "{}", out.text);
+    assert!(dig(f.addr(), &[&name("edited"), "A"])
+        .text
+        .contains("192.0.2.99"));
+    assert!(!Path::new(&f.dir.path().join("state/upd.test.dynamic")).exists());
+}
+
+#[test]
+fn an_acme_cycle_runs_100_times_with_no_leftover() {
+    let f = Fixture::new(&["ECDSAP256SHA256"], "nsec3");
+    let acme = Fixture::y(&f.acme, false);
+    let challenge = name("_acme-challenge");
+    let start = f.served();
+    for i in 0..100 {
+        let token = format!("token-{i}");
+        let knot = i % 2 == 1;
+        let (ok, text) = f.nsupdate(
+            knot,
+            Some(&acme),
+            &[&format!("update add {challenge} 60 TXT \"{token}\"")],
+        );
+        assert!(ok, "cycle {i}: {text}");
+        let out = dig(f.addr(), &["+dnssec", &challenge, "TXT"]);
+        assert!(
+            out.text.contains(&token) && out.has_rrsig("ANSWER", "TXT"),
+            "cycle {i}: {}",
+            out.text
+        );
+        if i % 25 == 0 {
+            let v = f.delv(&challenge, "TXT");
+            assert!(
+                v.contains("; fully validated") && v.contains(&token),
+                "cycle {i}: {v}"
+            );
+        }
+        let (ok, text) = f.nsupdate(
+            !knot,
+            Some(&acme),
+            &[&format!("update delete {challenge} TXT \"{token}\"")],
+        );
+        assert!(ok, "cycle {i}: {text}");
+        let out = dig(f.addr(), &["+dnssec", &challenge, "TXT"]);
+        assert_eq!(out.status(), "NXDOMAIN", "cycle {i}: {}", out.text);
+    }
+    let v = f.delv(&challenge, "TXT");
+    assert!(v.contains("; negative response, fully validated"), "{v}");
+    let end = f.served();
+    let left: Vec<&Name> = end
+        .nodes
+        .keys()
+        .filter(|n| !start.nodes.contains_key(*n))
+        .collect();
+    assert!(left.is_empty(), "leftover names: {left:?}");
+    assert_eq!(
+        end.record_count(),
+        start.record_count(),
+        "the same records (new signatures)"
+    );
+    f.assert_verifies();
+}
+
+/// This process's CPU time (user + system, all threads; not child processes), seconds, from
+/// `/proc/self/stat` (fields 14 and 15, in clock ticks of `getconf CLK_TCK`).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    // Fields after the command name, which ends at the last ')'.
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    let hz = Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .unwrap()
+        .stdout;
+    ticks / String::from_utf8_lossy(&hz).trim().parse::<f64>().unwrap()
+}
+
+/// The cost of one UPDATE in a large zone against signing it whole, side by side in one run
+/// (docs/bench/lifecycle.md, "Dynamic updates"). Run by hand:
+/// `PQDNS_UPDATE_BENCH_HOSTS=100000 PQDNS_UPDATE_BENCH_ALG=ECDSAP256SHA256 cargo test --release
+/// -p pqdns-server --test update -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement, minutes at 100,000 records"]
+fn measure_one_update_against_a_full_signing() {
+    let hosts: usize =
+        std::env::var("PQDNS_UPDATE_BENCH_HOSTS").map_or(100_000, |v| v.parse().unwrap());
+    let alg = std::env::var("PQDNS_UPDATE_BENCH_ALG").unwrap_or("ECDSAP256SHA256".into());
+    let hosts_text: String = (0..hosts)
+        .map(|i| format!("h{i} A 10.{}.{}.{}\n", i >> 16, (i >> 8) & 255, i & 255))
+        .collect();
+    let before = cpu_seconds();
+    let started = std::time::Instant::now();
+    let f = Fixture::with_data(&[&alg], "nsec3", &hosts_text);
+    let (full_cpu, full_wall) = (cpu_seconds() - before, started.elapsed().as_secs_f64());
+    let admin = Fixture::y(&f.admin, false);
+    let mut rows = Vec::new();
+    for i in 0..3 {
+        let before = cpu_seconds();
+        let started = std::time::Instant::now();
+        let line = format!("update add {} 60 A 192.0.2.{i}", name(&format!("new{i}")));
+        let (ok, text) = f.nsupdate(false, Some(&admin), &[&line]);
+        assert!(ok, "{text}");
+        rows.push((cpu_seconds() - before, started.elapsed().as_secs_f64()));
+    }
+    let out = dig(f.addr(), &["+dnssec", &name("new2"), "A"]);
+    assert!(out.has_rrsig("ANSWER", "A"), "{}", out.text);
+    println!(
+        "{alg} {hosts} hosts: full signing at start {full_cpu:.3} s CPU, {full_wall:.3} s wall"
+    );
+    for (cpu, wall) in &rows {
+        println!("{alg} {hosts} hosts: one UPDATE {cpu:.3} s CPU, {wall:.3} s wall (nsupdate round trip)");
+    }
+}
