@@ -229,3 +229,64 @@ fn the_configuration_file_holds_the_options() {
         assert!(text.contains(wanted), "{file}: {wanted:?} not in {text}");
     }
 }
+
+/// `--dnstap FILE`: CLIENT_QUERY and CLIENT_RESPONSE for every answered query, over UDP and
+/// TCP, decoded by BIND's `dnstap-read` after a graceful stop (queries from outside `--allow`,
+/// which the resolver answers REFUSED itself, so no authority is needed).
+#[test]
+fn dnstap_logs_client_queries_and_responses() {
+    pqdns_test_support::peers::require("dnstap-read", "bind9-dnsutils");
+    let dir = tempfile::tempdir().unwrap();
+    let anchor = unused_anchor(dir.path());
+    let tap = dir.path().join("tap.fstrm");
+    let mut s = Service::start(
+        dir.path(),
+        "tap",
+        &[
+            "--forward",
+            "127.0.0.1:9",
+            "--trust-anchor",
+            anchor.to_str().unwrap(),
+            "--dnstap",
+            tap.to_str().unwrap(),
+            "--allow",
+            "192.0.2.0/24",
+        ],
+    );
+    for (how, name) in [("+notcp", "udp.example."), ("+tcp", "tcp.example.")] {
+        let out = s.dig(&[how, name, "A"]);
+        assert_eq!(out.status(), "REFUSED", "{}", out.text);
+    }
+    s.terminate();
+    let out = std::process::Command::new("timeout")
+        .args(["30", "dnstap-read", "-y"])
+        .arg(&tap)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let frames: Vec<&str> = text.split("\n---").collect();
+    let count = |what: &str| frames.iter().filter(|f| f.contains(what)).count();
+    assert_eq!(count("type: CLIENT_QUERY"), 2, "{text}");
+    assert_eq!(count("type: CLIENT_RESPONSE"), 2, "{text}");
+    assert_eq!(count("identity: pqdns-resolver"), 4, "{text}");
+    assert_eq!(count("socket_protocol: TCP"), 2, "{text}");
+    let tcp: Vec<_> = frames
+        .iter()
+        .filter(|f| f.contains("tcp.example."))
+        .collect();
+    assert_eq!(tcp.len(), 2, "{text}");
+    assert!(
+        tcp.iter().all(|f| f.contains("socket_protocol: TCP")),
+        "{text}"
+    );
+    assert_eq!(
+        count("status: REFUSED"),
+        2,
+        "the responses are logged whole\n{text}"
+    );
+}

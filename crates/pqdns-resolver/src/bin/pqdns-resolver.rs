@@ -261,6 +261,13 @@ struct Cli {
     #[arg(long, value_name = "ADDR")]
     metrics: Option<SocketAddr>,
 
+    /// dnstap (the Frame Streams format of NSD, Knot, BIND and unbound): every client query
+    /// and its response, as CLIENT_QUERY and CLIENT_RESPONSE, to this file (created afresh)
+    /// or to a collector's socket as unix:PATH. Off the answering path: a bounded queue; what
+    /// does not fit is dropped and counted in the log at shutdown. [default: off]
+    #[arg(long, value_name = "FILE|unix:PATH")]
+    dnstap: Option<pqdns_net::dnstap::Sink>,
+
     #[command(flatten)]
     daemon: DaemonArgs,
 
@@ -441,7 +448,20 @@ fn setup(cli: &Cli) -> Result<Setup, String> {
     service.cookie_secret = cli.cookie_secret;
     service.rrl.rate = cli.rrl_rate;
     service.amplification_limit = cli.amplification_limit;
-    let service = Arc::new(RecursiveService::new(resolver, service));
+    // Opened only to serve: --check writes nothing.
+    let dnstap = match (&cli.dnstap, cli.check) {
+        (Some(sink), false) => Some(Arc::new(
+            pqdns_net::dnstap::Dnstap::open(
+                sink.clone(),
+                "pqdns-resolver",
+                concat!("pqdns-resolver ", env!("CARGO_PKG_VERSION")),
+                pqdns_net::dnstap::DEFAULT_QUEUE,
+            )
+            .map_err(|e| e.to_string())?,
+        )),
+        _ => None,
+    };
+    let service = Arc::new(RecursiveService::new(resolver, service).with_dnstap(dnstap));
 
     let mut listen = ListenConfig::new(cli.tls_dir.clone());
     let pick = |given: &[SocketAddr], default: &str| {
@@ -503,6 +523,7 @@ async fn serve(
     user: Option<&pqdns_net::privilege::Account>,
 ) -> Result<(), String> {
     use tokio::signal::unix::{signal, SignalKind};
+    let dnstap = service.dnstap().cloned();
     let install = |kind| signal(kind).map_err(|e| format!("installing signal handler: {e}"));
     let (mut hup, mut term, mut int) = (
         install(SignalKind::hangup())?,
@@ -579,5 +600,9 @@ async fn serve(
     info!("shutting down");
     systemd::stopping();
     listeners.shutdown().await;
+    if let Some(tap) = dnstap {
+        tap.close();
+        info!(sink = %tap.sink(), dropped = tap.dropped(), "dnstap closed");
+    }
     Ok(())
 }

@@ -52,6 +52,7 @@ use pqdns_core::wire::{truncate_to_question, Ede, Header, MessageWriter, Rcode, 
 use pqdns_core::{Class, RrType};
 use pqdns_net::acl::AllowList;
 use pqdns_net::cookie::{self, CookieCheck, CookieMode, Cookies, RESPONSE_COOKIE_LEN};
+use pqdns_net::dnstap::{Dnstap, Kind};
 use pqdns_net::rrl::{self, Rrl, RrlSettings, Verdict};
 use pqdns_net::service::{
     Event, NoTransfer, OwnedRequest, Reply, Request, ResponseInfo, Service, Transport,
@@ -138,6 +139,9 @@ pub struct RecursiveService {
     rrl: Option<Rrl>,
     /// See [`ServiceConfig::amplification_limit`].
     amplification_limit: u32,
+    /// dnstap of every client query and response (CLIENT_QUERY, CLIENT_RESPONSE); `None`
+    /// when off.
+    dnstap: Option<Arc<Dnstap>>,
 }
 
 /// How a query's COOKIE option checked, and our COOKIE option data for its response.
@@ -177,7 +181,19 @@ impl RecursiveService {
             },
             rrl: Rrl::new(config.rrl),
             amplification_limit: config.amplification_limit,
+            dnstap: None,
         }
+    }
+
+    /// Logs every client query and its response to `dnstap` (`pqdns_net::dnstap`).
+    pub fn with_dnstap(mut self, dnstap: Option<Arc<Dnstap>>) -> RecursiveService {
+        self.dnstap = dnstap;
+        self
+    }
+
+    /// The dnstap output, if on.
+    pub fn dnstap(&self) -> Option<&Arc<Dnstap>> {
+        self.dnstap.as_ref()
     }
 
     /// The resolver.
@@ -248,6 +264,16 @@ impl RecursiveService {
         if len >= 4 {
             let rcode = Rcode(u16::from(out[base + 3] & 0x0f));
             self.metrics.response(request.transport, rcode);
+        }
+        if let (Some(tap), true) = (&self.dnstap, len > 0) {
+            let (transport, client) = (request.transport, request.client);
+            tap.log(Kind::ClientQuery, transport, client, request.message);
+            tap.log(
+                Kind::ClientResponse,
+                transport,
+                client,
+                &out[base..base + len],
+            );
         }
         ResponseInfo::new(len)
     }

@@ -107,6 +107,21 @@ impl Service {
             .unwrap_or_else(|| panic!("no {series} in\n{text}"))
     }
 
+    /// Stops it with SIGTERM (a graceful shutdown) and waits, at most 30 s, for it to exit.
+    pub fn terminate(&mut self) {
+        let pid = self._child.0.id().to_string();
+        let (sent, text) = run(&require("kill", "procps"), &["-TERM".into(), pid]);
+        assert!(sent, "{text}");
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while self._child.0.try_wait().unwrap().is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "did not stop on SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Its log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
