@@ -60,16 +60,11 @@ impl ZonemdHash {
     }
 
     /// Digest length in bytes.
-    pub fn len(self) -> usize {
+    pub fn digest_len(self) -> usize {
         match self {
             ZonemdHash::Sha384 => 48,
             ZonemdHash::Sha512 => 64,
         }
-    }
-
-    /// Always false: no digest is empty (present for `len`'s sake).
-    pub fn is_empty(self) -> bool {
-        false
     }
 }
 
@@ -268,7 +263,7 @@ pub fn add_placeholder(zone: &mut Zone, hashes: &[ZonemdHash]) {
                     serial,
                     scheme: SCHEME_SIMPLE,
                     hash: h.number(),
-                    digest: vec![0; h.len()],
+                    digest: vec![0; h.digest_len()],
                 }
                 .rdata()
             })
