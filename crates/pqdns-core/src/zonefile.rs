@@ -1,7 +1,7 @@
 //! RFC 1035 §5 master files: `$ORIGIN`, `$TTL` (RFC 2308 §4), `$INCLUDE` (with an origin),
-//! BIND's `$GENERATE` ([`generate`]), relative names, parentheses, quoted strings, comments,
-//! RFC 3597 unknown types, and pre-signed data (DNSKEY, RRSIG, NSEC, NSEC3, DS with any
-//! algorithm number).
+//! BIND's `$GENERATE` (bounded by [`MAX_GENERATE_RECORDS`]), relative names, parentheses,
+//! quoted strings, comments, RFC 3597 unknown types, and pre-signed data (DNSKEY, RRSIG,
+//! NSEC, NSEC3, DS with any algorithm number).
 //!
 //! Errors carry the file and line, and say what was expected.
 
