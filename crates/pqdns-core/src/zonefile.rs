@@ -1,7 +1,7 @@
 //! RFC 1035 §5 master files: `$ORIGIN`, `$TTL` (RFC 2308 §4), `$INCLUDE` (with an origin),
-//! BIND's `$GENERATE` ([`generate`]), relative names, parentheses, quoted strings, comments,
-//! RFC 3597 unknown types, and pre-signed data (DNSKEY, RRSIG, NSEC, NSEC3, DS with any
-//! algorithm number).
+//! BIND's `$GENERATE` (bounded by [`MAX_GENERATE_RECORDS`]), relative names, parentheses,
+//! quoted strings, comments, RFC 3597 unknown types, and pre-signed data (DNSKEY, RRSIG,
+//! NSEC, NSEC3, DS with any algorithm number).
 //!
 //! Errors carry the file and line, and say what was expected.
 
@@ -15,6 +15,11 @@ use crate::zone::Zone;
 
 mod generate;
 pub use generate::MAX_GENERATE_RECORDS;
+
+/// The most records all `$GENERATE` directives of one read (included files too) may make:
+/// each directive is bounded by [`MAX_GENERATE_RECORDS`], and a file of many directives is
+/// bounded by this.
+pub const MAX_GENERATED_PER_READ: u64 = 16 * MAX_GENERATE_RECORDS;
 
 /// How deep `$INCLUDE` may nest before the file is rejected (guards against include loops).
 pub const MAX_INCLUDE_DEPTH: usize = 16;
@@ -180,6 +185,9 @@ struct State {
     default_ttl: Option<u32>,
     last_owner: Option<Name>,
     last_ttl: Option<u32>,
+    /// Records made by `$GENERATE` so far in this read (bounded by
+    /// [`MAX_GENERATED_PER_READ`]).
+    generated: u64,
     /// Canonical directory every included file must lie in (`None`: no includes).
     include_root: Option<PathBuf>,
 }
@@ -346,6 +354,7 @@ impl ZoneFileReader {
             default_ttl: self.default_ttl,
             last_owner: None,
             last_ttl: None,
+            generated: 0,
             include_root,
         }
     }
@@ -453,6 +462,13 @@ fn parse_text(
                 }
                 "$GENERATE" => {
                     let generate = generate::Generate::parse(&entry.tokens[1..]).map_err(err)?;
+                    state.generated += generate.count();
+                    if state.generated > MAX_GENERATED_PER_READ {
+                        return Err(err(format!(
+                            "$GENERATE directives make more than {MAX_GENERATED_PER_READ} \
+                             records in all"
+                        )));
+                    }
                     for line in generate.lines() {
                         let line = line.map_err(err)?;
                         let made = lex(&line, file)
@@ -758,6 +774,11 @@ mod tests {
         let err = read("$TTL 1\n$GENERATE 0-100000 h$ A 192.0.2.1\n").unwrap_err();
         assert_eq!(err.line, 2);
         assert!(err.message.contains("more than the 65536"), "{err}");
+        // Many directives are bounded in all, before any is expanded past the bound.
+        let many = "$GENERATE 0-65535 h$ A 192.0.2.1\n".repeat(17);
+        let err = read(&format!("$ORIGIN example.\n$TTL 1\n{many}")).unwrap_err();
+        assert_eq!(err.line, 19);
+        assert!(err.message.contains("in all"), "{err}");
     }
 
     #[test]

@@ -60,16 +60,11 @@ impl ZonemdHash {
     }
 
     /// Digest length in bytes.
-    pub fn len(self) -> usize {
+    pub fn digest_len(self) -> usize {
         match self {
             ZonemdHash::Sha384 => 48,
             ZonemdHash::Sha512 => 64,
         }
-    }
-
-    /// Always false: no digest is empty (present for `len`'s sake).
-    pub fn is_empty(self) -> bool {
-        false
     }
 }
 
@@ -268,7 +263,7 @@ pub fn add_placeholder(zone: &mut Zone, hashes: &[ZonemdHash]) {
                     serial,
                     scheme: SCHEME_SIMPLE,
                     hash: h.number(),
-                    digest: vec![0; h.len()],
+                    digest: vec![0; h.digest_len()],
                 }
                 .rdata()
             })
@@ -488,6 +483,44 @@ ns2           3600   IN  AAAA    2001:db8::63
         assert_eq!(verify(&unsupported), Err(ZonemdError::Unsupported));
         let none = zone("@ 60 SOA ns admin 1 2 3 4 5\n");
         assert_eq!(verify(&none), Ok(ZonemdStatus::Absent));
+    }
+
+    /// Signed, with a classical and with an MTL key (one-leaf series for the re-signed
+    /// ZONEMD RRset): every signature verifies, the ZONEMD RRset is signed after its digest
+    /// was filled in, and the digest verifies.
+    #[test]
+    fn signed_zone_with_zonemd_verifies_with_classical_and_mtl_keys() {
+        use crate::dnssec::keyfile::KeyRole;
+        use crate::dnssec::sign::{sign_zone, Denial};
+        use crate::dnssec::verify::{verify_zone, VerifyOptions};
+        use crate::dnssec::{Algorithm, Profile, Provider};
+        let (profile, provider) = (Profile::default_profile(), Provider::default_provider());
+        let now = crate::time::now();
+        for alg in [Algorithm::Ed25519, Algorithm::MlDsaMtl44] {
+            let mut z = zone(A1);
+            let key =
+                ZoneKey::generate(&z.origin, alg, KeyRole::Csk, &profile, &provider, 3600).unwrap();
+            let policy = SigningPolicy {
+                inception: now - 3600,
+                expiration: now + 86_400,
+                denial: Denial::Nsec,
+                published_dnskeys: None,
+            };
+            add_placeholder(&mut z, &[ZonemdHash::Sha384]);
+            sign_zone(&mut z, std::slice::from_ref(&key), &policy, &|_, _| {}).unwrap();
+            let placeholder_sigs = z.rrset(&z.origin, RrType::ZONEMD).unwrap().rrsigs.clone();
+            assert_eq!(sign_digests(&mut z, &[key], &policy).unwrap(), 1);
+            let set = z.rrset(&z.origin, RrType::ZONEMD).unwrap();
+            assert_eq!(set.rrsigs.len(), 1, "{alg:?}");
+            assert_ne!(set.rrsigs, placeholder_sigs, "{alg:?}: signed again");
+            let options = VerifyOptions {
+                now,
+                signatures_only: false,
+            };
+            let report = verify_zone(&z, &profile, &provider, &options);
+            assert!(report.failures.is_empty(), "{alg:?}: {:?}", report.failures);
+            assert_eq!(verify(&z), Ok(ZonemdStatus::Verified(ZonemdHash::Sha384)));
+        }
     }
 
     #[test]

@@ -75,10 +75,11 @@ fn key_from_text(text: &str) -> Option<u16> {
     digits.parse().ok().filter(|&k| k != INVALID)
 }
 
-fn write_key(f: &mut impl fmt::Write, key: u16) -> fmt::Result {
+/// A key's presentation name: registered name or `keyNNNNN`.
+fn key_name(key: u16) -> std::borrow::Cow<'static, str> {
     match NAMES.iter().find(|(k, _)| *k == key) {
-        Some((_, name)) => f.write_str(name),
-        None => write!(f, "key{key}"),
+        Some((_, name)) => (*name).into(),
+        None => format!("key{key}").into(),
     }
 }
 
@@ -144,11 +145,9 @@ pub(super) fn parse(tokens: &[Token], out: &mut Vec<u8>) -> Result<(), RdataErro
             let key = u16::from_be_bytes([pair[0], pair[1]]);
             // RFC 9460 §8: "each key listed in mandatory MUST be present in the RR".
             if !params.contains_key(&key) {
-                let mut name = String::new();
-                write_key(&mut name, key).map_err(|_| RdataError::TooLong)?;
                 return Err(rule(
                     "a key listed in mandatory is missing from the RR (RFC 9460 §8)",
-                    &name,
+                    &key_name(key),
                 ));
             }
         }
@@ -319,13 +318,12 @@ fn push_list_item(out: &mut Vec<u8>, item: &[u8]) {
 /// char-string values (alpn, dohpath, unregistered keys) quoted, the others bare.
 pub(super) fn write(f: &mut impl fmt::Write, data: &[u8]) -> fmt::Result {
     for (key, v) in params(data).flatten() {
-        f.write_char(' ')?;
-        write_key(f, key)?;
+        write!(f, " {}", key_name(key))?;
         match key {
             MANDATORY => {
                 for (i, p) in v.chunks_exact(2).enumerate() {
-                    f.write_char(if i == 0 { '=' } else { ',' })?;
-                    write_key(f, u16::from_be_bytes([p[0], p[1]]))?;
+                    let sep = if i == 0 { '=' } else { ',' };
+                    write!(f, "{sep}{}", key_name(u16::from_be_bytes([p[0], p[1]])))?;
                 }
             }
             ALPN => {

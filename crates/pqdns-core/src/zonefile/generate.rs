@@ -58,7 +58,15 @@ impl<'t> Generate<'t> {
                 range.text
             ));
         }
-        let count = (stop - start) / step + 1;
+        let generate = Generate {
+            start,
+            stop,
+            step,
+            lhs: &lhs.text,
+            middle: middle.iter().map(|t| t.text.as_str()).collect(),
+            rhs: &rhs.text,
+        };
+        let count = generate.count();
         if count > MAX_GENERATE_RECORDS {
             return Err(format!(
                 "$GENERATE range {:?} makes {count} records, more than the \
@@ -66,14 +74,12 @@ impl<'t> Generate<'t> {
                 range.text
             ));
         }
-        Ok(Generate {
-            start,
-            stop,
-            step,
-            lhs: &lhs.text,
-            middle: middle.iter().map(|t| t.text.as_str()).collect(),
-            rhs: &rhs.text,
-        })
+        Ok(generate)
+    }
+
+    /// How many records the directive makes.
+    pub(super) fn count(&self) -> u64 {
+        (self.stop - self.start) / self.step + 1
     }
 
     /// The master-file line of each value, in order (an error stops at the faulty value).
