@@ -97,7 +97,7 @@ for rep in $(seq 1 "$REPS"); do
         qps=$(awk '/Queries per second:/ {print $4}' <<<"$out")
         bytes=0
         [[ -f $WORK/tap.fstrm ]] && bytes=$(stat -c %s "$WORK/tap.fstrm")
-        dropped=$(grep -o 'dropped=[0-9]*' "$WORK/server.log" | tail -1 | cut -d= -f2)
+        dropped=$(grep -o 'dropped=[0-9]*' "$WORK/server.log" | tail -1 | cut -d= -f2 || true)
         load=$(cut -d' ' -f1 /proc/loadavg)
         cpu=$(awk -v a="$t0" -v b="$t1" -v t="$TCK" 'BEGIN {printf "%.3f", (b - a) / t}')
         per=$(awk -v c="$cpu" -v q="$queries" 'BEGIN {printf "%.3f", c * 1e6 / q}')

@@ -40,7 +40,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use pqdns_core::wire::tsig::{KeyRing, Rejection};
 use pqdns_core::wire::{truncate_to_question, Opcode, MIN_UDP_PAYLOAD};
 use pqdns_core::Name;
-use pqdns_net::dnstap::{Dnstap, Kind};
+use pqdns_net::dnstap::{Dnstap, Role};
 use pqdns_net::{Event, Reply, Request, ResponseInfo, Service, Transfer, TransferEnd, Transport};
 use tracing::{debug, info, warn};
 
@@ -412,9 +412,14 @@ impl Service for Authoritative {
             }
         }
         if let (Some(tap), true) = (&self.dnstap, outcome.len > 0) {
-            tap.log(Kind::AuthQuery, transport, request.client, request.message);
             let response = &out[base..base + outcome.len];
-            tap.log(Kind::AuthResponse, transport, request.client, response);
+            tap.log_exchange(
+                Role::Auth,
+                transport,
+                request.client,
+                request.message,
+                response,
+            );
         }
         if !pushed.is_empty() && outcome.len > 0 {
             let first = out[base..base + outcome.len].to_vec();

@@ -52,7 +52,7 @@ use pqdns_core::wire::{truncate_to_question, Ede, Header, MessageWriter, Rcode, 
 use pqdns_core::{Class, RrType};
 use pqdns_net::acl::AllowList;
 use pqdns_net::cookie::{self, CookieCheck, CookieMode, Cookies, RESPONSE_COOKIE_LEN};
-use pqdns_net::dnstap::{Dnstap, Kind};
+use pqdns_net::dnstap::{Dnstap, Role};
 use pqdns_net::rrl::{self, Rrl, RrlSettings, Verdict};
 use pqdns_net::service::{
     Event, NoTransfer, OwnedRequest, Reply, Request, ResponseInfo, Service, Transport,
@@ -267,13 +267,8 @@ impl RecursiveService {
         }
         if let (Some(tap), true) = (&self.dnstap, len > 0) {
             let (transport, client) = (request.transport, request.client);
-            tap.log(Kind::ClientQuery, transport, client, request.message);
-            tap.log(
-                Kind::ClientResponse,
-                transport,
-                client,
-                &out[base..base + len],
-            );
+            let response = &out[base..base + len];
+            tap.log_exchange(Role::Client, transport, client, request.message, response);
         }
         ResponseInfo::new(len)
     }
