@@ -11,8 +11,11 @@
 //! - Unsigned, wrongly signed (BADSIG), outside-policy, NOTZONE, prerequisite-failing and
 //!   signer-record updates get the RCODE of RFC 2136 §3 / RFC 3007 and change nothing; an
 //!   update that deletes the apex NS is NOERROR and ignored (§3.4.2.3).
-//! - A restart (a fresh load of the same description, as after SIGKILL) and a reload serve
-//!   the update; editing the zone file drops it (the documented rule of `crate::update`).
+//! - A restart (a fresh load of the same description) and a reload serve the update; editing
+//!   the zone file drops it (the documented rule of `crate::update`). The `pqdns-server`
+//!   binary killed with SIGKILL right after its NOERROR serves the update, signed, after a
+//!   restart.
+//! - Eight concurrent UPDATEs are all applied, one new serial each.
 //! - An ACME DNS-01 cycle (add the challenge, see it validated, delete it) runs 100 times
 //!   with no leftover record.
 //!
@@ -162,47 +165,9 @@ impl Fixture {
         )
     }
 
-    /// Runs nsupdate (`knot`: knsupdate, over TCP) with `y` (none: unsigned) and the update
-    /// `lines`; (exit success, output).
+    /// [`nsupdate`] against this server.
     fn nsupdate(&self, knot: bool, y: Option<&str>, lines: &[&str]) -> (bool, String) {
-        let program = if knot {
-            require("knsupdate", "knot-dnsutils")
-        } else {
-            require("nsupdate", "bind9-dnsutils")
-        };
-        let mut args: Vec<String> = Vec::new();
-        if knot {
-            // TCP, and a 60 s timeout: an update of a large zone takes seconds.
-            args.extend(["-v".into(), "-t".into(), "60".into()]);
-        }
-        if let Some(y) = y {
-            args.extend(["-y".into(), y.to_string()]);
-        }
-        let mut script = format!("server 127.0.0.1 {}\nzone {ORIGIN}\n", self.port);
-        for l in lines {
-            script.push_str(l);
-            script.push('\n');
-        }
-        script.push_str("send\n");
-        let mut child = Command::new("timeout")
-            .arg("30")
-            .arg(&program)
-            .args(&args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(script.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-        text.push_str(&String::from_utf8_lossy(&out.stderr));
-        (out.status.success(), text)
+        nsupdate(self.port, knot, y, lines)
     }
 
     fn delv(&self, qname: &str, qtype: &str) -> String {
@@ -282,6 +247,49 @@ impl Drop for Fixture {
             self.rt.block_on(h.shutdown());
         }
     }
+}
+
+/// Runs nsupdate (`knot`: knsupdate, over TCP) against 127.0.0.1 `port` with `y` (none:
+/// unsigned) and the update `lines` for the zone; (exit success, output).
+fn nsupdate(port: u16, knot: bool, y: Option<&str>, lines: &[&str]) -> (bool, String) {
+    let program = if knot {
+        require("knsupdate", "knot-dnsutils")
+    } else {
+        require("nsupdate", "bind9-dnsutils")
+    };
+    let mut args: Vec<String> = Vec::new();
+    if knot {
+        // TCP, and a 60 s timeout: an update of a large zone takes seconds.
+        args.extend(["-v".into(), "-t".into(), "60".into()]);
+    }
+    if let Some(y) = y {
+        args.extend(["-y".into(), y.to_string()]);
+    }
+    let mut script = format!("server 127.0.0.1 {}\nzone {ORIGIN}\n", port);
+    for l in lines {
+        script.push_str(l);
+        script.push('\n');
+    }
+    script.push_str("send\n");
+    let mut child = Command::new("timeout")
+        .arg("30")
+        .arg(&program)
+        .args(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
 }
 
 fn name(label: &str) -> String {
@@ -527,6 +535,52 @@ fn concurrent_updates_are_all_applied_in_turn() {
     }
     assert_eq!(f.serial(), serial + 8, "one new serial per update");
     f.assert_verifies();
+}
+
+/// The `pqdns-server` binary killed with SIGKILL right after it answered an UPDATE NOERROR
+/// serves the update, signed, once started again: the answer went out only after the change
+/// was on disk.
+#[test]
+fn sigkill_right_after_noerror_loses_no_update() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_dual_port();
+    let key = Key::generate(&"admin-key.".parse().unwrap(), Algorithm::HmacSha256).unwrap();
+    let secret = base64::engine::general_purpose::STANDARD.encode(key.secret());
+    std::fs::write(dir.path().join("upd.zone"), ZONE).unwrap();
+    let toml = dir.path().join("zone.toml");
+    std::fs::write(
+        &toml,
+        format!(
+            "origin = \"{ORIGIN}\"\nfile = \"upd.zone\"\n\
+             update_policy = [\"grant admin-key zonesub\"]\n[signing]\n\
+             algorithms = [\"ECDSAP256SHA256\"]\nkey_directory = \"keys\"\n[server]\n\
+             udp = [\"127.0.0.1:{port}\"]\ntcp = [\"127.0.0.1:{port}\"]\ndot = []\ndoh = []\n\
+             tsig_key = [{{ name = \"admin-key\", algorithm = \"hmac-sha256\", secret = \"{secret}\" }}]\n"
+        ),
+    )
+    .unwrap();
+    let args = ["--zone", toml.to_str().unwrap()];
+    let y = Fixture::y(&key, false);
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    for (round, log) in ["first.log", "second.log"].into_iter().enumerate() {
+        let log = dir.path().join(log);
+        let (mut child, rx) = common::spawn_server(&args, dir.path(), &log);
+        common::listening(&rx, "tcp", std::time::Duration::from_secs(60), &log);
+        if round == 0 {
+            let line = format!("update add {} 60 A 192.0.2.44", name("durable"));
+            let (ok, text) = nsupdate(port, true, Some(&y), &[&line]);
+            assert!(ok, "{text}");
+        } else {
+            let out = dig(addr, &["+dnssec", &name("durable"), "A"]);
+            assert!(
+                out.text.contains("192.0.2.44") && out.has_rrsig("ANSWER", "A"),
+                "after SIGKILL and a restart: {}",
+                out.text
+            );
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
 }
 
 /// This process's CPU time (user + system, all threads; not child processes), seconds, from
