@@ -11,8 +11,9 @@
 //! 3. the prescan (RFC 2136 §3.4.1): NOTZONE, FORMERR; DNSSEC records the signer manages:
 //!    REFUSED; then the policy for each update record ([`UpdatePolicy::allows`]): REFUSED;
 //! 4. under the server's lock on catalog changes (updates are applied one at a time, in the
-//!    order they take it, and never beside a reload), the prerequisites against the zone as
-//!    served (§3.2): NXDOMAIN, YXDOMAIN, NXRRSET, YXRRSET;
+//!    order they take it, and never beside a reload), the policy again (a reload may have
+//!    changed it) and the prerequisites against the zone as served (§3.2): NXDOMAIN, YXDOMAIN,
+//!    NXRRSET, YXRRSET;
 //! 5. the update is applied to the zone's unsigned data (§3.4.2); if that changed nothing, the
 //!    answer is NOERROR and nothing else happens. Otherwise the zone is signed as a reload
 //!    signs it (`zones::sign_data`): a new SOA serial by the `[signing] serial` policy, the
@@ -44,7 +45,7 @@ use pqdns_core::update::Update;
 use pqdns_core::wire::query::Query;
 use pqdns_core::wire::Rcode;
 use pqdns_core::zonefile::ZoneFileReader;
-use pqdns_core::Zone;
+use pqdns_core::{Name, Zone};
 use sha2::{Digest, Sha256};
 use tracing::{info, warn};
 
@@ -257,11 +258,11 @@ fn update(
         return Err(Rcode::REFUSED);
     }
     u.prescan(&u.zone)?;
-    if !setup.policy.allows(&key, &u.updates) {
-        return Err(Rcode::REFUSED);
-    }
+    authorised(&served.current(), &u, &key)?;
     let _applying = updater.lock();
+    // Again with the catalog this update applies to: a reload may have changed the policy.
     let catalog = served.current();
+    let setup = authorised(&catalog, &u, &key)?;
     let zone = catalog.zone(&u.zone).ok_or(Rcode::NOTAUTH)?;
     u.check_prerequisites(&zone.zone)?;
     let new = match apply(&setup, &u, &catalog, now) {
@@ -282,6 +283,21 @@ fn update(
         notify::spawn_zone(&served.current(), &u.zone, &updater.notify);
     }
     Ok(())
+}
+
+/// The update settings of `u`'s zone in `catalog`, if its policy lets `key` make every change
+/// of `u`; else NOTAUTH (the zone is not served) or REFUSED.
+fn authorised(catalog: &Catalog, u: &Update, key: &Name) -> Result<Arc<Updatable>, Rcode> {
+    let setup = catalog
+        .zone(&u.zone)
+        .ok_or(Rcode::NOTAUTH)?
+        .updatable
+        .clone()
+        .ok_or(Rcode::REFUSED)?;
+    if !setup.policy.allows(key, &u.updates) {
+        return Err(Rcode::REFUSED);
+    }
+    Ok(setup)
 }
 
 /// Applies `u` to the zone's unsigned data, signs and persists the result; `None` when the

@@ -239,8 +239,9 @@ pub struct Checked {
 
 /// Checks one zone as [`load_zone`] would read it, writing nothing (`pqdns-server --check`):
 /// the description, the zone data (errors with file and line), the signing settings
-/// (algorithms of the profile, validity, refresh and jitter) and every key file already in the
-/// key directory (readable, of this zone, of a known algorithm). Keys missing there are not
+/// (algorithms of the profile, validity, refresh and jitter), the `update_policy` rules (a
+/// signed zone's only) and every key file already in the key directory (readable, of this
+/// zone, of a known algorithm). Keys missing there are not
 /// an error: the server generates them at start; they are reported.
 ///
 /// # Errors
@@ -259,6 +260,7 @@ pub fn check_zone(source: &ZoneSource, now: u64) -> Result<Checked, LoadError> {
         });
     }
     let zone = cfg.read_zone()?;
+    update::Updatable::of(source, &cfg)?;
     let mut checked = Checked {
         origin: zone.origin.clone(),
         records: zone.record_count(),
@@ -820,6 +822,41 @@ mod tests {
             .collect();
         assert_eq!(files.len(), 1, "{files:?}");
         assert!(files[0].starts_with("pqdns.test+129+"), "{files:?}");
+    }
+
+    /// Issue 28: `--check` and a load name a bad `update_policy` rule and a policy on an
+    /// unsigned zone, with the file.
+    #[test]
+    fn bad_update_policies_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let toml = dir.path().join("zone.toml");
+        let zone = "origin = \"pqdns.test.\"\nrecords = '''@ SOA ns h 1 7200 3600 1209600 300\n\
+                    @ NS ns\nns A 192.0.2.1\n'''\n";
+        let signing = "[signing]\nalgorithms = [\"ECDSAP256SHA256\"]\nkey_directory = \"keys\"\n";
+        for (policy, signed, says) in [
+            ("grant k subdomain www.other. TXT", true, "outside the zone"),
+            ("grant k zonesub", false, "needs a [signing] table"),
+        ] {
+            let table = if signed { signing } else { "" };
+            std::fs::write(
+                &toml,
+                format!("{zone}update_policy = [\"{policy}\"]\n{table}"),
+            )
+            .unwrap();
+            let source = ZoneSource::File(toml.clone());
+            for error in [
+                check_zone(&source, NOW).err().unwrap().to_string(),
+                load_all(std::slice::from_ref(&source), NOW)
+                    .err()
+                    .unwrap()
+                    .to_string(),
+            ] {
+                assert!(
+                    error.contains("zone.toml") && error.contains(says),
+                    "{error}"
+                );
+            }
+        }
     }
 
     /// Issue 31 item 10: with `state_directory`, the key directory is only read once its keys
