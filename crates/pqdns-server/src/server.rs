@@ -184,6 +184,7 @@ impl ServerHandle {
     /// The [`LoadError`] of the first zone that failed.
     pub async fn load_zones_at(&self, now: u64) -> Result<Vec<ZoneReport>, LoadError> {
         let zones = self.zones.clone();
+        let generations = self.secondaries.generations();
         let served = self.service.catalog();
         let loaded = tokio::task::spawn_blocking(move || reload_all(&zones, now, Some(&served)))
             .await
@@ -191,7 +192,7 @@ impl ServerHandle {
         let (catalog, reports) = loaded;
         // Secondary zones as served now: a transfer may have come during the load.
         self.secondaries.swap(&self.service, |current| {
-            self.secondaries.overlay(catalog, current)
+            self.secondaries.overlay(catalog, current, &generations)
         });
         let refresh_at = next_refresh(&reports);
         *self.refresh_at.lock().unwrap_or_else(|e| e.into_inner()) = refresh_at;

@@ -298,7 +298,34 @@ pub fn load_zone(
     served: Option<&Catalog>,
 ) -> Result<(ServedZone, ZoneReport), LoadError> {
     let cfg = read_config(source)?;
-    let mut zone = cfg.read_zone()?;
+    let zone = cfg.read_zone()?;
+    prepare_zone(source, &cfg, zone, now, served)
+}
+
+/// Inline signing of a secondary zone ([`crate::secondary`]): [`load_zone`] with the
+/// transferred (unsigned) `zone` in place of the master file. Its signed SOA serial follows
+/// the `[signing] serial` policy from the served one, independent of the primary's.
+///
+/// # Errors
+/// As [`load_zone`].
+pub fn sign_transferred(
+    source: &ZoneSource,
+    zone: Zone,
+    now: u64,
+    served: Option<&Catalog>,
+) -> Result<(ServedZone, ZoneReport), LoadError> {
+    let cfg = read_config(source)?;
+    prepare_zone(source, &cfg, zone, now, served)
+}
+
+/// [`load_zone`] of the data `zone` that `cfg` describes.
+fn prepare_zone(
+    source: &ZoneSource,
+    cfg: &LoadedConfig,
+    mut zone: Zone,
+    now: u64,
+    served: Option<&Catalog>,
+) -> Result<(ServedZone, ZoneReport), LoadError> {
     let mut report = ZoneReport {
         origin: Some(zone.origin.clone()),
         server_table: cfg.config.server.clone(),
@@ -604,6 +631,16 @@ pub fn reload_all(
     let mut reports = Vec::with_capacity(sources.len());
     for source in sources {
         let cfg = read_config(source)?;
+        if cfg.secondary().is_some() && cfg.signing().is_some() {
+            // Inline signing: the stored unsigned copy is signed again (refreshing
+            // signatures); without one, the version served (if any) stays.
+            if let Some(unsigned) = crate::secondary::read_stored(&cfg) {
+                let (zone, report) = prepare_zone(source, &cfg, unsigned, now, served)?;
+                zones.push(zone);
+                reports.push(report);
+                continue;
+            }
+        }
         if cfg.secondary().is_some() {
             // Its data comes from its primaries (crate::secondary): the version served, else
             // the stored copy, else nothing until the first transfer.

@@ -14,6 +14,11 @@
 //!   failures counted).
 //! - A pqdns restarted with the primary gone serves the stored copy of `a.test.` (serial 2).
 //!
+//! - The chain Knot → pqdns → NSD (TSIG on every hop): NSD follows pqdns by its NOTIFY and
+//!   IXFR; with `[signing]` on the pqdns secondary (inline signing, ECDSA P-256 + ML-DSA-44,
+//!   `serial = "unixtime"`), NSD serves the zone signed, the change at Knot signed too, under
+//!   pqdns's own serials.
+//!
 //! Every wait is a bounded polling loop; every peer is killed on drop.
 
 mod common;
@@ -154,6 +159,7 @@ impl Pqdns {
         primary: SocketAddr,
         key: &Key,
         origins: &[&str],
+        extra_toml: &str,
         adjust: impl FnOnce(&mut Settings),
     ) -> Pqdns {
         let mut sources = Vec::new();
@@ -163,7 +169,7 @@ impl Pqdns {
                 &toml,
                 format!(
                     "origin = \"{origin}\"\n[secondary]\nprimaries = [\"{primary} key {KEY_NAME}\"]\n\
-                     transfer_timeout = \"10s\"\n"
+                     transfer_timeout = \"10s\"\n{extra_toml}"
                 ),
             )
             .unwrap();
@@ -251,7 +257,15 @@ fn knot_primary_to_pqdns_secondary_with_tsig() {
     let mut knot = KnotPrimary::start(knot_port, ([127, 0, 0, 1], pqdns_port).into(), &key, &zones);
     let state = tempfile::tempdir().unwrap();
     let origins = ["a.test.", "b.test."];
-    let pqdns = Pqdns::start(state.path(), pqdns_port, primary, &key, &origins, |_| {});
+    let pqdns = Pqdns::start(
+        state.path(),
+        pqdns_port,
+        primary,
+        &key,
+        &origins,
+        "",
+        |_| {},
+    );
 
     // The first copies, by AXFR (Knot may need a moment to start: bounded).
     for origin in ["a.test.", "b.test."] {
@@ -293,6 +307,7 @@ fn knot_primary_to_pqdns_secondary_with_tsig() {
         primary,
         &wrong,
         &origins,
+        "",
         |_| {},
     );
     let start = Instant::now();
@@ -330,7 +345,15 @@ fn knot_primary_to_pqdns_secondary_with_tsig() {
 
     // A restart with the primary gone serves the stored copy.
     drop(pqdns);
-    let restarted = Pqdns::start(state.path(), pqdns_port, primary, &key, &origins, |_| {});
+    let restarted = Pqdns::start(
+        state.path(),
+        pqdns_port,
+        primary,
+        &key,
+        &origins,
+        "",
+        |_| {},
+    );
     assert!(
         serial_is(2)(&restarted.soa("a.test.").unwrap()),
         "the stored copy is served at once"
@@ -357,11 +380,19 @@ fn pqdns_passes_changes_on_to_an_nsd_secondary() {
     let knot = KnotPrimary::start(knot_port, pqdns_addr, &key, &zones);
     let state = tempfile::tempdir().unwrap();
     let name = key.name().clone();
-    let pqdns = Pqdns::start(state.path(), pqdns_port, primary, &key, &[ORIGIN], |s| {
-        s.axfr_keys = vec![name.clone()];
-        s.notify = vec![nsd_addr];
-        s.notify_keys = vec![(nsd_addr, name)];
-    });
+    let pqdns = Pqdns::start(
+        state.path(),
+        pqdns_port,
+        primary,
+        &key,
+        &[ORIGIN],
+        "",
+        |s| {
+            s.axfr_keys = vec![name.clone()];
+            s.notify = vec![nsd_addr];
+            s.notify_keys = vec![(nsd_addr, name)];
+        },
+    );
     pqdns.wait(ORIGIN, Duration::from_secs(20), serial_is(1));
     let mut nsd = Nsd::start(pqdns_addr, nsd_port, Some(&key));
     nsd.wait_for_serial(1);
@@ -388,5 +419,73 @@ fn pqdns_passes_changes_on_to_an_nsd_secondary() {
     assert!(
         log.contains(&format!("notify for {ORIGIN} from 127.0.0.1 serial 2")),
         "NSD took pqdns's NOTIFY, which it accepts only signed with the key:\n{log}"
+    );
+}
+
+/// Inline signing: Knot's unsigned zone, signed by the pqdns secondary (ECDSA P-256 and
+/// ML-DSA-44, `serial = "unixtime"`: the signed serial is pqdns's, not Knot's 1 and 2), pulled
+/// by NSD from pqdns with TSIG. NSD serves the DNSKEY RRset signed; after a change at Knot
+/// (NOTIFY → IXFR into pqdns → signing → NOTIFY → NSD), NSD serves the new record with its
+/// RRSIG under a newer signed serial.
+#[test]
+fn inline_signing_of_a_transferred_zone_reaches_nsd() {
+    use common::secondary::Nsd;
+    const ORIGIN: &str = common::ORIGIN;
+    let key = Key::generate(&KEY_NAME.parse().unwrap(), Algorithm::HmacSha256).unwrap();
+    let knot_port = pqdns_test_support::ports::free_dual_port();
+    let pqdns_port = pqdns_test_support::ports::free_dual_port();
+    let nsd_port = pqdns_test_support::ports::free_dual_port();
+    let primary: SocketAddr = ([127, 0, 0, 1], knot_port).into();
+    let pqdns_addr: SocketAddr = ([127, 0, 0, 1], pqdns_port).into();
+    let nsd_addr: SocketAddr = ([127, 0, 0, 1], nsd_port).into();
+    let knot = KnotPrimary::start(knot_port, pqdns_addr, &key, &[(ORIGIN, A_TIMERS)]);
+    let state = tempfile::tempdir().unwrap();
+    let name = key.name().clone();
+    let signing = "[signing]\nalgorithms = [\"ECDSAP256SHA256\", \"ML-DSA-44\"]\n\
+                   keys = \"csk\"\nserial = \"unixtime\"\nkey_directory = \"keys\"\n";
+    let pqdns = Pqdns::start(
+        state.path(),
+        pqdns_port,
+        primary,
+        &key,
+        &[ORIGIN],
+        signing,
+        |s| {
+            s.axfr_keys = vec![name.clone()];
+            s.notify = vec![nsd_addr];
+            s.notify_keys = vec![(nsd_addr, name)];
+        },
+    );
+    let signed_serial = |m: &Message| soa_serial(m).filter(|&s| s > 1_000_000_000);
+    let first = pqdns.wait(ORIGIN, Duration::from_secs(30), |m| {
+        signed_serial(m).is_some()
+    });
+    eprintln!("first signed version served after {first:?}");
+    let serial1 = signed_serial(&pqdns.soa(ORIGIN).unwrap()).unwrap();
+    let mut nsd = Nsd::start(pqdns_addr, nsd_port, Some(&key));
+    nsd.wait_for_serial(serial1);
+    let out = common::dig(nsd.addr, &["+tcp", "+dnssec", ORIGIN, "DNSKEY"]);
+    assert!(out.has_rrsig("ANSWER", "DNSKEY"), "{}", out.text);
+
+    knot.change(ORIGIN, 2, A_TIMERS, "new A 192.0.2.99\n");
+    pqdns.wait(ORIGIN, Duration::from_secs(10), |m| {
+        signed_serial(m).is_some_and(|s| s != serial1)
+    });
+    let serial2 = signed_serial(&pqdns.soa(ORIGIN).unwrap()).unwrap();
+    assert!(serial2 > serial1, "{serial2} after {serial1}");
+    assert_eq!(
+        pqdns.metric("ixfr"),
+        1,
+        "the change came into pqdns as IXFR"
+    );
+    nsd.wait_for_serial(serial2);
+    let out = common::dig(nsd.addr, &["+dnssec", &format!("new.{ORIGIN}"), "A"]);
+    assert!(out.has_rrsig("ANSWER", "A"), "{}", out.text);
+    let log = nsd.log();
+    assert!(
+        log.contains(&format!(
+            "notify for {ORIGIN} from 127.0.0.1 serial {serial2}"
+        )),
+        "NSD took pqdns's signed NOTIFY:\n{log}"
     );
 }
