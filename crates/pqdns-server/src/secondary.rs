@@ -16,15 +16,23 @@
 //!   when it was last refreshed, so expiry survives a restart.
 //! - **Serving**: a new version replaces the old one in the served catalog, its difference
 //!   appended to the zone's IXFR journal ([`ServedZone::after`]) so that our own secondaries
-//!   get IXFR. Transfers and reloads swap catalogs one at a time ([`Secondaries::swap`]); a
-//!   reload keeps the secondary zones as the catalog in force has them, not as they were
-//!   when it started.
+//!   get IXFR. Transfers, reloads and dynamic updates change the catalog one at a time (under
+//!   the service's lock on catalog changes); a reload keeps each secondary zone as the catalog
+//!   in force has it ([`Secondaries::overlay`]), and every zone's expiry.
+//! - **Inline signing**: a secondary zone with `[signing]` keeps the transferred (unsigned)
+//!   version beside the served one: IXFR requests carry its serial and apply to it, and each
+//!   new version is signed by the signing path of a master file
+//!   ([`crate::zones::sign_transferred`]: keys, rollovers, NSEC/NSEC3, incremental
+//!   re-signing), its SOA serial chosen by the `[signing] serial` policy from the signed
+//!   serial served, independent of the primary's. The stored copy is the unsigned version;
+//!   a reload (and the signature refresh) signs it again.
 //!
 //! A zone never transferred and without a stored copy is not served (REFUSED). The
 //! `[secondary]` settings are read at start; a reload does not change them.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -138,6 +146,13 @@ fn millis(time: SystemTime) -> u64 {
 #[derive(Debug)]
 struct SecondaryZone {
     origin: Name,
+    /// Its description (signed again after each transfer when inline signing).
+    source: ZoneSource,
+    /// The transferred (unsigned) version, when the zone is signed here (`[signing]`): what
+    /// IXFR requests and applies to. Otherwise the served version is the transferred one.
+    unsigned: Option<Mutex<Option<Zone>>>,
+    /// Catalog swaps of this zone by its refresh task, for [`Secondaries::overlay`].
+    generation: AtomicU64,
     primaries: Vec<Primary>,
     limits: Limits,
     /// `<state_directory>/<zone>.xfr`.
@@ -204,6 +219,9 @@ impl Secondaries {
                 },
                 path: cfg.transferred_path(secondary),
                 refresh_now: Notify::new(),
+                source: source.clone(),
+                unsigned: cfg.signing().map(|_| Mutex::new(read_stored(&cfg))),
+                generation: AtomicU64::new(0),
             }));
         }
         Ok(Secondaries {
@@ -217,27 +235,46 @@ impl Secondaries {
         self.zones.is_empty()
     }
 
-    /// Replaces the catalog of `service` by `make(current)` under the lock every catalog
-    /// change takes (reloads, dynamic updates: none is lost to another).
-    pub fn swap(&self, service: &Authoritative, make: impl FnOnce(&Catalog) -> Catalog) {
+    /// Replaces the catalog of `service` by `make(current)` for `zone`'s refresh task, under
+    /// the lock every catalog change takes (reloads, dynamic updates: none is lost to another),
+    /// counted in the zone's generation.
+    fn swap_zone(
+        &self,
+        zone: &SecondaryZone,
+        service: &Authoritative,
+        make: impl FnOnce(&Catalog) -> Catalog,
+    ) {
         let _one_at_a_time = service.lock_catalog_changes();
         let current = service.catalog();
         service.set_catalog(make(&current));
+        zone.generation.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// `loaded` (a reload's catalog) with each secondary zone as `current` serves it, when it
-    /// does: a transfer may have come since the reload started.
-    pub fn overlay(&self, loaded: Catalog, current: &Catalog) -> Catalog {
+    /// The generations of the zones (see [`Secondaries::overlay`]), taken before a reload.
+    pub fn generations(&self) -> Vec<u64> {
         self.zones
             .iter()
-            .filter_map(|z| current.zone(&z.origin))
-            .fold(loaded, |mut catalog, zone| {
-                catalog.insert(zone.clone());
-                catalog
-            })
+            .map(|z| z.generation.load(Ordering::SeqCst))
+            .collect()
     }
 
-    /// Starts a refresh task per zone (on the current tokio runtime).
+    /// `loaded` (a reload's catalog, begun when the zones were at `generations`) with each
+    /// secondary zone that its refresh task swapped since as `current` serves it (a transfer
+    /// came during the reload), and the expiry of every secondary zone as `current` has it.
+    pub fn overlay(&self, mut loaded: Catalog, current: &Catalog, generations: &[u64]) -> Catalog {
+        for (z, &before) in self.zones.iter().zip(generations) {
+            let Some(served) = current.zone(&z.origin) else {
+                continue;
+            };
+            if z.generation.load(Ordering::SeqCst) != before {
+                loaded.insert(served.clone());
+            } else if let Some(reloaded) = loaded.zone_mut(&z.origin) {
+                reloaded.expired = served.expired;
+            }
+        }
+        loaded
+    }
+
     /// Each new version transferred is announced to `targets` (NOTIFY, RFC 1996).
     pub fn spawn(self: &Arc<Self>, service: &Arc<Authoritative>, targets: &[notify::Target]) {
         let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
@@ -332,7 +369,7 @@ impl Secondaries {
             if let (Some(served), Some(timers)) = (&current, timers) {
                 if schedule.is_expired(t, timers) && !served.expired {
                     warn!(zone = %zone.origin, serial = served.zone.soa_serial(), "expired: no successful refresh for the SOA EXPIRE time; answering SERVFAIL");
-                    self.set_expired(service, &zone.origin, true);
+                    self.set_expired(zone, service, true);
                 }
             }
             if !notified && t < schedule.next_refresh {
@@ -361,7 +398,15 @@ impl Secondaries {
         current: Option<&ServedZone>,
         targets: &[notify::Target],
     ) -> Result<(), ()> {
-        let ours = current.map(|z| &z.zone);
+        // Inline signing: the transferred version, not the signed one served.
+        let unsigned = zone
+            .unsigned
+            .as_ref()
+            .and_then(|u| u.lock().unwrap_or_else(PoisonError::into_inner).clone());
+        let ours = match &zone.unsigned {
+            Some(_) => unsigned.as_ref(),
+            None => current.map(|z| &z.zone),
+        };
         for primary in &zone.primaries {
             let result = transfer_in::refresh(primary, &zone.origin, ours, zone.limits).await;
             let metrics = service.metrics.as_deref();
@@ -380,7 +425,7 @@ impl Secondaries {
                     }
                     if current.is_some_and(|z| z.expired) {
                         info!(zone = %zone.origin, "refreshed after expiry: served again");
-                        self.set_expired(service, &zone.origin, false);
+                        self.set_expired(zone, service, false);
                     }
                     return Ok(());
                 }
@@ -390,6 +435,21 @@ impl Secondaries {
                     bytes,
                 }) => {
                     let serial = new.soa_serial();
+                    // Inline signing: signed before anything is stored or served, so a
+                    // signing failure leaves all as it was (the next refresh tries again).
+                    let signed = match &zone.unsigned {
+                        Some(_) => match sign(zone, new.clone(), service.catalog()).await {
+                            Ok(signed) => Some(signed),
+                            Err(e) => {
+                                warn!(zone = %zone.origin, serial, "transferred version not signed, not served: {e}");
+                                if let Some(m) = metrics {
+                                    m.transfer_in(None);
+                                }
+                                continue;
+                            }
+                        },
+                        None => None,
+                    };
                     if let Err(e) = store(&zone.path, new.clone()).await {
                         warn!(zone = %zone.origin, file = %zone.path.display(), serial, "transferred copy not stored, not served: {e}");
                         if let Some(m) = metrics {
@@ -397,9 +457,16 @@ impl Secondaries {
                         }
                         continue;
                     }
-                    self.swap(service, |catalog| {
+                    let served = match (signed, &zone.unsigned) {
+                        (Some(signed), Some(unsigned)) => {
+                            *unsigned.lock().unwrap_or_else(PoisonError::into_inner) = Some(new);
+                            signed
+                        }
+                        _ => ServedZone::new(new),
+                    };
+                    self.swap_zone(zone, service, |catalog| {
                         let mut next = catalog.rebuilt();
-                        next.insert(ServedZone::new(new).after(catalog.zone(&zone.origin)));
+                        next.insert(served.after(catalog.zone(&zone.origin)));
                         next
                     });
                     if let Some(m) = metrics {
@@ -421,15 +488,29 @@ impl Secondaries {
         Err(())
     }
 
-    fn set_expired(&self, service: &Authoritative, origin: &Name, expired: bool) {
-        self.swap(service, |catalog| {
+    fn set_expired(&self, zone: &SecondaryZone, service: &Authoritative, expired: bool) {
+        self.swap_zone(zone, service, |catalog| {
             let mut next = catalog.rebuilt();
-            if let Some(z) = next.zone_mut(origin) {
+            if let Some(z) = next.zone_mut(&zone.origin) {
                 z.expired = expired;
             }
             next
         });
     }
+}
+
+/// Signs the transferred `zone` as its description says ([`crate::zones::sign_transferred`],
+/// incrementally from the version `served` has), on a blocking thread.
+async fn sign(zone: &SecondaryZone, new: Zone, served: Arc<Catalog>) -> Result<ServedZone, String> {
+    let source = zone.source.clone();
+    let now = pqdns_core::time::now();
+    tokio::task::spawn_blocking(move || {
+        crate::zones::sign_transferred(&source, new, now, Some(&served))
+            .map(|(signed, _)| signed)
+            .map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| e.to_string())?
 }
 
 /// Writes `zone` to `path` atomically (master-file text), on a blocking thread.
@@ -542,6 +623,51 @@ mod tests {
                 "{origin} from {client}"
             );
         }
+    }
+
+    /// A reload's catalog keeps its own version of a secondary zone unless the zone's task
+    /// swapped in another while it ran; the expiry always comes from the catalog in force.
+    #[test]
+    fn a_reload_keeps_transfers_made_while_it_ran() {
+        let dir = tempfile::tempdir().unwrap();
+        let toml = dir.path().join("sec.toml");
+        std::fs::write(
+            &toml,
+            "origin = \"example.\"\n[secondary]\nprimaries = [\"192.0.2.1\"]\n",
+        )
+        .unwrap();
+        let secondaries = Secondaries::new(&[ZoneSource::File(toml)], &KeyRing::new()).unwrap();
+        let version = |serial: u32, expired: bool| {
+            let origin: Name = "example.".parse().unwrap();
+            let records =
+                pqdns_core::zonefile::ZoneFileReader::new(Some(origin.clone()), Some(300))
+                    .read_str(&format!("@ SOA ns h {serial} 60 30 600 300\n"), "t")
+                    .unwrap();
+            let mut z = ServedZone::new(Zone::from_records(origin, records).unwrap());
+            z.expired = expired;
+            Catalog::new([z]).unwrap()
+        };
+        let origin: Name = "example.".parse().unwrap();
+        let state = |c: &Catalog| {
+            let z = c.zone(&origin).unwrap();
+            (z.zone.soa_serial(), z.expired)
+        };
+        let before = secondaries.generations();
+        let kept = secondaries.overlay(version(1, false), &version(1, true), &before);
+        assert_eq!(
+            state(&kept),
+            (1, true),
+            "no transfer: the reload's, expiry as served"
+        );
+        secondaries.zones[0]
+            .generation
+            .fetch_add(1, Ordering::SeqCst);
+        let replaced = secondaries.overlay(version(1, false), &version(2, false), &before);
+        assert_eq!(
+            state(&replaced),
+            (2, false),
+            "a transfer during the reload wins"
+        );
     }
 
     /// The timers come from the SOA, bounded: REFRESH 0 is one second, not a busy loop.

@@ -209,10 +209,11 @@ impl ServerHandle {
         // applied to a catalog this reload replaces.
         let reports = tokio::task::spawn_blocking(move || {
             let _changing = service.lock_catalog_changes();
+            let generations = secondaries.generations();
             let served = service.catalog();
             let (catalog, reports) = reload_all(&zones, now, Some(&served))?;
             // Secondary zones as served now, not as their stored copies say.
-            service.set_catalog(secondaries.overlay(catalog, &served));
+            service.set_catalog(secondaries.overlay(catalog, &served, &generations));
             Ok::<_, LoadError>(reports)
         })
         .await

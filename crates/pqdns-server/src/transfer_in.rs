@@ -522,6 +522,7 @@ pub async fn refresh(
             Err(e @ (TransferError::Rcode(_) | TransferError::Zone(_))) if ours.is_some() => {
                 tracing::info!(zone = %origin, primary = %primary.addr, "IXFR failed ({e}): trying AXFR");
                 let read = conn.read;
+                drop(conn);
                 let mut again = connect(primary, limits).await?;
                 again.read = read;
                 again.transfer(origin, None).await
@@ -646,6 +647,200 @@ mod tests {
         assert!(a.is_done());
         let (z, _) = a.finish(None).unwrap();
         assert_eq!(z.record_count(), 1);
+    }
+
+    /// What the fake primary does with the next request.
+    enum Step {
+        /// Answers with these records (one message per inner list), then reads on.
+        Answer(Vec<Vec<Record>>),
+        /// Answers with the RCODE.
+        Refuse(Rcode),
+        /// Sends these bytes as one framed message.
+        Raw(Vec<u8>),
+        /// Answers with these records in one message and closes the connection.
+        AnswerAndClose(Vec<Record>),
+    }
+
+    /// The answer to `request` with `records` and `rcode`, unsigned.
+    fn answer(request: &[u8], records: &[Record], rcode: Rcode) -> Vec<u8> {
+        let view = MessageView::parse(request).unwrap();
+        let q = view.question().unwrap();
+        let mut out = Vec::new();
+        let mut w = MessageWriter::response(&mut out, 0, 65535, view.header());
+        w.question(q.qname.to_name().as_wire(), q.qtype, q.qclass)
+            .unwrap();
+        for r in records {
+            w.record(
+                Section::Answer,
+                r.owner.as_wire(),
+                r.rtype,
+                r.class,
+                r.ttl,
+                &r.rdata,
+            );
+        }
+        w.finish(rcode);
+        out
+    }
+
+    /// A primary on 127.0.0.1 that follows `script`, one step per request, across
+    /// connections; it closes each connection when the script ends.
+    async fn fake_primary(script: Vec<Step>) -> SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let mut steps = script.into_iter();
+            'connections: while let Ok((mut conn, _)) = listener.accept().await {
+                loop {
+                    let Ok(len) = conn.read_u16().await else {
+                        continue 'connections;
+                    };
+                    let mut request = vec![0; usize::from(len)];
+                    conn.read_exact(&mut request).await.unwrap();
+                    let (messages, close) = match steps.next() {
+                        Some(Step::Answer(sets)) => (
+                            sets.iter()
+                                .map(|set| answer(&request, set, Rcode::NOERROR))
+                                .collect(),
+                            false,
+                        ),
+                        Some(Step::Refuse(rcode)) => (vec![answer(&request, &[], rcode)], false),
+                        Some(Step::Raw(bytes)) => (vec![bytes], false),
+                        Some(Step::AnswerAndClose(set)) => {
+                            (vec![answer(&request, &set, Rcode::NOERROR)], true)
+                        }
+                        None => return,
+                    };
+                    for m in messages {
+                        conn.write_all(&(m.len() as u16).to_be_bytes())
+                            .await
+                            .unwrap();
+                        conn.write_all(&m).await.unwrap();
+                    }
+                    if close {
+                        continue 'connections;
+                    }
+                }
+            }
+        });
+        addr
+    }
+
+    fn run_refresh(
+        script: Vec<Step>,
+        key: Option<Key>,
+        ours: Option<&Zone>,
+        max_bytes: usize,
+    ) -> Result<Refreshed, TransferError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let addr = fake_primary(script).await;
+            let primary = Primary { addr, key };
+            let limits = Limits {
+                max_bytes,
+                timeout: Duration::from_secs(10),
+            };
+            refresh(&primary, &origin(), ours, limits).await
+        })
+    }
+
+    fn soa(serial: u32) -> Vec<Record> {
+        records(&format!("@ SOA ns h {serial} 60 30 600 300\n"))
+    }
+
+    /// Over TCP against a scripted primary: a complete AXFR gives the zone; a lower serial,
+    /// a transfer cut short, garbage, an unsigned answer to a signed request and a transfer
+    /// over the byte bound each fail; an IXFR refused falls back to AXFR on a new connection.
+    #[test]
+    fn refreshes_from_a_scripted_primary() {
+        let v2 = zone(&V1.replace(" 1 60", " 2 60"));
+        let full = |z: &Zone| {
+            let mut all = z.records();
+            all.extend(soa(z.soa_serial()));
+            Step::Answer(vec![all])
+        };
+        // Complete AXFR, no copy held.
+        let got = run_refresh(
+            vec![Step::Answer(vec![soa(2)]), full(&v2)],
+            None,
+            None,
+            1 << 20,
+        );
+        match got.unwrap() {
+            Refreshed::Transferred {
+                zone, incremental, ..
+            } => assert_eq!((zone, incremental), (v2.clone(), false)),
+            other => panic!("{other:?}"),
+        }
+        // Our serial: up to date, no transfer asked.
+        let got = run_refresh(vec![Step::Answer(vec![soa(2)])], None, Some(&v2), 1 << 20);
+        assert!(matches!(got, Ok(Refreshed::UpToDate)), "{got:?}");
+        // A lower serial than ours (RFC 1982).
+        let got = run_refresh(vec![Step::Answer(vec![soa(1)])], None, Some(&v2), 1 << 20);
+        assert!(
+            matches!(
+                got,
+                Err(TransferError::NotNewer {
+                    primary: 1,
+                    ours: 2
+                })
+            ),
+            "{got:?}"
+        );
+        // Cut short: the zone without its closing SOA, then the connection closes.
+        let got = run_refresh(
+            vec![
+                Step::Answer(vec![soa(2)]),
+                Step::AnswerAndClose(v2.records()),
+            ],
+            None,
+            None,
+            1 << 20,
+        );
+        assert!(matches!(got, Err(TransferError::Io(_))), "{got:?}");
+        // Garbage.
+        let got = run_refresh(
+            vec![Step::Answer(vec![soa(2)]), Step::Raw(vec![0xff; 40])],
+            None,
+            None,
+            1 << 20,
+        );
+        assert!(matches!(got, Err(TransferError::Wire(_))), "{got:?}");
+        // A key is configured, the answer is unsigned.
+        let key = Key::generate(
+            &"k.".parse().unwrap(),
+            pqdns_core::wire::tsig::Algorithm::HmacSha256,
+        )
+        .unwrap();
+        let got = run_refresh(vec![Step::Answer(vec![soa(2)])], Some(key), None, 1 << 20);
+        assert!(
+            matches!(got, Err(TransferError::Tsig("unsigned message"))),
+            "{got:?}"
+        );
+        // Over the byte bound.
+        let got = run_refresh(vec![Step::Answer(vec![soa(2)]), full(&v2)], None, None, 200);
+        assert!(matches!(got, Err(TransferError::TooLarge(200))), "{got:?}");
+        // IXFR refused: AXFR on a new connection (SOA again, then the zone).
+        let v1 = zone(V1);
+        let got = run_refresh(
+            vec![
+                Step::Answer(vec![soa(2)]),
+                Step::Refuse(Rcode::NOTIMP),
+                full(&v2),
+            ],
+            None,
+            Some(&v1),
+            1 << 20,
+        );
+        match got.unwrap() {
+            Refreshed::Transferred {
+                zone, incremental, ..
+            } => assert_eq!((zone, incremental), (v2, false)),
+            other => panic!("{other:?}"),
+        }
     }
 
     /// The IXFR request carries our SOA in the authority section (RFC 1995 §3).

@@ -322,8 +322,24 @@ pub fn load_zone(
     sign_data(source, &cfg, zone, now, served)
 }
 
-/// [`load_zone`] for zone data already read (the zone file's, or as a dynamic update left it,
-/// [`update::read_data`]) of the zone `cfg` describes.
+/// Inline signing of a secondary zone ([`crate::secondary`]): [`load_zone`] with the
+/// transferred (unsigned) `zone` in place of the master file. Its signed SOA serial follows
+/// the `[signing] serial` policy from the served one, independent of the primary's.
+///
+/// # Errors
+/// As [`load_zone`].
+pub fn sign_transferred(
+    source: &ZoneSource,
+    zone: Zone,
+    now: u64,
+    served: Option<&Catalog>,
+) -> Result<(ServedZone, ZoneReport), LoadError> {
+    let cfg = read_config(source)?;
+    sign_data(source, &cfg, zone, now, served)
+}
+
+/// [`load_zone`] for zone data already read (the zone file's, as a dynamic update left it,
+/// [`update::read_data`], or as transferred) of the zone `cfg` describes.
 ///
 /// # Errors
 /// As [`load_zone`].
@@ -657,6 +673,16 @@ pub fn reload_all(
     let mut reports = Vec::with_capacity(sources.len());
     for source in sources {
         let cfg = read_config(source)?;
+        if cfg.secondary().is_some() && cfg.signing().is_some() {
+            // Inline signing: the stored unsigned copy is signed again (refreshing
+            // signatures); without one, the version served (if any) stays.
+            if let Some(unsigned) = crate::secondary::read_stored(&cfg) {
+                let (zone, report) = sign_data(source, &cfg, unsigned, now, served)?;
+                zones.push(zone);
+                reports.push(report);
+                continue;
+            }
+        }
         if cfg.secondary().is_some() {
             // Its data comes from its primaries (crate::secondary): the version served, else
             // the stored copy, else nothing until the first transfer.

@@ -14,6 +14,11 @@
 //!   failures counted).
 //! - A pqdns restarted with the primary gone serves the stored copy of `a.test.` (serial 2).
 //!
+//! - The chain Knot → pqdns → NSD (TSIG on every hop): NSD follows pqdns by its NOTIFY and
+//!   IXFR; with `[signing]` on the pqdns secondary (inline signing, ECDSA P-256 + ML-DSA-44,
+//!   `serial = "unixtime"`), NSD serves the zone signed, the change at Knot signed too, under
+//!   pqdns's own serials.
+//!
 //! Every wait is a bounded polling loop; every peer is killed on drop.
 
 mod common;
@@ -47,8 +52,8 @@ fn zone_text(origin: &str, serial: u32, timers: &str, extra: &str) -> String {
 const A_TIMERS: &str = "3600 1 3600";
 const B_TIMERS: &str = "1 1 6";
 
-/// Knot as the primary of a.test. and b.test. on 127.0.0.1:`port`, transfers only with
-/// `key`, NOTIFY (signed) to `notify`.
+/// Knot as the primary of `zones` (origin, SOA timers) on 127.0.0.1:`port`, transfers only
+/// with `key`, NOTIFY (signed) to `notify`.
 struct KnotPrimary {
     child: Child,
     dir: tempfile::TempDir,
@@ -56,17 +61,21 @@ struct KnotPrimary {
 }
 
 impl KnotPrimary {
-    fn start(port: u16, notify: SocketAddr, key: &Key) -> KnotPrimary {
+    fn start(port: u16, notify: SocketAddr, key: &Key, zones: &[(&str, &str)]) -> KnotPrimary {
         let knotd = require("knotd", "knot");
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().display();
         let secret = base64::engine::general_purpose::STANDARD.encode(key.secret());
-        for (origin, timers) in [("a.test.", A_TIMERS), ("b.test.", B_TIMERS)] {
+        let mut zone_list = String::new();
+        for (origin, timers) in zones {
             std::fs::write(
                 dir.path().join(format!("{origin}zone")),
                 zone_text(origin, 1, timers, ""),
             )
             .unwrap();
+            zone_list.push_str(&format!(
+                "  - domain: {origin}\n    file: \"{d}/{origin}zone\"\n"
+            ));
         }
         let conf = format!(
             "server:\n  rundir: \"{d}\"\n  listen: 127.0.0.1@{port}\n\
@@ -78,8 +87,7 @@ impl KnotPrimary {
              acl:\n  - id: transfer\n    address: 127.0.0.1\n    key: {KEY_NAME}\n    action: transfer\n\
              template:\n  - id: default\n    storage: \"{d}\"\n    zonefile-load: difference\n    \
              journal-content: changes\n    notify: pqdns\n    acl: [transfer]\n\
-             zone:\n  - domain: a.test.\n    file: \"{d}/a.test.zone\"\n  \
-             - domain: b.test.\n    file: \"{d}/b.test.zone\"\n",
+             zone:\n{zone_list}",
             key.algorithm(),
             notify.ip(),
             notify.port(),
@@ -104,12 +112,12 @@ impl KnotPrimary {
         std::fs::read_to_string(self.dir.path().join("knot.log")).unwrap_or_default()
     }
 
-    /// Writes a.test. at `serial` with `extra` records and has Knot reload it (which makes a
-    /// journal entry and sends NOTIFY).
-    fn change_a(&self, serial: u32, extra: &str) {
+    /// Writes `origin` at `serial` with `timers` and `extra` records and has Knot reload it
+    /// (which makes a journal entry and sends NOTIFY).
+    fn change(&self, origin: &str, serial: u32, timers: &str, extra: &str) {
         std::fs::write(
-            self.dir.path().join("a.test.zone"),
-            zone_text("a.test.", serial, A_TIMERS, extra),
+            self.dir.path().join(format!("{origin}zone")),
+            zone_text(origin, serial, timers, extra),
         )
         .unwrap();
         let knotc = require("knotc", "knot");
@@ -118,7 +126,7 @@ impl KnotPrimary {
             .arg(knotc)
             .arg("-c")
             .arg(&self.conf)
-            .args(["zone-reload", "a.test."])
+            .args(["zone-reload", origin])
             .output()
             .unwrap();
         assert!(out.status.success(), "knotc: {out:?}\n{}", self.log());
@@ -136,8 +144,8 @@ impl Drop for KnotPrimary {
     }
 }
 
-/// A pqdns-server (in process) secondary for a.test. and b.test. from `primary`, its UDP
-/// and TCP on 127.0.0.1:`port`, metrics on a free port, state in `dir`.
+/// A pqdns-server (in process) secondary for `origins` from `primary`, its UDP and TCP on
+/// 127.0.0.1:`port`, metrics on a free port, state in `dir`; `adjust` changes the settings.
 struct Pqdns {
     rt: tokio::runtime::Runtime,
     handle: Option<ServerHandle>,
@@ -145,15 +153,23 @@ struct Pqdns {
 }
 
 impl Pqdns {
-    fn start(dir: &Path, port: u16, primary: SocketAddr, key: &Key) -> Pqdns {
+    fn start(
+        dir: &Path,
+        port: u16,
+        primary: SocketAddr,
+        key: &Key,
+        origins: &[&str],
+        extra_toml: &str,
+        adjust: impl FnOnce(&mut Settings),
+    ) -> Pqdns {
         let mut sources = Vec::new();
-        for origin in ["a.test.", "b.test."] {
+        for origin in origins {
             let toml = dir.join(format!("{origin}toml"));
             std::fs::write(
                 &toml,
                 format!(
                     "origin = \"{origin}\"\n[secondary]\nprimaries = [\"{primary} key {KEY_NAME}\"]\n\
-                     transfer_timeout = \"10s\"\n"
+                     transfer_timeout = \"10s\"\n{extra_toml}"
                 ),
             )
             .unwrap();
@@ -171,6 +187,7 @@ impl Pqdns {
         settings.doq = Vec::new();
         settings.metrics = Some("127.0.0.1:0".parse().unwrap());
         settings.tsig_keys = Arc::new(ring);
+        adjust(&mut settings);
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -236,9 +253,19 @@ fn knot_primary_to_pqdns_secondary_with_tsig() {
     let knot_port = pqdns_test_support::ports::free_dual_port();
     let pqdns_port = pqdns_test_support::ports::free_dual_port();
     let primary: SocketAddr = ([127, 0, 0, 1], knot_port).into();
-    let mut knot = KnotPrimary::start(knot_port, ([127, 0, 0, 1], pqdns_port).into(), &key);
+    let zones = [("a.test.", A_TIMERS), ("b.test.", B_TIMERS)];
+    let mut knot = KnotPrimary::start(knot_port, ([127, 0, 0, 1], pqdns_port).into(), &key, &zones);
     let state = tempfile::tempdir().unwrap();
-    let pqdns = Pqdns::start(state.path(), pqdns_port, primary, &key);
+    let origins = ["a.test.", "b.test."];
+    let pqdns = Pqdns::start(
+        state.path(),
+        pqdns_port,
+        primary,
+        &key,
+        &origins,
+        "",
+        |_| {},
+    );
 
     // The first copies, by AXFR (Knot may need a moment to start: bounded).
     for origin in ["a.test.", "b.test."] {
@@ -249,7 +276,7 @@ fn knot_primary_to_pqdns_secondary_with_tsig() {
     assert_eq!(www.answers.len(), 1, "{www:?}");
 
     // A change at the primary: NOTIFY, then IXFR, within 1 s (REFRESH is an hour).
-    knot.change_a(2, "new A 192.0.2.99\n");
+    knot.change("a.test.", 2, A_TIMERS, "new A 192.0.2.99\n");
     let took = pqdns.wait("a.test.", Duration::from_secs(5), serial_is(2));
     assert!(
         took < Duration::from_secs(1),
@@ -274,7 +301,15 @@ fn knot_primary_to_pqdns_secondary_with_tsig() {
     let wrong = Key::new(key.name(), key.algorithm(), b"not the secret").unwrap();
     let other_state = tempfile::tempdir().unwrap();
     let other_port = pqdns_test_support::ports::free_dual_port();
-    let impostor = Pqdns::start(other_state.path(), other_port, primary, &wrong);
+    let impostor = Pqdns::start(
+        other_state.path(),
+        other_port,
+        primary,
+        &wrong,
+        &origins,
+        "",
+        |_| {},
+    );
     let start = Instant::now();
     while impostor.metric("failed") < 2 && start.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(20));
@@ -310,11 +345,147 @@ fn knot_primary_to_pqdns_secondary_with_tsig() {
 
     // A restart with the primary gone serves the stored copy.
     drop(pqdns);
-    let restarted = Pqdns::start(state.path(), pqdns_port, primary, &key);
+    let restarted = Pqdns::start(
+        state.path(),
+        pqdns_port,
+        primary,
+        &key,
+        &origins,
+        "",
+        |_| {},
+    );
     assert!(
         serial_is(2)(&restarted.soa("a.test.").unwrap()),
         "the stored copy is served at once"
     );
     let stored = std::fs::read_to_string(state.path().join("state/a.test.xfr")).unwrap();
     assert!(stored.contains("192.0.2.99"), "{stored}");
+}
+
+/// The chain Knot → pqdns → NSD, every hop with TSIG: NSD (a secondary of pqdns, REFRESH an
+/// hour) gets the zone, and after a change at Knot, pqdns's IXFR in and its NOTIFY to NSD
+/// bring NSD the new serial (the journal of the transferred versions serves NSD's IXFR).
+#[test]
+fn pqdns_passes_changes_on_to_an_nsd_secondary() {
+    use common::secondary::Nsd;
+    const ORIGIN: &str = common::ORIGIN;
+    let key = Key::generate(&KEY_NAME.parse().unwrap(), Algorithm::HmacSha256).unwrap();
+    let knot_port = pqdns_test_support::ports::free_dual_port();
+    let pqdns_port = pqdns_test_support::ports::free_dual_port();
+    let nsd_port = pqdns_test_support::ports::free_dual_port();
+    let primary: SocketAddr = ([127, 0, 0, 1], knot_port).into();
+    let pqdns_addr: SocketAddr = ([127, 0, 0, 1], pqdns_port).into();
+    let nsd_addr: SocketAddr = ([127, 0, 0, 1], nsd_port).into();
+    let zones = [(ORIGIN, A_TIMERS)];
+    let knot = KnotPrimary::start(knot_port, pqdns_addr, &key, &zones);
+    let state = tempfile::tempdir().unwrap();
+    let name = key.name().clone();
+    let pqdns = Pqdns::start(
+        state.path(),
+        pqdns_port,
+        primary,
+        &key,
+        &[ORIGIN],
+        "",
+        |s| {
+            s.axfr_keys = vec![name.clone()];
+            s.notify = vec![nsd_addr];
+            s.notify_keys = vec![(nsd_addr, name)];
+        },
+    );
+    pqdns.wait(ORIGIN, Duration::from_secs(20), serial_is(1));
+    let mut nsd = Nsd::start(pqdns_addr, nsd_port, Some(&key));
+    nsd.wait_for_serial(1);
+    knot.change(ORIGIN, 2, A_TIMERS, "new A 192.0.2.99\n");
+    pqdns.wait(ORIGIN, Duration::from_secs(5), serial_is(2));
+    assert_eq!(pqdns.metric("ixfr"), 1);
+    let start = Instant::now();
+    nsd.wait_for_serial(2);
+    eprintln!(
+        "NSD served serial 2 when checked {:?} after pqdns served it",
+        start.elapsed()
+    );
+    let new = udp_query(
+        nsd.addr,
+        &query_wire(&format!("new.{ORIGIN}"), RrType::A, false),
+    )
+    .unwrap();
+    assert_eq!(
+        (new.rcode(), new.answers.len()),
+        (Rcode::NOERROR, 1),
+        "{new:?}"
+    );
+    let log = nsd.log();
+    assert!(
+        log.contains(&format!("notify for {ORIGIN} from 127.0.0.1 serial 2")),
+        "NSD took pqdns's NOTIFY, which it accepts only signed with the key:\n{log}"
+    );
+}
+
+/// Inline signing: Knot's unsigned zone, signed by the pqdns secondary (ECDSA P-256 and
+/// ML-DSA-44, `serial = "unixtime"`: the signed serial is pqdns's, not Knot's 1 and 2), pulled
+/// by NSD from pqdns with TSIG. NSD serves the DNSKEY RRset signed; after a change at Knot
+/// (NOTIFY → IXFR into pqdns → signing → NOTIFY → NSD), NSD serves the new record with its
+/// RRSIG under a newer signed serial.
+#[test]
+fn inline_signing_of_a_transferred_zone_reaches_nsd() {
+    use common::secondary::Nsd;
+    const ORIGIN: &str = common::ORIGIN;
+    let key = Key::generate(&KEY_NAME.parse().unwrap(), Algorithm::HmacSha256).unwrap();
+    let knot_port = pqdns_test_support::ports::free_dual_port();
+    let pqdns_port = pqdns_test_support::ports::free_dual_port();
+    let nsd_port = pqdns_test_support::ports::free_dual_port();
+    let primary: SocketAddr = ([127, 0, 0, 1], knot_port).into();
+    let pqdns_addr: SocketAddr = ([127, 0, 0, 1], pqdns_port).into();
+    let nsd_addr: SocketAddr = ([127, 0, 0, 1], nsd_port).into();
+    let knot = KnotPrimary::start(knot_port, pqdns_addr, &key, &[(ORIGIN, A_TIMERS)]);
+    let state = tempfile::tempdir().unwrap();
+    let name = key.name().clone();
+    let signing = "[signing]\nalgorithms = [\"ECDSAP256SHA256\", \"ML-DSA-44\"]\n\
+                   keys = \"csk\"\nserial = \"unixtime\"\nkey_directory = \"keys\"\n";
+    let pqdns = Pqdns::start(
+        state.path(),
+        pqdns_port,
+        primary,
+        &key,
+        &[ORIGIN],
+        signing,
+        |s| {
+            s.axfr_keys = vec![name.clone()];
+            s.notify = vec![nsd_addr];
+            s.notify_keys = vec![(nsd_addr, name)];
+        },
+    );
+    let signed_serial = |m: &Message| soa_serial(m).filter(|&s| s > 1_000_000_000);
+    let first = pqdns.wait(ORIGIN, Duration::from_secs(30), |m| {
+        signed_serial(m).is_some()
+    });
+    eprintln!("first signed version served after {first:?}");
+    let serial1 = signed_serial(&pqdns.soa(ORIGIN).unwrap()).unwrap();
+    let mut nsd = Nsd::start(pqdns_addr, nsd_port, Some(&key));
+    nsd.wait_for_serial(serial1);
+    let out = common::dig(nsd.addr, &["+tcp", "+dnssec", ORIGIN, "DNSKEY"]);
+    assert!(out.has_rrsig("ANSWER", "DNSKEY"), "{}", out.text);
+
+    knot.change(ORIGIN, 2, A_TIMERS, "new A 192.0.2.99\n");
+    pqdns.wait(ORIGIN, Duration::from_secs(10), |m| {
+        signed_serial(m).is_some_and(|s| s != serial1)
+    });
+    let serial2 = signed_serial(&pqdns.soa(ORIGIN).unwrap()).unwrap();
+    assert!(serial2 > serial1, "{serial2} after {serial1}");
+    assert_eq!(
+        pqdns.metric("ixfr"),
+        1,
+        "the change came into pqdns as IXFR"
+    );
+    nsd.wait_for_serial(serial2);
+    let out = common::dig(nsd.addr, &["+dnssec", &format!("new.{ORIGIN}"), "A"]);
+    assert!(out.has_rrsig("ANSWER", "A"), "{}", out.text);
+    let log = nsd.log();
+    assert!(
+        log.contains(&format!(
+            "notify for {ORIGIN} from 127.0.0.1 serial {serial2}"
+        )),
+        "NSD took pqdns's signed NOTIFY:\n{log}"
+    );
 }
