@@ -16,9 +16,9 @@
 //!   RFC 2308 §5; failures: [`FAILURE_TTL`], RFC 9520 §3.2), clamped to the configured floor
 //!   and cap; TTLs above the cap are lowered to it when stored.
 //! - Serve-stale (RFC 8767, [`super::stale`]): a response whose data was Secure or proven
-//!   Insecure stays for [`CacheLimits::max_stale`] seconds past its lifetime, served only
-//!   through [`ResponseCache::answer_stale`] (TTLs 30 s, EDE 3), never by
-//!   [`ResponseCache::answer`]; a failure never replaces it.
+//!   Insecure stays for [`CacheLimits::max_stale`] seconds past its lifetime, served then
+//!   only as a stale answer (TTLs 30 s, EDE 3), never as a cache hit; a failure never
+//!   replaces it.
 //! - Bound: a size in bytes, counting each entry's key, message and offsets plus
 //!   [`ENTRY_OVERHEAD`]. The cache is split in [`SHARDS`] shards, each with its share; a full
 //!   shard drops its entries past use (expired, and past their stale window), then arbitrary
