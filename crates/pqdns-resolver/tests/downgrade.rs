@@ -12,7 +12,9 @@
 //!   positive and NXDOMAIN answers alike; `classic.tld.` Secure through ECDSA;
 //! - stripped, protection off: `dual.tld.` Secure through ECDSA (RFC 6840 §5.11);
 //! - the daemon: SERVFAIL with EDE 10 for dig, and NOERROR with AD under
-//!   `--no-ds-downgrade-protection`.
+//!   `--no-ds-downgrade-protection`;
+//! - for the record, unbound 1.17 (which does not know algorithm 18) beside it, on a hierarchy
+//!   whose `tld.` is ECDSA: it accepts the stripped answer as Secure.
 
 mod common;
 
@@ -21,7 +23,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::hierarchy::{anchors, build_at, serve, Leaf, Running, LEAF_IP, TIERS};
+use common::hierarchy::{anchors, build_at, serve, Leaf, Running, Tiers, LEAF_IP, TIERS};
 use common::service::Service;
 use common::{name, runtime, udp_client};
 use pqdns_core::dnssec::validate::Status;
@@ -31,7 +33,8 @@ use pqdns_core::wire::{Ede, FLAG_TC};
 use pqdns_core::RrType;
 use pqdns_resolver::{Answer, AnswerRRset, Config, Mode, Resolver};
 use pqdns_test_support::hierarchy::write_root_hints;
-use pqdns_test_support::ports::free_dual_port_on;
+use pqdns_test_support::peers::{dig, start_unbound, KillOnDrop};
+use pqdns_test_support::ports::{free_dual_port, free_dual_port_on};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 
@@ -43,22 +46,48 @@ const STRIP_NONE: u8 = 0;
 const STRIP_ALL: u8 = 1;
 const STRIP_DATA: u8 = 2;
 
-const LEAVES: &[Leaf] = &[
-    Leaf {
-        name: "dual",
-        algorithms: &["ECDSAP256SHA256", "ML-DSA-44"],
-        denial: "nsec",
-        ip: LEAF_IP,
-        extra: "",
-    },
-    Leaf {
-        name: "classic",
-        algorithms: &["ECDSAP256SHA256", "ML-DSA-44"],
-        denial: "nsec",
-        ip: LEAF_IP,
-        extra: "",
-    },
-];
+/// Where the hierarchy's servers, the proxy and its backend listen.
+#[derive(Clone, Copy)]
+struct Site {
+    tiers: Tiers,
+    /// The leaves' glue address: the proxy.
+    leaf_ip: &'static str,
+    /// The leaves' server.
+    backend_ip: &'static str,
+    /// All on this port (`None`: a free one).
+    port: Option<u16>,
+    /// `tld.`'s algorithm.
+    tld_alg: &'static str,
+}
+
+/// The resolver tests' loopback addresses, a free port, `tld.` signed with ML-DSA-44.
+const DEFAULT_SITE: Site = Site {
+    tiers: TIERS,
+    leaf_ip: LEAF_IP,
+    backend_ip: BACKEND_IP,
+    port: None,
+    tld_alg: "ML-DSA-44",
+};
+
+/// `dual.tld.` and `classic.tld.`, both signed with ECDSA and ML-DSA-44, served at `ip`.
+fn leaves(ip: &'static str) -> [Leaf; 2] {
+    [
+        Leaf {
+            name: "dual",
+            algorithms: &["ECDSAP256SHA256", "ML-DSA-44"],
+            denial: "nsec",
+            ip,
+            extra: "",
+        },
+        Leaf {
+            name: "classic",
+            algorithms: &["ECDSAP256SHA256", "ML-DSA-44"],
+            denial: "nsec",
+            ip,
+            extra: "",
+        },
+    ]
+}
 
 /// Removes the RRSIGs of algorithm ML-DSA-44 from every section (with `STRIP_DATA`, not those
 /// covering DNSKEY).
@@ -159,14 +188,21 @@ async fn proxy(front: SocketAddr, backend: SocketAddr, how: Arc<AtomicU8>) {
 struct World {
     running: Running,
     h: common::hierarchy::Hierarchy,
+    tiers: Tiers,
     port: u16,
     how: Arc<AtomicU8>,
 }
 
-/// The hierarchy served, `classic.tld.`'s ML-DSA-44 DS removed from `tld.`, the leaves behind
-/// the stripping proxy (stripping nothing yet).
-fn world() -> World {
-    let h = build_at(TIERS, LEAVES, "ECDSAP256SHA256", "ML-DSA-44", "");
+/// The hierarchy served at `site`, `classic.tld.`'s ML-DSA-44 DS removed from `tld.`, the
+/// leaves behind the stripping proxy (stripping nothing yet).
+fn world(site: Site) -> World {
+    let h = build_at(
+        site.tiers,
+        &leaves(site.leaf_ip),
+        "ECDSAP256SHA256",
+        site.tld_alg,
+        "",
+    );
     let tld = std::fs::read_to_string(&h.tld).unwrap();
     let kept: Vec<&str> = tld
         .lines()
@@ -184,19 +220,22 @@ fn world() -> World {
     std::fs::write(&h.tld, kept.join("\n") + "\n").unwrap();
 
     let rt = runtime();
-    let port = free_dual_port_on(TIERS.root.parse().unwrap());
+    let port = site
+        .port
+        .unwrap_or_else(|| free_dual_port_on(site.tiers.root.parse().unwrap()));
     let at = |ip: &str| SocketAddr::new(ip.parse().unwrap(), port);
     let d = h.dir.path();
     let handles = vec![
-        serve(&rt, d, vec![h.root.clone()], at(TIERS.root), false),
-        serve(&rt, d, vec![h.tld.clone()], at(TIERS.tld), false),
-        serve(&rt, d, h.leaves.clone(), at(BACKEND_IP), false),
+        serve(&rt, d, vec![h.root.clone()], at(site.tiers.root), false),
+        serve(&rt, d, vec![h.tld.clone()], at(site.tiers.tld), false),
+        serve(&rt, d, h.leaves.clone(), at(site.backend_ip), false),
     ];
     let how = Arc::new(AtomicU8::new(STRIP_NONE));
-    rt.block_on(proxy(at(LEAF_IP), at(BACKEND_IP), how.clone()));
+    rt.block_on(proxy(at(site.leaf_ip), at(site.backend_ip), how.clone()));
     World {
         running: Running { rt, handles },
         h,
+        tiers: site.tiers,
         port,
         how,
     }
@@ -205,7 +244,7 @@ fn world() -> World {
 impl World {
     /// A fresh resolver (empty caches) iterating from the root.
     fn resolver(&self, protection: bool) -> Resolver {
-        let roots = vec![SocketAddr::new(TIERS.root.parse().unwrap(), self.port)];
+        let roots = vec![SocketAddr::new(self.tiers.root.parse().unwrap(), self.port)];
         let config = Config {
             ds_downgrade_protection: protection,
             ..Config::new(
@@ -217,6 +256,23 @@ impl World {
             )
         };
         Resolver::new(config, udp_client(Duration::from_secs(5)))
+    }
+
+    /// pqdns-resolver's arguments for this hierarchy (root hints and anchor written in its
+    /// directory).
+    fn daemon_args(&self) -> Vec<String> {
+        let d = self.h.dir.path();
+        let hints = write_root_hints(d, self.tiers.root);
+        let anchor_file = d.join("root.ds");
+        std::fs::write(&anchor_file, format!("{}\n", self.h.root_ds_text)).unwrap();
+        vec![
+            "--root-hints".into(),
+            hints.display().to_string(),
+            "--authority-port".into(),
+            self.port.to_string(),
+            "--trust-anchor".into(),
+            anchor_file.display().to_string(),
+        ]
     }
 
     fn resolve(&self, r: &Resolver, qname: &str, qtype: RrType) -> Answer {
@@ -255,7 +311,7 @@ fn assert_downgrade_bogus(a: &Answer, what: &str) {
 
 #[test]
 fn stripped_ml_dsa_signatures_are_bogus_when_the_ds_names_ml_dsa() {
-    let w = world();
+    let w = world(DEFAULT_SITE);
 
     // Nothing stripped: Secure, the dual zone through ML-DSA-44 (the rule), the classic one
     // through whichever RRSIG comes first (no rule).
@@ -297,21 +353,10 @@ fn stripped_ml_dsa_signatures_are_bogus_when_the_ds_names_ml_dsa() {
 
 #[test]
 fn the_daemon_answers_servfail_with_ede_10_unless_protection_is_off() {
-    let w = world();
+    let w = world(DEFAULT_SITE);
     w.how.store(STRIP_ALL, Ordering::SeqCst);
-    let d = w.h.dir.path();
-    let hints = write_root_hints(d, TIERS.root);
-    let anchor_file = d.join("root.ds");
-    std::fs::write(&anchor_file, format!("{}\n", w.h.root_ds_text)).unwrap();
-    let port = w.port.to_string();
-    let args = [
-        "--root-hints",
-        hints.to_str().unwrap(),
-        "--authority-port",
-        &port,
-        "--trust-anchor",
-        anchor_file.to_str().unwrap(),
-    ];
+    let (args, d) = (w.daemon_args(), w.h.dir.path());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let on = Service::start(d, "protected", &args);
     let out = on.dig(&["+dnssec", "www.dual.tld.", "A"]);
     assert_eq!(out.status(), "SERVFAIL", "{}", out.text);
@@ -330,4 +375,66 @@ fn the_daemon_answers_servfail_with_ede_10_unless_protection_is_off() {
     let out = off.dig(&["+dnssec", "www.dual.tld.", "A"]);
     assert_eq!(out.status(), "NOERROR", "{}", out.text);
     assert!(out.has_flag("ad"), "{}", out.text);
+}
+
+/// For the record, beside a real peer: unbound 1.17 does not know algorithm 18, so it takes
+/// a DS RRset naming ECDSA and ML-DSA-44 as ECDSA's and accepts the stripped answer as Secure
+/// (RFC 6840 §5.11), where pqdns-resolver answers SERVFAIL with EDE 10. Here `tld.` is ECDSA,
+/// so that unbound can validate down to the leaf; unbound asks port 53 of the addresses it
+/// learns, so this hierarchy listens on port 53 of 127.0.2.x (the test binds privileged
+/// ports, as the unbound comparison does).
+#[test]
+fn unbound_accepts_the_downgrade_that_pqdns_refuses() {
+    let site = Site {
+        tiers: Tiers {
+            root: "127.0.2.2",
+            tld: "127.0.2.3",
+        },
+        leaf_ip: "127.0.2.4",
+        backend_ip: "127.0.2.6",
+        port: Some(53),
+        tld_alg: "ECDSAP256SHA256",
+    };
+    let w = world(site);
+    w.how.store(STRIP_ALL, Ordering::SeqCst);
+    let (args, d) = (w.daemon_args(), w.h.dir.path());
+    let unbound_addr = SocketAddr::new("127.0.2.9".parse().unwrap(), free_dual_port());
+    let hints = std::path::PathBuf::from(&args[1]);
+    let anchor = std::path::PathBuf::from(&args[5]);
+    let _unbound = KillOnDrop(start_unbound(
+        d,
+        unbound_addr,
+        None,
+        &hints,
+        &anchor,
+        "tld.",
+    ));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let ours = Service::start(d, "protected", &args);
+    let theirs = dig(
+        unbound_addr,
+        &["+recurse", "+time=10", "+dnssec", "www.dual.tld.", "A"],
+    );
+    assert_eq!(theirs.status(), "NOERROR", "{}", theirs.text);
+    assert!(
+        theirs.has_flag("ad"),
+        "unbound: Secure through ECDSA\n{}",
+        theirs.text
+    );
+    let mine = ours.dig(&["+dnssec", "www.dual.tld.", "A"]);
+    assert_eq!(mine.status(), "SERVFAIL", "{}", mine.text);
+    assert!(
+        mine.text.contains("EDE: 10 (RRSIGs Missing)"),
+        "{}",
+        mine.text
+    );
+    // Both validate the zone whose DS names only ECDSA.
+    for server in [unbound_addr, ours.udp] {
+        let out = dig(
+            server,
+            &["+recurse", "+time=10", "+dnssec", "www.classic.tld.", "A"],
+        );
+        assert_eq!(out.status(), "NOERROR", "{}", out.text);
+        assert!(out.has_flag("ad"), "{}", out.text);
+    }
 }

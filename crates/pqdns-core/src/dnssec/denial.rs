@@ -174,6 +174,16 @@ impl Nsec {
             self.owner < *name || *name < self.next
         }
     }
+
+    /// True if `name` is below this NSEC's owner and the owner is a delegation point (NS
+    /// without SOA) or owns a DNAME: the NSEC then says nothing about `name`, which belongs
+    /// to another zone or is redirected (RFC 6840 §4.1, "ancestor delegation" NSEC).
+    fn is_cut_above(&self, name: &Name) -> bool {
+        let delegation = self.types.contains(&RrType::NS) && !self.types.contains(&RrType::SOA);
+        *name != self.owner
+            && name.is_subdomain_of(&self.owner)
+            && (delegation || self.types.contains(&RrType::DNAME))
+    }
 }
 
 /// Checks an NSEC proof of `claim` for `qname` in `zone`. `nsecs` are (owner, RDATA).
@@ -193,11 +203,12 @@ pub fn check_nsec(
         .collect();
     let matching = parsed.iter().find(|n| n.owner == *qname);
     // An NSEC proves a name absent only if it covers it and its next name is not below it: if
-    // it is, the name is an empty non-terminal, which exists (RFC 4035 §3.1.3.2, RFC 7129 §4).
+    // it is, the name is an empty non-terminal, which exists (RFC 4035 §3.1.3.2, RFC 7129 §4);
+    // and never from a delegation point or DNAME above the name (RFC 6840 §4.1).
     let covering = |name: &Name| {
         parsed
             .iter()
-            .find(|n| n.covers(name) && !n.next.is_subdomain_of(name))
+            .find(|n| n.covers(name) && !n.next.is_subdomain_of(name) && !n.is_cut_above(name))
     };
     match claim {
         Claim::NoData(qtype) => {
@@ -545,6 +556,9 @@ mod tests {
         // Wrong claims fail.
         assert!(check_nsec(&zone, &n("www.example."), Claim::NoData(RrType::A), &all).is_err());
         assert!(check_nsec(&zone, &n("www.example."), Claim::NoDs, &all).is_err());
+        // RFC 6840 §4.1: the NSEC at the delegation point sub.example. spans a.sub.example.
+        // and *.sub.example. in canonical order, but those names are in the child zone.
+        assert!(check_nsec(&zone, &n("a.sub.example."), Claim::NxDomain, &all).is_err());
         // A proof that does not cover the name: only the NSEC at the apex.
         let apex_only: Vec<_> = all.iter().filter(|(o, _)| *o == zone).cloned().collect();
         assert!(check_nsec(&zone, &n("x.www.example."), Claim::NxDomain, &apex_only).is_err());

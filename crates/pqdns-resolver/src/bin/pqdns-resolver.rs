@@ -195,6 +195,14 @@ struct Cli {
     #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
     cache_max_ttl: u32,
 
+    /// Serve-stale (RFC 8767): how long past its TTL a validated answer (Secure or Insecure,
+    /// never Bogus or unvalidated) may still be sent when the authorities give no fresh one
+    /// within 1.8 s or fail: with TTL 30 s and EDE 3 (Stale Answer). At most 259200 (3 days);
+    /// 0 turns serve-stale off.
+    #[arg(long, value_name = "SECONDS", default_value_t = pqdns_resolver::service::stale::DEFAULT_MAX_STALE,
+          value_parser = clap::value_parser!(u32).range(0..=i64::from(pqdns_resolver::service::stale::MAX_MAX_STALE)))]
+    serve_stale_max: u32,
+
     /// Connections open at once per stream listener (TCP, DoT, DoH each); at the cap the
     /// longest-idle connection is closed for a new one, or the new one refused when none is
     /// idle.
@@ -441,6 +449,7 @@ fn setup(cli: &Cli) -> Result<Setup, String> {
         bytes: cache_bytes - cache_bytes / 4,
         min_ttl: cli.cache_min_ttl,
         max_ttl: cli.cache_max_ttl,
+        max_stale: cli.serve_stale_max,
     };
     service.max_per_client = cli.max_per_client.max(1);
     service.max_in_flight = cli.max_in_flight.max(1);

@@ -15,9 +15,14 @@
 //! - Lifetime: the smallest TTL in the response (negative answers: min(SOA TTL, SOA MINIMUM),
 //!   RFC 2308 §5; failures: [`FAILURE_TTL`], RFC 9520 §3.2), clamped to the configured floor
 //!   and cap; TTLs above the cap are lowered to it when stored.
+//! - Serve-stale (RFC 8767, [`super::stale`]): a response whose data was Secure or proven
+//!   Insecure stays for [`CacheLimits::max_stale`] seconds past its lifetime, served then
+//!   only as a stale answer (TTLs 30 s, EDE 3), never as a cache hit; a failure never
+//!   replaces it.
 //! - Bound: a size in bytes, counting each entry's key, message and offsets plus
 //!   [`ENTRY_OVERHEAD`]. The cache is split in [`SHARDS`] shards, each with its share; a full
-//!   shard drops its expired entries, then arbitrary ones (hash order), until the new one fits.
+//!   shard drops its entries past use (expired, and past their stale window), then arbitrary
+//!   ones (hash order), until the new one fits.
 
 use std::collections::HashMap;
 use std::sync::RwLock;
@@ -28,6 +33,7 @@ use pqdns_net::cookie::RESPONSE_COOKIE_LEN;
 
 use super::query::ClientQuery;
 use super::response::Written;
+use super::stale::{DEFAULT_MAX_STALE, MAX_MAX_STALE, STALE_ANSWER_TTL, STALE_EDE_OPTION};
 
 /// How long a failure (SERVFAIL) is cached, seconds (RFC 9520 §3.2: at least 1 s, at most
 /// 5 minutes).
@@ -49,15 +55,21 @@ pub struct CacheLimits {
     pub min_ttl: u32,
     /// Largest lifetime of a cached response, and largest TTL served, seconds.
     pub max_ttl: u32,
+    /// How long a response with validated data (Secure or Insecure) stays servable as a stale
+    /// answer after its lifetime, seconds (RFC 8767 §4; 0: no serve-stale; larger values than
+    /// [`MAX_MAX_STALE`] count as it).
+    pub max_stale: u32,
 }
 
 impl Default for CacheLimits {
-    /// 64 MiB, lifetimes 0 s to 1 day (RFC 8767 §4 suggests capping TTLs at 7 days).
+    /// 64 MiB, lifetimes 0 s to 1 day (RFC 8767 §4 suggests capping TTLs at 7 days), stale
+    /// answers for a day after ([`DEFAULT_MAX_STALE`]).
     fn default() -> CacheLimits {
         CacheLimits {
             bytes: 64 << 20,
             min_ttl: 0,
             max_ttl: 86_400,
+            max_stale: DEFAULT_MAX_STALE,
         }
     }
 }
@@ -77,6 +89,8 @@ struct Prepared {
     secure: bool,
     stored: Instant,
     expires: Instant,
+    /// Until when it may be served stale (`expires` unless its data was validated).
+    stale_until: Instant,
 }
 
 impl Prepared {
@@ -84,9 +98,19 @@ impl Prepared {
         key + self.message.len() + 2 * self.ttl_offsets.len() + ENTRY_OVERHEAD
     }
 
+    /// True if it may be served stale once expired.
+    fn can_go_stale(&self) -> bool {
+        self.expires < self.stale_until
+    }
+
     /// Writes the response to `query` at `out[base..]` (`out` truncated to `base` first),
     /// at most `limit` bytes, with `cookie` as its COOKIE option data when it has an OPT
-    /// record; returns its length.
+    /// record; returns its length. A `stale` answer has every TTL [`STALE_ANSWER_TTL`] and,
+    /// with an OPT record, EDE 3 (RFC 8767 §4).
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the serving path's buffers and limits, passed without allocating"
+    )]
     fn write(
         &self,
         query: &ClientQuery,
@@ -95,12 +119,18 @@ impl Prepared {
         limit: usize,
         now: Instant,
         cookie: Option<&[u8; RESPONSE_COOKIE_LEN]>,
+        stale: bool,
     ) -> usize {
         out.truncate(base);
         let m = &self.message;
         let qend = usize::from(self.question_end);
         let cookie = cookie.filter(|_| self.opt_at.is_some());
-        let extra = cookie.map_or(0, |c| 4 + c.len());
+        let ede: &[u8] = if stale && self.opt_at.is_some() {
+            &STALE_EDE_OPTION
+        } else {
+            &[]
+        };
+        let extra = cookie.map_or(0, |c| 4 + c.len()) + ede.len();
         // Where the OPT record starts in `out`.
         let opt_at;
         if m.len() + extra <= limit {
@@ -111,7 +141,12 @@ impl Prepared {
             for &at in self.ttl_offsets.iter() {
                 let at = base + usize::from(at);
                 let ttl = u32::from_be_bytes([out[at], out[at + 1], out[at + 2], out[at + 3]]);
-                out[at..at + 4].copy_from_slice(&ttl.saturating_sub(elapsed).to_be_bytes());
+                let ttl = if stale {
+                    STALE_ANSWER_TTL
+                } else {
+                    ttl.saturating_sub(elapsed)
+                };
+                out[at..at + 4].copy_from_slice(&ttl.to_be_bytes());
             }
         } else {
             // Too large for the client: header, question and OPT, with TC (RFC 6891 §7).
@@ -122,14 +157,17 @@ impl Prepared {
             out[base + 6..base + 12].copy_from_slice(&[0, 0, 0, 0, 0, u8::from(!opt.is_empty())]);
             out[base + 2] |= (FLAG_TC >> 8) as u8;
         }
-        if let (Some(cookie), Some(at)) = (cookie, opt_at) {
-            // The OPT record is last: the option goes at the end, its RDLENGTH grows.
+        if let (true, Some(at)) = (extra > 0, opt_at) {
+            // The OPT record is last: the options go at the end, its RDLENGTH grows.
             let rdlen = usize::from(u16::from_be_bytes([out[at + 9], out[at + 10]])) + extra;
             if let Ok(rdlen) = u16::try_from(rdlen) {
                 out[at + 9..at + 11].copy_from_slice(&rdlen.to_be_bytes());
-                out.extend_from_slice(&OPTION_COOKIE.to_be_bytes());
-                out.extend_from_slice(&(RESPONSE_COOKIE_LEN as u16).to_be_bytes());
-                out.extend_from_slice(cookie);
+                out.extend_from_slice(ede);
+                if let Some(cookie) = cookie {
+                    out.extend_from_slice(&OPTION_COOKIE.to_be_bytes());
+                    out.extend_from_slice(&(RESPONSE_COOKIE_LEN as u16).to_be_bytes());
+                    out.extend_from_slice(cookie);
+                }
             }
         }
         // ID, RD and the QNAME as the client spelled it (same length: the key matched it
@@ -227,7 +265,43 @@ impl ResponseCache {
         if entry.expires <= now {
             return None;
         }
-        Some(entry.write(query, out, base, limit, now, cookie))
+        Some(entry.write(query, out, base, limit, now, cookie, false))
+    }
+
+    /// True if the entry for `query` has expired at `now` but may still be served stale
+    /// ([`ResponseCache::answer_stale`]).
+    pub(crate) fn has_stale(&self, query: &ClientQuery, now: Instant) -> bool {
+        let key = Key::of(query);
+        let shard = self.shards[key.shard()]
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
+        shard
+            .map
+            .get(key.as_bytes())
+            .is_some_and(|e| e.expires <= now && now < e.stale_until)
+    }
+
+    /// As [`ResponseCache::answer`], for an entry that has expired at `now` but is within its
+    /// stale window: a stale answer (RFC 8767 §4: TTLs [`STALE_ANSWER_TTL`], EDE 3 when the
+    /// query had EDNS). `None` when there is no such entry (none, still fresh, or past it).
+    pub(crate) fn answer_stale(
+        &self,
+        query: &ClientQuery,
+        out: &mut Vec<u8>,
+        base: usize,
+        limit: usize,
+        now: Instant,
+        cookie: Option<&[u8; RESPONSE_COOKIE_LEN]>,
+    ) -> Option<usize> {
+        let key = Key::of(query);
+        let shard = self.shards[key.shard()]
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
+        let entry = shard.map.get(key.as_bytes())?;
+        if entry.expires > now || now >= entry.stale_until {
+            return None;
+        }
+        Some(entry.write(query, out, base, limit, now, cookie, true))
     }
 
     /// Writes the response to `query` from `written` at `out[base..]`, at most `limit` bytes,
@@ -252,21 +326,43 @@ impl ResponseCache {
         let Some(prepared) = self.prepare(written, now) else {
             return 0;
         };
-        let len = prepared.write(query, out, base, limit, now, cookie);
+        let len = prepared.write(query, out, base, limit, now, cookie, false);
+        if store {
+            self.insert(query, prepared, now);
+        }
+        len
+    }
+
+    /// Keeps the response to `query` from `written` for later queries, without serving it.
+    pub(crate) fn store(&self, query: &ClientQuery, written: Written, now: Instant) {
+        if let Some(prepared) = self.prepare(written, now) {
+            self.insert(query, prepared, now);
+        }
+    }
+
+    /// Puts `prepared` under `query`'s key if it fits its shard's share and is of use; a
+    /// response that cannot go stale does not replace one that still can.
+    fn insert(&self, query: &ClientQuery, prepared: Prepared, now: Instant) {
         let key = Key::of(query);
         let size = prepared.size(key.len);
         let share = self.limits.bytes / SHARDS;
-        if !store || prepared.expires <= now || size > share {
-            return len;
+        if prepared.stale_until <= now || size > share {
+            return;
         }
         let mut shard = self.shards[key.shard()]
             .write()
             .unwrap_or_else(|e| e.into_inner());
+        if let Some(old) = shard.map.get(key.as_bytes()) {
+            // RFC 8767 §4: a failed refresh leaves the stale data servable.
+            if old.can_go_stale() && now < old.stale_until && !prepared.can_go_stale() {
+                return;
+            }
+        }
         if let Some(old) = shard.map.remove(key.as_bytes()) {
             shard.bytes -= old.size(key.len);
         }
         if shard.bytes + size > share {
-            shard.map.retain(|_, p| p.expires > now);
+            shard.map.retain(|_, p| p.stale_until > now);
             shard.bytes = shard.map.iter().map(|(k, p)| p.size(k.len())).sum();
         }
         while shard.bytes + size > share {
@@ -279,7 +375,6 @@ impl ResponseCache {
         }
         shard.bytes += size;
         shard.map.insert(key.as_bytes().into(), prepared);
-        len
     }
 
     /// Memory charged to entries now, bytes.
@@ -298,6 +393,7 @@ impl ResponseCache {
             mut message,
             layout,
             secure,
+            validated,
         } = written;
         let ttl = if layout.rcode != Rcode::NOERROR && layout.rcode != Rcode::NXDOMAIN {
             FAILURE_TTL
@@ -321,6 +417,13 @@ impl ResponseCache {
             Some(at) => Some(u16::try_from(at).ok()?),
             None => None,
         };
+        let expires = now + Duration::from_secs(u64::from(lifetime));
+        let answered = layout.rcode == Rcode::NOERROR || layout.rcode == Rcode::NXDOMAIN;
+        let stale = if validated && answered {
+            self.limits.max_stale.min(MAX_MAX_STALE)
+        } else {
+            0
+        };
         Some(Prepared {
             question_end: u16::try_from(layout.question_end).ok()?,
             opt_at,
@@ -328,7 +431,8 @@ impl ResponseCache {
             ttl_offsets: offsets.into_boxed_slice(),
             secure,
             stored: now,
-            expires: now + Duration::from_secs(u64::from(lifetime)),
+            expires,
+            stale_until: expires + Duration::from_secs(u64::from(stale)),
         })
     }
 }
@@ -484,6 +588,84 @@ mod tests {
                 None
             )
             .is_none());
+    }
+
+    /// Serve-stale (RFC 8767, super::super::stale): a validated answer is a miss for
+    /// `answer` once expired, and a stale answer (every TTL 30 s, EDE 3 beside the cookie,
+    /// AD kept) for `answer_stale` until max-stale past its expiry, not after; a failure does
+    /// not replace it. Unvalidated answers, failures and a cache without serve-stale: never.
+    #[test]
+    fn validated_answers_go_stale_for_max_stale_and_no_longer() {
+        use crate::service::response::failure;
+        use pqdns_core::wire::{Ede, OPTION_EDE};
+        let limits = CacheLimits {
+            max_stale: 3600,
+            ..CacheLimits::default()
+        };
+        let cache = ResponseCache::new(limits);
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let q = query("www.example.", 0, Some(Edns::dnssec_ok(1232)));
+        let mut w = response("www.example.", 2, 300, true);
+        w.validated = true;
+        put(&cache, &q, w, 65_535, t0);
+        let mut out = Vec::new();
+        let cookie = [7u8; RESPONSE_COOKIE_LEN];
+        assert!(!cache.has_stale(&q, at(299)), "still fresh");
+        assert!(cache
+            .answer_stale(&q, &mut out, 0, 65_535, at(299), None)
+            .is_none());
+        assert!(cache
+            .answer(&q, &mut out, 0, 65_535, at(300), None)
+            .is_none());
+        // A failed refresh (SERVFAIL) is not kept over the stale data.
+        let failed = failure(&q, Rcode::SERVFAIL, Ede::NO_REACHABLE_AUTHORITY, "down");
+        cache.store(&q, failed, at(301));
+        for s in [300, 1000, 3899] {
+            assert!(cache.has_stale(&q, at(s)), "{s} s");
+            let len = cache
+                .answer_stale(&q, &mut out, 0, 65_535, at(s), Some(&cookie))
+                .expect("a stale answer");
+            let v = MessageView::parse(&out[..len]).unwrap();
+            assert_eq!(v.rcode(), Rcode::NOERROR);
+            assert_eq!(ttls(&out[..len]), [30, 30], "{s} s");
+            assert!(v.header().has(FLAG_AD), "the data was Secure");
+            let opt = v.opt().unwrap();
+            assert_eq!(opt.option(OPTION_EDE), Some(&[0, 3][..]), "EDE 3");
+            assert_eq!(opt.option(OPTION_COOKIE), Some(&cookie[..]));
+        }
+        assert!(!cache.has_stale(&q, at(3900)), "past max-stale");
+        assert!(cache
+            .answer_stale(&q, &mut out, 0, 65_535, at(3900), None)
+            .is_none());
+
+        // Not validated (Indeterminate data, or CD), or a Bogus SERVFAIL: never stale.
+        let unvalidated = query("u.example.", 0, Some(Edns::dnssec_ok(1232)));
+        put(
+            &cache,
+            &unvalidated,
+            response("u.example.", 1, 60, true),
+            65_535,
+            t0,
+        );
+        let bogus = query("bogus.example.", 0, Some(Edns::dnssec_ok(1232)));
+        let servfail = failure(&bogus, Rcode::SERVFAIL, Ede::DNSSEC_BOGUS, "bogus");
+        put(&cache, &bogus, servfail, 65_535, t0);
+        for q in [&unvalidated, &bogus] {
+            assert!(!cache.has_stale(q, at(61)));
+            assert!(cache
+                .answer_stale(q, &mut out, 0, 65_535, at(61), None)
+                .is_none());
+        }
+        // Without serve-stale, a validated answer expires at its TTL.
+        let off = ResponseCache::new(CacheLimits {
+            max_stale: 0,
+            ..CacheLimits::default()
+        });
+        let mut w = response("www.example.", 1, 60, true);
+        w.validated = true;
+        put(&off, &q, w, 65_535, t0);
+        assert!(!off.has_stale(&q, at(60)));
     }
 
     #[test]

@@ -62,6 +62,8 @@ pub struct ServiceMetrics {
     handshakes: [AtomicU64; GROUP_SLOTS],
     /// UDP responses limited: amplification/truncated, rate/truncated, rate/dropped.
     limited: [AtomicU64; 3],
+    /// Stale answers sent (RFC 8767).
+    stale: AtomicU64,
 }
 
 /// Labels of [`ServiceMetrics`]' `limited` counters.
@@ -92,6 +94,7 @@ impl Default for ServiceMetrics {
             rtt_sum_micros: AtomicU64::new(0),
             handshakes: counters(),
             limited: counters(),
+            stale: AtomicU64::new(0),
         }
     }
 }
@@ -158,6 +161,11 @@ impl ServiceMetrics {
         self.handshakes[group_slot(group)].fetch_add(1, Relaxed);
     }
 
+    /// A stale answer sent (RFC 8767).
+    pub(crate) fn stale_answer(&self) {
+        self.stale.fetch_add(1, Relaxed);
+    }
+
     /// A UDP response limited for `why`.
     pub(crate) fn limited(&self, why: Limited) {
         self.limited[why as usize].fetch_add(1, Relaxed);
@@ -222,6 +230,12 @@ impl ServiceMetrics {
                 load(c)
             );
         }
+        out.push_str("# HELP pqdns_resolver_stale_answers_total Expired validated answers sent with EDE 3 because no fresh one came in time (RFC 8767).\n# TYPE pqdns_resolver_stale_answers_total counter\n");
+        let _ = writeln!(
+            out,
+            "pqdns_resolver_stale_answers_total {}",
+            load(&self.stale)
+        );
         out
     }
 }

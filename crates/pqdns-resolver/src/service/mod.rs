@@ -42,9 +42,10 @@ pub mod cache;
 pub mod metrics;
 mod query;
 mod response;
+pub mod stale;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use std::net::IpAddr;
 
@@ -75,8 +76,13 @@ const MAX_STREAM_RESPONSE: usize = 65_535;
 pub struct ServiceConfig {
     /// Who may ask for recursion; others get REFUSED. Default: loopback only.
     pub allow: AllowList,
-    /// The answer cache's memory and TTL bounds.
+    /// The answer cache's memory and TTL bounds, and how long validated answers may be served
+    /// stale ([`CacheLimits::max_stale`], RFC 8767).
     pub cache: CacheLimits,
+    /// How long a query whose cached answer is stale waits for a fresh one before the stale
+    /// one is sent (RFC 8767 §5, "client response timer"; default
+    /// [`stale::DEFAULT_CLIENT_RESPONSE_TIMER`], 1.8 s).
+    pub client_response_timer: Duration,
     /// Resolutions in flight per client prefix ([`CLIENT_PREFIX`]).
     pub max_per_client: usize,
     /// Resolutions in flight in all.
@@ -121,6 +127,7 @@ impl Default for ServiceConfig {
             cookie_secret: None,
             rrl: RrlSettings::default(),
             amplification_limit: rrl::DEFAULT_AMPLIFICATION_LIMIT,
+            client_response_timer: stale::DEFAULT_CLIENT_RESPONSE_TIMER,
         }
     }
 }
@@ -142,6 +149,8 @@ pub struct RecursiveService {
     /// dnstap of every client query and response (CLIENT_QUERY, CLIENT_RESPONSE); `None`
     /// when off.
     dnstap: Option<Arc<Dnstap>>,
+    /// See [`ServiceConfig::client_response_timer`].
+    client_response_timer: Duration,
 }
 
 /// How a query's COOKIE option checked, and our COOKIE option data for its response.
@@ -182,6 +191,7 @@ impl RecursiveService {
             rrl: Rrl::new(config.rrl),
             amplification_limit: config.amplification_limit,
             dnstap: None,
+            client_response_timer: config.client_response_timer,
         }
     }
 
@@ -209,6 +219,43 @@ impl RecursiveService {
     /// The counters (Prometheus text with [`ServiceMetrics::render`]).
     pub fn metrics(&self) -> &ServiceMetrics {
         &self.metrics
+    }
+
+    /// Resolves `query`: the response written from the answer, or `Err` with a failure
+    /// response when no answer could be had (RFC 8767 §4 serves stale data then).
+    async fn resolve(&self, query: &ClientQuery) -> Result<response::Written, response::Written> {
+        let qname = query.qname.to_name().to_lowercase();
+        match self.resolver.resolve(&qname, query.qtype).await {
+            Ok(answer) => {
+                self.metrics.resolution(&answer);
+                Ok(response::from_answer(query, &answer))
+            }
+            Err(e) => {
+                tracing::debug!(%qname, qtype = %query.qtype, error = %e, "resolution failed");
+                Err(response::from_error(query, &e))
+            }
+        }
+    }
+
+    /// RFC 8767 §5 for a query whose cached answer is stale: resolves it in a task of its own,
+    /// which stores the answer it gets (also after we stop waiting); a fresh answer if it
+    /// comes within the client response timer, else — or when the resolution fails — the
+    /// stale one.
+    async fn fresh_or_stale(self: &Arc<Self>, query: ClientQuery) -> Outcome {
+        let service = Arc::clone(self);
+        let refresh = tokio::spawn(async move {
+            let result = service.resolve(&query).await;
+            if let Ok(written) = &result {
+                service.cache.store(&query, written.clone(), Instant::now());
+            }
+            result
+        });
+        match tokio::time::timeout(self.client_response_timer, refresh).await {
+            Ok(Ok(Ok(written))) => Outcome::Send(written),
+            Ok(Ok(Err(failed))) => Outcome::Stale(Some(failed)),
+            // Timed out (the task goes on), or the task panicked or was cancelled.
+            Ok(Err(_)) | Err(_) => Outcome::Stale(None),
+        }
     }
 
     /// Checks the query's COOKIE option from `client` and makes the one of its response
@@ -281,6 +328,16 @@ fn limit(query: &ClientQuery, transport: Transport) -> usize {
     } else {
         MAX_STREAM_RESPONSE
     }
+}
+
+/// What a resolution leaves to send.
+enum Outcome {
+    /// A response to send and keep.
+    Store(response::Written),
+    /// A response to send, already kept.
+    Send(response::Written),
+    /// The stale answer; if it went meanwhile, the failure (or, without one, a SERVFAIL).
+    Stale(Option<response::Written>),
 }
 
 /// A cache miss [`RecursiveService::respond`] deferred: the query as it was parsed there, so
@@ -394,23 +451,42 @@ impl Service for RecursiveService {
             let info = self.finish(&request.as_request(), cookie.check, &mut out, base, len);
             return (out, info);
         };
-        let qname = query.qname.to_name().to_lowercase();
-        let written = match self.resolver.resolve(&qname, query.qtype).await {
-            Ok(answer) => {
-                self.metrics.resolution(&answer);
-                response::from_answer(&query, &answer)
-            }
-            Err(e) => {
-                tracing::debug!(%qname, qtype = %query.qtype, error = %e, "resolution failed");
-                response::from_error(&query, &e)
+        let outcome = if self.cache.has_stale(&query, Instant::now()) {
+            self.fresh_or_stale(query).await
+        } else {
+            match self.resolve(&query).await {
+                Ok(written) | Err(written) => Outcome::Store(written),
             }
         };
         // The cookie when the answer goes out: the secret may have rotated meanwhile.
         let cookie = self.cookie(&query, request.client.ip());
         let (now, data) = (Instant::now(), cookie.data.as_ref());
-        let len = self
-            .cache
-            .serve(&query, written, true, &mut out, base, limit, now, data);
+        let stale = match outcome {
+            Outcome::Stale(_) => self
+                .cache
+                .answer_stale(&query, &mut out, base, limit, now, data),
+            Outcome::Store(_) | Outcome::Send(_) => None,
+        };
+        let len = match (stale, outcome) {
+            (Some(len), _) => {
+                self.metrics.stale_answer();
+                len
+            }
+            (None, Outcome::Store(written)) => self
+                .cache
+                .serve(&query, written, true, &mut out, base, limit, now, data),
+            (None, Outcome::Send(written) | Outcome::Stale(Some(written))) => self
+                .cache
+                .serve(&query, written, false, &mut out, base, limit, now, data),
+            (None, Outcome::Stale(None)) => {
+                // The stale entry went meanwhile (evicted, or past its window).
+                let text = "no answer within the client response timer (RFC 8767 §5)";
+                let written =
+                    response::failure(&query, Rcode::SERVFAIL, Ede::NO_REACHABLE_AUTHORITY, text);
+                self.cache
+                    .serve(&query, written, false, &mut out, base, limit, now, data)
+            }
+        };
         let info = self.finish(&request.as_request(), cookie.check, &mut out, base, len);
         (out, info)
     }

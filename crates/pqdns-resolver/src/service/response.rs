@@ -38,6 +38,7 @@ const MAX_RESPONSE: usize = 65_535;
 const MAX_EXTRA_TEXT: usize = 200;
 
 /// A response written for the cache.
+#[derive(Clone)]
 pub(crate) struct Written {
     /// The message (ID 0).
     pub(crate) message: Vec<u8>,
@@ -45,6 +46,9 @@ pub(crate) struct Written {
     pub(crate) layout: Layout,
     /// The data is Secure (AD for clients that want it).
     pub(crate) secure: bool,
+    /// The data was validated, Secure or proven Insecure, without CD: it may be served
+    /// stale (RFC 8767, [`super::stale`]).
+    pub(crate) validated: bool,
 }
 
 /// What [`super::cache::ResponseCache`] needs to know about a [`Written`] message, recorded
@@ -115,7 +119,11 @@ pub(crate) fn from_answer(query: &ClientQuery, answer: &Answer) -> Written {
             );
         }
     }
-    write(query, rcode, &answers, &authority, None).secure(secure)
+    let validated = matches!(answer.status(), Status::Secure(_) | Status::Insecure(_));
+    Written {
+        validated,
+        ..write(query, rcode, &answers, &authority, None).secure(secure)
+    }
 }
 
 /// The response to `query` when resolution failed: SERVFAIL with an EDE naming why.
@@ -259,6 +267,7 @@ pub(crate) fn write(
         message: out,
         layout,
         secure: false,
+        validated: false,
     }
 }
 

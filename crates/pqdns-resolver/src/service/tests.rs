@@ -59,7 +59,7 @@ fn service(config: ServiceConfig) -> Arc<RecursiveService> {
 }
 
 /// An A query with EDNS (no DO) and `cookie` as its COOKIE option data.
-fn query(name: &str, cookie: Option<&[u8]>) -> Vec<u8> {
+pub(super) fn query(name: &str, cookie: Option<&[u8]>) -> Vec<u8> {
     let mut edns = Edns::dnssec_ok(4096);
     edns.flags = 0;
     if let Some(c) = cookie {
@@ -75,7 +75,7 @@ fn query(name: &str, cookie: Option<&[u8]>) -> Vec<u8> {
 
 /// The response of `service` to `packet` from `client` over `transport`, and whether it was
 /// answered at once (a cache hit, an error) rather than resolved.
-async fn ask(
+pub(super) async fn ask(
     service: &Arc<RecursiveService>,
     packet: &[u8],
     client: &str,
