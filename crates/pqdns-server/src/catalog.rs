@@ -198,7 +198,7 @@ impl Catalog {
     }
 
     /// A new catalog of the same zones (prepared answers empty, identity and cookies unset,
-    /// as [`crate::service::Authoritative::set_catalog`] sets them), to change and swap in.
+    /// as `Authoritative::set_catalog` sets them), to change and swap in.
     pub fn rebuilt(&self) -> Catalog {
         Catalog {
             zones: self.zones.clone(),

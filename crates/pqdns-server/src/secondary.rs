@@ -6,7 +6,7 @@
 //!   when EXPIRE seconds pass without a successful refresh, the zone answers SERVFAIL until
 //!   one succeeds. The SOA timers are bounded to [`MIN_TIMER`]..[`MAX_TIMER`]. Primaries are
 //!   tried in their configured order.
-//! - **NOTIFY in** (RFC 1996 §3.7–§3.11, [`Secondaries::notify`]): a NOTIFY (QTYPE SOA) for a
+//! - **NOTIFY in** (RFC 1996 §3.7–§3.11, `Secondaries::notify`): a NOTIFY (QTYPE SOA) for a
 //!   secondary zone from one of its primaries' addresses, or signed with one of their TSIG
 //!   keys, is answered NOERROR with AA set and starts a refresh at once; from another source
 //!   REFUSED; for a zone we are no secondary for NOTAUTH (as BIND answers).

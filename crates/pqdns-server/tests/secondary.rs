@@ -25,12 +25,12 @@ mod common;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use common::secondary::{query_wire, soa_serial, udp_query};
+use common::secondary::{query_wire, soa_serial, start_knotd, udp_query};
 use common::{http_get, require};
 use pqdns_core::message::Message;
 use pqdns_core::wire::tsig::{Algorithm, Key, KeyRing};
@@ -92,20 +92,9 @@ impl KnotPrimary {
             notify.ip(),
             notify.port(),
         );
-        let conf_path = dir.path().join("knot.conf");
-        std::fs::write(&conf_path, conf).unwrap();
-        let child = Command::new(knotd)
-            .arg("-c")
-            .arg(&conf_path)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting knotd");
-        KnotPrimary {
-            child,
-            dir,
-            conf: conf_path,
-        }
+        let child = start_knotd(&knotd, dir.path(), &conf);
+        let conf = dir.path().join("knot.conf");
+        KnotPrimary { child, dir, conf }
     }
 
     fn log(&self) -> String {

@@ -257,28 +257,18 @@ impl ResponseCache {
         now: Instant,
         cookie: Option<&[u8; RESPONSE_COOKIE_LEN]>,
     ) -> Option<usize> {
-        let key = Key::of(query);
-        let shard = self.shards[key.shard()]
-            .read()
-            .unwrap_or_else(|e| e.into_inner());
-        let entry = shard.map.get(key.as_bytes())?;
-        if entry.expires <= now {
-            return None;
-        }
-        Some(entry.write(query, out, base, limit, now, cookie, false))
+        self.with_entry(query, |entry| {
+            (entry.expires > now).then(|| entry.write(query, out, base, limit, now, cookie, false))
+        })
     }
 
     /// True if the entry for `query` has expired at `now` but may still be served stale
     /// ([`ResponseCache::answer_stale`]).
     pub(crate) fn has_stale(&self, query: &ClientQuery, now: Instant) -> bool {
-        let key = Key::of(query);
-        let shard = self.shards[key.shard()]
-            .read()
-            .unwrap_or_else(|e| e.into_inner());
-        shard
-            .map
-            .get(key.as_bytes())
-            .is_some_and(|e| e.expires <= now && now < e.stale_until)
+        self.with_entry(query, |e| {
+            (e.expires <= now && now < e.stale_until).then_some(())
+        })
+        .is_some()
     }
 
     /// As [`ResponseCache::answer`], for an entry that has expired at `now` but is within its
@@ -293,15 +283,23 @@ impl ResponseCache {
         now: Instant,
         cookie: Option<&[u8; RESPONSE_COOKIE_LEN]>,
     ) -> Option<usize> {
+        self.with_entry(query, |entry| {
+            let stale = entry.expires <= now && now < entry.stale_until;
+            stale.then(|| entry.write(query, out, base, limit, now, cookie, true))
+        })
+    }
+
+    /// `f` of the entry for `query`, under its shard's read lock; `None` without an entry.
+    fn with_entry<R>(
+        &self,
+        query: &ClientQuery,
+        f: impl FnOnce(&Prepared) -> Option<R>,
+    ) -> Option<R> {
         let key = Key::of(query);
         let shard = self.shards[key.shard()]
             .read()
             .unwrap_or_else(|e| e.into_inner());
-        let entry = shard.map.get(key.as_bytes())?;
-        if entry.expires > now || now >= entry.stale_until {
-            return None;
-        }
-        Some(entry.write(query, out, base, limit, now, cookie, true))
+        f(shard.map.get(key.as_bytes())?)
     }
 
     /// Writes the response to `query` from `written` at `out[base..]`, at most `limit` bytes,

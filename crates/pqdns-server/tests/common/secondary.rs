@@ -18,6 +18,19 @@ use super::{parse_response, require, ORIGIN};
 /// Longest wait for a secondary to serve a serial.
 pub const SECONDARY_WAIT: Duration = Duration::from_secs(20);
 
+/// Starts `knotd` with the configuration `conf`, written to `dir/knot.conf`.
+pub fn start_knotd(knotd: &std::path::Path, dir: &std::path::Path, conf: &str) -> Child {
+    let conf_path = dir.join("knot.conf");
+    std::fs::write(&conf_path, conf).unwrap();
+    Command::new(knotd)
+        .arg("-c")
+        .arg(&conf_path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting knotd")
+}
+
 /// A query for `qname`/`qtype` with EDNS (DO when `dnssec`), ID 0x5151.
 pub fn query_wire(qname: &str, qtype: RrType, dnssec: bool) -> Vec<u8> {
     let edns = Edns {
@@ -169,15 +182,7 @@ impl Knot {
             ip = primary.ip(),
             pport = primary.port(),
         );
-        let conf_path = dir.path().join("knot.conf");
-        std::fs::write(&conf_path, conf).unwrap();
-        let child = Command::new(knotd)
-            .arg("-c")
-            .arg(&conf_path)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting knotd");
+        let child = start_knotd(&knotd, dir.path(), &conf);
         Secondary {
             child,
             dir,
