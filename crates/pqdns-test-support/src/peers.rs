@@ -34,20 +34,29 @@ pub fn require(program: &str, package: &str) -> PathBuf {
 }
 
 /// Builds the Go module in this crate's `DIR` (its dependencies come from the Go module proxy)
-/// into a binary named `name` in a temporary directory; its path.
+/// into a binary named `name`; its path.
+///
+/// The binary lives in one directory of the temporary directory per version of the sources
+/// (named by a hash of them), so test processes share one build and reruns leave nothing new
+/// behind; it is built under a name of this process and renamed into place, so processes
+/// building at the same time never run a half-written binary.
 fn build_go(dir: &str, name: &str) -> PathBuf {
     let go = require("go", "golang-go (or Go 1.26+ from go.dev in /usr/local/go)");
-    let out_dir = std::env::temp_dir().join(format!("pqdns-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&out_dir).unwrap();
-    let bin = out_dir.join(name);
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let out_dir = std::env::temp_dir().join(format!("pqdns-{name}-{:016x}", sources_hash(&src)));
+    let bin = out_dir.join(name);
+    if bin.exists() {
+        return bin;
+    }
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let partial = out_dir.join(format!("{name}.{}", std::process::id()));
     let out = Command::new("timeout")
         .args([
             "300",
             go.to_str().unwrap(),
             "build",
             "-o",
-            bin.to_str().unwrap(),
+            partial.to_str().unwrap(),
             ".",
         ])
         .current_dir(&src)
@@ -62,7 +71,25 @@ fn build_go(dir: &str, name: &str) -> PathBuf {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    std::fs::rename(&partial, &bin).unwrap();
     bin
+}
+
+/// A hash of the names and contents of the files in `dir` (not recursive), in name order.
+fn sources_hash(dir: &Path) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .map(|entry| entry.unwrap().path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    for file in files {
+        file.file_name().hash(&mut hasher);
+        std::fs::read(&file).unwrap().hash(&mut hasher);
+    }
+    hasher.finish()
 }
 
 /// Builds the Go TLS client (`go/`: crypto/tls DoT and DoH) once per test run; its path.
