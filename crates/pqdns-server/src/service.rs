@@ -13,7 +13,8 @@
 //!    NOTIFY (RFC 1996) for a secondary zone is answered here ([`crate::secondary`]), and an
 //!    UPDATE (RFC 2136) goes to [`crate::update`] from here, with the key that signed it;
 //! 4. transport policy: zone transfer requests (AXFR, IXFR) over TCP and DoT from clients in
-//!    the allow-list ([`crate::acl`]) or signed with a key it names ([`Settings::axfr_keys`])
+//!    the allow-list ([`crate::acl`]) or signed with a key it names, from the prefix it may
+//!    name ([`Settings::axfr_keys`], [`Settings::axfr_prefixed_keys`]),
 //!    are answered with several messages ([`crate::axfr`]); others get REFUSED;
 //! 5. message authentication: DNS cookies (`request::authenticate`);
 //! 6. dispatch: UDP fragment requests to the ARRF/QBF responder ([`crate::fragment`]), queries
@@ -44,7 +45,7 @@ use pqdns_net::dnstap::{Dnstap, Role};
 use pqdns_net::{Event, Reply, Request, ResponseInfo, Service, Transfer, TransferEnd, Transport};
 use tracing::{debug, info, warn};
 
-use crate::acl::AllowList;
+use crate::acl::{AllowList, IpPrefix};
 use crate::answer::{self, Outcome, ParseError, Prepare};
 use crate::axfr;
 use crate::catalog::Catalog;
@@ -69,6 +70,8 @@ pub struct Authoritative {
     pub axfr_allow: AllowList,
     /// TSIG keys whose signed requests may transfer zones, from any address.
     pub axfr_keys: Vec<Name>,
+    /// TSIG keys whose signed requests may transfer zones from a prefix only.
+    pub axfr_prefixed_keys: Vec<(IpPrefix, Name)>,
     /// TSIG keys requests may be signed with (RFC 8945).
     tsig_keys: Arc<KeyRing>,
     /// Counters, when the metrics endpoint is configured (nothing is counted otherwise).
@@ -116,6 +119,7 @@ impl Authoritative {
             udp_payload: settings.udp_payload,
             axfr_allow: settings.axfr_allow.clone(),
             axfr_keys: settings.axfr_keys.clone(),
+            axfr_prefixed_keys: settings.axfr_prefixed_keys.clone(),
             tsig_keys: Arc::clone(&settings.tsig_keys),
             metrics: settings.metrics.map(|_| Arc::new(Metrics::default())),
             fragmenter: Fragmenter::new(settings.fragmentation),
@@ -229,7 +233,12 @@ impl Authoritative {
         }
         // 4. Transport policy: zone transfers over TCP and DoT to the allow-list, by address or
         // by key; the engine answers every other transfer request REFUSED.
-        let key_allowed = signer.is_some_and(|s| self.axfr_keys.contains(s.key.name()));
+        let key_allowed = signer.is_some_and(|s| {
+            let key = s.key.name();
+            self.axfr_keys.contains(key)
+                || (self.axfr_prefixed_keys.iter())
+                    .any(|(prefix, k)| k == key && prefix.contains(x.client))
+        });
         if matches!(request.transport, Transport::Tcp | Transport::Dot)
             && (self.axfr_allow.allows(x.client) || key_allowed)
         {

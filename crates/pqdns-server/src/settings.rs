@@ -187,7 +187,7 @@ pub struct ServerTable {
     pub max_connections: Option<usize>,
     /// Connections per client address per stream listener.
     pub max_connections_per_ip: Option<usize>,
-    /// Addresses and prefixes allowed to transfer zones, and `key:NAME` entries.
+    /// Addresses and prefixes allowed to transfer zones, `key:NAME` and `PREFIX key:NAME` entries.
     pub axfr_allow: Option<Vec<String>>,
     /// TSIG key files, relative to the zone description.
     pub tsig_keys: Option<Vec<PathBuf>>,
@@ -354,8 +354,11 @@ pub struct Settings {
     /// Clients allowed to transfer zones over TCP and DoT (empty: nobody).
     pub axfr_allow: AllowList,
     /// TSIG keys (from [`Settings::tsig_keys`]) whose signed requests may transfer zones over
-    /// TCP and DoT from any address.
+    /// TCP and DoT from any address (`axfr_allow` entries `key:NAME`).
     pub axfr_keys: Vec<Name>,
+    /// TSIG keys whose signed requests may transfer zones over TCP and DoT from a prefix only
+    /// (`axfr_allow` entries `PREFIX key:NAME`: key and address must both match).
+    pub axfr_prefixed_keys: Vec<(IpPrefix, Name)>,
     /// TSIG keys requests may be signed with (RFC 8945); empty: a signed request gets
     /// NOTAUTH/BADKEY.
     pub tsig_keys: Arc<KeyRing>,
@@ -409,6 +412,7 @@ impl Settings {
             max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
             axfr_allow: AllowList::default(),
             axfr_keys: Vec::new(),
+            axfr_prefixed_keys: Vec::new(),
             tsig_keys: Arc::default(),
             notify: Vec::new(),
             notify_keys: Vec::new(),
@@ -538,26 +542,40 @@ impl Settings {
             s.tsig_keys = Arc::new(ring);
         }
         if let Some(list) = tables.iter().find_map(|(t, _)| t.axfr_allow.as_ref()) {
-            let (keys, prefixes): (Vec<&String>, Vec<&String>) =
-                list.iter().partition(|e| e.starts_with("key:"));
-            let prefixes = prefixes
-                .iter()
-                .map(|p| p.parse::<IpPrefix>())
-                .collect::<Result<_, _>>()
-                .map_err(|e| SettingsError::Invalid(format!("axfr_allow: {e}")))?;
-            s.axfr_allow = AllowList::new(prefixes);
-            for entry in keys {
-                let text = &entry["key:".len()..];
-                let name = Name::parse(text, Some(&Name::root()))
-                    .map_err(|e| SettingsError::Invalid(format!("axfr_allow: {entry:?}: {e}")))?
+            let mut prefixes = Vec::new();
+            for entry in list {
+                let invalid = |e: &dyn std::fmt::Display| {
+                    SettingsError::Invalid(format!("axfr_allow: {entry:?}: {e}"))
+                };
+                let mut words = entry.split_whitespace();
+                let (prefix, key) = match (words.next(), words.next(), words.next()) {
+                    (Some(key), None, _) if key.starts_with("key:") => (None, key),
+                    (Some(prefix), Some(key), None) if key.starts_with("key:") => (
+                        Some(prefix.parse::<IpPrefix>().map_err(|e| invalid(&e))?),
+                        key,
+                    ),
+                    (Some(prefix), None, _) => {
+                        prefixes.push(prefix.parse::<IpPrefix>().map_err(|e| invalid(&e))?);
+                        continue;
+                    }
+                    _ => {
+                        return Err(invalid(
+                            &"expected ADDRESS[/LEN], key:NAME or ADDRESS[/LEN] key:NAME",
+                        ))
+                    }
+                };
+                let name = Name::parse(&key["key:".len()..], Some(&Name::root()))
+                    .map_err(|e| invalid(&e))?
                     .to_lowercase();
                 if s.tsig_keys.get(name.as_wire()).is_none() {
-                    return Err(SettingsError::Invalid(format!(
-                        "axfr_allow: {entry:?} names a key no tsig_keys file defines"
-                    )));
+                    return Err(invalid(&"names a key no tsig_keys file defines"));
                 }
-                s.axfr_keys.push(name);
+                match prefix {
+                    Some(prefix) => s.axfr_prefixed_keys.push((prefix, name)),
+                    None => s.axfr_keys.push(name),
+                }
             }
+            s.axfr_allow = AllowList::new(prefixes);
         }
         if let Some(list) = tables.iter().find_map(|(t, _)| t.notify.as_ref()) {
             for entry in list {
@@ -766,11 +784,32 @@ mod tests {
         let s =
             settings("tsig_keys = [\"keys.conf\"]\naxfr_allow = [\"key:transfer-key\"]\n").unwrap();
         assert!(s.axfr_allow.is_empty() && s.axfr_keys.len() == 1);
+        // A key from a prefix only: both must hold, and the prefix is not allowed alone.
+        let s = settings(
+            "tsig_keys = [\"keys.conf\"]\naxfr_allow = [\"10.0.0.0/8 key:transfer-key\"]\n",
+        )
+        .unwrap();
+        assert!(s.axfr_allow.is_empty() && s.axfr_keys.is_empty());
+        assert_eq!(
+            s.axfr_prefixed_keys,
+            vec![(
+                "10.0.0.0/8".parse().unwrap(),
+                "transfer-key.".parse().unwrap()
+            )]
+        );
         for (text, needle) in [
             ("axfr_allow = [\"key:transfer-key\"]\n", "no tsig_keys file"),
             (
                 "tsig_keys = [\"keys.conf\"]\naxfr_allow = [\"key:other\"]\n",
                 "key:other",
+            ),
+            (
+                "tsig_keys = [\"keys.conf\"]\naxfr_allow = [\"10.0.0.0/8 10.1.0.0/16\"]\n",
+                "expected ADDRESS",
+            ),
+            (
+                "tsig_keys = [\"keys.conf\"]\naxfr_allow = [\"10.0.0.0/99 key:transfer-key\"]\n",
+                "10.0.0.0/99",
             ),
             (
                 "tsig_keys = [\"keys.conf\"]\nnotify = [\"192.0.2.1 key other\"]\n",

@@ -136,6 +136,38 @@ fn requests_signed_by_dig_and_kdig_verify_and_a_wrong_secret_fails() {
     }
 }
 
+/// `axfr_allow = ["PREFIX key:NAME"]`: a transfer needs both the key and an address in the
+/// prefix; dig's signed AXFR from 127.0.0.1 is REFUSED when the prefix is elsewhere.
+#[test]
+fn a_key_bound_to_a_prefix_transfers_only_from_it() {
+    let key = transfer_key(Algorithm::HmacSha256);
+    let y = y_arg(&key, KEY_NAME, key.secret());
+    for (prefix, allowed) in [("127.0.0.0/8", true), ("192.0.2.0/24", false)] {
+        let mut ring = KeyRing::new();
+        ring.insert(key.clone());
+        let rule = (prefix.parse().unwrap(), key.name().clone());
+        let server = TestServer::start_with(&["ECDSAP256SHA256"], move |s| {
+            s.tsig_keys = Arc::new(ring);
+            s.axfr_prefixed_keys = vec![rule];
+        });
+        let text = dig_text(
+            "dig",
+            "bind9-dnsutils",
+            server.tcp(),
+            &["-y", &y, ORIGIN, "AXFR"],
+        );
+        let soas = text.lines().filter(|l| l.contains("\tSOA\t")).count();
+        if allowed {
+            assert!(!tsig_complaint(&text) && soas == 2, "{prefix}: {text}");
+        } else {
+            assert!(
+                soas == 0 && text.contains("Transfer failed"),
+                "{prefix}: {text}"
+            );
+        }
+    }
+}
+
 /// A server whose only transfer rule is the key (`axfr_allow = ["key:transfer-key"]`), with
 /// metrics on, signing with `algorithms`.
 fn signed_server(key: &Key, algorithms: &[&str]) -> TestServer {
