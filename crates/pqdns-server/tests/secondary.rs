@@ -20,7 +20,9 @@
 //!   pqdns's own serials.
 //!
 //! - BIND 9.18 (`named`) as the primary instead: AXFR with TSIG, then a change made there by
-//!   `nsupdate` arrives by its signed NOTIFY and an IXFR within 1 s.
+//!   `nsupdate` arrives by its signed NOTIFY and an IXFR within 1 s; NSD 4.6 as the primary,
+//!   whose NOTIFY after a reload brings the change (as a whole-zone answer: it keeps no IXFR
+//!   history).
 //!
 //! Every wait is a bounded polling loop; every peer is killed on drop.
 
@@ -589,6 +591,121 @@ fn bind_primary_to_pqdns_secondary_with_tsig() {
     );
     eprintln!("a.test. serial 2 served {took:?} after nsupdate returned");
     assert_eq!(pqdns.metric("ixfr"), 1, "the change came as IXFR");
+    let new = udp_query(pqdns.addr, &query_wire("new.a.test.", RrType::A, false)).unwrap();
+    assert_eq!(
+        (new.rcode(), new.answers.len()),
+        (Rcode::NOERROR, 1),
+        "{new:?}"
+    );
+}
+
+/// NSD 4.6 as the primary of `a.test.` on 127.0.0.1:`port`: transfers only with `key`, NOTIFY
+/// (signed with it) to `notify`. Its zone is changed by rewriting the file and SIGHUP.
+struct NsdPrimary {
+    child: Child,
+    dir: tempfile::TempDir,
+}
+
+impl NsdPrimary {
+    fn start(port: u16, notify: SocketAddr, key: &Key) -> NsdPrimary {
+        let nsd = require("nsd", "nsd");
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display();
+        let secret = base64::engine::general_purpose::STANDARD.encode(key.secret());
+        std::fs::write(
+            dir.path().join("a.test.zone"),
+            zone_text("a.test.", 1, A_TIMERS, ""),
+        )
+        .unwrap();
+        let conf = format!(
+            "server:\n  username: \"\"\n  chroot: \"\"\n  zonesdir: \"{d}\"\n  pidfile: \"{d}/nsd.pid\"\n  \
+             xfrdfile: \"{d}/xfrd.state\"\n  zonelistfile: \"{d}/zone.list\"\n  database: \"\"\n  \
+             logfile: \"{d}/nsd.log\"\n  ip-address: 127.0.0.1@{port}\n  verbosity: 2\n  \
+             server-count: 1\n  rrl-ratelimit: 0\n  xfrd-reload-timeout: 0\n\
+             remote-control:\n  control-enable: no\n\
+             key:\n  name: \"{KEY_NAME}\"\n  algorithm: {}\n  secret: \"{secret}\"\n\
+             zone:\n  name: \"a.test.\"\n  zonefile: \"{d}/a.test.zone\"\n  \
+             provide-xfr: 127.0.0.1 {KEY_NAME}\n  notify: {}@{} {KEY_NAME}\n",
+            key.algorithm(),
+            notify.ip(),
+            notify.port(),
+        );
+        let conf_path = dir.path().join("nsd.conf");
+        std::fs::write(&conf_path, conf).unwrap();
+        let child = Command::new(nsd)
+            .args(["-d", "-c"])
+            .arg(&conf_path)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("starting nsd");
+        NsdPrimary { child, dir }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("nsd.log")).unwrap_or_default()
+    }
+
+    /// Rewrites the zone at `serial` with `extra` records and has NSD reload it (SIGHUP).
+    fn change(&self, serial: u32, extra: &str) {
+        std::fs::write(
+            self.dir.path().join("a.test.zone"),
+            zone_text("a.test.", serial, A_TIMERS, extra),
+        )
+        .unwrap();
+        let pid = self.child.id().to_string();
+        let status = Command::new("kill").args(["-HUP", &pid]).status().unwrap();
+        assert!(status.success());
+    }
+}
+
+impl Drop for NsdPrimary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// NSD as the primary: pqdns takes `a.test.` with TSIG; after a change at NSD (file + SIGHUP),
+/// NSD's signed NOTIFY brings the new serial. NSD 4.6 keeps no IXFR history for a reloaded
+/// file, so it answers pqdns's IXFR with the whole zone (RFC 1995 §4 allows it), or pqdns
+/// falls back to AXFR: either way the change is served, and the transfer is counted.
+#[test]
+fn nsd_primary_to_pqdns_secondary_with_tsig() {
+    let key = Key::generate(&KEY_NAME.parse().unwrap(), Algorithm::HmacSha256).unwrap();
+    let nsd_port = pqdns_test_support::ports::free_dual_port();
+    let pqdns_port = pqdns_test_support::ports::free_dual_port();
+    let primary: SocketAddr = ([127, 0, 0, 1], nsd_port).into();
+    let nsd = NsdPrimary::start(nsd_port, ([127, 0, 0, 1], pqdns_port).into(), &key);
+    let state = tempfile::tempdir().unwrap();
+    let pqdns = Pqdns::start(
+        state.path(),
+        pqdns_port,
+        primary,
+        &key,
+        &["a.test."],
+        "",
+        |_| {},
+    );
+    pqdns.wait("a.test.", Duration::from_secs(20), serial_is(1));
+    assert_eq!(pqdns.metric("axfr"), 1, "{}", nsd.log());
+    // Attempts before NSD listened failed; none may fail from here on.
+    let failed = pqdns.metric("failed");
+
+    nsd.change(2, "new A 192.0.2.99\n");
+    let took = pqdns.wait("a.test.", Duration::from_secs(10), serial_is(2));
+    eprintln!("a.test. serial 2 served {took:?} after SIGHUP to NSD");
+    assert!(
+        took < Duration::from_secs(3),
+        "serial 2 after {took:?} (REFRESH is an hour: only NOTIFY explains it)\n{}",
+        nsd.log()
+    );
+    assert_eq!(
+        pqdns.metric("axfr") + pqdns.metric("ixfr"),
+        2,
+        "one more transfer"
+    );
+    assert_eq!(pqdns.metric("failed"), failed, "{}", nsd.log());
     let new = udp_query(pqdns.addr, &query_wire("new.a.test.", RrType::A, false)).unwrap();
     assert_eq!(
         (new.rcode(), new.answers.len()),
