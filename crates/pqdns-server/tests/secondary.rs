@@ -35,7 +35,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use common::secondary::{query_wire, soa_serial, start_knotd, udp_query};
+use common::secondary::{query_wire, soa_serial, start_knotd, udp_query, NamedPrimary};
 use common::{http_get, require};
 use pqdns_core::message::Message;
 use pqdns_core::wire::tsig::{Algorithm, Key, KeyRing};
@@ -484,66 +484,6 @@ fn inline_signing_of_a_transferred_zone_reaches_nsd() {
     );
 }
 
-/// BIND 9.18's named as the primary of `a.test.` on 127.0.0.1:`port`: transfers and UPDATEs
-/// only with `key`, NOTIFY (signed with it) to `notify` only, at once after a change
-/// (`notify-delay 0`; BIND waits 5 s by default).
-struct NamedPrimary {
-    child: Child,
-    dir: tempfile::TempDir,
-}
-
-impl NamedPrimary {
-    fn start(port: u16, notify: SocketAddr, key: &Key) -> NamedPrimary {
-        let named = require("named", "bind9");
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path().display();
-        let secret = base64::engine::general_purpose::STANDARD.encode(key.secret());
-        std::fs::write(
-            dir.path().join("a.test.db"),
-            zone_text("a.test.", 1, A_TIMERS, ""),
-        )
-        .unwrap();
-        let conf = format!(
-            "key \"{KEY_NAME}\" {{ algorithm {}; secret \"{secret}\"; }};\n\
-             options {{\n  directory \"{d}\";\n  pid-file \"{d}/named.pid\";\n  \
-             session-keyfile \"{d}/session.key\";\n  managed-keys-directory \"{d}\";\n  \
-             listen-on port {port} {{ 127.0.0.1; }};\n  listen-on-v6 {{ none; }};\n  \
-             recursion no;\n  dnssec-validation no;\n  notify explicit;\n}};\n\
-             controls {{ }};\n\
-             logging {{\n  channel log {{ file \"{d}/named.log\"; severity info; print-time yes; }};\n  \
-             category default {{ log; }};\n  category xfer-out {{ log; }};\n  category notify {{ log; }};\n}};\n\
-             zone \"a.test.\" {{\n  type primary;\n  file \"{d}/a.test.db\";\n  \
-             notify-delay 0;\n  allow-transfer {{ key \"{KEY_NAME}\"; }};\n  allow-update {{ key \"{KEY_NAME}\"; }};\n  \
-             also-notify {{ {} port {} key \"{KEY_NAME}\"; }};\n}};\n",
-            key.algorithm(),
-            notify.ip(),
-            notify.port(),
-        );
-        let conf_path = dir.path().join("named.conf");
-        std::fs::write(&conf_path, conf).unwrap();
-        let child = Command::new(named)
-            .arg("-f")
-            .arg("-c")
-            .arg(&conf_path)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("starting named");
-        NamedPrimary { child, dir }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("named.log")).unwrap_or_default()
-    }
-}
-
-impl Drop for NamedPrimary {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// BIND's named as the hidden primary: pqdns takes `a.test.` by AXFR with TSIG; a change made
 /// at named by `nsupdate -y` (named bumps the serial and journals it) reaches pqdns through
 /// named's signed NOTIFY within 1 s, as an IXFR (REFRESH is an hour).
@@ -553,7 +493,13 @@ fn bind_primary_to_pqdns_secondary_with_tsig() {
     let named_port = pqdns_test_support::ports::free_dual_port();
     let pqdns_port = pqdns_test_support::ports::free_dual_port();
     let primary: SocketAddr = ([127, 0, 0, 1], named_port).into();
-    let named = NamedPrimary::start(named_port, ([127, 0, 0, 1], pqdns_port).into(), &key);
+    let named = NamedPrimary::start(
+        "a.test.",
+        &zone_text("a.test.", 1, A_TIMERS, ""),
+        named_port,
+        ([127, 0, 0, 1], pqdns_port).into(),
+        &key,
+    );
     let state = tempfile::tempdir().unwrap();
     let pqdns = Pqdns::start(
         state.path(),
@@ -567,22 +513,7 @@ fn bind_primary_to_pqdns_secondary_with_tsig() {
     pqdns.wait("a.test.", Duration::from_secs(20), serial_is(1));
     assert_eq!(pqdns.metric("axfr"), 1, "{}", named.log());
 
-    let nsupdate = require("nsupdate", "bind9-dnsutils");
-    let y = format!(
-        "{}:{KEY_NAME}:{}",
-        key.algorithm(),
-        base64::engine::general_purpose::STANDARD.encode(key.secret())
-    );
-    let script = format!(
-        "server 127.0.0.1 {named_port}\nzone a.test.\nupdate add new.a.test. 300 A 192.0.2.99\nsend\n"
-    );
-    let mut child = Command::new("timeout")
-        .args(["10", nsupdate.to_str().unwrap(), "-y", &y])
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::io::Write::write_all(&mut child.stdin.take().unwrap(), script.as_bytes()).unwrap();
-    assert!(child.wait().unwrap().success(), "nsupdate\n{}", named.log());
+    named.nsupdate(&key, &["update add new.a.test. 300 A 192.0.2.99"]);
     let took = pqdns.wait("a.test.", Duration::from_secs(5), serial_is(2));
     assert!(
         took < Duration::from_secs(1),

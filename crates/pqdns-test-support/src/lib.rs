@@ -11,6 +11,7 @@
 //! - [`peers`]: the peer programs the integration tests run (dig, kdig, unbound, and the Go
 //!   TLS and DoQ clients whose sources are this crate's `go/` and `godoq/`);
 //! - [`ports`]: ports free for a test server;
+//! - [`secondaries`]: NSD, Knot and BIND as secondaries of a server under test;
 //! - [`systemd`]: the shipped unit files checked by `systemd-analyze`, and a notification
 //!   socket as systemd binds it.
 //!
@@ -38,6 +39,7 @@ pub mod hierarchy;
 pub mod peers;
 pub mod ports;
 mod second_opinion;
+pub mod secondaries;
 pub mod systemd;
 pub use second_opinion::second_opinion;
 
