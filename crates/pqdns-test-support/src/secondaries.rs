@@ -101,7 +101,8 @@ pub struct Secondary {
 
 /// NSD as a secondary of `primary`, listening on 127.0.0.1:`port`, asking with `key` when
 /// given (`request-xfr: … KEYNAME`) and then accepting only NOTIFY from 127.0.0.1 signed with
-/// it (`allow-notify: 127.0.0.1 KEYNAME`); unsigned NOTIFY otherwise.
+/// it (`allow-notify: 127.0.0.1 KEYNAME`) and serving AXFR to 127.0.0.1 signed with it
+/// (`provide-xfr`); unsigned NOTIFY and AXFR otherwise.
 pub struct Nsd;
 
 impl Nsd {
@@ -132,7 +133,7 @@ impl Nsd {
              remote-control:\n  control-enable: no\n\
              {key_clause}\
              pattern:\n  name: \"from-pqdns\"\n  request-xfr: {ip}@{pport} {key_name}\n  \
-             allow-notify: 127.0.0.1 {key_name}\n\
+             allow-notify: 127.0.0.1 {key_name}\n  provide-xfr: 127.0.0.1 {key_name}\n\
              zone:\n  name: \"{ORIGIN}\"\n  zonefile: \"{d}/secondary.zone\"\n  include-pattern: \"from-pqdns\"\n",
             ip = primary.ip(),
             pport = primary.port(),

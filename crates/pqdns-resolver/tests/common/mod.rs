@@ -149,18 +149,9 @@ pub fn serve_tomls(
 /// policies a zone description cannot express), on 127.0.0.1 without TLS; the trust anchors
 /// are the DS records (SHA-256) of its SEP keys.
 pub fn serve_signed(zone: pqdns_core::Zone) -> Served {
-    use pqdns_core::dnssec::dnskey::{ds_record, DigestType, DnskeyRef};
     let mut anchors = TrustAnchors::default();
-    let origin = zone.origin.clone();
-    let dnskeys = zone.nodes[&origin][&RrType::DNSKEY].rdatas.clone();
-    for key in dnskeys {
-        if DnskeyRef::parse(&key).is_some_and(|k| k.is_sep()) {
-            let dnskey = record(&origin.to_string(), RrType::DNSKEY, 300, key);
-            anchors.add_ds(
-                origin.clone(),
-                ds_record(&dnskey, DigestType::Sha256).unwrap().rdata,
-            );
-        }
+    for ds in sep_ds_records(&zone) {
+        anchors.add_ds(ds.owner, ds.rdata);
     }
     let catalog =
         pqdns_server::catalog::Catalog::new([pqdns_server::catalog::ServedZone::new(zone)])
@@ -173,6 +164,21 @@ pub fn serve_signed(zone: pqdns_core::Zone) -> Served {
         false,
         |_| {},
     )
+}
+
+/// The DS records (SHA-256) of the SEP keys in the apex DNSKEY RRset of `zone`.
+pub fn sep_ds_records(zone: &pqdns_core::Zone) -> Vec<Record> {
+    use pqdns_core::dnssec::dnskey::{ds_record, DigestType, DnskeyRef};
+    let origin = zone.origin.to_string();
+    zone.nodes[&zone.origin][&RrType::DNSKEY]
+        .rdatas
+        .iter()
+        .filter(|key| DnskeyRef::parse(key).is_some_and(|k| k.is_sep()))
+        .map(|key| {
+            let dnskey = record(&origin, RrType::DNSKEY, 300, key.clone());
+            ds_record(&dnskey, DigestType::Sha256).unwrap()
+        })
+        .collect()
 }
 
 /// Binds a server for `catalog` (reloading from `sources`) in `dir`.
