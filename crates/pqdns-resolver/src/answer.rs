@@ -132,6 +132,7 @@ pub struct Answer {
     pub(crate) chain: Vec<String>,
     pub(crate) exchanges: Vec<ExchangeInfo>,
     pub(crate) unvalidated: Vec<Message>,
+    pub(crate) synthesised: bool,
 }
 
 impl Answer {
@@ -194,6 +195,12 @@ impl Answer {
     /// The chain of trust walked, one line per step (for `--trace`).
     pub fn chain(&self) -> &[String] {
         &self.chain
+    }
+
+    /// True if the answer was synthesised from cached, validated NSEC/NSEC3 records without
+    /// asking any server (aggressive use of DNSSEC-validated cache, RFC 8198).
+    pub fn synthesised(&self) -> bool {
+        self.synthesised
     }
 
     /// Every exchange made, in order.

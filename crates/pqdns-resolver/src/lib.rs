@@ -58,5 +58,8 @@ mod ttl_map;
 
 pub use anchors::TrustAnchors;
 pub use answer::{Answer, AnswerRRset, Dropped, Referral, Section};
-pub use resolve::{Config, Lame, LimitReached, Mode, ResolveError, Resolver, WorkLimits};
+pub use resolve::{
+    Config, Lame, LimitReached, Mode, ResolveError, Resolver, WorkLimits,
+    DEFAULT_AGGRESSIVE_NSEC_BYTES, MAX_MINIMISE_COUNT, MINIMISE_ONE_LAB,
+};
 pub use transport::{Client, ExchangeInfo, TlsOptions, Transport};

@@ -4,39 +4,13 @@
 
 use std::time::Duration;
 
-use pqdns_core::dnssec::nsec3::Nsec3Params;
-use pqdns_core::dnssec::sign::Denial;
 use pqdns_core::dnssec::validate::Status;
-use pqdns_core::dnssec::Algorithm;
 use pqdns_core::wire::Rcode;
 use pqdns_core::RrType;
 use pqdns_resolver::{Config, Mode, Resolver};
-use pqdns_test_support::signed_zone;
 
 mod common;
-use common::{name, serve_signed, udp_client, Served};
-
-/// example. signed with ECDSA P-256 and NSEC3 with Opt-Out (RFC 5155 §6): the unsigned
-/// delegation `insecure.` is left out of the chain, the signed delegation `secure.` (it has a
-/// DS) stays in it.
-fn opt_out_zone() -> Served {
-    let text = "@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 192.0.2.1\n\
-                www A 192.0.2.2\n*.w TXT \"wild\"\n\
-                insecure NS ns.insecure\nns.insecure A 192.0.2.3\n\
-                secure NS ns.secure\nns.secure A 192.0.2.4\n\
-                secure DS 1 13 2 0000000000000000000000000000000000000000000000000000000000000000\n";
-    let params = Nsec3Params {
-        opt_out: true,
-        ..Nsec3Params::default()
-    };
-    let zone = signed_zone(
-        &name("example."),
-        text,
-        &[Algorithm::EcdsaP256Sha256],
-        Denial::Nsec3(params),
-    );
-    serve_signed(zone)
-}
+use common::{name, opt_out_zone, udp_client, Served};
 
 fn forwarder(served: &Served) -> Resolver {
     Resolver::new(

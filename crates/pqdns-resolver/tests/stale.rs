@@ -12,16 +12,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pqdns_core::message::{Message, Question};
-use pqdns_core::wire::{Edns, MessageView, Rcode, Section, FLAG_AD, OPTION_EDE};
-use pqdns_core::{Class, RrType};
-use pqdns_net::service::{Reply, Request, Service, Transport};
+use pqdns_core::wire::{MessageView, Rcode, Section, FLAG_AD, OPTION_EDE};
+use pqdns_core::RrType;
 use pqdns_resolver::cache;
 use pqdns_resolver::service::stale::STALE_ANSWER_TTL;
 use pqdns_resolver::service::{CacheLimits, RecursiveService, ServiceConfig};
 use pqdns_resolver::{Config, Mode, Resolver, TrustAnchors};
 
-use common::{runtime, serve, udp_client, ZoneSpec};
+use common::{resolve_in_service, runtime, serve, udp_client, ZoneSpec};
 
 const RECORDS: &str = "@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 192.0.2.1\n\
                        www A 192.0.2.2\n";
@@ -45,21 +43,7 @@ fn service(upstream: SocketAddr, anchors: TrustAnchors) -> Arc<RecursiveService>
 /// `name` A with DO, over TCP from 127.0.0.1: the response (RCODE, answer TTLs, EDE
 /// INFO-CODE, AD).
 async fn ask(s: &Arc<RecursiveService>, name: &str) -> (Rcode, Vec<u32>, Option<u16>, bool) {
-    let question = Question {
-        qname: name.parse().unwrap(),
-        qtype: RrType::A,
-        qclass: Class::IN,
-    };
-    let packet = Message::query(9, question, true, Some(Edns::dnssec_ok(1232))).to_wire();
-    let request = Request::new(&packet, "127.0.0.1:5301".parse().unwrap(), Transport::Tcp);
-    let mut out = Vec::new();
-    let Reply::Defer(deferred) = s.respond(&(), &request, &mut out, 0) else {
-        panic!("{name}: answered at once, but nothing is fresh in this cache");
-    };
-    let (mut out, info) = Arc::clone(s)
-        .respond_later(request.to_owned(), deferred, out, 0)
-        .await;
-    out.truncate(info.len);
+    let out = resolve_in_service(s, name, RrType::A).await;
     let v = MessageView::parse(&out).unwrap();
     let ttls = v.records(Section::Answer).map(|r| r.ttl()).collect();
     let ede = v

@@ -3,7 +3,8 @@
 //! same trust anchor and must give the same RCODE, AD bit and answer section for every name
 //! of a list: positive answers, NXDOMAIN, NODATA, empty non-terminals, wildcards, CNAME chains
 //! inside a zone and across zones, an unsigned zone and one with expired signatures, and ANY
-//! (RFC 8482: the one RRset the authority gives, validated).
+//! (RFC 8482: the one RRset the authority gives, validated). Both minimise QNAMEs (RFC 9156:
+//! unbound with `qname-minimisation: yes`, pqdns-resolver by default; issue 29 must-show 4).
 //!
 //! unbound sends its queries to port 53 of the addresses it learns, so the hierarchy's servers
 //! listen on port 53 of their own loopback addresses (127.0.1.x): the test needs to bind

@@ -371,7 +371,8 @@ pub fn start_unbound(
          do-not-query-localhost: no\n  access-control: 127.0.0.0/8 allow\n  directory: \"{d}\"\n  \
          chroot: \"\"\n  username: \"\"\n  pidfile: \"{d}/unbound.pid\"\n  use-syslog: no\n  \
          logfile: \"{d}/unbound.log\"\n  verbosity: 1\n  root-hints: \"{}\"\n  \
-         trust-anchor-file: \"{}\"\n  module-config: \"validator iterator\"\n  val-log-level: 2\n",
+         trust-anchor-file: \"{}\"\n  module-config: \"validator iterator\"\n  val-log-level: 2\n  \
+         qname-minimisation: yes\n",
         hints.display(),
         anchor.display(),
         ip = addr.ip(),

@@ -375,6 +375,13 @@ impl VerifiedRRset {
     pub fn signed_owner(&self) -> &Name {
         &self.signed_owner
     }
+    /// The same RRset with its TTL lowered to at most `ttl` seconds: what is left of its life
+    /// in a cache (RFC 8198 §5.4). Lowering a TTL never lets data live longer.
+    #[must_use]
+    pub fn with_ttl_at_most(mut self, ttl: u32) -> VerifiedRRset {
+        self.ttl = self.ttl.min(ttl);
+        self
+    }
     /// The records of the RRset (without RRSIGs), with the capped TTL.
     pub fn records(&self) -> Vec<Record> {
         rrset_records(&self.owner, self.rtype, self.class, self.ttl, &self.rdatas)

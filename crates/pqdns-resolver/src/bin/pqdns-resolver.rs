@@ -203,6 +203,19 @@ struct Cli {
           value_parser = clap::value_parser!(u32).range(0..=i64::from(pqdns_resolver::service::stale::MAX_MAX_STALE)))]
     serve_stale_max: u32,
 
+    /// Aggressive use of DNSSEC-validated cache (RFC 8198): memory, MiB, for the verified
+    /// NSEC/NSEC3 records of Secure negative and wildcard answers, from which NXDOMAIN and
+    /// NODATA for other names they cover are answered without asking the authorities (never
+    /// from NSEC3 opt-out spans). 0 turns it off.
+    #[arg(long, value_name = "MIB", default_value_t = pqdns_resolver::DEFAULT_AGGRESSIVE_NSEC_BYTES >> 20)]
+    aggressive_nsec_size: usize,
+
+    /// Send authorities the whole QNAME and QTYPE at every level of the iteration: turns QNAME
+    /// minimisation (RFC 9156, relaxed mode: at each zone only the next label, with QTYPE A;
+    /// a minimised query that fails is sent again in full) off.
+    #[arg(long)]
+    no_qname_minimisation: bool,
+
     /// Connections open at once per stream listener (TCP, DoT, DoH each); at the cap the
     /// longest-idle connection is closed for a new one, or the new one refused when none is
     /// idle.
@@ -438,6 +451,8 @@ fn setup(cli: &Cli) -> Result<Setup, String> {
         },
         ds_downgrade_protection: !cli.no_ds_downgrade_protection,
         cache: cache::Limits::new(cache_bytes / 4, cli.cache_max_ttl),
+        aggressive_nsec_bytes: cli.aggressive_nsec_size.saturating_mul(1 << 20),
+        qname_minimisation: !cli.no_qname_minimisation,
         ..Config::new(mode, anchors)
     };
     let resolver = Resolver::new(config, client);
@@ -574,7 +589,7 @@ async fn serve(
     }
     if let Some(l) = metrics_listener {
         let addr = l.local_addr().map_err(|e| e.to_string())?;
-        let render = move || Some(service.metrics().render());
+        let render = move || Some(service.render_metrics());
         tokio::spawn(pqdns_net::metrics_http::serve(
             l,
             Arc::new(render),

@@ -41,9 +41,12 @@ impl Fetch {
         let route = match &config.mode {
             Mode::Forward(server) => Route::Forward(vec![*server]),
             Mode::ForwardAny(servers) => Route::Forward(servers.clone()),
-            Mode::Iterative { roots, port } => {
-                Route::Iterative(Iteration::new(roots.clone(), *port, &config.work))
-            }
+            Mode::Iterative { roots, port } => Route::Iterative(Iteration::new(
+                roots.clone(),
+                *port,
+                &config.work,
+                config.qname_minimisation,
+            )),
         };
         Fetch {
             cache: Cache::new(config.cache),
@@ -85,6 +88,14 @@ impl Fetch {
             }
             Ok(m)
         })
+    }
+
+    /// Minimised queries sent so far (RFC 9156; iterative mode).
+    pub(super) fn minimised_queries(&self) -> u64 {
+        match &self.route {
+            Route::Forward(_) => 0,
+            Route::Iterative(iteration) => iteration.minimised_queries(),
+        }
     }
 
     /// Lets the cached responses a resolution `used` live their whole TTL: it did not end

@@ -14,11 +14,14 @@
 //! - Records outside the zone of the answering server are dropped from its responses (and
 //!   the drop is noted in the trace).
 //! - A referral flagged AA (a server's fault) is followed like any referral ([`is_referral`]).
+//! - Servers are asked minimised questions (RFC 9156, [`super::minimise`]) until the zone
+//!   holding the name is reached.
 //!
 //! Owns the root servers, the delegations learned from referrals, and the referral and
 //! NS-name budgets ([`Glueless`] is the per-resolution part, kept in the resolution's `Ctx`).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -29,6 +32,7 @@ use pqdns_core::{Name, Record, RrType};
 use super::ctx::Ctx;
 use super::exchange::Exchanger;
 use super::fetch::Fetch;
+use super::minimise::Minimiser;
 use super::{lock, BoxFuture, Lame, ResolveError, WorkLimits};
 use crate::ttl_map::TtlMap;
 
@@ -41,6 +45,10 @@ pub(super) struct Iteration {
     max_referrals: usize,
     max_glueless_per_referral: usize,
     max_glueless: usize,
+    /// QNAME minimisation on ([`super::Config::qname_minimisation`]).
+    qname_minimisation: bool,
+    /// Minimised queries sent (RFC 9156).
+    minimised: AtomicU64,
 }
 
 /// One resolution's budget of NS names without glue, and the names being resolved.
@@ -134,8 +142,14 @@ fn address(r: &Record, port: u16) -> Option<SocketAddr> {
 }
 
 impl Iteration {
-    /// Iteration from `roots`, glue addresses on `port`, within `work`.
-    pub(super) fn new(roots: Vec<SocketAddr>, port: u16, work: &WorkLimits) -> Iteration {
+    /// Iteration from `roots`, glue addresses on `port`, within `work`, with QNAME
+    /// minimisation if `qname_minimisation`.
+    pub(super) fn new(
+        roots: Vec<SocketAddr>,
+        port: u16,
+        work: &WorkLimits,
+        qname_minimisation: bool,
+    ) -> Iteration {
         Iteration {
             roots,
             port,
@@ -143,7 +157,14 @@ impl Iteration {
             max_referrals: work.max_referrals,
             max_glueless_per_referral: work.max_glueless_per_referral,
             max_glueless: work.max_glueless,
+            qname_minimisation,
+            minimised: AtomicU64::new(0),
         }
+    }
+
+    /// Minimised queries sent so far (RFC 9156).
+    pub(super) fn minimised_queries(&self) -> u64 {
+        self.minimised.load(Relaxed)
     }
 
     /// Walks referrals from the closest known delegation (or the roots) to a server that
@@ -166,44 +187,96 @@ impl Iteration {
             let known = lock(&self.delegations).closest(&start, Instant::now());
             let (mut zone, mut servers) =
                 known.unwrap_or_else(|| (Name::root(), self.roots.clone()));
-            for _ in 0..self.max_referrals {
-                let mut m = exchanger.ask(&servers, qname, qtype, ctx).await?;
+            let mut minimiser = Minimiser::new(self.qname_minimisation, &zone);
+            let mut referrals = 0;
+            // Ends: each turn returns, follows one of at most max_referrals referrals, or
+            // sends one of at most MAX_MINIMISE_COUNT minimised queries (or the one full
+            // question after them).
+            loop {
+                let (asked, asked_type) = minimiser.question(qname, qtype);
+                let minimised = asked != *qname || asked_type != qtype;
+                let mut m = exchanger.ask(&servers, &asked, asked_type, ctx).await?;
                 let dropped = keep_in_zone(&mut m, &zone);
                 if dropped > 0 {
                     ctx.note(format!(
                         "{dropped} record(s) outside {zone} dropped from its server's response \
-                         to {qname} {qtype}"
+                         to {asked} {asked_type}"
                     ));
                 }
-                if !is_referral(&m, &zone) {
+                if minimised {
+                    self.minimised.fetch_add(1, Relaxed);
+                }
+                let referral = is_referral(&m, &zone);
+                if !referral && !minimised {
                     return Ok(m);
                 }
-                let Some(cut) = m
+                let cut = m
                     .authority
                     .iter()
                     .find(|r| r.rtype == RrType::NS && r.owner != zone)
                     .or_else(|| m.authority.iter().find(|r| r.rtype == RrType::NS))
-                    .map(|r| r.owner.clone())
-                else {
-                    return Err(Lame::NoReferral {
-                        zone,
-                        qname: qname.clone(),
-                        qtype,
-                    }
-                    .into());
-                };
-                if qtype == RrType::DS && cut == *qname {
+                    .map(|r| r.owner.clone());
+                if referral && qtype == RrType::DS && cut.as_ref() == Some(qname) {
                     // The parent referred us to the child for DS: the parent's answer is the
                     // referral itself.
                     return Ok(m);
                 }
-                if cut == zone || !cut.is_subdomain_of(&zone) || !qname.is_subdomain_of(&cut) {
-                    return Err(Lame::OutOfBailiwick {
-                        zone,
-                        qname: qname.clone(),
-                        cut,
+                let lame: Option<ResolveError> = match &cut {
+                    _ if !referral => None,
+                    None => Some(
+                        Lame::NoReferral {
+                            zone: zone.clone(),
+                            qname: qname.clone(),
+                            qtype,
+                        }
+                        .into(),
+                    ),
+                    Some(cut)
+                        if *cut == zone
+                            || !cut.is_subdomain_of(&zone)
+                            || !asked.is_subdomain_of(cut) =>
+                    {
+                        Some(
+                            Lame::OutOfBailiwick {
+                                zone: zone.clone(),
+                                qname: qname.clone(),
+                                cut: cut.clone(),
+                            }
+                            .into(),
+                        )
                     }
-                    .into());
+                    Some(_) => None,
+                };
+                if minimised && (!referral || lame.is_some()) {
+                    // Not a referral to follow: CHILD exists (NOERROR), or the server did not
+                    // cope with the minimised question (RFC 9156 relaxed mode: ask in full).
+                    if m.rcode() == Rcode::NOERROR && !referral {
+                        minimiser.exists(&asked);
+                    } else {
+                        ctx.note(format!(
+                            "{zone}'s server answered the minimised {asked} {asked_type} with \
+                             {}: asking for {qname} {qtype} (RFC 9156 relaxed mode)",
+                            lame.map_or_else(|| m.rcode().to_string(), |e| e.to_string())
+                        ));
+                        minimiser.stop();
+                    }
+                    continue;
+                }
+                let cut = match (cut, lame) {
+                    (_, Some(e)) => return Err(e),
+                    (Some(cut), None) => cut,
+                    (None, None) => {
+                        return Err(Lame::NoReferral {
+                            zone,
+                            qname: qname.clone(),
+                            qtype,
+                        }
+                        .into())
+                    }
+                };
+                referrals += 1;
+                if referrals > self.max_referrals {
+                    break;
                 }
                 let ns_records: Vec<&Record> = m
                     .authority
@@ -234,6 +307,7 @@ impl Iteration {
                     addrs.len()
                 ));
                 lock(&self.delegations).insert(cut.clone(), addrs.clone(), ttl, Instant::now());
+                minimiser.referred(&cut);
                 zone = cut;
                 servers = addrs;
             }

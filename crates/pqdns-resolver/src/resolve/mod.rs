@@ -19,9 +19,12 @@
 //! - `exchange`: one query to a list of servers — the transport [`Client`], the servers that
 //!   did not answer recently (`crate::infra`), query IDs and EDNS;
 //! - `iterate`: referrals from the roots down (bailiwick rules), and the delegations learned;
+//! - `minimise`: QNAME minimisation (RFC 9156) of the questions iteration sends;
 //! - `trust`: trust anchors, trust per zone (remembered, computed once for concurrent
 //!   resolutions), signature checks on blocking threads, and the MTL ladders;
 //! - `validate`: from responses to an [`Answer`] — the answer chain, denial proofs, referrals;
+//! - `aggressive`: NXDOMAIN and NODATA synthesised from validated NSEC/NSEC3 records kept
+//!   per zone (RFC 8198), consulted before any response is fetched;
 //! - `ctx`: what one resolution carries between them (trace, exchanges, budgets);
 //! - `error`: [`ResolveError`] and the facts it carries ([`Lame`], [`LimitReached`]).
 
@@ -40,15 +43,19 @@ use crate::answer::Answer;
 use crate::cache;
 use crate::transport::Client;
 
+mod aggressive;
 mod ctx;
 mod error;
 mod exchange;
 mod fetch;
 mod iterate;
+mod minimise;
 mod trust;
 mod validate;
 
+pub use aggressive::DEFAULT_BYTES as DEFAULT_AGGRESSIVE_NSEC_BYTES;
 pub use error::{Lame, LimitReached, ResolveError};
+pub use minimise::{MAX_MINIMISE_COUNT, MINIMISE_ONE_LAB};
 /// Where queries go.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -126,6 +133,13 @@ pub struct Config {
     pub verify_threads: usize,
     /// Bounds of the cache of raw responses ([`crate::cache`]): bytes and longest life.
     pub cache: cache::Limits,
+    /// Memory for the validated NSEC/NSEC3 records that negative answers are synthesised
+    /// from (aggressive use of DNSSEC-validated cache, RFC 8198), bytes; 0 turns it off.
+    /// [`DEFAULT_AGGRESSIVE_NSEC_BYTES`] by default.
+    pub aggressive_nsec_bytes: usize,
+    /// QNAME minimisation in iterative mode (RFC 9156, relaxed: a minimised query that fails
+    /// is sent again in full); on by default.
+    pub qname_minimisation: bool,
 }
 
 /// EDNS(0) UDP payload size advertised by default, bytes (the DNS Flag Day 2020 value).
@@ -137,7 +151,8 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
 impl Config {
     /// Settings with the defaults: `default` profile and provider, RFC 6840 §5.11 algorithm
     /// policy with downgrade protection by DS, default limits, the real clock, a 1232-byte UDP payload, one verification
-    /// thread per CPU, and a 16 MiB cache of raw responses.
+    /// thread per CPU, a 16 MiB cache of raw responses and 4 MiB of validated denial records
+    /// for aggressive NSEC/NSEC3 (RFC 8198), and QNAME minimisation (RFC 9156).
     pub fn new(mode: Mode, anchors: TrustAnchors) -> Config {
         Config {
             mode,
@@ -152,6 +167,8 @@ impl Config {
             udp_payload: DEFAULT_UDP_PAYLOAD,
             verify_threads: std::thread::available_parallelism().map_or(2, usize::from),
             cache: cache::Limits::default(),
+            aggressive_nsec_bytes: aggressive::DEFAULT_BYTES,
+            qname_minimisation: true,
         }
     }
 }
@@ -184,6 +201,7 @@ struct Inner {
     config: Config,
     fetch: fetch::Fetch,
     trust: trust::Trust,
+    aggressive: aggressive::Aggressive,
 }
 
 /// A validating resolver: one transport client, a cache, and trust per zone. Clones share
@@ -200,6 +218,7 @@ impl Resolver {
             inner: Arc::new(Inner {
                 fetch: fetch::Fetch::new(&config, client),
                 trust: trust::Trust::new(&config),
+                aggressive: aggressive::Aggressive::new(config.aggressive_nsec_bytes),
                 config,
             }),
         }
@@ -208,6 +227,11 @@ impl Resolver {
     /// The settings.
     pub fn config(&self) -> &Config {
         &self.inner.config
+    }
+
+    /// Minimised queries sent so far (RFC 9156; iterative mode), for metrics.
+    pub fn minimised_queries(&self) -> u64 {
+        self.inner.fetch.minimised_queries()
     }
 
     /// Resolves `qname`/`qtype` and validates the answer. The future owns what it needs
@@ -228,8 +252,9 @@ impl Resolver {
                 config,
                 fetch,
                 trust,
+                aggressive,
             } = &*inner;
-            validate::Validation::new(fetch, trust, config.work.max_cnames)
+            validate::Validation::new(fetch, trust, aggressive, config.work.max_cnames)
                 .answer(&config.work, qname, qtype)
                 .await
         }

@@ -21,6 +21,7 @@
 //! unvalidated too.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use pqdns_core::dnssec::denial::{prove, Claim, VerifiedDenial};
 use pqdns_core::dnssec::validate::{
@@ -30,6 +31,7 @@ use pqdns_core::message::Message;
 use pqdns_core::wire::{Ede, Rcode, FLAG_AA};
 use pqdns_core::{Name, Record, RrType};
 
+use super::aggressive::Aggressive;
 use super::ctx::Ctx;
 use super::fetch::Fetch;
 use super::trust::{Checked, NoDs, Trust, Unsigned};
@@ -275,25 +277,34 @@ impl Walk {
             chain,
             exchanges,
             unvalidated: self.messages,
+            synthesised: false,
         }
     }
 }
 
-/// One resolution's view of the resolver: where responses come from, and trust.
+/// One resolution's view of the resolver: where responses come from, trust, and the
+/// validated denial records kept for synthesis.
 pub(super) struct Validation<'a> {
     fetch: &'a Fetch,
     trust: &'a Trust,
+    aggressive: &'a Aggressive,
     /// [`WorkLimits::max_cnames`].
     max_cnames: usize,
 }
 
 impl<'a> Validation<'a> {
-    /// Resolutions with responses from `fetch` and trust from `trust`, following at most
-    /// `max_cnames` CNAMEs and DNAMEs.
-    pub(super) fn new(fetch: &'a Fetch, trust: &'a Trust, max_cnames: usize) -> Self {
+    /// Resolutions with responses from `fetch`, trust from `trust` and denials synthesised
+    /// from `aggressive`, following at most `max_cnames` CNAMEs and DNAMEs.
+    pub(super) fn new(
+        fetch: &'a Fetch,
+        trust: &'a Trust,
+        aggressive: &'a Aggressive,
+        max_cnames: usize,
+    ) -> Self {
         Validation {
             fetch,
             trust,
+            aggressive,
             max_cnames,
         }
     }
@@ -305,10 +316,15 @@ impl<'a> Validation<'a> {
         qname: Name,
         qtype: RrType,
     ) -> Result<Answer, ResolveError> {
+        // RFC 8198: a negative answer the validated denial records already prove.
+        if let Some(answer) = self.aggressive.answer(&qname, qtype, Instant::now()) {
+            return Ok(answer);
+        }
         let local = self.trust.local();
         let (answer, ladder_missing) = self
             .answer_in(qname.clone(), qtype, Ctx::new(work, local))
             .await?;
+        self.aggressive.learn(&answer, Instant::now());
         if answer.status().is_bogus() && ladder_missing {
             // A condensed MTL signature whose ladder is not held (a zone re-signed since its
             // DNSKEY RRset was trusted): once more, asking for full signatures, whose ladders

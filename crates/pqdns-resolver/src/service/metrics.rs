@@ -11,6 +11,8 @@
 //!   authority or forwarder;
 //! - `pqdns_resolver_tls_handshakes_total{group}`: completed DoT/DoH/DoQ handshakes with
 //!   stubs, by negotiated key exchange group;
+//! - `pqdns_resolver_synthesised_answers_total`: NXDOMAIN and NODATA answers synthesised
+//!   from cached, validated NSEC/NSEC3 records (RFC 8198), no authority asked;
 //! - `pqdns_resolver_udp_limited_total{limit,action}`: UDP responses to clients without a
 //!   valid server cookie cut to TC (`truncated`) or not sent (`dropped`) by the amplification
 //!   limit (`amplification`) or response-rate limiting (`rate`).
@@ -64,6 +66,8 @@ pub struct ServiceMetrics {
     limited: [AtomicU64; 3],
     /// Stale answers sent (RFC 8767).
     stale: AtomicU64,
+    /// Negative answers synthesised from validated NSEC/NSEC3 records (RFC 8198).
+    synthesised: AtomicU64,
 }
 
 /// Labels of [`ServiceMetrics`]' `limited` counters.
@@ -95,6 +99,7 @@ impl Default for ServiceMetrics {
             handshakes: counters(),
             limited: counters(),
             stale: AtomicU64::new(0),
+            synthesised: AtomicU64::new(0),
         }
     }
 }
@@ -142,6 +147,9 @@ impl ServiceMetrics {
         }
         for e in answer.exchanges() {
             self.upstream(e.elapsed);
+        }
+        if answer.synthesised() {
+            self.synthesised.fetch_add(1, Relaxed);
         }
     }
 
@@ -235,6 +243,12 @@ impl ServiceMetrics {
             out,
             "pqdns_resolver_stale_answers_total {}",
             load(&self.stale)
+        );
+        out.push_str("# HELP pqdns_resolver_synthesised_answers_total NXDOMAIN and NODATA answers synthesised from cached, validated NSEC/NSEC3 records without asking the authorities (RFC 8198).\n# TYPE pqdns_resolver_synthesised_answers_total counter\n");
+        let _ = writeln!(
+            out,
+            "pqdns_resolver_synthesised_answers_total {}",
+            load(&self.synthesised)
         );
         out
     }

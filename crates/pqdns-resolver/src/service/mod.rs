@@ -221,6 +221,22 @@ impl RecursiveService {
         &self.metrics
     }
 
+    /// The metrics in Prometheus' text format: the service's ([`ServiceMetrics::render`])
+    /// and the resolver's (`pqdns_resolver_minimised_queries_total`: QNAME-minimised queries
+    /// sent to authorities, RFC 9156).
+    pub fn render_metrics(&self) -> String {
+        let mut text = self.metrics.render();
+        text.push_str(
+            "# HELP pqdns_resolver_minimised_queries_total Queries sent to authorities with a \
+             minimised QNAME (RFC 9156).\n# TYPE pqdns_resolver_minimised_queries_total counter\n",
+        );
+        text.push_str(&format!(
+            "pqdns_resolver_minimised_queries_total {}\n",
+            self.resolver.minimised_queries()
+        ));
+        text
+    }
+
     /// Resolves `query`: the response written from the answer, or `Err` with a failure
     /// response when no answer could be had (RFC 8767 §4 serves stale data then).
     async fn resolve(&self, query: &ClientQuery) -> Result<response::Written, response::Written> {

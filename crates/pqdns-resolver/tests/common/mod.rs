@@ -5,6 +5,7 @@
 #![allow(dead_code)] // each test crate uses a different part
 
 pub mod hierarchy;
+pub mod scripted;
 pub mod service;
 
 use std::net::SocketAddr;
@@ -311,4 +312,89 @@ pub fn delv(
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     )
+}
+
+/// A UDP relay on 127.0.0.1 in front of `backend` that counts the queries it forwards (what
+/// the authority behind it would see); its address and the count. The relay ends with `rt`.
+pub fn counting_relay(
+    rt: &tokio::runtime::Runtime,
+    backend: SocketAddr,
+) -> (SocketAddr, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let front = Arc::new(
+        rt.block_on(tokio::net::UdpSocket::bind("127.0.0.1:0"))
+            .unwrap(),
+    );
+    let addr = front.local_addr().unwrap();
+    let count = Arc::new(AtomicUsize::new(0));
+    let counted = count.clone();
+    rt.spawn(async move {
+        let mut buf = vec![0u8; 65_535];
+        while let Ok((n, peer)) = front.recv_from(&mut buf).await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let query = buf[..n].to_vec();
+            let front = front.clone();
+            tokio::spawn(async move {
+                let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+                socket.send_to(&query, backend).await.unwrap();
+                let mut answer = vec![0u8; 65_535];
+                let wait = tokio::time::timeout(Duration::from_secs(5), socket.recv(&mut answer));
+                if let Ok(Ok(n)) = wait.await {
+                    let _ = front.send_to(&answer[..n], peer).await;
+                }
+            });
+        }
+    });
+    (addr, count)
+}
+
+/// example. signed with ECDSA P-256 and NSEC3 with Opt-Out (RFC 5155 §6): the unsigned
+/// delegation `insecure.` is left out of the chain, the signed delegation `secure.` (it has a
+/// DS) stays in it.
+pub fn opt_out_zone() -> Served {
+    let text = "@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 192.0.2.1\n\
+                www A 192.0.2.2\n*.w TXT \"wild\"\n\
+                insecure NS ns.insecure\nns.insecure A 192.0.2.3\n\
+                secure NS ns.secure\nns.secure A 192.0.2.4\n\
+                secure DS 1 13 2 0000000000000000000000000000000000000000000000000000000000000000\n";
+    let params = pqdns_core::dnssec::nsec3::Nsec3Params {
+        opt_out: true,
+        ..Default::default()
+    };
+    let zone = pqdns_test_support::signed_zone(
+        &name("example."),
+        text,
+        &[pqdns_core::dnssec::Algorithm::EcdsaP256Sha256],
+        pqdns_core::dnssec::sign::Denial::Nsec3(params),
+    );
+    serve_signed(zone)
+}
+
+/// The response of the in-process resolver service `s` to `name` `qtype` with DO over TCP
+/// from 127.0.0.1, resolved (the query must not be answered from the service's cache).
+pub async fn resolve_in_service(
+    s: &std::sync::Arc<pqdns_resolver::service::RecursiveService>,
+    name: &str,
+    qtype: RrType,
+) -> Vec<u8> {
+    use pqdns_core::message::{Message, Question};
+    use pqdns_net::service::{Reply, Request, Service, Transport};
+    let question = Question {
+        qname: name.parse().unwrap(),
+        qtype,
+        qclass: Class::IN,
+    };
+    let edns = Some(pqdns_core::wire::Edns::dnssec_ok(1232));
+    let packet = Message::query(9, question, true, edns).to_wire();
+    let request = Request::new(&packet, "127.0.0.1:5301".parse().unwrap(), Transport::Tcp);
+    let mut out = Vec::new();
+    let Reply::Defer(deferred) = s.respond(&(), &request, &mut out, 0) else {
+        panic!("{name}: answered at once from the service's cache");
+    };
+    let (mut out, info) = std::sync::Arc::clone(s)
+        .respond_later(request.to_owned(), deferred, out, 0)
+        .await;
+    out.truncate(info.len);
+    out
 }

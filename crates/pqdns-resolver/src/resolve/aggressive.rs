@@ -1,0 +1,698 @@
+//! Aggressive use of DNSSEC-validated cache (RFC 8198): NXDOMAIN and NODATA answers
+//! synthesised from NSEC and NSEC3 records an earlier resolution verified, without asking any
+//! server.
+//!
+//! - **What is kept** (RFC 8198 §5.1): the NSEC or NSEC3 RRsets of the denial proofs of
+//!   Secure answers (negative answers and wildcard expansions), as the validator verified
+//!   them, and the verified SOA of their zone. A proof resting on an NSEC3 opt-out span is not
+//!   kept, nor is any NSEC3 record with the Opt-Out flag: its span may hide unsigned
+//!   delegations, so it proves no name absent (RFC 5155 §9.2, RFC 8198 §5.2).
+//! - **How it is found**: per zone, NSEC RRsets in a map ordered by owner name in canonical
+//!   order (RFC 4034 §6.1) and NSEC3 RRsets in one ordered by hashed owner (RFC 5155 §3.3);
+//!   the record covering a name is the one with the greatest key below it (or the last, which
+//!   wraps around to the apex), a range lookup. A query walks at most the labels between its
+//!   name and the zone, so synthesis costs O(labels · log records), not a scan.
+//! - **What comes out**: the chosen records go through
+//!   [`pqdns_core::dnssec::denial::prove`], the check a server's proof gets, and
+//!   [`conclude`] must find the answer Secure; otherwise the query goes to the servers as
+//!   usual. The answer is marked [`crate::Answer::synthesised`].
+//! - **Lifetime** (RFC 8198 §5.4 as RFC 9077 §3 updates it): each record lives min(its TTL,
+//!   the SOA's TTL, the SOA MINIMUM) seconds from when it was kept; a synthesised answer
+//!   carries what is left.
+//! - **Memory**: bounded by [`super::Config::aggressive_nsec_bytes`] (0 turns synthesis
+//!   off); when over it, the records kept longest ago go first.
+//! - **Not synthesised**: QTYPE DS (it lives on the parent side of a cut), ANY, RRSIG, NSEC
+//!   and NSEC3; names at or below a delegation point or DNAME the cached records show, about
+//!   which the zone's records speak only for its own side (RFC 6840 §4.1).
+//!
+//! Owns the per-zone maps; the resolver consults it before asking for a response
+//! ([`Aggressive::answer`]) and feeds it every Secure answer ([`Aggressive::learn`]).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use pqdns_core::dnssec::denial::{prove, Claim, Coverage};
+use pqdns_core::dnssec::nsec3::{owner_hash, Nsec3Params, FLAG_OPT_OUT, HASH_SHA1};
+use pqdns_core::dnssec::validate::{conclude, VerifiedRRset};
+use pqdns_core::message::Message;
+use pqdns_core::rdata::read_type_bitmap;
+use pqdns_core::wire::rdata::Soa;
+use pqdns_core::wire::{Rcode, FLAG_AA, FLAG_QR};
+use pqdns_core::{Name, RrType};
+
+use super::lock;
+use crate::answer::{Answer, AnswerRRset};
+
+/// Memory for kept denial records by default, bytes ([`super::Config::aggressive_nsec_bytes`]).
+pub const DEFAULT_BYTES: usize = 4 << 20;
+
+/// Bytes charged per kept RRset besides its owner name, RDATA and RRSIGs (the entry, its key,
+/// the map's node and its place in the eviction order).
+const ENTRY_OVERHEAD: usize = 192;
+
+/// A kept RRset and when it stops being usable.
+struct Held {
+    set: VerifiedRRset,
+    expires: Instant,
+    bytes: usize,
+    /// Which store this is: an eviction-order entry names the store it was made for.
+    seq: u64,
+}
+
+impl Held {
+    fn live(&self, now: Instant) -> bool {
+        now < self.expires
+    }
+}
+
+/// Where a kept RRset is in its zone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Key {
+    Soa,
+    Nsec(Name),
+    Nsec3(Vec<u8>),
+}
+
+/// One zone's kept records.
+#[derive(Default)]
+struct ZoneDenials {
+    soa: Option<Held>,
+    /// NSEC RRsets by owner, canonical order (`Name`'s `Ord`).
+    nsec: BTreeMap<Name, Held>,
+    /// NSEC3 RRsets by the binary hash of their owner, for `params`.
+    nsec3: BTreeMap<Vec<u8>, Held>,
+    /// The NSEC3 chain's salt and iterations (Opt-Out cleared).
+    params: Option<Nsec3Params>,
+}
+
+impl ZoneDenials {
+    fn slot(&mut self, key: &Key) -> Option<&mut Held> {
+        match key {
+            Key::Soa => self.soa.as_mut(),
+            Key::Nsec(n) => self.nsec.get_mut(n),
+            Key::Nsec3(h) => self.nsec3.get_mut(h),
+        }
+    }
+
+    fn remove(&mut self, key: &Key) -> Option<Held> {
+        match key {
+            Key::Soa => self.soa.take(),
+            Key::Nsec(n) => self.nsec.remove(n),
+            Key::Nsec3(h) => self.nsec3.remove(h),
+        }
+    }
+
+    fn insert(&mut self, key: Key, held: Held) -> Option<Held> {
+        match key {
+            Key::Soa => self.soa.replace(held),
+            Key::Nsec(n) => self.nsec.insert(n, held),
+            Key::Nsec3(h) => self.nsec3.insert(h, held),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.soa.is_none() && self.nsec.is_empty() && self.nsec3.is_empty()
+    }
+}
+
+/// Everything kept, and the order it was stored in.
+#[derive(Default)]
+struct State {
+    zones: HashMap<Name, ZoneDenials>,
+    bytes: usize,
+    /// (zone, key, seq) per store, oldest first; an entry whose seq no longer matches the
+    /// held record's was replaced since and is skipped.
+    order: VecDeque<(Name, Key, u64)>,
+    next_seq: u64,
+}
+
+impl State {
+    fn put(&mut self, zone: &Name, key: Key, set: VerifiedRRset, ttl: u32, now: Instant) {
+        if ttl == 0 {
+            return;
+        }
+        let bytes = ENTRY_OVERHEAD
+            + zone.wire_len()
+            + set.owner().wire_len()
+            + set.rdatas().iter().map(Vec::len).sum::<usize>()
+            + set.rrsigs().iter().map(Vec::len).sum::<usize>();
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let held = Held {
+            set,
+            expires: now + Duration::from_secs(u64::from(ttl)),
+            bytes,
+            seq,
+        };
+        let old = self
+            .zones
+            .entry(zone.clone())
+            .or_default()
+            .insert(key.clone(), held);
+        self.bytes = self.bytes + bytes - old.map_or(0, |o| o.bytes);
+        self.order.push_back((zone.clone(), key, seq));
+    }
+
+    /// Forgets the records stored longest ago until the rest weigh at most `max` bytes, and
+    /// drops eviction-order entries of replaced records when they outnumber the records.
+    fn evict(&mut self, max: usize) {
+        while self.bytes > max {
+            let Some((zone, key, seq)) = self.order.pop_front() else {
+                break;
+            };
+            self.forget(&zone, &key, Some(seq));
+        }
+        let held: usize = self
+            .zones
+            .values()
+            .map(|z| usize::from(z.soa.is_some()) + z.nsec.len() + z.nsec3.len())
+            .sum();
+        if self.order.len() > 2 * held + 64 {
+            let zones = &mut self.zones;
+            self.order.retain(|(zone, key, seq)| {
+                zones
+                    .get_mut(zone)
+                    .and_then(|z| z.slot(key))
+                    .is_some_and(|h| h.seq == *seq)
+            });
+        }
+    }
+
+    /// Removes the record at (`zone`, `key`) (only if it is the store `seq`, when given).
+    fn forget(&mut self, zone: &Name, key: &Key, seq: Option<u64>) {
+        let Some(z) = self.zones.get_mut(zone) else {
+            return;
+        };
+        if seq.is_some_and(|s| z.slot(key).is_none_or(|h| h.seq != s)) {
+            return;
+        }
+        if *key == Key::Soa {
+            // Without its SOA a zone's records answer nothing.
+            let all = z.soa.iter().chain(z.nsec.values()).chain(z.nsec3.values());
+            self.bytes -= all.map(|h| h.bytes).sum::<usize>();
+            self.zones.remove(zone);
+            return;
+        }
+        if let Some(h) = z.remove(key) {
+            self.bytes -= h.bytes;
+        }
+        if z.is_empty() {
+            self.zones.remove(zone);
+        }
+    }
+
+    /// Keeps `zone`'s NSEC3 chain parameters; a change (a new salt or iteration count)
+    /// forgets the records hashed with the old ones.
+    fn nsec3_params(&mut self, zone: &Name, params: Nsec3Params) {
+        let z = self.zones.entry(zone.clone()).or_default();
+        if z.params.as_ref() == Some(&params) {
+            return;
+        }
+        let old: Vec<Key> = z.nsec3.keys().cloned().map(Key::Nsec3).collect();
+        z.params = Some(params);
+        for key in old {
+            self.forget(zone, &key, None);
+        }
+    }
+}
+
+/// The aggressive NSEC/NSEC3 cache of one resolver.
+pub(super) struct Aggressive {
+    state: Mutex<State>,
+    max_bytes: usize,
+}
+
+/// min(SOA TTL, SOA MINIMUM) of a verified SOA RRset (RFC 2308 §5, RFC 9077 §3).
+fn negative_ttl(soa: &VerifiedRRset) -> Option<u32> {
+    let minimum = Soa::parse(soa.rdatas().first()?)?.minimum;
+    Some(soa.ttl().min(minimum))
+}
+
+/// The types an NSEC or NSEC3 RRset's (first) record lists.
+fn types(set: &VerifiedRRset) -> Vec<RrType> {
+    let Some(rdata) = set.rdatas().first() else {
+        return Vec::new();
+    };
+    let bitmap = if set.rtype() == RrType::NSEC {
+        Name::read_uncompressed(rdata)
+            .ok()
+            .and_then(|(_, used)| rdata.get(used..))
+    } else {
+        Nsec3Params::parse(rdata).and_then(|(_, _, rest)| {
+            let len = usize::from(*rest.first()?);
+            rest.get(1 + len..)
+        })
+    };
+    bitmap.and_then(read_type_bitmap).unwrap_or_default()
+}
+
+/// True if the types show a zone cut (NS without SOA) or a DNAME: the zone's records say
+/// nothing about the names below, nor about the types the child holds at the cut.
+fn is_cut(types: &[RrType]) -> bool {
+    (types.contains(&RrType::NS) && !types.contains(&RrType::SOA)) || types.contains(&RrType::DNAME)
+}
+
+/// The live entry covering `key`: the greatest below it, else the last (the one wrapping to
+/// the apex).
+fn covering<'m, K: Ord>(map: &'m BTreeMap<K, Held>, key: &K, now: Instant) -> Option<&'m Held> {
+    map.range(..key)
+        .next_back()
+        .or_else(|| map.iter().next_back())
+        .map(|(_, h)| h)
+        .filter(|h| h.live(now))
+}
+
+/// The records a proof for `qname` would use, and whether `qname` itself has a record.
+struct Chosen<'a> {
+    sets: Vec<&'a Held>,
+    exact: bool,
+}
+
+impl Chosen<'_> {
+    fn push<'a>(sets: &mut Vec<&'a Held>, h: Option<&'a Held>) {
+        if let Some(h) = h {
+            if !sets.iter().any(|s| s.seq == h.seq) {
+                sets.push(h);
+            }
+        }
+    }
+}
+
+/// NSEC records for `qname` in `z`: the one at it (NODATA), else the one covering it and the
+/// one at or covering the wildcard of the closest encloser it implies. `None` when a name
+/// between the zone and `qname` is a cut or DNAME.
+fn choose_nsec<'a>(
+    zone: &Name,
+    z: &'a ZoneDenials,
+    qname: &Name,
+    now: Instant,
+) -> Option<Chosen<'a>> {
+    let mut cur = Some(qname.clone());
+    while let Some(n) = cur {
+        if n == *zone {
+            break;
+        }
+        if let Some(h) = z.nsec.get(&n).filter(|h| h.live(now)) {
+            if is_cut(&types(&h.set)) {
+                return None;
+            }
+        }
+        cur = n.parent();
+    }
+    let mut sets = Vec::new();
+    if let Some(h) = z.nsec.get(qname).filter(|h| h.live(now)) {
+        Chosen::push(&mut sets, Some(h));
+        return Some(Chosen { sets, exact: true });
+    }
+    let cover = covering(&z.nsec, qname, now)?;
+    Chosen::push(&mut sets, Some(cover));
+    // The closest encloser: the longest ancestor of qname that is an ancestor of the covering
+    // NSEC's owner or next name (RFC 4035 §5.4).
+    let next = cover
+        .set
+        .rdatas()
+        .first()
+        .and_then(|r| Name::read_uncompressed(r).ok())
+        .map(|(n, _)| n)?;
+    let mut ce = qname.parent();
+    while let Some(c) = &ce {
+        if cover.set.owner().is_subdomain_of(c) || next.is_subdomain_of(c) {
+            break;
+        }
+        ce = c.parent();
+    }
+    let wildcard = ce?.prepend_label(b"*").ok()?;
+    let at_wildcard = z.nsec.get(&wildcard).filter(|h| h.live(now));
+    Chosen::push(
+        &mut sets,
+        at_wildcard.or_else(|| covering(&z.nsec, &wildcard, now)),
+    );
+    Some(Chosen { sets, exact: false })
+}
+
+/// NSEC3 records for `qname` in `z`: the one matching it (NODATA), else the closest encloser
+/// proof (RFC 5155 §7.2.1: the record matching the closest encloser, the one covering the
+/// next closer name) and the one matching or covering the wildcard at the closest encloser.
+/// `None` when the closest encloser (or `qname`) is a cut or DNAME.
+fn choose_nsec3<'a>(
+    zone: &Name,
+    z: &'a ZoneDenials,
+    qname: &Name,
+    now: Instant,
+) -> Option<Chosen<'a>> {
+    let params = z.params.as_ref()?;
+    let matching = |n: &Name| {
+        z.nsec3
+            .get(params.hash(n).as_slice())
+            .filter(|h| h.live(now))
+    };
+    let mut sets = Vec::new();
+    if let Some(h) = matching(qname) {
+        if is_cut(&types(&h.set)) {
+            return None;
+        }
+        Chosen::push(&mut sets, Some(h));
+        return Some(Chosen { sets, exact: true });
+    }
+    let mut next_closer = qname.clone();
+    let mut cur = qname.parent();
+    let (ce, ce_record) = loop {
+        let c = cur?;
+        if !c.is_subdomain_of(zone) {
+            return None;
+        }
+        if let Some(h) = matching(&c) {
+            break (c, h);
+        }
+        next_closer = c.clone();
+        cur = c.parent();
+    };
+    if ce != *zone && is_cut(&types(&ce_record.set)) {
+        return None;
+    }
+    Chosen::push(&mut sets, Some(ce_record));
+    let hash = params.hash(&next_closer).to_vec();
+    Chosen::push(&mut sets, Some(covering(&z.nsec3, &hash, now)?));
+    let wildcard = ce.prepend_label(b"*").ok()?;
+    let hash = params.hash(&wildcard).to_vec();
+    Chosen::push(
+        &mut sets,
+        matching(&wildcard).or_else(|| covering(&z.nsec3, &hash, now)),
+    );
+    Some(Chosen { sets, exact: false })
+}
+
+impl Aggressive {
+    /// A cache of at most `max_bytes` of denial records (0: off).
+    pub(super) fn new(max_bytes: usize) -> Aggressive {
+        Aggressive {
+            state: Mutex::new(State::default()),
+            max_bytes,
+        }
+    }
+
+    /// Keeps the NSEC/NSEC3 records of `answer`'s denial proofs if it is Secure, with their
+    /// zone's SOA (from this answer or kept earlier).
+    pub(super) fn learn(&self, answer: &Answer, now: Instant) {
+        if self.max_bytes == 0 || !answer.status().is_secure() || answer.denials().is_empty() {
+            return;
+        }
+        let mut st = lock(&self.state);
+        for d in answer.denials() {
+            if *d.coverage() != Coverage::Complete {
+                continue;
+            }
+            let zone = d.zone().to_lowercase();
+            let soa = answer.authority().iter().find_map(|a| match a {
+                AnswerRRset::Secure(v) if v.rtype() == RrType::SOA && *v.owner() == zone => Some(v),
+                _ => None,
+            });
+            let kept = st
+                .zones
+                .get(&zone)
+                .and_then(|z| z.soa.as_ref())
+                .filter(|h| h.live(now))
+                .map(|h| &h.set);
+            let Some(limit) = soa.or(kept).and_then(negative_ttl) else {
+                continue;
+            };
+            for set in d.rrsets() {
+                let key = match set.rtype() {
+                    RrType::NSEC => Key::Nsec(set.owner().to_lowercase()),
+                    RrType::NSEC3 => {
+                        let Some(first) = set.rdatas().first() else {
+                            continue;
+                        };
+                        let Some((mut params, HASH_SHA1, _)) = Nsec3Params::parse(first) else {
+                            continue;
+                        };
+                        let opt_out = set
+                            .rdatas()
+                            .iter()
+                            .any(|r| r.get(1).is_none_or(|f| f & FLAG_OPT_OUT != 0));
+                        let Some(hash) = owner_hash(set.owner()) else {
+                            continue;
+                        };
+                        if opt_out {
+                            continue;
+                        }
+                        params.opt_out = false;
+                        st.nsec3_params(&zone, params);
+                        Key::Nsec3(hash)
+                    }
+                    _ => continue,
+                };
+                st.put(&zone, key, set.clone(), set.ttl().min(limit), now);
+            }
+            // The SOA last: eviction takes the oldest first, and the zone's records go with
+            // it.
+            if let Some(soa) = soa {
+                st.put(&zone, Key::Soa, soa.clone(), limit, now);
+            }
+        }
+        st.evict(self.max_bytes);
+    }
+
+    /// A Secure NXDOMAIN or NODATA answer for (`qname`, `qtype`) proven by kept records of
+    /// the closest zone holding `qname`, if they prove one.
+    pub(super) fn answer(&self, qname: &Name, qtype: RrType, now: Instant) -> Option<Answer> {
+        if self.max_bytes == 0
+            || matches!(
+                qtype,
+                RrType::DS | RrType::ANY | RrType::RRSIG | RrType::NSEC | RrType::NSEC3
+            )
+        {
+            return None;
+        }
+        let qname = qname.to_lowercase();
+        let st = lock(&self.state);
+        let mut cur = Some(qname.clone());
+        let (zone, z) = loop {
+            let n = cur?;
+            if let Some(z) = st.zones.get(&n) {
+                break (n, z);
+            }
+            cur = n.parent();
+        };
+        let soa = z.soa.as_ref().filter(|h| h.live(now))?;
+        let chosen = if z.params.is_some() {
+            choose_nsec3(&zone, z, &qname, now)?
+        } else {
+            choose_nsec(&zone, z, &qname, now)?
+        };
+        let expires = chosen
+            .sets
+            .iter()
+            .map(|h| h.expires)
+            .fold(soa.expires, Instant::min);
+        let left = u32::try_from(expires.saturating_duration_since(now).as_secs()).ok()?;
+        if left == 0 {
+            return None;
+        }
+        let sets: Vec<VerifiedRRset> = chosen
+            .sets
+            .iter()
+            .map(|h| h.set.clone().with_ttl_at_most(left))
+            .collect();
+        let soa = soa.set.clone().with_ttl_at_most(left);
+        let exact = chosen.exact;
+        drop(st);
+        let nodata = prove(&zone, &qname, Claim::NoData(qtype), &sets).ok();
+        let (rcode, denial) = match nodata {
+            Some(d) => (Rcode::NOERROR, d),
+            None if !exact => (
+                Rcode::NXDOMAIN,
+                prove(&zone, &qname, Claim::NxDomain, &sets).ok()?,
+            ),
+            None => return None,
+        };
+        if *denial.coverage() != Coverage::Complete {
+            return None;
+        }
+        let status = conclude(&qname, qtype, &[], std::slice::from_ref(&denial));
+        if !status.is_secure() {
+            return None;
+        }
+        let mut authority = vec![AnswerRRset::Secure(soa)];
+        authority.extend(denial.rrsets().iter().cloned().map(AnswerRRset::Secure));
+        // What a client setting CD gets (RFC 4035 §3.2.2): the same records, as a response
+        // from the zone would carry them.
+        let unvalidated = Message {
+            id: 0,
+            flags: FLAG_QR | FLAG_AA | rcode.low(),
+            questions: Vec::new(),
+            answers: Vec::new(),
+            authority: authority
+                .iter()
+                .flat_map(|a| [a.records(), a.rrsig_records()])
+                .flatten()
+                .collect(),
+            additional: Vec::new(),
+            edns: None,
+        };
+        let chain = vec![format!(
+            "{qname} {qtype}: {} synthesised from {zone}'s cached, validated {} records \
+             (RFC 8198), TTL {left}",
+            if rcode == Rcode::NXDOMAIN {
+                "NXDOMAIN"
+            } else {
+                "NODATA"
+            },
+            denial
+                .rrsets()
+                .first()
+                .map_or(RrType::NSEC, VerifiedRRset::rtype),
+        )];
+        Some(Answer {
+            qname,
+            qtype,
+            rcode,
+            status,
+            answers: Vec::new(),
+            authority,
+            denials: vec![denial],
+            referral: None,
+            dropped: Vec::new(),
+            chain,
+            exchanges: Vec::new(),
+            unvalidated: vec![unvalidated],
+            synthesised: true,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pqdns_core::dnssec::denial::VerifiedDenial;
+    use pqdns_core::dnssec::sign::Denial;
+    use pqdns_core::dnssec::validate::{danger, Limits, PqPolicy, UnverifiedRRset, Validator};
+    use pqdns_core::dnssec::{Algorithm, Profile, Provider};
+
+    fn n(s: &str) -> Name {
+        s.parse().unwrap()
+    }
+
+    /// example. signed with NSEC (SOA MINIMUM 60, TTLs 300), its SOA and NSEC RRsets verified.
+    fn verified() -> (VerifiedRRset, Vec<VerifiedRRset>) {
+        let origin = n("example.");
+        let text = "@ 300 SOA ns hostmaster 1 7200 3600 1209600 60\n@ 300 NS ns\n\
+                    ns 300 A 192.0.2.1\na 300 A 192.0.2.2\nm 300 A 192.0.2.3\n\
+                    sub 300 NS ns.sub\nns.sub 300 A 192.0.2.4\n";
+        let zone = pqdns_test_support::signed_zone(
+            &origin,
+            text,
+            &[Algorithm::EcdsaP256Sha256],
+            Denial::Nsec,
+        );
+        let dnskeys = zone.nodes[&origin][&RrType::DNSKEY].rdatas.clone();
+        let keys = danger::trust_anchor_dnskeys(&origin, &dnskeys);
+        let mut v = Validator::new(
+            &Profile::default_profile(),
+            &Provider::default_provider(),
+            pqdns_core::time::now(),
+            Limits::default(),
+            PqPolicy::AnyAlgorithm,
+        );
+        let mut soa = None;
+        let mut nsec = Vec::new();
+        for set in UnverifiedRRset::group(&zone.records()) {
+            match set.rtype {
+                RrType::SOA => soa = Some(v.verify_rrset(&keys, &set).unwrap()),
+                RrType::NSEC => nsec.push(v.verify_rrset(&keys, &set).unwrap()),
+                _ => {}
+            }
+        }
+        (soa.unwrap(), nsec)
+    }
+
+    /// A Secure NXDOMAIN answer for `qname` proven by `nsec`, with `soa`.
+    fn nxdomain(qname: &str, soa: &VerifiedRRset, nsec: &[VerifiedRRset]) -> Answer {
+        let qname = n(qname);
+        let d: VerifiedDenial = prove(&n("example."), &qname, Claim::NxDomain, nsec).unwrap();
+        let status = conclude(&qname, RrType::A, &[], std::slice::from_ref(&d));
+        assert!(status.is_secure());
+        Answer {
+            qname,
+            qtype: RrType::A,
+            rcode: Rcode::NXDOMAIN,
+            status,
+            answers: Vec::new(),
+            authority: vec![AnswerRRset::Secure(soa.clone())],
+            denials: vec![d],
+            referral: None,
+            dropped: Vec::new(),
+            chain: Vec::new(),
+            exchanges: Vec::new(),
+            unvalidated: Vec::new(),
+            synthesised: false,
+        }
+    }
+
+    #[test]
+    fn records_live_the_soa_minimum_and_no_longer() {
+        let (soa, nsec) = verified();
+        let cache = Aggressive::new(DEFAULT_BYTES);
+        let t0 = Instant::now();
+        cache.learn(&nxdomain("b.example.", &soa, &nsec), t0);
+        let at = |s: u64| cache.answer(&n("c.example."), RrType::A, t0 + Duration::from_secs(s));
+        let early = at(10).expect("synthesised within the SOA MINIMUM");
+        assert_eq!(early.rcode(), Rcode::NXDOMAIN);
+        assert!(early.status().is_secure() && early.synthesised());
+        // What is left of min(NSEC TTL 300 capped to the MINIMUM 60, SOA TTL, MINIMUM): 50 s.
+        for set in early.authority() {
+            assert!(set.records().iter().all(|r| r.ttl == 50), "{set:?}");
+        }
+        assert!(at(59).is_some());
+        assert!(at(60).is_none(), "expired at min(TTL, SOA MINIMUM)");
+        // NODATA at a name with an NSEC, never for a type it lists.
+        let t = t0 + Duration::from_secs(1);
+        let nodata = cache.answer(&n("a.example."), RrType::TXT, t).unwrap();
+        assert_eq!(nodata.rcode(), Rcode::NOERROR);
+        assert!(cache.answer(&n("a.example."), RrType::A, t).is_none());
+        // DS is never synthesised.
+        assert!(cache.answer(&n("c.example."), RrType::DS, t).is_none());
+    }
+
+    #[test]
+    fn nothing_is_synthesised_at_or_below_a_delegation() {
+        let (soa, nsec) = verified();
+        let cache = Aggressive::new(DEFAULT_BYTES);
+        let t0 = Instant::now();
+        cache.learn(&nxdomain("b.example.", &soa, &nsec), t0);
+        // The NSEC at sub.example. (NS, no SOA) speaks for the parent's side only.
+        assert!(cache.answer(&n("x.sub.example."), RrType::A, t0).is_none());
+        assert!(cache.answer(&n("sub.example."), RrType::A, t0).is_none());
+        assert!(cache.answer(&n("sub.example."), RrType::TXT, t0).is_none());
+        assert!(cache.answer(&n("b.example."), RrType::A, t0).is_some());
+    }
+
+    #[test]
+    fn memory_stays_within_the_bound() {
+        let (soa, nsec) = verified();
+        let all = Aggressive::new(DEFAULT_BYTES);
+        let t0 = Instant::now();
+        all.learn(&nxdomain("b.example.", &soa, &nsec), t0);
+        let full = lock(&all.state).bytes;
+        assert!(full > 0);
+        // Room for about half: the oldest records go, the total stays within the bound.
+        let half = Aggressive::new(full / 2);
+        half.learn(&nxdomain("b.example.", &soa, &nsec), t0);
+        let st = lock(&half.state);
+        assert!(
+            st.bytes <= full / 2 && st.bytes > 0,
+            "{} of {}",
+            st.bytes,
+            full / 2
+        );
+        let held: usize = st.zones.values().map(|z| z.nsec.len()).sum();
+        assert!(held < nsec.len());
+        drop(st);
+        // Off: nothing kept, nothing synthesised.
+        let off = Aggressive::new(0);
+        off.learn(&nxdomain("b.example.", &soa, &nsec), t0);
+        assert!(lock(&off.state).zones.is_empty());
+        assert!(off.answer(&n("c.example."), RrType::A, t0).is_none());
+    }
+}

@@ -1,0 +1,239 @@
+//! Aggressive use of DNSSEC-validated cache (RFC 8198, issue 29 must-show 3), counted at the
+//! authority: a UDP relay in front of an in-process pqdns-server counts every query that
+//! reaches it. After one validated NXDOMAIN, 1,000 other names in the span its NSEC (or
+//! NSEC3, without opt-out) records prove absent are answered NXDOMAIN, Secure, with no query
+//! at all; a name outside the span still goes to the authority; an NSEC3 opt-out span is
+//! never used (each name there is asked for, and stays Insecure).
+
+mod common;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pqdns_core::dnssec::nsec3::{owner_hash, Nsec3Params};
+use pqdns_core::dnssec::sign::Denial;
+use pqdns_core::dnssec::validate::Status;
+use pqdns_core::dnssec::Algorithm;
+use pqdns_core::wire::rdata::Soa;
+use pqdns_core::wire::{MessageView, Rcode, Section, FLAG_AD};
+use pqdns_core::{Name, RrType};
+use pqdns_resolver::service::{RecursiveService, ServiceConfig};
+use pqdns_resolver::{Answer, Config, Mode, Resolver, TrustAnchors};
+use pqdns_test_support::signed_zone;
+
+use common::{counting_relay, name, opt_out_zone, resolve_in_service, serve_signed, udp_client};
+
+/// Names under test, and SOA MINIMUM 60 below the records' TTL of 300: synthesised answers
+/// live min(NSEC TTL, SOA TTL, SOA MINIMUM) = 60 s (RFC 9077 §3).
+const ZONE: &str = "@ 300 SOA ns hostmaster 1 7200 3600 1209600 60\n@ NS ns\nns A 192.0.2.1\n\
+                    a A 192.0.2.2\nm A 192.0.2.3\nz A 192.0.2.4\n";
+
+/// A pseudo-random generator (xorshift64*) for names: reproducible, and spread over the span.
+struct Names(u64);
+
+impl Names {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+fn resolver(upstream: std::net::SocketAddr, anchors: TrustAnchors) -> Resolver {
+    Resolver::new(
+        Config::new(Mode::Forward(upstream), anchors),
+        udp_client(Duration::from_secs(3)),
+    )
+}
+
+fn resolve(rt: &tokio::runtime::Runtime, r: &Resolver, qname: &str, t: RrType) -> Answer {
+    rt.block_on(r.resolve(&name(qname), t)).unwrap()
+}
+
+#[test]
+fn nsec_span_answers_a_thousand_names_without_a_query() {
+    let served = serve_signed(signed_zone(
+        &name("example."),
+        ZONE,
+        &[Algorithm::EcdsaP256Sha256],
+        Denial::Nsec,
+    ));
+    let rt = common::runtime();
+    let (relay, asked) = counting_relay(&rt, served.addr);
+    let service = Arc::new(RecursiveService::new(
+        resolver(relay, served.anchors.clone()),
+        ServiceConfig::default(),
+    ));
+    let ask = |qname: &str, t: RrType| {
+        let out = rt.block_on(resolve_in_service(&service, qname, t));
+        let v = MessageView::parse(&out).unwrap();
+        let ttls: Vec<u32> = v.records(Section::Authority).map(|r| r.ttl()).collect();
+        (v.rcode(), v.header().has(FLAG_AD), ttls)
+    };
+    // One validated NXDOMAIN: the NSEC a.example. → m.example. covers it, the apex's NSEC
+    // (example. → a.example.) covers the wildcard *.example.
+    let (rcode, ad, _) = ask("b.example.", RrType::A);
+    assert_eq!((rcode, ad), (Rcode::NXDOMAIN, true));
+    let warm = asked.load(Ordering::SeqCst);
+    assert!(
+        warm >= 2,
+        "the NXDOMAIN and the zone's DNSKEY were asked for"
+    );
+    // 1,000 names in the same span (between a. and m., and below a.), each resolved (the
+    // service's response cache has none of them): NXDOMAIN with AD, no query.
+    let mut gen = Names(0x9e37_79b9_7f4a_7c15);
+    for i in 0..1000 {
+        let qname = match i % 3 {
+            0 => format!("b{:x}.example.", gen.next()),
+            1 => format!("l{:x}.example.", gen.next()),
+            _ => format!("x{:x}.a.example.", gen.next()),
+        };
+        let (rcode, ad, ttls) = ask(&qname, RrType::A);
+        assert_eq!((rcode, ad), (Rcode::NXDOMAIN, true), "{qname}");
+        assert!(ttls.iter().all(|t| *t <= 60), "{qname}: TTLs {ttls:?}");
+    }
+    assert_eq!(asked.load(Ordering::SeqCst), warm, "no query for the span");
+    // NODATA at a name the cache holds an NSEC for.
+    let (rcode, ad, _) = ask("a.example.", RrType::TXT);
+    assert_eq!((rcode, ad), (Rcode::NOERROR, true));
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        warm,
+        "NODATA from a.example.'s NSEC"
+    );
+    assert!(service
+        .metrics()
+        .render()
+        .contains("pqdns_resolver_synthesised_answers_total 1001\n"));
+    // Outside the span (between m. and z.): asked for, and then its span is known too.
+    let (rcode, _, _) = ask("n.example.", RrType::A);
+    assert_eq!(rcode, Rcode::NXDOMAIN);
+    assert_eq!(asked.load(Ordering::SeqCst), warm + 1);
+    // Existing data is never denied: a.example. A is asked for and found.
+    let (rcode, ad, _) = ask("a.example.", RrType::A);
+    assert_eq!((rcode, ad), (Rcode::NOERROR, true));
+    assert_eq!(asked.load(Ordering::SeqCst), warm + 2);
+}
+
+/// The NSEC3 record of `denial` (hashed owner, next hashed owner) covering `hash`.
+fn covering_span(answer: &Answer, hash: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    answer.denials()[0]
+        .rrsets()
+        .iter()
+        .filter_map(|set| {
+            let owner = owner_hash(set.owner())?;
+            let (_, _, rest) = Nsec3Params::parse(&set.rdatas()[0])?;
+            let next = rest[1..1 + usize::from(rest[0])].to_vec();
+            let covers = if owner < next {
+                owner.as_slice() < hash && hash < next.as_slice()
+            } else {
+                owner.as_slice() < hash || hash < next.as_slice()
+            };
+            covers.then_some((owner, next))
+        })
+        .next()
+        .expect("an NSEC3 record covers the next closer name")
+}
+
+#[test]
+fn nsec3_span_without_opt_out_answers_a_thousand_names_without_a_query() {
+    let served = serve_signed(signed_zone(
+        &name("example."),
+        ZONE,
+        &[Algorithm::EcdsaP256Sha256],
+        Denial::Nsec3(Nsec3Params::default()),
+    ));
+    let rt = common::runtime();
+    let (relay, asked) = counting_relay(&rt, served.addr);
+    let r = resolver(relay, served.anchors.clone());
+    let first = resolve(&rt, &r, "nope.example.", RrType::A);
+    assert_eq!(first.rcode(), Rcode::NXDOMAIN);
+    assert!(first.status().is_secure(), "{}", first.status());
+    assert!(!first.synthesised());
+    let warm = asked.load(Ordering::SeqCst);
+    // Names whose hash falls in the span of the NSEC3 covering hash(nope.example.).
+    let params = Nsec3Params::default();
+    let (lo, hi) = covering_span(&first, &params.hash(&name("nope.example.")));
+    let mut gen = Names(0x2545_f491_4f6c_dd1d);
+    let mut names: Vec<Name> = Vec::new();
+    for _ in 0..200_000 {
+        if names.len() == 1000 {
+            break;
+        }
+        let n = name(&format!("n{:x}.example.", gen.next()));
+        let h = params.hash(&n);
+        let inside = if lo < hi {
+            lo.as_slice() < h.as_slice() && h.as_slice() < hi.as_slice()
+        } else {
+            lo.as_slice() < h.as_slice() || h.as_slice() < hi.as_slice()
+        };
+        if inside {
+            names.push(n);
+        }
+    }
+    assert_eq!(names.len(), 1000);
+    for n in &names {
+        let a = rt.block_on(r.resolve(n, RrType::A)).unwrap();
+        assert_eq!(a.rcode(), Rcode::NXDOMAIN, "{n}");
+        assert!(a.status().is_secure(), "{n}: {}", a.status());
+        assert!(a.synthesised() && a.exchanges().is_empty(), "{n}");
+        // The SOA of the synthesised answer: TTL at most the SOA MINIMUM (RFC 9077 §3).
+        let soa = a.authority()[0].records();
+        let minimum = Soa::parse(&soa[0].rdata).unwrap().minimum;
+        assert!(soa[0].ttl <= minimum, "{n}");
+    }
+    assert_eq!(asked.load(Ordering::SeqCst), warm, "no query for the span");
+}
+
+#[test]
+fn an_nsec3_opt_out_span_is_never_used() {
+    let served = opt_out_zone();
+    let rt = common::runtime();
+    let (relay, asked) = counting_relay(&rt, served.addr);
+    let r = resolver(relay, served.anchors.clone());
+    let first = resolve(&rt, &r, "nope.example.", RrType::A);
+    assert!(
+        matches!(first.status(), Status::Insecure(_)),
+        "{}",
+        first.status()
+    );
+    // The same opt-out span covers the next closer name of these: each is asked for.
+    let before = asked.load(Ordering::SeqCst);
+    let mut gen = Names(0x1234_5678_9abc_def1);
+    for i in 0..20 {
+        let qname = format!("o{:x}.example.", gen.next());
+        let a = resolve(&rt, &r, &qname, RrType::A);
+        assert_eq!(a.rcode(), Rcode::NXDOMAIN, "{qname}");
+        assert!(!a.synthesised(), "{qname}");
+        assert!(!a.status().is_secure(), "{qname}: {}", a.status());
+        assert_eq!(asked.load(Ordering::SeqCst), before + i + 1, "{qname}");
+    }
+}
+
+#[test]
+fn zero_bytes_turns_synthesis_off() {
+    let served = serve_signed(signed_zone(
+        &name("example."),
+        ZONE,
+        &[Algorithm::EcdsaP256Sha256],
+        Denial::Nsec,
+    ));
+    let rt = common::runtime();
+    let (relay, asked) = counting_relay(&rt, served.addr);
+    let r = Resolver::new(
+        Config {
+            aggressive_nsec_bytes: 0,
+            ..Config::new(Mode::Forward(relay), served.anchors.clone())
+        },
+        udp_client(Duration::from_secs(3)),
+    );
+    assert!(resolve(&rt, &r, "b.example.", RrType::A)
+        .status()
+        .is_secure());
+    let before = asked.load(Ordering::SeqCst);
+    let a = resolve(&rt, &r, "c.example.", RrType::A);
+    assert!(a.status().is_secure() && !a.synthesised());
+    assert_eq!(asked.load(Ordering::SeqCst), before + 1);
+}
