@@ -15,6 +15,8 @@
 //! algorithms = ["ECDSAP256SHA256", "ML-DSA-44"]   # several = dual signing
 //! keys = "ksk-zsk"                   # or "csk"
 //! denial = "nsec3"                   # or "nsec"; NSEC3 defaults per RFC 9276
+//! mode = "offline"                   # or "online": answers signed when first needed, denials
+//!                                    # compact (RFC 9824); `denial` is then not used
 //! validity = "14d"
 //! refresh = "3d12h"                  # re-sign when less than this is left (default validity/4)
 //! jitter = "12h"                     # spread new expirations over this (default validity/28)
@@ -191,6 +193,20 @@ pub enum DenialKind {
     Nsec3,
 }
 
+/// When a zone's signatures are made.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum SigningMode {
+    /// The whole zone is signed when loaded, with an NSEC or NSEC3 chain (pre-signing).
+    #[default]
+    Offline,
+    /// Only the apex DNSKEY, CDS and CDNSKEY RRsets are signed when loaded; pqdns-server signs
+    /// the other RRsets when an answer first needs them, and answers denials with compact
+    /// denial of existence (RFC 9824): [`Denial::Compact`]. Not for MTL algorithms.
+    Online,
+}
+
 /// A custom algorithm-number profile.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -247,6 +263,9 @@ pub struct SigningConfig {
     /// NSEC or NSEC3.
     #[serde(default)]
     pub denial: DenialKind,
+    /// Pre-signing (default) or online signing with compact denial.
+    #[serde(default)]
+    pub mode: SigningMode,
     /// NSEC3 extra iterations (RFC 9276: 0).
     #[serde(default)]
     pub nsec3_iterations: u16,
@@ -693,6 +712,14 @@ impl LoadedConfig {
                 })?;
                 match alg.unavailable_reason() {
                     Some(why) => Err(self.invalid(format!("{alg} is unavailable: {why}"))),
+                    None if signing.mode == SigningMode::Online
+                        && MtlParams::of(alg).is_some() =>
+                    {
+                        Err(self.invalid(format!(
+                            "{alg} cannot sign online (mode = \"online\"): an MTL signature \
+                             is a leaf of a series whose ladder is signed with the zone"
+                        )))
+                    }
                     None => Ok(alg),
                 }
             })
@@ -713,9 +740,10 @@ impl LoadedConfig {
         };
         let validity = duration(&signing.validity, "validity")?;
         let skew = duration(&signing.inception_offset, "inception_offset")?;
-        let denial = match signing.denial {
-            DenialKind::Nsec => Denial::Nsec,
-            DenialKind::Nsec3 => {
+        let denial = match (signing.mode, signing.denial) {
+            (SigningMode::Online, _) => Denial::Compact,
+            (_, DenialKind::Nsec) => Denial::Nsec,
+            (_, DenialKind::Nsec3) => {
                 let salt = data_encoding::HEXLOWER_PERMISSIVE
                     .decode(signing.nsec3_salt.as_bytes())
                     .map_err(|_| {

@@ -73,6 +73,7 @@ rr_types! {
     SPF = 99, "SPF", "Sender policy, RFC 7208 §14.1.";
     EUI48 = 108, "EUI48", "48-bit extended unique identifier, RFC 7043 §3.";
     EUI64 = 109, "EUI64", "64-bit extended unique identifier, RFC 7043 §4.";
+    NXNAME = 128, "NXNAME", "Nonexistent name meta-type in an NSEC type bitmap (compact denial of existence), RFC 9824 §2.";
     TSIG = 250, "TSIG", "Transaction signature meta-RR, RFC 8945 §4.2.";
     AXFR = 252, "AXFR", "Zone transfer QTYPE, RFC 5936.";
     ANY = 255, "ANY", "Any type QTYPE, RFC 1035 §3.2.3.";

@@ -89,6 +89,24 @@ impl VerifiedDenial {
             Coverage::Complete => None,
         }
     }
+    /// True if the proof shows that the name does not exist: an NXDOMAIN proof, or a compact
+    /// denial of existence (RFC 9824 §2): a NODATA proof by an NSEC at the name whose type
+    /// bitmap lists NXNAME, which a resolver may answer as NXDOMAIN (RFC 9824 §5).
+    pub fn nonexistent(&self) -> bool {
+        match self.claim {
+            Claim::NxDomain => true,
+            Claim::NoData(_) => self.rrsets.iter().any(|set| {
+                set.rtype() == RrType::NSEC
+                    && *set.owner() == self.name
+                    && set.rdatas().iter().any(|rdata| {
+                        parse_nsec(set.owner(), rdata)
+                            .is_some_and(|n| n.types.contains(&RrType::NXNAME))
+                    })
+            }),
+            _ => false,
+        }
+    }
+
     /// The verified NSEC or NSEC3 RRsets of the proof (to return with a DO=1 answer,
     /// RFC 4035 §3.1.3).
     pub fn rrsets(&self) -> &[VerifiedRRset] {
@@ -260,6 +278,11 @@ pub fn check_nsec(
             }
         }
         Claim::NxDomain => {
+            // RFC 9824 §2, §5: compact denial of existence. An NSEC at QNAME listing NXNAME
+            // says QNAME does not exist (the NXDOMAIN a CO querier gets, or one restored).
+            if matching.is_some_and(|n| n.types.contains(&RrType::NXNAME)) {
+                return Ok(());
+            }
             let cover = covering(qname).ok_or_else(|| bogus(format!("no NSEC covers {qname}")))?;
             let ce = nsec_closest_encloser(qname, cover)
                 .ok_or_else(|| bogus("no closest encloser".into()))?;
@@ -512,6 +535,36 @@ mod tests {
 
     fn n(s: &str) -> Name {
         s.parse().unwrap()
+    }
+
+    /// An NSEC RDATA as a compact denial makes it (RFC 9824 §3): next name `\000.<owner>`.
+    fn compact(owner: &str, types: &[RrType]) -> (Name, Vec<u8>) {
+        let owner = n(owner);
+        let mut rdata = owner.prepend_label(&[0]).unwrap().as_wire().to_vec();
+        crate::rdata::write_type_bitmap(&mut rdata, types);
+        (owner, rdata)
+    }
+
+    /// RFC 9824: an NSEC at QNAME listing NXNAME proves NXDOMAIN (restored RCODE) and, for a
+    /// validator that ignores NXNAME, NODATA; without NXNAME it proves NODATA only, and a
+    /// listed QTYPE is no proof of NODATA.
+    #[test]
+    fn compact_denial_proofs() {
+        let zone = n("example.");
+        let q = n("nope.example.");
+        let nx = [compact("nope.example.", &[RrType::RRSIG, RrType::NSEC, RrType::NXNAME])];
+        assert!(check_nsec(&zone, &q, Claim::NxDomain, &nx).is_ok());
+        assert!(check_nsec(&zone, &q, Claim::NoData(RrType::A), &nx).is_ok());
+        let plain = [compact("nope.example.", &[RrType::RRSIG, RrType::NSEC])];
+        assert!(check_nsec(&zone, &q, Claim::NxDomain, &plain).is_err());
+        assert!(check_nsec(&zone, &q, Claim::NoData(RrType::A), &plain).is_ok());
+        let www = [compact("www.example.", &[RrType::A, RrType::RRSIG, RrType::NSEC])];
+        let w = n("www.example.");
+        assert!(check_nsec(&zone, &w, Claim::NoData(RrType::AAAA), &www).is_ok());
+        assert!(check_nsec(&zone, &w, Claim::NoData(RrType::A), &www).is_err());
+        assert!(check_nsec(&zone, &w, Claim::NxDomain, &www).is_err());
+        // Another name's NXNAME proves nothing about QNAME.
+        assert!(check_nsec(&zone, &w, Claim::NxDomain, &nx).is_err());
     }
 
     #[test]

@@ -39,6 +39,11 @@ pub enum Denial {
     Nsec,
     /// NSEC3 chain (RFC 5155) with these parameters.
     Nsec3(Nsec3Params),
+    /// No chain: an online signer answers each denial with one NSEC made for the query
+    /// (compact denial of existence, RFC 9824), and signs the zone's data when an answer needs
+    /// it ([`sign_online`]). Signing the zone signs only the apex DNSKEY, CDS and CDNSKEY
+    /// RRsets, with the key-signing keys as always.
+    Compact,
 }
 
 /// What to sign with and for how long.
@@ -212,6 +217,7 @@ pub fn resign_zone(
         }
     }
     let denial_records = match &policy.denial {
+        Denial::Compact => 0,
         Denial::Nsec => build_nsec(zone),
         Denial::Nsec3(params) => {
             insert_rdata(
@@ -225,7 +231,11 @@ pub fn resign_zone(
         }
     };
 
-    let (jobs, sets): (Vec<Job>, Vec<&RRset>) = collect_jobs(zone).into_iter().unzip();
+    let online = policy.denial == Denial::Compact;
+    let (jobs, sets): (Vec<Job>, Vec<&RRset>) = collect_jobs(zone)
+        .into_iter()
+        .filter(|(job, _)| !online || (job.owner == apex && is_key_rrset(job.rtype)))
+        .unzip();
     let tags: Vec<u16> = keys.iter().map(ZoneKey::key_tag).collect();
     let total = jobs.len();
     let done = AtomicUsize::new(0);
@@ -420,6 +430,64 @@ pub fn sign_rrset_again(
         set.rrsigs = sigs;
     }
     Ok(())
+}
+
+/// The apex RRsets that the key-signing keys sign ([`signers`]): DNSKEY, CDS, CDNSKEY.
+fn is_key_rrset(rtype: RrType) -> bool {
+    matches!(rtype, RrType::DNSKEY | RrType::CDS | RrType::CDNSKEY)
+}
+
+/// Signs one RRset of zone `origin` when an answer needs it (online signing, RFC 9824 §1):
+/// one RRSIG RDATA for each key of `keys` (with its key tag in `tags`, same order) that
+/// signs `rtype` as [`sign_zone`] chooses them (per algorithm, the key-signing keys for DNSKEY,
+/// CDS and CDNSKEY, the zone-signing keys for the rest; a CSK for both). `owner` is the name
+/// as it is answered (a name synthesised from a wildcard is signed as its own: its label
+/// count is the owner's); `ttl` is the RRset's TTL in seconds, `inception` and `expiration`
+/// UNIX seconds (truncated to 32 bits on the wire, RFC 4034 §3.1.5). MTL keys sign nothing
+/// here: their signatures belong to a series with a signed ladder (online zones refuse them).
+///
+/// # Errors
+/// [`SignError::Crypto`] if the library fails.
+#[allow(clippy::too_many_arguments, reason = "the fields of one RRSIG")]
+pub fn sign_online(
+    origin: &Name,
+    owner: &Name,
+    rtype: RrType,
+    ttl: u32,
+    rdatas: &[Vec<u8>],
+    keys: &[ZoneKey],
+    tags: &[u16],
+    (inception, expiration): (u64, u64),
+) -> Result<Vec<Vec<u8>>, SignError> {
+    let mut algorithms: Vec<SecAlg> = keys.iter().map(|k| k.number).collect();
+    algorithms.sort();
+    algorithms.dedup();
+    let mut sigs = Vec::with_capacity(algorithms.len());
+    for alg in algorithms {
+        for (key, &key_tag) in signers(keys, tags, alg, rtype) {
+            if MtlParams::of(key.key.algorithm()).is_some() {
+                continue;
+            }
+            let fields = RrsigFields {
+                type_covered: rtype,
+                algorithm: key.number,
+                labels: label_count(owner),
+                original_ttl: ttl,
+                expiration: expiration as u32,
+                inception: inception as u32,
+                key_tag,
+                signer: origin.clone(),
+            };
+            let data = signed_data(&fields, owner, Class::IN, rdatas.iter().map(Vec::as_slice));
+            let sig = key.key.sign(&data).map_err(|source| SignError::Crypto {
+                owner: owner.clone(),
+                rtype,
+                source,
+            })?;
+            sigs.push(fields.rdata(&sig));
+        }
+    }
+    Ok(sigs)
 }
 
 /// An RRset an MTL key signs ([`sign_series`]).

@@ -6,6 +6,10 @@ use super::WireError;
 
 /// Flag DO (DNSSEC OK, RFC 3225 §3) in the OPT TTL's low 16 bits.
 pub const EDNS_DO: u16 = 0x8000;
+/// The CO (Compact Answers OK) flag: the second most significant bit of the EDNS flags (bit 1,
+/// after DO), RFC 9824 §5.1. A querier that sets it accepts NXDOMAIN with a compact denial
+/// proof (an NSEC at QNAME listing NXNAME).
+pub const EDNS_CO: u16 = 0x4000;
 /// Smallest UDP payload every client accepts, bytes (RFC 1035 §4.2.1); a smaller EDNS payload
 /// size is treated as this (RFC 6891 §6.2.5).
 pub const MIN_UDP_PAYLOAD: u16 = 512;
