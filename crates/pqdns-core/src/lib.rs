@@ -41,6 +41,7 @@
 
 pub mod atomic_file;
 pub mod config;
+pub mod difference;
 pub mod dnssec;
 pub mod frag;
 pub mod message;

@@ -20,12 +20,13 @@
 //!   (`crate::zones`, atomically), and starts from them: after a restart, secondaries keep
 //!   transferring incrementally and unchanged signatures are kept.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use pqdns_core::difference;
 use pqdns_core::serial::Serial;
-use pqdns_core::zone::{Node, RRset};
-use pqdns_core::{Class, Name, Record, RrType, Zone};
+use pqdns_core::zone::Node;
+use pqdns_core::{Class, Record, RrType, Zone};
 
 /// The default bound of one zone's journal: 64 MiB of records in uncompressed wire form.
 pub const DEFAULT_MAX_BYTES: usize = 64 << 20;
@@ -85,11 +86,11 @@ impl Change {
             let (before, after) = (before.unwrap_or(&empty), after.unwrap_or(&empty));
             for (&rtype, b, a) in side_by_side(before, after) {
                 let soa_data = name == apex && rtype == RrType::SOA;
-                differ(name, rtype, b, a, soa_data, &mut deleted, &mut added);
+                difference::rrset(name, rtype, b, a, soa_data, &mut deleted, &mut added);
             }
         }
         for (name, b, a) in side_by_side(&old.nsec3, &new.nsec3) {
-            differ(name, RrType::NSEC3, b, a, false, &mut deleted, &mut added);
+            difference::rrset(name, RrType::NSEC3, b, a, false, &mut deleted, &mut added);
         }
         let count = deleted.len();
         deleted.extend(added);
@@ -130,6 +131,19 @@ impl Change {
     pub fn bytes(&self) -> usize {
         self.bytes
     }
+
+    /// Applies this change to `zone`, the version at serial `from`: removes each deleted record
+    /// (the old SOA first), then adds each added one (the new SOA first). Returns false when a
+    /// record to delete is not there (the zone was not at `from`); `zone` is then half changed.
+    pub fn replay(&self, zone: &mut Zone) -> bool {
+        let (deleted, added) = self.records.split_at(self.deleted);
+        for r in deleted {
+            if !zone.remove(r) {
+                return false;
+            }
+        }
+        added.iter().all(|r| zone.insert(r.clone()).is_ok())
+    }
 }
 
 /// The keys of two maps in order, each with its value in either map: one pass over both, one
@@ -165,64 +179,6 @@ fn apex_soa(zone: &Zone) -> Record {
         ttl: zone.soa_ttl(),
         rdata: zone.soa().to_vec(),
     }
-}
-
-/// Appends to `deleted` and `added` the difference between two versions of the RRset
-/// `owner`/`rtype` (data, unless `skip_data`, then RRSIGs).
-fn differ(
-    owner: &Name,
-    rtype: RrType,
-    before: Option<&RRset>,
-    after: Option<&RRset>,
-    skip_data: bool,
-    deleted: &mut Vec<Record>,
-    added: &mut Vec<Record>,
-) {
-    let record = |rtype, ttl, rdata: &Vec<u8>| Record {
-        owner: owner.clone(),
-        rtype,
-        class: Class::IN,
-        ttl,
-        rdata: rdata.clone(),
-    };
-    let (data_b, sigs_b) = parts(before);
-    let (data_a, sigs_a) = parts(after);
-    let kinds = [(rtype, data_b, data_a), (RrType::RRSIG, sigs_b, sigs_a)];
-    for (kind, (ttl_b, b), (ttl_a, a)) in kinds.into_iter().skip(usize::from(skip_data)) {
-        let same_ttl = ttl_b == ttl_a;
-        deleted.extend(
-            minus(b, a, same_ttl)
-                .into_iter()
-                .map(|r| record(kind, ttl_b, r)),
-        );
-        added.extend(
-            minus(a, b, same_ttl)
-                .into_iter()
-                .map(|r| record(kind, ttl_a, r)),
-        );
-    }
-}
-
-/// An RRset's (TTL, RDATAs) and (RRSIG TTL, RRSIGs); nothing for no RRset.
-type Parts<'s> = ((u32, &'s [Vec<u8>]), (u32, &'s [Vec<u8>]));
-
-fn parts(set: Option<&RRset>) -> Parts<'_> {
-    set.map_or(((0, &[]), (0, &[])), |s| {
-        ((s.ttl, &s.rdatas[..]), (s.rrsig_ttl, &s.rrsigs[..]))
-    })
-}
-
-/// The RDATAs of `a` that are not in `b` (all of `a` unless `compare`).
-fn minus<'a>(a: &'a [Vec<u8>], b: &[Vec<u8>], compare: bool) -> Vec<&'a Vec<u8>> {
-    if !compare {
-        return a.iter().collect();
-    }
-    // Small RRsets are compared directly, large ones through a set.
-    if b.len() > 16 {
-        let set: HashSet<&[u8]> = b.iter().map(Vec::as_slice).collect();
-        return a.iter().filter(|r| !set.contains(r.as_slice())).collect();
-    }
-    a.iter().filter(|r| !b.contains(r)).collect()
 }
 
 /// A chain of [`Change`]s of one zone, oldest first, bounded in bytes. Cloning is cheap (the
@@ -339,6 +295,7 @@ impl Journal {
 #[cfg(test)]
 mod tests {
     use pqdns_core::zonefile::ZoneFileReader;
+    use pqdns_core::Name;
 
     use super::*;
 

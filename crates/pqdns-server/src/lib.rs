@@ -55,10 +55,12 @@ mod finish;
 mod fragment;
 pub mod identity;
 pub mod journal;
+mod journal_file;
 pub mod key_lock;
 mod metrics;
 mod notify;
 mod request;
+mod resign;
 /// Response-rate limiting (moved to pqdns-net, shared with the resolver service).
 pub use pqdns_net::rrl;
 pub mod secondary;

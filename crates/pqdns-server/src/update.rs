@@ -14,62 +14,91 @@
 //!    order they take it, and never beside a reload), the policy again (a reload may have
 //!    changed it) and the prerequisites against the zone as served (§3.2): NXDOMAIN, YXDOMAIN,
 //!    NXRRSET, YXRRSET;
-//! 5. the update is applied to the zone's unsigned data (§3.4.2); if that changed nothing, the
-//!    answer is NOERROR and nothing else happens. Otherwise the zone is signed as a reload
-//!    signs it (`zones::sign_data`): a new SOA serial by the `[signing] serial` policy, the
-//!    signatures of unchanged RRsets kept, new ones only for the changed RRsets, the SOA and
-//!    the NSEC/NSEC3 records whose content changed (`dnssec::sign::resign_zone`; the chain
-//!    is recomputed, which costs hashing but no signing), the IXFR journal extended and
-//!    `.served`/`.journal`/`.serial` written; then the unsigned data is written to
-//!    `<state_dir>/<zone>.dynamic` (atomically, fsync'd): only then is the new zone served,
-//!    NOTIFY sent to the secondaries and NOERROR returned. A failure on the way is SERVFAIL
-//!    and the served zone stays as it was.
+//! 5. the update is applied (§3.4.2) to the unsigned form of the names it names (with their
+//!    ancestors and first descendant, for the content rules); if that changed nothing, the
+//!    answer is NOERROR and nothing else happens. Otherwise the changed RRsets go to
+//!    `resign.rs`: the served zone's next version is made from them incrementally (the
+//!    changed RRsets, the SOA with a new serial by the `[signing] serial` policy and the
+//!    NSEC/NSEC3 records around the changed names signed anew, nothing else touched), its
+//!    signed difference is appended to `<state_dir>/<zone>.journal` and synced
+//!    (`journal_file.rs`), and only then is the new version served, NOTIFY sent to the
+//!    secondaries and NOERROR returned. A change that needs the whole zone signed (a key
+//!    rollover step due, ZONEMD, MTL keys, a new negative TTL) is signed as a reload signs,
+//!    and the zone and journal are written whole. A failure on the way is SERVFAIL and the
+//!    served zone stays as it was.
 //!
-//! **Durability across restarts and reloads**: the `.dynamic` file starts with the SHA-256 of
-//! the zone data the updates were applied to (the zone file or inline `records` as read,
-//! `$INCLUDE`s included, in master-file form). While the zone data still reads the same, a
-//! load (start, SIGHUP, refresh) serves the `.dynamic` data instead, so an update is never
-//! reverted by a restart. When the zone data has changed (the operator edited the file) the
-//! file wins: the `.dynamic` file is removed and a warning names it, so edit the file only
-//! with the updates in it, or accept that they are dropped. Only signed zones (with a
-//! `[signing]` table, whose state directory holds the file) accept updates.
+//! **Durability across restarts and reloads**: the updated data lives in the served version:
+//! `<zone>.served` (written whole at each load, and when the journal's appended part outgrows
+//! it) and the changes appended to `<zone>.journal` after it, which a start replays
+//! ([`crate::zones`]). `<state_dir>/<zone>.dynamic` records the SHA-256 of the zone data the
+//! updates were applied to (the zone file or inline `records` as read, `$INCLUDE`s included,
+//! in master-file form). While the zone data still reads the same, a load (start, SIGHUP,
+//! refresh) takes the data of the served (or persisted) version, less what the signer makes,
+//! with the zone file's own DNSKEY, CDS and CDNSKEY records, so an update is never reverted by
+//! a restart; a start that cannot read that version then fails, naming the file. When the zone
+//! data has changed (the operator edited the file) the file wins: the `.dynamic` file is
+//! removed and a warning names it, so edit the file only with the updates in it, or accept
+//! that they are dropped. (A `.dynamic` file of an earlier version, holding the data itself,
+//! is still read.) Only signed zones (with a `[signing]` table, whose state directory holds
+//! the files) accept updates; their served version and journal are kept whatever `persist`
+//! says.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use pqdns_core::atomic_file::{AtomicFile, FileMode};
+use pqdns_core::atomic_file::{write_atomic, FileMode};
 use pqdns_core::config::{ConfigError, LoadedConfig, SigningConfig};
+use pqdns_core::dnssec::incremental::RrsetChange;
 use pqdns_core::update::policy::UpdatePolicy;
 use pqdns_core::update::Update;
 use pqdns_core::wire::query::Query;
 use pqdns_core::wire::Rcode;
+use pqdns_core::zone::{Node, RRset};
 use pqdns_core::zonefile::ZoneFileReader;
-use pqdns_core::{Name, Zone};
+use pqdns_core::{Name, RrType, Zone};
 use sha2::{Digest, Sha256};
 use tracing::{info, warn};
 
 use crate::answer::Outcome;
-use crate::catalog::{Catalog, ServedZone};
+use crate::catalog::Catalog;
 use crate::cookie::CookieCheck;
 use crate::finish;
 use crate::notify;
 use crate::request::{Auth, Exchange, Signer};
-use crate::zones::{self, LoadError, ZoneSource};
+use crate::resign::Resigner;
+use crate::zones::{LoadError, ZoneSource};
 
 /// The first line of a `.dynamic` file, before the hex SHA-256 of the zone data it updates.
 const HEADER: &str = "; pqdns: zone data after dynamic updates (RFC 2136) of data with sha256 ";
+/// The second line of a `.dynamic` file that holds no data: the data is the served version's.
+const MARK: &str = "; the updated data is the served version: <zone>.served and <zone>.journal";
+/// Types the signer makes (or takes from the zone file) at a name: not part of the unsigned data
+/// an update sees or a load takes from a served version.
+const SIGNER_MADE: [RrType; 6] = [
+    RrType::DNSKEY,
+    RrType::NSEC,
+    RrType::NSEC3PARAM,
+    RrType::CDS,
+    RrType::CDNSKEY,
+    RrType::ZONEMD,
+];
 
 /// A zone that accepts dynamic updates: where its description is and who may update it.
 #[derive(Debug)]
 pub struct Updatable {
-    source: ZoneSource,
+    pub(crate) source: ZoneSource,
     policy: UpdatePolicy,
+    /// SHA-256 (hex) of the zone data this version was loaded from (the `.dynamic` record).
+    pub(crate) base: String,
+    /// Whether the `.dynamic` record was written since this version was loaded.
+    marked: AtomicBool,
 }
 
 impl Updatable {
-    /// The update settings of the zone `cfg` describes (read from `source`); `None` without
-    /// `update_policy`.
+    /// The update settings of the zone `cfg` describes (read from `source`, its zone data of
+    /// SHA-256 `base`); `None` without `update_policy`.
     ///
     /// # Errors
     /// [`ConfigError::Invalid`] for a rule that does not parse, or a policy on a zone without
@@ -77,6 +106,7 @@ impl Updatable {
     pub(crate) fn of(
         source: &ZoneSource,
         cfg: &LoadedConfig,
+        base: &str,
     ) -> Result<Option<Arc<Updatable>>, LoadError> {
         if cfg.config.update_policy.is_empty() {
             return Ok(None);
@@ -99,7 +129,30 @@ impl Updatable {
         Ok(Some(Arc::new(Updatable {
             source: source.clone(),
             policy,
+            base: base.to_string(),
+            marked: AtomicBool::new(false),
         })))
+    }
+
+    /// Writes the `.dynamic` record (atomically, synced) that the served version holds updates
+    /// of zone data with this version's digest, once per load.
+    ///
+    /// # Errors
+    /// [`LoadError::WriteState`].
+    pub(crate) fn mark(
+        &self,
+        cfg: &LoadedConfig,
+        signing: &SigningConfig,
+    ) -> Result<(), LoadError> {
+        if self.marked.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let path = dynamic_path(cfg, signing);
+        let text = format!("{HEADER}{}\n{MARK}\n", self.base);
+        write_atomic(&path, text.as_bytes(), FileMode::Public)
+            .map_err(|error| LoadError::WriteState { path, error })?;
+        self.marked.store(true, Ordering::SeqCst);
+        Ok(())
     }
 }
 
@@ -121,13 +174,18 @@ fn digest(zone: &Zone) -> String {
 }
 
 /// The zone data to serve for `cfg`, and the digest of its zone file's (or inline records')
-/// data: the `.dynamic` data while that digest is the one it was made from, else the zone
-/// file's (see the module documentation).
+/// data: while that digest is the one the `.dynamic` record names, the data of `served` (the
+/// served or persisted version) less what the signer makes, with the zone file's own DNSKEY,
+/// CDS and CDNSKEY records; else the zone file's (see the module documentation).
 ///
 /// # Errors
 /// [`LoadError::Config`] for the zone data; [`LoadError::State`] for a `.dynamic` file that
-/// cannot be read, parsed or removed.
-pub(crate) fn read_data(cfg: &LoadedConfig) -> Result<(Zone, String), LoadError> {
+/// cannot be read, parsed or removed, or whose updates are in a served version that could not
+/// be read.
+pub(crate) fn read_data(
+    cfg: &LoadedConfig,
+    served: Option<&Zone>,
+) -> Result<(Zone, String), LoadError> {
     let source = cfg.read_zone()?;
     let base = digest(&source);
     let Some(signing) = cfg.signing() else {
@@ -152,6 +210,18 @@ pub(crate) fn read_data(cfg: &LoadedConfig) -> Result<(Zone, String), LoadError>
         std::fs::remove_file(&path).map_err(|e| state(e.to_string()))?;
         return Ok((source, base));
     }
+    if text.lines().nth(1) == Some(MARK) {
+        let served = served.ok_or_else(|| {
+            state(
+                "the updates are in the served version and journal of the state directory, \
+                 which could not be read (see the warning before): restore them, or delete \
+                 this file to serve the zone file without the updates"
+                    .into(),
+            )
+        })?;
+        info!(zone = %cfg.origin, file = %path.display(), "zone data as dynamic updates left it");
+        return Ok((served_data(served, &source), base));
+    }
     let records = ZoneFileReader::new(Some(cfg.origin.clone()), None)
         .read_str(&text, &path.display().to_string())
         .map_err(|e| state(e.to_string()))?;
@@ -160,12 +230,102 @@ pub(crate) fn read_data(cfg: &LoadedConfig) -> Result<(Zone, String), LoadError>
     Ok((zone, base))
 }
 
-/// Writes `zone` to `path` as data updated from zone data of digest `base` (atomically).
-fn write_data(path: &Path, base: &str, zone: &Zone) -> std::io::Result<()> {
-    let mut file = AtomicFile::create(path, FileMode::Public)?;
-    writeln!(file, "{HEADER}{base}")?;
-    zone.write_master_file(&mut file)?;
-    file.commit()
+/// The unsigned form of `node`: its RRsets but those the signer makes, without RRSIGs.
+fn unsigned(node: &Node) -> Node {
+    node.iter()
+        .filter(|(t, _)| !SIGNER_MADE.contains(t))
+        .map(|(t, s)| {
+            let set = RRset {
+                ttl: s.ttl,
+                rdatas: s.rdatas.clone(),
+                rrsigs: Vec::new(),
+                rrsig_ttl: 0,
+            };
+            (*t, set)
+        })
+        .collect()
+}
+
+/// The data of the signed `served` with the records of the signer's types from `file`.
+pub(crate) fn served_data(served: &Zone, file: &Zone) -> Zone {
+    let mut zone = Zone::new(served.origin.clone());
+    for (name, node) in &served.nodes {
+        let node = unsigned(node);
+        if !node.is_empty() {
+            zone.nodes.insert(name.clone(), node);
+        }
+    }
+    for (name, node) in &file.nodes {
+        for (t, set) in node.iter().filter(|(t, _)| SIGNER_MADE.contains(t)) {
+            zone.nodes
+                .entry(name.clone())
+                .or_default()
+                .insert(*t, set.clone());
+        }
+    }
+    zone
+}
+
+/// The RRsets `u` changes in `zone` (signed, as served): the update applied (RFC 2136 §3.4.2)
+/// to the unsigned form of the names it names, with the apex, their ancestors and the first
+/// name below each (what the content rules of [`Zone::insert_checked`] look at).
+pub(crate) fn changes(zone: &Zone, u: &Update) -> Vec<RrsetChange> {
+    let owners: BTreeSet<&Name> = u.updates.iter().map(|r| &r.owner).collect();
+    let mut view = Zone::new(zone.origin.clone());
+    let mut copy = |name: &Name| {
+        if let Some(node) = zone.nodes.get(name) {
+            view.nodes.insert(name.clone(), unsigned(node));
+        }
+    };
+    copy(&zone.origin);
+    for owner in &owners {
+        copy(owner);
+        let mut cur = owner.parent();
+        while let Some(a) = cur.filter(|a| a.is_subdomain_of(&zone.origin)) {
+            copy(&a);
+            cur = a.parent();
+        }
+        let below = zone
+            .nodes
+            .range((
+                std::ops::Bound::Excluded(*owner),
+                std::ops::Bound::Unbounded,
+            ))
+            .next()
+            .filter(|(n, _)| n.is_subdomain_of(owner));
+        if let Some((name, _)) = below {
+            copy(name);
+        }
+    }
+    let before = view.clone();
+    u.apply(&mut view);
+    let empty = Node::new();
+    let mut changes = Vec::new();
+    for owner in owners {
+        let b = before.nodes.get(owner).unwrap_or(&empty);
+        let a = view.nodes.get(owner).unwrap_or(&empty);
+        let types: BTreeSet<RrType> = b.keys().chain(a.keys()).copied().collect();
+        for rtype in types.into_iter().filter(|t| !SIGNER_MADE.contains(t)) {
+            let (old, new) = (b.get(&rtype), a.get(&rtype));
+            let same = match (old, new) {
+                (Some(o), Some(n)) => {
+                    o.ttl == n.ttl
+                        && o.rdatas.len() == n.rdatas.len()
+                        && o.rdatas.iter().all(|r| n.rdatas.contains(r))
+                }
+                (None, None) => true,
+                _ => false,
+            };
+            if !same {
+                changes.push(RrsetChange {
+                    owner: owner.clone(),
+                    rtype,
+                    new: new.map(|s| (s.ttl, s.rdatas.clone())),
+                });
+            }
+        }
+    }
+    changes
 }
 
 /// What applies updates: the lock every change of the served catalog takes (updates and
@@ -173,6 +333,8 @@ fn write_data(path: &Path, base: &str, zone: &Zone) -> std::io::Result<()> {
 #[derive(Debug)]
 pub(crate) struct Updater {
     lock: Mutex<()>,
+    /// Makes the next version of an updated zone.
+    resigner: Resigner,
     notify: Vec<notify::Target>,
     /// The runtime NOTIFY tasks run on (UDP listener threads are not tokio's).
     runtime: Option<tokio::runtime::Handle>,
@@ -184,6 +346,7 @@ impl Updater {
     pub(crate) fn new(notify: Vec<notify::Target>) -> Updater {
         Updater {
             lock: Mutex::new(()),
+            resigner: Resigner::default(),
             notify,
             runtime: tokio::runtime::Handle::try_current().ok(),
         }
@@ -265,9 +428,12 @@ fn update(
     let setup = authorised(&catalog, &u, &key)?;
     let zone = catalog.zone(&u.zone).ok_or(Rcode::NOTAUTH)?;
     u.check_prerequisites(&zone.zone)?;
-    let new = match apply(&setup, &u, &catalog, now) {
-        Ok(Some(new)) => new,
-        Ok(None) => return Ok(()),
+    let changes = changes(&zone.zone, &u);
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let new = match updater.resigner.apply(&setup, &catalog, &changes, now) {
+        Ok(new) => new,
         Err(error) => {
             warn!(zone = %u.zone, %key, %error, "dynamic update not applied (SERVFAIL)");
             return Err(Rcode::SERVFAIL);
@@ -275,9 +441,9 @@ fn update(
     };
     info!(
         zone = %u.zone, %key, serial = new.zone.soa_serial(), records = u.updates.len(),
-        "dynamic update applied"
+        rrsets = changes.len(), "dynamic update applied"
     );
-    served.replace(catalog.with_zone(new));
+    served.replace(catalog.with_shared(new));
     if let (Some(runtime), false) = (&updater.runtime, updater.notify.is_empty()) {
         let _entered = runtime.enter();
         notify::spawn_zone(&served.current(), &u.zone, &updater.notify);
@@ -298,27 +464,4 @@ fn authorised(catalog: &Catalog, u: &Update, key: &Name) -> Result<Arc<Updatable
         return Err(Rcode::REFUSED);
     }
     Ok(setup)
-}
-
-/// Applies `u` to the zone's unsigned data, signs and persists the result; `None` when the
-/// update changed nothing.
-fn apply(
-    setup: &Updatable,
-    u: &Update,
-    catalog: &Catalog,
-    now: u64,
-) -> Result<Option<ServedZone>, LoadError> {
-    let cfg = zones::read_config(&setup.source)?;
-    let (mut data, base) = read_data(&cfg)?;
-    let before = data.clone();
-    u.apply(&mut data);
-    if data == before {
-        return Ok(None);
-    }
-    let (new, _) = zones::sign_data(&setup.source, &cfg, data.clone(), now, Some(catalog))?;
-    if let Some(signing) = cfg.signing() {
-        let path = dynamic_path(&cfg, signing);
-        write_data(&path, &base, &data).map_err(|error| LoadError::WriteState { path, error })?;
-    }
-    Ok(Some(new))
 }

@@ -44,6 +44,7 @@ use tracing::{info, warn};
 
 use crate::catalog::{Catalog, CatalogError, ServedZone};
 use crate::journal::{self, Journal};
+use crate::journal_file;
 use crate::key_lock::{self, KeyLockError};
 use crate::update;
 
@@ -260,7 +261,7 @@ pub fn check_zone(source: &ZoneSource, now: u64) -> Result<Checked, LoadError> {
         });
     }
     let zone = cfg.read_zone()?;
-    update::Updatable::of(source, &cfg)?;
+    update::Updatable::of(source, &cfg, "")?;
     let mut checked = Checked {
         origin: zone.origin.clone(),
         records: zone.record_count(),
@@ -318,8 +319,12 @@ pub fn load_zone(
     served: Option<&Catalog>,
 ) -> Result<(ServedZone, ZoneReport), LoadError> {
     let cfg = read_config(source)?;
-    let (zone, _) = update::read_data(&cfg)?;
-    sign_data(source, &cfg, zone, now, served)
+    let persisted = persisted_version(&cfg, served);
+    let previous = served
+        .and_then(|c| c.zone(&cfg.origin))
+        .or(persisted.as_ref());
+    let (zone, base) = update::read_data(&cfg, previous.map(|p| &p.zone))?;
+    sign_after(source, &cfg, zone, &base, now, previous)
 }
 
 /// Inline signing of a secondary zone ([`crate::secondary`]): [`load_zone`] with the
@@ -335,22 +340,51 @@ pub fn sign_transferred(
     served: Option<&Catalog>,
 ) -> Result<(ServedZone, ZoneReport), LoadError> {
     let cfg = read_config(source)?;
-    sign_data(source, &cfg, zone, now, served)
+    sign_data(source, &cfg, zone, "", now, served)
 }
 
-/// [`load_zone`] for zone data already read (the zone file's, as a dynamic update left it,
-/// [`update::read_data`], or as transferred) of the zone `cfg` describes.
+/// [`load_zone`] for zone data already read (the zone file's, as dynamic updates left it,
+/// [`update::read_data`], or as transferred) of the zone `cfg` describes; `base` is the
+/// SHA-256 of the zone file's data those updates were made to (empty: none).
 ///
 /// # Errors
 /// As [`load_zone`].
 pub(crate) fn sign_data(
     source: &ZoneSource,
     cfg: &LoadedConfig,
-    mut zone: Zone,
+    zone: Zone,
+    base: &str,
     now: u64,
     served: Option<&Catalog>,
 ) -> Result<(ServedZone, ZoneReport), LoadError> {
-    let updatable = update::Updatable::of(source, cfg)?;
+    let persisted = persisted_version(cfg, served);
+    let previous = served
+        .and_then(|c| c.zone(&cfg.origin))
+        .or(persisted.as_ref());
+    sign_after(source, cfg, zone, base, now, previous)
+}
+
+/// The version persisted in the state directory, when `served` does not have the zone and the
+/// zone keeps one (`[signing] persist`, or an `update_policy`: its updates are kept there).
+fn persisted_version(cfg: &LoadedConfig, served: Option<&Catalog>) -> Option<ServedZone> {
+    let signing = cfg.signing()?;
+    let keeps = signing.persist || !cfg.config.update_policy.is_empty();
+    if !keeps || served.and_then(|c| c.zone(&cfg.origin)).is_some() {
+        return None;
+    }
+    read_persisted(&cfg.persisted_paths(signing), &cfg.origin)
+}
+
+/// [`sign_data`] after the version `previous` (served or persisted).
+fn sign_after(
+    source: &ZoneSource,
+    cfg: &LoadedConfig,
+    mut zone: Zone,
+    base: &str,
+    now: u64,
+    previous: Option<&ServedZone>,
+) -> Result<(ServedZone, ZoneReport), LoadError> {
+    let updatable = update::Updatable::of(source, cfg, base)?;
     let mut report = ZoneReport {
         origin: Some(zone.origin.clone()),
         server_table: cfg.config.server.clone(),
@@ -370,7 +404,6 @@ pub(crate) fn sign_data(
             "zone loaded (unsigned)"
         };
         info!(zone = %zone.origin, %source, records = zone.record_count(), signatures, "{kind}");
-        let previous = served.and_then(|c| c.zone(&zone.origin));
         let mut new = ServedZone::new(zone).after(previous);
         new.updatable = updatable;
         return Ok((new, report));
@@ -422,11 +455,6 @@ pub(crate) fn sign_data(
     let refresh = cfg.refresh(signing)?;
     let jitter = cfg.jitter(signing)?;
     let origin = zone.origin.clone();
-    let persisted = match served.and_then(|c| c.zone(&origin)) {
-        None if signing.persist => read_persisted(&cfg.persisted_paths(signing), &origin),
-        _ => None,
-    };
-    let previous = served.and_then(|c| c.zone(&origin)).or(persisted.as_ref());
     let serial_path = cfg.serial_path(signing);
     let recorded = read_serial(&serial_path)?;
     let served_serial = newest(previous.map(|z| z.zone.soa_serial()), recorded);
@@ -545,10 +573,14 @@ pub(crate) fn sign_data(
     report.written_keys = written;
     report.key_dir = Some(key_dir);
     let mut new = ServedZone::new(zone).after(previous);
-    new.updatable = updatable;
-    if signing.persist {
-        write_persisted(&new, &cfg.persisted_paths(signing));
+    if signing.persist || updatable.is_some() {
+        let written = write_persisted(&new, &cfg.persisted_paths(signing));
+        // The updates of an updatable zone live there: not written is not loaded.
+        if let (Err((path, error)), Some(_)) = (written, &updatable) {
+            return Err(LoadError::WriteState { path, error });
+        }
     }
+    new.updatable = updatable;
     Ok((new, report))
 }
 
@@ -583,72 +615,123 @@ fn newest(a: Option<u32>, b: Option<u32>) -> Option<u32> {
     }
 }
 
-/// The served version and journal [`write_persisted`] left, if both read and agree (the
-/// journal ends at the version's serial; a journal that does not is dropped). Problems are
-/// logged, not fatal: the files only spare work.
+/// The served version [`write_persisted`] left, with the changes its journal file holds after
+/// it replayed ([`crate::journal_file`]: appended by dynamic updates), if they read and agree:
+/// the journal leads to the served version or continues from it. Problems are logged, not
+/// fatal: the files spare work, and for an updatable zone [`update::read_data`] refuses to go
+/// on without them.
 fn read_persisted((version, journal): &(PathBuf, PathBuf), origin: &Name) -> Option<ServedZone> {
     if !version.exists() {
         return None;
     }
-    let read = |path: &Path| {
-        ZoneFileReader::new(Some(origin.clone()), None)
-            .read_file(path)
-            .map_err(|e| e.to_string())
-    };
-    let zone = read(version)
+    let zone = ZoneFileReader::new(Some(origin.clone()), None)
+        .read_file(version)
+        .map_err(|e| e.to_string())
         .and_then(|records| Zone::from_records(origin.clone(), records).map_err(|e| e.to_string()));
-    let mut served = match zone {
-        Ok(zone) => ServedZone::new(zone),
+    let mut zone = match zone {
+        Ok(zone) => zone,
         Err(e) => {
             warn!(zone = %origin, file = %version.display(), "persisted version unusable: {e}");
             return None;
         }
     };
-    let serial = served.zone.soa_serial();
-    let chain = if journal.exists() {
-        read(journal).and_then(|records| {
-            let j = Journal::from_records(records, journal::DEFAULT_MAX_BYTES)
-                .ok_or_else(|| "not a chain of changes within the journal's bound".to_string())?;
-            match j.changes().last() {
-                Some(c) if c.to != serial => Err(format!(
-                    "it ends at serial {}, the served version is at {serial}",
-                    c.to
-                )),
-                _ => Ok(Some(j)),
-            }
-        })
+    let snapshot = zone.soa_serial();
+    let read = if journal.exists() {
+        journal_file::read(journal, origin)
     } else {
-        Ok(None)
+        Ok(journal_file::Entries {
+            changes: Vec::new(),
+            torn: false,
+        })
     };
-    match chain {
-        Ok(Some(j)) => served.journal = j,
-        Ok(None) => {}
-        Err(reason) => warn!(
-            zone = %origin, file = %journal.display(),
-            "persisted journal unusable, dropped (secondaries behind get AXFR): {reason}"
-        ),
-    }
-    info!(
-        zone = %origin, serial, file = %version.display(), changes = served.journal.changes().len(),
-        "starting from the persisted version"
-    );
+    let replayed = read.and_then(|read| {
+        if read.torn {
+            warn!(
+                zone = %origin, file = %journal.display(),
+                "the last journal entry is incomplete (a crash while it was written): dropped"
+            );
+        }
+        let start = read
+            .changes
+            .iter()
+            .position(|c| c.from == snapshot)
+            .unwrap_or(read.changes.len());
+        let mut chain = Journal::new(journal::DEFAULT_MAX_BYTES);
+        for (i, change) in read.changes.into_iter().enumerate() {
+            if i >= start && !change.replay(&mut zone) {
+                return Err(format!(
+                    "the change {} -> {} does not apply to the served version",
+                    change.from, change.to
+                ));
+            }
+            chain = chain.with(change);
+        }
+        match chain.changes().last() {
+            Some(c) if c.to != zone.soa_serial() => Err(format!(
+                "it ends at serial {}, the served version is at {}",
+                c.to,
+                zone.soa_serial()
+            )),
+            _ => Ok((chain, start)),
+        }
+    });
+    let served = match replayed {
+        Ok((chain, start)) => {
+            let mut served = ServedZone::new(zone);
+            let replayed = chain.changes().len().saturating_sub(start);
+            served.journal = chain;
+            info!(
+                zone = %origin, snapshot, serial = served.zone.soa_serial(), replayed,
+                file = %version.display(), changes = served.journal.changes().len(),
+                "starting from the persisted version"
+            );
+            served
+        }
+        Err(reason) => {
+            warn!(
+                zone = %origin, file = %journal.display(),
+                "persisted journal unusable, dropped (secondaries behind get AXFR): {reason}"
+            );
+            // The snapshot alone, unless replaying half changed it.
+            return read_persisted_snapshot(version, origin);
+        }
+    };
     Some(served)
 }
 
-/// Writes `served`'s zone and journal to `paths` (master-file text, each atomically); a
-/// failure is logged.
-fn write_persisted(served: &ServedZone, (version, journal): &(PathBuf, PathBuf)) {
+/// The served version alone, without its journal.
+fn read_persisted_snapshot(version: &Path, origin: &Name) -> Option<ServedZone> {
+    let records = ZoneFileReader::new(Some(origin.clone()), None)
+        .read_file(version)
+        .ok()?;
+    Zone::from_records(origin.clone(), records)
+        .ok()
+        .map(ServedZone::new)
+}
+
+/// Writes `served`'s zone and journal to `paths` (master-file text, each atomically and
+/// synced; the journal in the form of [`crate::journal_file`], ending at the zone's serial);
+/// a failure is logged and returned with the file.
+pub(crate) fn write_persisted(
+    served: &ServedZone,
+    (version, journal): &(PathBuf, PathBuf),
+) -> Result<(), (PathBuf, std::io::Error)> {
     let write = |path: &Path, body: &dyn Fn(&mut AtomicFile) -> std::io::Result<()>| {
-        let result = AtomicFile::create(path, FileMode::Public).and_then(|mut file| {
-            body(&mut file)?;
-            file.commit()
-        });
-        if let Err(e) = result {
-            warn!(zone = %served.zone.origin, file = %path.display(), "not persisted: {e}");
-        }
+        AtomicFile::create(path, FileMode::Public)
+            .and_then(|mut file| {
+                body(&mut file)?;
+                file.commit()
+            })
+            .map_err(|e| {
+                warn!(zone = %served.zone.origin, file = %path.display(), "not persisted: {e}");
+                (path.to_path_buf(), e)
+            })
     };
-    write(version, &|f| served.zone.write_master_file(f));
-    write(journal, &|f| served.journal.write_text(f));
+    let serial = served.zone.soa_serial();
+    write(version, &|f| served.zone.write_master_file(f))?;
+    write(journal, &|f| {
+        journal_file::write(f, &served.journal, serial)
+    })
 }
 
 /// Loads every zone and builds the catalog; fails as a whole if any zone fails.
@@ -677,7 +760,7 @@ pub fn reload_all(
             // Inline signing: the stored unsigned copy is signed again (refreshing
             // signatures); without one, the version served (if any) stays.
             if let Some(unsigned) = crate::secondary::read_stored(&cfg) {
-                let (zone, report) = sign_data(source, &cfg, unsigned, now, served)?;
+                let (zone, report) = sign_data(source, &cfg, unsigned, "", now, served)?;
                 zones.push(zone);
                 reports.push(report);
                 continue;

@@ -16,6 +16,12 @@
 //!   binary killed with SIGKILL right after its NOERROR serves the update, signed, after a
 //!   restart.
 //! - Eight concurrent UPDATEs are all applied, one new serial each.
+//! - Durability of the journal (issue 28, must-show 3): 200 UPDATEs, then a restart from the
+//!   state directory: the served version plus the appended journal replay to the zone served
+//!   before, every record and signature byte for byte but the SOA (a start signs a new
+//!   serial); a journal entry cut short as by a crash while appending (or with a damaged
+//!   record) is dropped: the zone after a restart is the one before that change, never half of
+//!   it.
 //! - A Knot secondary gets the update of a dual-signed NSEC3 zone by IXFR after our NOTIFY.
 //! - An ACME DNS-01 cycle (add the challenge, see it validated, delete it) runs 100 times
 //!   with no leftover record.
@@ -626,6 +632,133 @@ fn sigkill_right_after_noerror_loses_no_update() {
     }
 }
 
+/// One UPDATE of `ORIGIN` adding `record` (master-file text), TSIG-signed with `key`, over TCP
+/// to `addr` (a small client in the test process: no program started per update); the
+/// response's RCODE.
+fn send_update(addr: SocketAddr, key: &Key, record: &str) -> u8 {
+    use std::io::Read;
+    let origin: Name = ORIGIN.parse().unwrap();
+    let record = pqdns_core::zonefile::ZoneFileReader::new(Some(origin.clone()), Some(60))
+        .read_str(record, "update")
+        .unwrap()
+        .remove(0);
+    // ID, OPCODE UPDATE (5), ZOCOUNT 1, PRCOUNT 0, UPCOUNT 1, ADCOUNT 0 (RFC 2136 §2.2).
+    let mut msg = vec![0x12, 0x34, 5 << 3, 0, 0, 1, 0, 0, 0, 1, 0, 0];
+    msg.extend_from_slice(origin.as_wire());
+    msg.extend_from_slice(&[0, 6, 0, 1]);
+    record.write_wire(&mut msg);
+    let fields = pqdns_core::wire::tsig::Fields::at(pqdns_core::time::now());
+    pqdns_core::wire::tsig::sign(
+        key,
+        pqdns_core::wire::tsig::Digest::Request,
+        &mut msg,
+        0,
+        &fields,
+    )
+    .unwrap();
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    let mut framed = (msg.len() as u16).to_be_bytes().to_vec();
+    framed.extend(msg);
+    stream.write_all(&framed).unwrap();
+    let mut len = [0u8; 2];
+    stream.read_exact(&mut len).unwrap();
+    let mut response = vec![0u8; usize::from(u16::from_be_bytes(len))];
+    stream.read_exact(&mut response).unwrap();
+    response[3] & 0xf
+}
+
+/// Every record of `zone` as text, sorted, but the apex SOA and its RRSIGs.
+fn records_but_soa(zone: &pqdns_core::Zone) -> Vec<String> {
+    let mut out: Vec<String> = zone
+        .records()
+        .into_iter()
+        .filter(|r| r.rtype != RrType::SOA && r.covered_type() != Some(RrType::SOA))
+        .map(|r| r.to_string())
+        .collect();
+    out.sort();
+    out
+}
+
+/// Issue 28, must-show 3: 200 updates (each appended to the journal file) then a restart: the
+/// served version and the journal replay to the zone served before (compared record by record,
+/// signatures included, but the SOA, which the start signs anew with a new serial).
+#[test]
+fn two_hundred_updates_replay_from_the_journal_after_a_restart() {
+    for denial in ["nsec", "nsec3"] {
+        let mut f = Fixture::new(&["ECDSAP256SHA256"], denial);
+        for i in 0..200 {
+            let record = format!("r{i} 60 A 192.0.2.{}", i % 250);
+            assert_eq!(send_update(f.addr(), &f.admin, &record), 0, "update {i}");
+        }
+        let before = f.served();
+        let journal = f.dir.path().join("state/pqdns.test.journal");
+        let text = std::fs::read_to_string(&journal).unwrap();
+        assert!(
+            text.matches("; end ").count() >= 200,
+            "each update appended to the journal file"
+        );
+        f.restart();
+        let after = f.served();
+        assert!(after.soa_serial() > before.soa_serial());
+        assert_eq!(
+            records_but_soa(&after),
+            records_but_soa(&before),
+            "{denial}"
+        );
+        f.assert_verifies();
+    }
+}
+
+/// Issue 28, must-show 3: a change whose journal entry was cut short (a crash while
+/// appending: no end line, or a damaged record under its digest) is not there after a restart,
+/// and everything before it is, signed.
+#[test]
+fn a_torn_journal_entry_is_dropped_at_a_restart() {
+    let mut f = Fixture::new(&["ECDSAP256SHA256"], "nsec3");
+    for i in 0..3 {
+        let record = format!("kept{i} 60 A 192.0.2.{i}");
+        assert_eq!(send_update(f.addr(), &f.admin, &record), 0);
+    }
+    let journal = f.dir.path().join("state/pqdns.test.journal");
+    let snapshot = f.dir.path().join("state/pqdns.test.served");
+    let complete = std::fs::read_to_string(&journal).unwrap();
+    let served = std::fs::read(&snapshot).unwrap();
+    assert_eq!(send_update(f.addr(), &f.admin, "torn 60 A 192.0.2.66"), 0);
+    let with_torn = std::fs::read_to_string(&journal).unwrap();
+    let entry = &with_torn[complete.len()..];
+    assert!(entry.contains("torn.pqdns.test."), "{entry}");
+    let end = entry.find("; end ").unwrap();
+    for cut in [
+        // Cut inside the records, before the end line.
+        entry[..end / 2].to_string(),
+        // Whole, but a record damaged after it was written.
+        entry.replacen("192.0.2.66", "192.0.2.67", 1),
+    ] {
+        if let Some(h) = f.handle.take() {
+            f.rt.block_on(h.shutdown());
+        }
+        std::fs::write(&snapshot, &served).unwrap();
+        std::fs::write(&journal, format!("{complete}{cut}")).unwrap();
+        f.start();
+        let zone = f.served();
+        let torn: Name = name("torn").parse().unwrap();
+        assert!(
+            zone.nodes.get(&torn).is_none(),
+            "the torn change is not served"
+        );
+        for i in 0..3 {
+            let kept: Name = name(&format!("kept{i}")).parse().unwrap();
+            assert!(zone.rrset(&kept, RrType::A).is_some(), "kept{i} served");
+        }
+        f.assert_verifies();
+        // The next start rewrote the journal whole: the torn part is gone from the file.
+        assert!(!std::fs::read_to_string(&journal).unwrap().contains("torn"));
+    }
+}
+
 /// This process's CPU time (user + system, all threads; not child processes), seconds, from
 /// `/proc/self/stat` (fields 14 and 15, in clock ticks of `getconf CLK_TCK`).
 fn cpu_seconds() -> f64 {
@@ -642,15 +775,20 @@ fn cpu_seconds() -> f64 {
 }
 
 /// The cost of one UPDATE in a large zone against signing it whole, side by side in one run
-/// (docs/bench/lifecycle.md, "Dynamic updates"). Run by hand:
-/// `PQDNS_UPDATE_BENCH_HOSTS=100000 PQDNS_UPDATE_BENCH_ALG=ECDSAP256SHA256 cargo test --release
-/// -p pqdns-server --test update -- --ignored --nocapture`.
+/// (docs/bench/lifecycle.md, "Dynamic updates"; `benches/lifecycle/run.sh` runs it for each
+/// algorithm). The start signs the zone whole (no state directory yet): the baseline. Then
+/// one UPDATE (the first after a load copies the zone, see `crate::resign`), then
+/// `PQDNS_UPDATE_BENCH_UPDATES` more, one after the other from a client in this process, each
+/// timed from sending to the answer (which comes after the change is signed, served and
+/// synced to the journal file). CPU is this process's (server and client) over all of them,
+/// divided by their number. Prints one CSV row (and appends it to `PQDNS_UPDATE_BENCH_CSV`).
 #[test]
 #[ignore = "a measurement, minutes at 100,000 records"]
 fn measure_one_update_against_a_full_signing() {
-    let hosts: usize =
-        std::env::var("PQDNS_UPDATE_BENCH_HOSTS").map_or(100_000, |v| v.parse().unwrap());
-    let alg = std::env::var("PQDNS_UPDATE_BENCH_ALG").unwrap_or("ECDSAP256SHA256".into());
+    let env = |name: &str, default: &str| std::env::var(name).unwrap_or(default.into());
+    let hosts: usize = env("PQDNS_UPDATE_BENCH_HOSTS", "100000").parse().unwrap();
+    let updates: usize = env("PQDNS_UPDATE_BENCH_UPDATES", "1000").parse().unwrap();
+    let alg = env("PQDNS_UPDATE_BENCH_ALG", "ECDSAP256SHA256");
     let hosts_text: String = (0..hosts)
         .map(|i| format!("h{i} A 10.{}.{}.{}\n", i >> 16, (i >> 8) & 255, i & 255))
         .collect();
@@ -658,22 +796,44 @@ fn measure_one_update_against_a_full_signing() {
     let started = std::time::Instant::now();
     let f = Fixture::with_data(&[&alg], "nsec3", &hosts_text);
     let (full_cpu, full_wall) = (cpu_seconds() - before, started.elapsed().as_secs_f64());
-    let admin = Fixture::y(&f.admin, false);
-    let mut rows = Vec::new();
-    for i in 0..3 {
-        let before = cpu_seconds();
+    let before = cpu_seconds();
+    let started = std::time::Instant::now();
+    assert_eq!(send_update(f.addr(), &f.admin, "first 60 A 192.0.2.1"), 0);
+    let (first_cpu, first_wall) = (cpu_seconds() - before, started.elapsed().as_secs_f64());
+    let mut latencies = Vec::with_capacity(updates);
+    let before = cpu_seconds();
+    let all = std::time::Instant::now();
+    for i in 0..updates {
         let started = std::time::Instant::now();
-        let line = format!("update add {} 60 A 192.0.2.{i}", name(&format!("new{i}")));
-        let (ok, text) = f.nsupdate(true, Some(&admin), &[&line]);
-        assert!(ok, "{text}");
-        rows.push((cpu_seconds() - before, started.elapsed().as_secs_f64()));
+        let record = format!("new{i} 60 A 192.0.2.{}", i % 250);
+        assert_eq!(send_update(f.addr(), &f.admin, &record), 0, "update {i}");
+        latencies.push(started.elapsed().as_secs_f64());
     }
-    let out = dig(f.addr(), &["+dnssec", &name("new2"), "A"]);
-    assert!(out.has_rrsig("ANSWER", "A"), "{}", out.text);
-    println!(
-        "{alg} {hosts} hosts: full signing at start {full_cpu:.3} s CPU, {full_wall:.3} s wall"
+    let (cpu, wall) = (cpu_seconds() - before, all.elapsed().as_secs_f64());
+    let out = dig(
+        f.addr(),
+        &["+dnssec", &name(&format!("new{}", updates - 1)), "A"],
     );
-    for (cpu, wall) in &rows {
-        println!("{alg} {hosts} hosts: one UPDATE {cpu:.3} s CPU, {wall:.3} s wall (knsupdate round trip over TCP)");
+    assert!(out.has_rrsig("ANSWER", "A"), "{}", out.text);
+    latencies.sort_by(f64::total_cmp);
+    let at = |q: f64| latencies[((latencies.len() - 1) as f64 * q).round() as usize] * 1e3;
+    let per_update = cpu / updates as f64;
+    let row = format!(
+        "{alg},{hosts},{full_cpu:.3},{full_wall:.3},{first_cpu:.3},{first_wall:.3},{updates},\
+         {per_update:.5},{:.2},{:.2},{:.1},{:.0}",
+        at(0.5),
+        at(0.99),
+        updates as f64 / wall,
+        full_cpu / per_update
+    );
+    println!("algorithm,hosts,full_cpu_s,full_wall_s,first_update_cpu_s,first_update_wall_s,updates,cpu_per_update_s,p50_ms,p99_ms,updates_per_s,full_over_update");
+    println!("{row}");
+    if let Ok(path) = std::env::var("PQDNS_UPDATE_BENCH_CSV") {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap();
+        writeln!(file, "{row}").unwrap();
     }
 }

@@ -13,6 +13,7 @@ mod der;
 pub mod dnskey;
 pub mod downgrade;
 pub mod existing;
+pub mod incremental;
 pub mod keyfile;
 pub mod mtl;
 pub mod nsec3;

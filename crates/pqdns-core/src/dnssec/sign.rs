@@ -144,10 +144,13 @@ pub struct Incremental<'z> {
 }
 
 /// One RRset to sign.
-struct Job {
-    owner: Name,
-    rtype: RrType,
-    nsec3: bool,
+pub(super) struct Job {
+    /// Its owner (a hashed owner name for NSEC3).
+    pub(super) owner: Name,
+    /// Its type.
+    pub(super) rtype: RrType,
+    /// Whether it is an NSEC3 RRset (in [`Zone::nsec3`]).
+    pub(super) nsec3: bool,
 }
 
 /// Signs `zone` in place with `keys`: removes old RRSIG/NSEC/NSEC3/NSEC3PARAM, adds the keys'
@@ -597,7 +600,7 @@ fn sign_series(
 /// CDNSKEY (which RFC 7344 §4.1 wants signed by a key the parent's DS points to), ZSKs for the
 /// rest; a key is used for both when its algorithm has only one kind (CSK).
 /// Each key comes with its precomputed key tag.
-fn signers<'k>(
+pub(super) fn signers<'k>(
     keys: &'k [ZoneKey],
     tags: &'k [u16],
     alg: SecAlg,
@@ -611,7 +614,7 @@ fn signers<'k>(
 
 /// Seconds taken off the expiration of `job`'s new signatures: up to `jitter`, the same for
 /// one RRset and inception.
-fn jitter(job: &Job, policy: &SigningPolicy, jitter: u64) -> u64 {
+pub(super) fn jitter(job: &Job, policy: &SigningPolicy, jitter: u64) -> u64 {
     if jitter == 0 {
         return 0;
     }
@@ -756,7 +759,8 @@ fn rrsig_fields(
     }
 }
 
-fn sign_rrset(
+/// One new RRSIG (RDATA) of `set` by `key`, expiring at `expiration` (UNIX seconds).
+pub(super) fn sign_rrset(
     zone: &Zone,
     job: &Job,
     set: &RRset,
