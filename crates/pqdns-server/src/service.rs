@@ -48,6 +48,7 @@ use crate::acl::AllowList;
 use crate::answer::{self, Outcome, ParseError, Prepare};
 use crate::axfr;
 use crate::catalog::Catalog;
+use crate::control::Frozen;
 use crate::cookie::{self, CookieCheck, CookieMode, Cookies};
 use crate::finish;
 use crate::fragment::{self, Fragmenter};
@@ -93,6 +94,8 @@ pub struct Authoritative {
     secondaries: Option<Arc<Secondaries>>,
     /// Dynamic updates (RFC 2136) and the lock on catalog changes.
     updater: Updater,
+    /// Zones whose updates are held (`pqdns-ctl zone-freeze`, [`crate::control`]).
+    pub(crate) frozen: Frozen,
 }
 
 impl Authoritative {
@@ -117,7 +120,9 @@ impl Authoritative {
             axfr_allow: settings.axfr_allow.clone(),
             axfr_keys: settings.axfr_keys.clone(),
             tsig_keys: Arc::clone(&settings.tsig_keys),
-            metrics: settings.metrics.map(|_| Arc::new(Metrics::default())),
+            // Counted for the metrics endpoint and the control channel's `stats`.
+            metrics: (settings.metrics.is_some() || settings.control_socket.is_some())
+                .then(|| Arc::new(Metrics::default())),
             fragmenter: Fragmenter::new(settings.fragmentation),
             answer_cache_bytes: settings.answer_cache_bytes,
             identity: settings.identity.clone(),
@@ -127,6 +132,7 @@ impl Authoritative {
             dnstap: None,
             secondaries: None,
             updater: Updater::new(crate::notify::targets(settings)),
+            frozen: Frozen::default(),
         }
     }
 
@@ -332,6 +338,10 @@ impl update::Served for Authoritative {
 
     fn replace(&self, catalog: Catalog) {
         self.set_catalog(catalog);
+    }
+
+    fn frozen(&self, zone: &Name) -> bool {
+        self.frozen.contains(zone)
     }
 }
 

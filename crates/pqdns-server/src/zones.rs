@@ -346,9 +346,30 @@ pub fn sign_transferred(
 pub(crate) fn sign_data(
     source: &ZoneSource,
     cfg: &LoadedConfig,
+    zone: Zone,
+    now: u64,
+    served: Option<&Catalog>,
+) -> Result<(ServedZone, ZoneReport), LoadError> {
+    sign_data_with(source, cfg, zone, now, served, Signatures::Keep)
+}
+
+/// Which signatures of the version served a load keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Signatures {
+    /// Those of unchanged RRsets that are still fresh ([`load_zone`]): a reload, a refresh.
+    Keep,
+    /// None: every RRset is signed anew (`pqdns-ctl zone-sign`).
+    Renew,
+}
+
+/// [`sign_data`], keeping the served signatures `signatures` says.
+fn sign_data_with(
+    source: &ZoneSource,
+    cfg: &LoadedConfig,
     mut zone: Zone,
     now: u64,
     served: Option<&Catalog>,
+    signatures: Signatures,
 ) -> Result<(ServedZone, ZoneReport), LoadError> {
     let updatable = update::Updatable::of(source, cfg)?;
     let mut report = ZoneReport {
@@ -465,7 +486,10 @@ pub(crate) fn sign_data(
     let series = cfg.mtl_series(signing, &keys)?;
     let incremental = Incremental {
         previous: previous.map(|z| &z.zone),
-        keep_expiring_after: now + refresh + jitter / 4,
+        keep_expiring_after: match signatures {
+            Signatures::Keep => now + refresh + jitter / 4,
+            Signatures::Renew => u64::MAX,
+        },
         jitter,
         mtl_series: series.as_ref().map(|s| s as &dyn SeriesStore),
     };
@@ -669,6 +693,20 @@ pub fn reload_all(
     now: u64,
     served: Option<&Catalog>,
 ) -> Result<(Catalog, Vec<ZoneReport>), LoadError> {
+    reload_with(sources, now, served, Signatures::Keep)
+}
+
+/// [`reload_all`], keeping the served signatures `signatures` says (the control channel's
+/// reload and re-signing of one zone, [`crate::control`]).
+///
+/// # Errors
+/// The first [`LoadError`].
+pub fn reload_with(
+    sources: &[ZoneSource],
+    now: u64,
+    served: Option<&Catalog>,
+    signatures: Signatures,
+) -> Result<(Catalog, Vec<ZoneReport>), LoadError> {
     let mut zones = Vec::with_capacity(sources.len());
     let mut reports = Vec::with_capacity(sources.len());
     for source in sources {
@@ -677,7 +715,8 @@ pub fn reload_all(
             // Inline signing: the stored unsigned copy is signed again (refreshing
             // signatures); without one, the version served (if any) stays.
             if let Some(unsigned) = crate::secondary::read_stored(&cfg) {
-                let (zone, report) = sign_data(source, &cfg, unsigned, now, served)?;
+                let (zone, report) =
+                    sign_data_with(source, &cfg, unsigned, now, served, signatures)?;
                 zones.push(zone);
                 reports.push(report);
                 continue;
@@ -699,7 +738,8 @@ pub fn reload_all(
             zones.extend(zone);
             continue;
         }
-        let (zone, report) = load_zone(source, now, served)?;
+        let (data, _) = update::read_data(&cfg)?;
+        let (zone, report) = sign_data_with(source, &cfg, data, now, served, signatures)?;
         zones.push(zone);
         reports.push(report);
     }
