@@ -17,7 +17,7 @@ fi
 TARGET=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 REL=$TARGET/release
 mkdir -p "$REL/man" "$REL/completions"
-for b in pqdns-server pqdns-resolver; do
+for b in pqdns-server pqdns-resolver pqdns-ctl; do
     "$REL/$b" --generate man | gzip -9n >"$REL/man/$b.8.gz"
     "$REL/$b" --generate complete-bash >"$REL/completions/$b"
 done

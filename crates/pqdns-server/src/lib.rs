@@ -17,7 +17,8 @@
 //!
 //! The public modules are what an embedder needs: [`zones`] to read and sign zone
 //! descriptions, [`catalog`] to hold them, [`settings`] for listeners and limits, [`identity`]
-//! for NSID and CH TXT, [`answer`] for the engine alone. Test helpers (a signed in-memory
+//! for NSID and CH TXT, [`answer`] for the engine alone, [`control`] for the control channel
+//! (`pqdns-ctl`; its operations are methods of [`ServerHandle`]). Test helpers (a signed in-memory
 //! catalog, response invariants, peer programs) are in the unpublished crate
 //! `pqdns-test-support`.
 //!
@@ -48,6 +49,7 @@ mod answer_cache;
 mod axfr;
 pub mod catalog;
 pub mod config_file;
+pub mod control;
 /// DNS cookies (moved to pqdns-net, shared with the resolver service).
 pub use pqdns_net::cookie;
 mod denial;

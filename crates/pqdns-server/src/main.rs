@@ -13,10 +13,12 @@ use pqdns_core::config::LoadedConfig;
 use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::stdout;
 use pqdns_net::manual::{self, DaemonArgs};
+use pqdns_net::privilege::Account;
 use pqdns_net::systemd;
 use pqdns_server::acl::{AllowList, IpPrefix};
 use pqdns_server::catalog::Catalog;
 use pqdns_server::config_file::ConfigFile;
+use pqdns_server::control::socket::ControlSocket;
 use pqdns_server::cookie::CookieMode;
 use pqdns_server::identity::parse_nsid;
 use pqdns_server::settings::{parse_notify_target, CertAlgorithm, KxPolicy, ServerTable, Settings};
@@ -138,6 +140,13 @@ struct Cli {
     /// Overrides `metrics` in [server]. [default: off]
     #[arg(long, value_name = "ADDR")]
     metrics: Option<SocketAddr>,
+
+    /// Unix socket for pqdns-ctl (zone status, reload, re-signing, freeze, …): created mode
+    /// 0660, owned by the --user account when privileges are dropped; peers must be root,
+    /// that user or in its group. Overrides `control_socket` in [server]. [default: none;
+    /// the package's configuration: /run/pqdns/control.sock]
+    #[arg(long, value_name = "PATH")]
+    control_socket: Option<PathBuf>,
 
     /// dnstap (the Frame Streams format of NSD, Knot, BIND and unbound): every answered query
     /// and its response, as AUTH_QUERY and AUTH_RESPONSE, to this file (created afresh) or to
@@ -454,6 +463,9 @@ fn settings(
     if cli.metrics.is_some() {
         settings.metrics = cli.metrics;
     }
+    if cli.control_socket.is_some() {
+        settings.control_socket.clone_from(&cli.control_socket);
+    }
     if cli.dnstap.is_some() {
         settings.dnstap.clone_from(&cli.dnstap);
     }
@@ -491,6 +503,7 @@ async fn serve(
     let doh_path = settings.doh_path.clone();
     let account = settings.user.clone();
     let cert_dir = settings.tls.generated_cert_dir.clone();
+    let control_path = settings.control_socket.clone();
     let config = ServerConfig {
         zones: sources,
         settings,
@@ -506,6 +519,10 @@ async fn serve(
         .copied()
         .chain(a.metrics)
         .collect();
+    let control = match &control_path {
+        Some(path) => Some(bind_control(path, account.as_ref())?),
+        None => None,
+    };
     pqdns_net::privilege::drop_after_bind(account.as_ref(), &cert_dir, &bound)
         .map_err(|e| format!("dropping privileges: {e}"))?;
     if let Some(every) = systemd::watchdog_interval() {
@@ -520,7 +537,16 @@ async fn serve(
             print_ds(&reports);
             print_listeners(&handle, policy, &doh_path);
             systemd::ready(&serving_status(&reports));
-            signals.serve(&handle, watcher).await;
+            let control = async {
+                match &control {
+                    Some(socket) => socket.serve(&handle).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = signals.serve(&handle, watcher) => {}
+                () = control => {}
+            }
             Ok(())
         }
         Some(Err(e)) => Err(e.to_string()),
@@ -533,6 +559,25 @@ async fn serve(
     systemd::stopping();
     handle.shutdown().await;
     result
+}
+
+/// Binds the control socket at `path`, handed to `account` (the user privileges are dropped
+/// to), and prints where it listens.
+fn bind_control(
+    path: &std::path::Path,
+    account: Option<&Account>,
+) -> Result<ControlSocket, String> {
+    let owner = match account {
+        Some(account) => {
+            let (user, gid) = pqdns_net::privilege::look_up(account)
+                .map_err(|e| format!("control socket: {e}"))?;
+            Some((user.uid, gid))
+        }
+        None => None,
+    };
+    let socket = ControlSocket::bind(path, owner).map_err(|e| format!("control socket: {e}"))?;
+    print(format_args!("listening control {}", path.display()));
+    Ok(socket)
 }
 
 /// The status line systemd shows for the loaded zones.

@@ -27,12 +27,16 @@
 //!   serial served, independent of the primary's. The stored copy is the unsigned version;
 //!   a reload (and the signature refresh) signs it again.
 //!
+//! - **Control** ([`crate::control`]): `pqdns-ctl zone-retransfer` asks the refresh task for
+//!   a whole transfer (AXFR) at once ([`Secondaries::retransfer`]); `zone-status` shows the
+//!   timers the task follows ([`Secondaries::status`]).
+//!
 //! A zone never transferred and without a stored copy is not served (REFUSED). The
 //! `[secondary]` settings are read at start; a reload does not change them.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -158,6 +162,10 @@ struct SecondaryZone {
     /// `<state_directory>/<zone>.xfr`.
     path: PathBuf,
     refresh_now: Notify,
+    /// The next refresh transfers the whole zone (AXFR) whatever the serials say.
+    retransfer: AtomicBool,
+    /// The refresh task's schedule, as it last stood.
+    schedule: Mutex<Option<Schedule>>,
 }
 
 /// Why the secondary zones could not be set up.
@@ -219,6 +227,8 @@ impl Secondaries {
                 },
                 path: cfg.transferred_path(secondary),
                 refresh_now: Notify::new(),
+                retransfer: AtomicBool::new(false),
+                schedule: Mutex::new(None),
                 source: source.clone(),
                 unsigned: cfg.signing().map(|_| Mutex::new(read_stored(&cfg))),
                 generation: AtomicU64::new(0),
@@ -233,6 +243,27 @@ impl Secondaries {
     /// True without secondary zones.
     pub fn is_empty(&self) -> bool {
         self.zones.is_empty()
+    }
+
+    /// The secondary zone `origin`'s primaries and, once its refresh task runs, its schedule;
+    /// `None` if `origin` is no secondary zone here.
+    pub fn status(&self, origin: &Name) -> Option<(Vec<SocketAddr>, Option<Schedule>)> {
+        let z = self.zones.iter().find(|z| z.origin == *origin)?;
+        let primaries = z.primaries.iter().map(|p| p.addr).collect();
+        let schedule = *z.schedule.lock().unwrap_or_else(PoisonError::into_inner);
+        Some((primaries, schedule))
+    }
+
+    /// Makes the secondary zone `origin`'s refresh task transfer the whole zone (AXFR, RFC
+    /// 5936) from its primaries now; `false` if `origin` is no secondary zone here.
+    pub fn retransfer(&self, origin: &Name) -> bool {
+        let Some(z) = self.zones.iter().find(|z| z.origin == *origin) else {
+            return false;
+        };
+        z.retransfer.store(true, Ordering::SeqCst);
+        z.refresh_now.notify_one();
+        info!(zone = %origin, "retransfer asked for: AXFR from the primaries");
+        true
     }
 
     /// Replaces the catalog of `service` by `make(current)` for `zone`'s refresh task, under
@@ -357,6 +388,7 @@ impl Secondaries {
             .map(millis);
         let mut schedule = Schedule::start(now(), stored_at);
         loop {
+            *zone.schedule.lock().unwrap_or_else(PoisonError::into_inner) = Some(schedule);
             let current = service.catalog().zone(&zone.origin).cloned();
             let timers = current.as_ref().and_then(|z| Timers::of(&z.zone));
             let at = schedule.next_event(now(), timers);
@@ -404,6 +436,8 @@ impl Secondaries {
             .as_ref()
             .and_then(|u| u.lock().unwrap_or_else(PoisonError::into_inner).clone());
         let ours = match &zone.unsigned {
+            // `pqdns-ctl zone-retransfer`: AXFR, whatever the serials.
+            _ if zone.retransfer.swap(false, Ordering::SeqCst) => None,
             Some(_) => unsigned.as_ref(),
             None => current.map(|z| &z.zone),
         };

@@ -17,10 +17,13 @@ use crate::catalog::Catalog;
 use crate::secondary::{Secondaries, SecondaryError};
 use crate::service::Authoritative;
 use crate::settings::Settings;
-use crate::zones::{next_refresh, reload_all, LoadError, ZoneReport, ZoneSource};
+use crate::zones::{reload_all, LoadError, ZoneReport, ZoneSource};
 use crate::{metrics, notify};
 
 pub use pqdns_net::{LISTEN_BACKLOG, SHUTDOWN_GRACE};
+
+/// The control operations ([`crate::control`]) as methods of [`ServerHandle`].
+mod control;
 
 /// What to serve and how.
 #[derive(Clone, Debug)]
@@ -82,6 +85,8 @@ pub struct ServerHandle {
     secondaries: Arc<Secondaries>,
     /// When the signatures of the last load need refreshing (UNIX seconds).
     refresh_at: std::sync::Mutex<Option<u64>>,
+    /// Each zone's last load, for the control operations.
+    loads: control::Loads,
     /// Bound addresses.
     pub addrs: BoundAddrs,
 }
@@ -154,6 +159,7 @@ impl Server {
             notify: targets,
             secondaries,
             refresh_at: std::sync::Mutex::new(None),
+            loads: control::Loads::new(),
             addrs,
         })
     }
@@ -218,7 +224,7 @@ impl ServerHandle {
         })
         .await
         .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?;
-        let refresh_at = next_refresh(&reports);
+        let refresh_at = self.loads.record(&reports, now, true);
         *self.refresh_at.lock().unwrap_or_else(|e| e.into_inner()) = refresh_at;
         info!(zones = reports.len(), refresh_at, "zones loaded");
         notify::spawn_all(self.service.catalog(), &self.notify);

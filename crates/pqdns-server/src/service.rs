@@ -49,6 +49,7 @@ use crate::acl::{AllowList, IpPrefix};
 use crate::answer::{self, Outcome, ParseError, Prepare};
 use crate::axfr;
 use crate::catalog::Catalog;
+use crate::control::Frozen;
 use crate::cookie::{self, CookieCheck, CookieMode, Cookies};
 use crate::finish;
 use crate::fragment::{self, Fragmenter};
@@ -96,6 +97,8 @@ pub struct Authoritative {
     secondaries: Option<Arc<Secondaries>>,
     /// Dynamic updates (RFC 2136) and the lock on catalog changes.
     updater: Updater,
+    /// Zones whose updates are held (`pqdns-ctl zone-freeze`, [`crate::control`]).
+    pub(crate) frozen: Frozen,
 }
 
 impl Authoritative {
@@ -121,7 +124,9 @@ impl Authoritative {
             axfr_keys: settings.axfr_keys.clone(),
             axfr_prefixed_keys: settings.axfr_prefixed_keys.clone(),
             tsig_keys: Arc::clone(&settings.tsig_keys),
-            metrics: settings.metrics.map(|_| Arc::new(Metrics::default())),
+            // Counted for the metrics endpoint and the control channel's `stats`.
+            metrics: (settings.metrics.is_some() || settings.control_socket.is_some())
+                .then(|| Arc::new(Metrics::default())),
             fragmenter: Fragmenter::new(settings.fragmentation),
             answer_cache_bytes: settings.answer_cache_bytes,
             identity: settings.identity.clone(),
@@ -131,6 +136,7 @@ impl Authoritative {
             dnstap: None,
             secondaries: None,
             updater: Updater::new(crate::notify::targets(settings)),
+            frozen: Frozen::default(),
         }
     }
 
@@ -341,6 +347,10 @@ impl update::Served for Authoritative {
 
     fn replace(&self, catalog: Catalog) {
         self.set_catalog(catalog);
+    }
+
+    fn frozen(&self, zone: &Name) -> bool {
+        self.frozen.contains(zone)
     }
 }
 

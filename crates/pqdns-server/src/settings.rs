@@ -39,6 +39,9 @@
 //!                             # (Frame Streams) to this file, relative to the TOML file, or
 //!                             # "unix:/run/dnstap.sock" to a collector; default off
 //!                             # (pqdns_net::dnstap: a bounded queue, drops counted)
+//! control_socket = "/run/pqdns/control.sock"  # the Unix socket pqdns-ctl talks to (mode
+//!                             # 0660, owned by `user`; crate::control), relative to this
+//!                             # file; default none
 //! fragmentation = "arrf"      # "arrf", "qbf" or "off": UDP answers too large for the client's
 //!                             # payload are fragmented (crate::fragment) for clients that send
 //!                             # the fragmentation EDNS option; all others get TC=1
@@ -199,6 +202,8 @@ pub struct ServerTable {
     pub metrics: Option<SocketAddr>,
     /// dnstap output: a file path (relative to the zone description) or `unix:PATH`.
     pub dnstap: Option<String>,
+    /// Control socket path (relative to the zone description).
+    pub control_socket: Option<PathBuf>,
     /// UDP fragmentation scheme: "arrf", "qbf" or "off".
     pub fragmentation: Option<String>,
     /// EDNS option code clients signal fragmentation support with.
@@ -371,6 +376,8 @@ pub struct Settings {
     /// Where to write dnstap (AUTH_QUERY and AUTH_RESPONSE of every answered request);
     /// `None`: off.
     pub dnstap: Option<Sink>,
+    /// The Unix socket `pqdns-ctl` talks to ([`crate::control`]); `None`: none.
+    pub control_socket: Option<PathBuf>,
     /// UDP fragmentation for clients that signal it.
     pub fragmentation: FragSettings,
     /// What the server discloses about itself (NSID, CH TXT); nothing by default.
@@ -418,6 +425,7 @@ impl Settings {
             notify_keys: Vec::new(),
             metrics: None,
             dnstap: None,
+            control_socket: None,
             fragmentation: FragSettings::default(),
             identity: Identity::default(),
             cookies: CookieMode::default(),
@@ -605,6 +613,9 @@ impl Settings {
             }
         }
         s.metrics = tables.iter().find_map(|(t, _)| t.metrics);
+        s.control_socket = tables
+            .iter()
+            .find_map(|(t, base)| t.control_socket.as_ref().map(|p| base.join(p)));
         if let Some((text, base)) = tables
             .iter()
             .find_map(|(t, base)| t.dnstap.as_ref().map(|d| (d, base)))

@@ -364,6 +364,8 @@ pub(crate) trait Served {
     fn current(&self) -> Arc<Catalog>;
     /// Serves `catalog` from now on.
     fn replace(&self, catalog: Catalog);
+    /// Whether the zone's updates are held (`pqdns-ctl zone-freeze`).
+    fn frozen(&self, zone: &Name) -> bool;
 }
 
 /// Handles the UPDATE `q` (signed by `signer`, if at all) and writes the response into
@@ -409,6 +411,10 @@ fn update(
     now: u64,
 ) -> Result<(), Rcode> {
     let u = Update::from_view(&q.message)?;
+    // Held while the zone is frozen (`pqdns-ctl zone-freeze`): REFUSED, as BIND answers.
+    if served.frozen(&u.zone) {
+        return Err(Rcode::REFUSED);
+    }
     let setup = served
         .current()
         .zone(&u.zone)

@@ -318,13 +318,23 @@ pub fn load_zone(
     now: u64,
     served: Option<&Catalog>,
 ) -> Result<(ServedZone, ZoneReport), LoadError> {
+    load_zone_with(source, now, served, Signatures::Keep)
+}
+
+/// [`load_zone`], keeping the served signatures `signatures` says.
+fn load_zone_with(
+    source: &ZoneSource,
+    now: u64,
+    served: Option<&Catalog>,
+    signatures: Signatures,
+) -> Result<(ServedZone, ZoneReport), LoadError> {
     let cfg = read_config(source)?;
     let persisted = persisted_version(&cfg, served);
     let previous = served
         .and_then(|c| c.zone(&cfg.origin))
         .or(persisted.as_ref());
     let (zone, base) = update::read_data(&cfg, previous.map(|p| &p.zone))?;
-    sign_after(source, &cfg, zone, &base, now, previous)
+    sign_after(source, &cfg, zone, &base, now, previous, signatures)
 }
 
 /// Inline signing of a secondary zone ([`crate::secondary`]): [`load_zone`] with the
@@ -357,11 +367,33 @@ pub(crate) fn sign_data(
     now: u64,
     served: Option<&Catalog>,
 ) -> Result<(ServedZone, ZoneReport), LoadError> {
+    sign_data_with(source, cfg, zone, base, now, served, Signatures::Keep)
+}
+
+/// Which signatures of the version served a load keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Signatures {
+    /// Those of unchanged RRsets that are still fresh ([`load_zone`]): a reload, a refresh.
+    Keep,
+    /// None: every RRset is signed anew (`pqdns-ctl zone-sign`).
+    Renew,
+}
+
+/// [`sign_data`], keeping the served signatures `signatures` says.
+fn sign_data_with(
+    source: &ZoneSource,
+    cfg: &LoadedConfig,
+    zone: Zone,
+    base: &str,
+    now: u64,
+    served: Option<&Catalog>,
+    signatures: Signatures,
+) -> Result<(ServedZone, ZoneReport), LoadError> {
     let persisted = persisted_version(cfg, served);
     let previous = served
         .and_then(|c| c.zone(&cfg.origin))
         .or(persisted.as_ref());
-    sign_after(source, cfg, zone, base, now, previous)
+    sign_after(source, cfg, zone, base, now, previous, signatures)
 }
 
 /// The version persisted in the state directory, when `served` does not have the zone and the
@@ -383,6 +415,7 @@ fn sign_after(
     base: &str,
     now: u64,
     previous: Option<&ServedZone>,
+    signatures: Signatures,
 ) -> Result<(ServedZone, ZoneReport), LoadError> {
     let updatable = update::Updatable::of(source, cfg, base)?;
     let mut report = ZoneReport {
@@ -493,7 +526,10 @@ fn sign_after(
     let series = cfg.mtl_series(signing, &keys)?;
     let incremental = Incremental {
         previous: previous.map(|z| &z.zone),
-        keep_expiring_after: now + refresh + jitter / 4,
+        keep_expiring_after: match signatures {
+            Signatures::Keep => now + refresh + jitter / 4,
+            Signatures::Renew => u64::MAX,
+        },
         jitter,
         mtl_series: series.as_ref().map(|s| s as &dyn SeriesStore),
     };
@@ -752,6 +788,20 @@ pub fn reload_all(
     now: u64,
     served: Option<&Catalog>,
 ) -> Result<(Catalog, Vec<ZoneReport>), LoadError> {
+    reload_with(sources, now, served, Signatures::Keep)
+}
+
+/// [`reload_all`], keeping the served signatures `signatures` says (the control channel's
+/// reload and re-signing of one zone, [`crate::control`]).
+///
+/// # Errors
+/// The first [`LoadError`].
+pub fn reload_with(
+    sources: &[ZoneSource],
+    now: u64,
+    served: Option<&Catalog>,
+    signatures: Signatures,
+) -> Result<(Catalog, Vec<ZoneReport>), LoadError> {
     let mut zones = Vec::with_capacity(sources.len());
     let mut reports = Vec::with_capacity(sources.len());
     for source in sources {
@@ -760,7 +810,8 @@ pub fn reload_all(
             // Inline signing: the stored unsigned copy is signed again (refreshing
             // signatures); without one, the version served (if any) stays.
             if let Some(unsigned) = crate::secondary::read_stored(&cfg) {
-                let (zone, report) = sign_data(source, &cfg, unsigned, "", now, served)?;
+                let (zone, report) =
+                    sign_data_with(source, &cfg, unsigned, "", now, served, signatures)?;
                 zones.push(zone);
                 reports.push(report);
                 continue;
@@ -782,7 +833,7 @@ pub fn reload_all(
             zones.extend(zone);
             continue;
         }
-        let (zone, report) = load_zone(source, now, served)?;
+        let (zone, report) = load_zone_with(source, now, served, signatures)?;
         zones.push(zone);
         reports.push(report);
     }

@@ -3,7 +3,8 @@
 //! user and /var/lib/pqdns made by its postinst), `pqdns-server --check` accepts the installed
 //! configuration, `man pqdns-server` renders, the installed server started as root on port 53
 //! of a loopback address runs as `pqdns` with no capability, answers and writes its keys as
-//! `pqdns`; `dpkg -r` then removes the programs and leaves the keys. The machine is left as
+//! `pqdns`, and `pqdns-ctl` (root) lists its zone over the control socket the server handed to
+//! `pqdns` (mode 0660); `dpkg -r` then removes the programs and leaves the keys. The machine is left as
 //! found: the package purged, and the user and state removed if this test made them.
 
 mod common;
@@ -34,6 +35,8 @@ fn run(program: &str, args: &[&str]) -> (bool, String) {
 struct Cleanup {
     made_state: bool,
     made_user: bool,
+    /// /run/pqdns, which the server makes for its control socket outside systemd.
+    made_run: bool,
 }
 
 impl Drop for Cleanup {
@@ -41,6 +44,9 @@ impl Drop for Cleanup {
         let _ = run("dpkg", &["--purge", "pqdns"]);
         if self.made_state {
             let _ = std::fs::remove_dir_all("/var/lib/pqdns");
+        }
+        if self.made_run {
+            let _ = std::fs::remove_dir_all("/run/pqdns");
         }
         if self.made_user {
             let _ = run("deluser", &["--quiet", "--system", "pqdns"]);
@@ -68,7 +74,7 @@ fn the_debian_package_installs_serves_as_its_user_and_leaves_the_keys() {
         .and_then(Path::parent)
         .unwrap()
         .to_path_buf();
-    for bin in ["pqdns-resolver", "pqdns-zone", "pqdns-resolve"] {
+    for bin in ["pqdns-resolver", "pqdns-zone", "pqdns-resolve", "pqdns-ctl"] {
         assert!(
             target.join("release").join(bin).exists(),
             "{bin} is not built in {}: run the workspace's tests (./dev test)",
@@ -78,6 +84,7 @@ fn the_debian_package_installs_serves_as_its_user_and_leaves_the_keys() {
     let _cleanup = Cleanup {
         made_state: !Path::new("/var/lib/pqdns").exists(),
         made_user: nix::unistd::User::from_name("pqdns").unwrap().is_none(),
+        made_run: !Path::new("/run/pqdns").exists(),
     };
 
     let out = Command::new("timeout")
@@ -172,6 +179,15 @@ fn the_debian_package_installs_serves_as_its_user_and_leaves_the_keys() {
     let soa = dig(udp, &["+dnssec", "example.com.", "SOA"]);
     assert_eq!(soa.status(), "NOERROR", "{}", soa.text);
     assert!(soa.has_rrsig("ANSWER", "SOA"), "{}", soa.text);
+    // The packaged control socket, handed to pqdns before the drop, and pqdns-ctl on it.
+    let socket = std::fs::metadata("/run/pqdns/control.sock").unwrap();
+    assert_eq!(
+        (socket.uid(), socket.gid(), socket.mode() & 0o777),
+        (pqdns.uid.as_raw(), pqdns.gid.as_raw(), 0o660)
+    );
+    let (ok, text) = run("/usr/sbin/pqdns-ctl", &["zone-list"]);
+    assert!(ok && text.contains("example.com."), "pqdns-ctl: {text}");
+    assert!(Path::new("/usr/share/man/man8/pqdns-ctl.8.gz").exists());
     let keys: Vec<PathBuf> = std::fs::read_dir("/var/lib/pqdns/keys")
         .unwrap()
         .map(|e| e.unwrap().path())
