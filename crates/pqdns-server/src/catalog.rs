@@ -148,7 +148,9 @@ pub enum CatalogError {
 /// The zones served, by origin, and the answers prepared from them.
 #[derive(Debug, Default)]
 pub struct Catalog {
-    zones: BTreeMap<Name, ServedZone>,
+    /// Shared with the catalogs made from this one ([`Catalog::rebuilt`]): a change of one
+    /// zone copies that zone, not every zone (thousands, with run-time provisioning).
+    zones: BTreeMap<Name, Arc<ServedZone>>,
     /// Responses already built from these zones (empty at first).
     pub(crate) answers: AnswerCache,
     /// What the server discloses about itself (NSID, CH TXT); nothing by default.
@@ -166,7 +168,7 @@ impl Catalog {
         let mut map = BTreeMap::new();
         for z in zones {
             let origin = z.zone.origin.clone();
-            if map.insert(origin.clone(), z).is_some() {
+            if map.insert(origin.clone(), Arc::new(z)).is_some() {
                 return Err(CatalogError::Duplicate(origin));
             }
         }
@@ -210,12 +212,18 @@ impl Catalog {
 
     /// Adds `zone`, replacing the zone of the same origin.
     pub fn insert(&mut self, zone: ServedZone) {
-        self.zones.insert(zone.zone.origin.clone(), zone);
+        self.zones.insert(zone.zone.origin.clone(), Arc::new(zone));
+    }
+
+    /// Removes the zone whose apex is `origin` (a zone removed at run time,
+    /// [`crate::provisioning`]); `None` if it is not served.
+    pub fn remove(&mut self, origin: &Name) -> Option<ServedZone> {
+        self.zones.remove(origin).map(Arc::unwrap_or_clone)
     }
 
     /// The zone whose apex is `origin`, to change before the catalog is served.
     pub fn zone_mut(&mut self, origin: &Name) -> Option<&mut ServedZone> {
-        self.zones.get_mut(origin)
+        self.zones.get_mut(origin).map(Arc::make_mut)
     }
 
     /// A catalog of these zones with `zone` in place of the one of its origin (a dynamic
@@ -228,12 +236,12 @@ impl Catalog {
 
     /// The zones, in canonical order of their origins.
     pub fn zones(&self) -> impl Iterator<Item = &ServedZone> {
-        self.zones.values()
+        self.zones.values().map(|z| &**z)
     }
 
     /// The zone whose apex is `origin`, if served.
     pub fn zone(&self, origin: &Name) -> Option<&ServedZone> {
-        self.zones.get(origin)
+        self.zones.get(origin).map(|z| &**z)
     }
 
     /// The zone to answer `qname`/`qtype` from, or `None` if we are not authoritative.
@@ -241,7 +249,7 @@ impl Catalog {
         let mut best = None;
         let mut cur = Some(qname.clone());
         while let Some(name) = cur {
-            if let Some(z) = self.zones.get(&name) {
+            if let Some(z) = self.zones.get(&name).map(|z| &**z) {
                 let apex_ds = qtype == RrType::DS && name == *qname && !name.is_root();
                 if !apex_ds {
                     return Some(z);

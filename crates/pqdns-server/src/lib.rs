@@ -15,6 +15,10 @@
 //! zones from their primaries ([`transfer_in`]: IXFR, AXFR, TSIG), keeps them fresh by the
 //! SOA timers and NOTIFY, and stores the last copy.
 //!
+//! Zones are added and removed at run time ([`provisioning`]; [`ServerHandle::add_zone`]),
+//! also as the members of a catalog zone (RFC 9432, [`catalog_zone`]) it consumes; it can
+//! produce a catalog zone of its own zones for its secondaries.
+//!
 //! The public modules are what an embedder needs: [`zones`] to read and sign zone
 //! descriptions, [`catalog`] to hold them, [`settings`] for listeners and limits, [`identity`]
 //! for NSID and CH TXT, [`answer`] for the engine alone. Test helpers (a signed in-memory
@@ -47,6 +51,7 @@ pub mod answer;
 mod answer_cache;
 mod axfr;
 pub mod catalog;
+pub mod catalog_zone;
 pub mod config_file;
 /// DNS cookies (moved to pqdns-net, shared with the resolver service).
 pub use pqdns_net::cookie;
@@ -58,6 +63,7 @@ pub mod journal;
 pub mod key_lock;
 mod metrics;
 mod notify;
+pub mod provisioning;
 mod request;
 /// Response-rate limiting (moved to pqdns-net, shared with the resolver service).
 pub use pqdns_net::rrl;
