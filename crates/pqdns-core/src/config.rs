@@ -393,6 +393,9 @@ pub struct ZoneConfig {
     /// The zone's primaries, when this server is a secondary for it; the zone then has no
     /// `file` or `records`.
     pub secondary: Option<SecondaryConfig>,
+    /// Catalog zone settings (RFC 9432) for pqdns-server, parsed there (its `catalog_zone`
+    /// module): the zone is a catalog it consumes or produces.
+    pub catalog: Option<toml::Table>,
 }
 
 /// The `[secondary]` table: where a secondary zone is transferred from.

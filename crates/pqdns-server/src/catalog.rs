@@ -148,8 +148,8 @@ pub enum CatalogError {
 /// The zones served, by origin, and the answers prepared from them.
 #[derive(Debug, Default)]
 pub struct Catalog {
-    /// Shared with the catalogs made from this one: a new version of one zone leaves the others
-    /// where they are.
+    /// Shared with the catalogs made from this one ([`Catalog::rebuilt`]): a change of one
+    /// zone copies that zone, not every zone (thousands, with run-time provisioning).
     zones: BTreeMap<Name, Arc<ServedZone>>,
     /// Responses already built from these zones (empty at first).
     pub(crate) answers: AnswerCache,
@@ -213,6 +213,12 @@ impl Catalog {
     /// Adds `zone`, replacing the zone of the same origin.
     pub fn insert(&mut self, zone: ServedZone) {
         self.zones.insert(zone.zone.origin.clone(), Arc::new(zone));
+    }
+
+    /// Removes the zone whose apex is `origin` (a zone removed at run time,
+    /// [`crate::provisioning`]); `None` if it is not served.
+    pub fn remove(&mut self, origin: &Name) -> Option<ServedZone> {
+        self.zones.remove(origin).map(Arc::unwrap_or_clone)
     }
 
     /// The zone whose apex is `origin`, to change before the catalog is served (copied first

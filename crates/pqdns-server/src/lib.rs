@@ -15,6 +15,10 @@
 //! zones from their primaries ([`transfer_in`]: IXFR, AXFR, TSIG), keeps them fresh by the
 //! SOA timers and NOTIFY, and stores the last copy.
 //!
+//! Zones are added and removed at run time ([`provisioning`]; [`ServerHandle::add_zone`]),
+//! also as the members of a catalog zone (RFC 9432, [`catalog_zone`]) it consumes; it can
+//! produce a catalog zone of its own zones for its secondaries.
+//!
 //! The public modules are what an embedder needs: [`zones`] to read and sign zone
 //! descriptions, [`catalog`] to hold them, [`settings`] for listeners and limits, [`identity`]
 //! for NSID and CH TXT, [`answer`] for the engine alone, [`control`] for the control channel
@@ -48,6 +52,7 @@ pub mod answer;
 mod answer_cache;
 mod axfr;
 pub mod catalog;
+pub mod catalog_zone;
 pub mod config_file;
 pub mod control;
 /// DNS cookies (moved to pqdns-net, shared with the resolver service).
@@ -61,6 +66,7 @@ mod journal_file;
 pub mod key_lock;
 mod metrics;
 mod notify;
+pub mod provisioning;
 mod request;
 mod resign;
 /// Response-rate limiting (moved to pqdns-net, shared with the resolver service).

@@ -413,7 +413,7 @@ fn settings(
                 .and_then(|text| ServerTable::parse_document(&text, p).map_err(|e| e.to_string()))?
                 .unwrap_or_default(),
             // Refused when the configuration file is read.
-            ZoneSource::Inline { .. } => continue,
+            ZoneSource::Inline { .. } | ZoneSource::Member { .. } => continue,
             ZoneSource::Embedded { .. } => {
                 ServerTable::parse(table, &cfg.path).map_err(|e| e.to_string())?
             }

@@ -32,12 +32,15 @@
 //!   timers the task follows ([`Secondaries::status`]).
 //!
 //! A zone never transferred and without a stored copy is not served (REFUSED). The
-//! `[secondary]` settings are read at start; a reload does not change them.
+//! `[secondary]` settings are read when the zone is added (at start, or at run time by
+//! [`crate::provisioning`]: [`Secondaries::add`] starts the zone's refresh task,
+//! [`Secondaries::remove`] stops it); a reload does not change them.
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use pqdns_core::atomic_file::{AtomicFile, FileMode};
@@ -181,8 +184,18 @@ pub struct SecondaryError {
 /// The secondary zones of a server and their refresh tasks.
 #[derive(Debug, Default)]
 pub struct Secondaries {
-    zones: Vec<Arc<SecondaryZone>>,
-    tasks: Mutex<Vec<JoinHandle<()>>>,
+    zones: Mutex<BTreeMap<Name, Arc<SecondaryZone>>>,
+    /// How many zones `zones` has, read without the lock (on every request).
+    count: AtomicUsize,
+    tasks: Mutex<BTreeMap<Name, JoinHandle<()>>>,
+    /// The TSIG keys primaries are named by.
+    keys: Arc<KeyRing>,
+    /// The service and NOTIFY targets the refresh tasks serve, once [`Secondaries::spawn`]
+    /// ran (zones added later get their task at once).
+    running: Mutex<Option<(Weak<Authoritative>, Vec<notify::Target>)>>,
+    /// Woken when a zone's served version changes (a transfer, an expiry): the catalog zones
+    /// consumed and produced ([`crate::provisioning`]) look again.
+    pub(crate) changed: Arc<Notify>,
 }
 
 impl Secondaries {
@@ -191,64 +204,100 @@ impl Secondaries {
     /// # Errors
     /// [`SecondaryError`] for a description that cannot be read or a key no `tsig_keys` file
     /// defines.
-    pub fn new(sources: &[ZoneSource], keys: &KeyRing) -> Result<Secondaries, SecondaryError> {
-        let mut zones = Vec::new();
+    pub fn new(sources: &[ZoneSource], keys: &Arc<KeyRing>) -> Result<Secondaries, SecondaryError> {
+        let mut zones = BTreeMap::new();
         for source in sources {
-            let error = |message: String| SecondaryError {
-                file: source.to_string(),
-                message,
-            };
-            let cfg = crate::zones::read_config(source).map_err(|e| error(e.to_string()))?;
-            let Some(secondary) = cfg.secondary() else {
-                continue;
-            };
-            let mut primaries = Vec::new();
-            for p in cfg.primaries().map_err(|e| error(e.to_string()))? {
-                let key = match &p.key {
-                    Some(name) => Some(keys.get(name.as_wire()).cloned().ok_or_else(|| {
-                        error(format!(
-                            "key {name} of primary {}: no tsig_keys file defines it",
-                            p.addr
-                        ))
-                    })?),
-                    None => None,
-                };
-                primaries.push(Primary { addr: p.addr, key });
+            if let Some(zone) = secondary_zone(source, keys)? {
+                zones.insert(zone.origin.clone(), Arc::new(zone));
             }
-            let timeout = cfg
-                .transfer_timeout(secondary)
-                .map_err(|e| error(e.to_string()))?;
-            zones.push(Arc::new(SecondaryZone {
-                origin: cfg.origin.clone(),
-                primaries,
-                limits: Limits {
-                    max_bytes: usize::try_from(secondary.max_transfer_bytes).unwrap_or(usize::MAX),
-                    timeout: Duration::from_secs(timeout),
-                },
-                path: cfg.transferred_path(secondary),
-                refresh_now: Notify::new(),
-                retransfer: AtomicBool::new(false),
-                schedule: Mutex::new(None),
-                source: source.clone(),
-                unsigned: cfg.signing().map(|_| Mutex::new(read_stored(&cfg))),
-                generation: AtomicU64::new(0),
-            }));
         }
         Ok(Secondaries {
-            zones,
+            count: AtomicUsize::new(zones.len()),
+            zones: Mutex::new(zones),
+            keys: Arc::clone(keys),
             ..Secondaries::default()
         })
     }
 
+    /// Adds the zone of `source` if it is a secondary zone (replacing one of the same origin)
+    /// and starts its refresh task if the tasks run; `Ok(false)` if it is none.
+    ///
+    /// # Errors
+    /// As [`Secondaries::new`].
+    pub fn add(&self, source: &ZoneSource) -> Result<bool, SecondaryError> {
+        let Some(zone) = secondary_zone(source, &self.keys)? else {
+            return Ok(false);
+        };
+        let zone = Arc::new(zone);
+        self.stop_task(&zone.origin);
+        let mut zones = self.zones.lock().unwrap_or_else(PoisonError::into_inner);
+        zones.insert(zone.origin.clone(), Arc::clone(&zone));
+        self.count.store(zones.len(), Ordering::SeqCst);
+        drop(zones);
+        let running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((service, targets)) = &*running {
+            if let Some(service) = service.upgrade() {
+                self.start_task(zone, service, targets.clone());
+            }
+        }
+        Ok(true)
+    }
+
+    /// Stops the refresh task of `origin` and forgets the zone; `false` if it is no secondary
+    /// zone here. The served version stays until the caller removes it from the catalog.
+    pub fn remove(&self, origin: &Name) -> bool {
+        self.stop_task(origin);
+        let mut zones = self.zones.lock().unwrap_or_else(PoisonError::into_inner);
+        let removed = zones.remove(origin).is_some();
+        self.count.store(zones.len(), Ordering::SeqCst);
+        removed
+    }
+
+    /// The stored copy's path of the secondary zone `origin`, if it is one.
+    pub fn stored_path(&self, origin: &Name) -> Option<PathBuf> {
+        let zones = self.zones.lock().unwrap_or_else(PoisonError::into_inner);
+        zones.get(origin).map(|z| z.path.clone())
+    }
+
+    fn stop_task(&self, origin: &Name) {
+        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(task) = tasks.remove(origin) {
+            task.abort();
+        }
+    }
+
+    fn start_task(
+        &self,
+        zone: Arc<SecondaryZone>,
+        service: Arc<Authoritative>,
+        targets: Vec<notify::Target>,
+    ) {
+        let changed = Arc::clone(&self.changed);
+        let origin = zone.origin.clone();
+        let task =
+            tokio::spawn(
+                async move { Secondaries::run(&zone, &service, &targets, &changed).await },
+            );
+        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(old) = tasks.insert(origin, task) {
+            old.abort();
+        }
+    }
+
+    fn zone(&self, origin: &Name) -> Option<Arc<SecondaryZone>> {
+        let zones = self.zones.lock().unwrap_or_else(PoisonError::into_inner);
+        zones.get(origin).cloned()
+    }
+
     /// True without secondary zones.
     pub fn is_empty(&self) -> bool {
-        self.zones.is_empty()
+        self.count.load(Ordering::Relaxed) == 0
     }
 
     /// The secondary zone `origin`'s primaries and, once its refresh task runs, its schedule;
     /// `None` if `origin` is no secondary zone here.
     pub fn status(&self, origin: &Name) -> Option<(Vec<SocketAddr>, Option<Schedule>)> {
-        let z = self.zones.iter().find(|z| z.origin == *origin)?;
+        let z = self.zone(origin)?;
         let primaries = z.primaries.iter().map(|p| p.addr).collect();
         let schedule = *z.schedule.lock().unwrap_or_else(PoisonError::into_inner);
         Some((primaries, schedule))
@@ -257,7 +306,7 @@ impl Secondaries {
     /// Makes the secondary zone `origin`'s refresh task transfer the whole zone (AXFR, RFC
     /// 5936) from its primaries now; `false` if `origin` is no secondary zone here.
     pub fn retransfer(&self, origin: &Name) -> bool {
-        let Some(z) = self.zones.iter().find(|z| z.origin == *origin) else {
+        let Some(z) = self.zone(origin) else {
             return false;
         };
         z.retransfer.store(true, Ordering::SeqCst);
@@ -270,7 +319,6 @@ impl Secondaries {
     /// the lock every catalog change takes (reloads, dynamic updates: none is lost to another),
     /// counted in the zone's generation.
     fn swap_zone(
-        &self,
         zone: &SecondaryZone,
         service: &Authoritative,
         make: impl FnOnce(&Catalog) -> Catalog,
@@ -282,18 +330,28 @@ impl Secondaries {
     }
 
     /// The generations of the zones (see [`Secondaries::overlay`]), taken before a reload.
-    pub fn generations(&self) -> Vec<u64> {
-        self.zones
+    pub fn generations(&self) -> BTreeMap<Name, u64> {
+        let zones = self.zones.lock().unwrap_or_else(PoisonError::into_inner);
+        zones
             .iter()
-            .map(|z| z.generation.load(Ordering::SeqCst))
+            .map(|(origin, z)| (origin.clone(), z.generation.load(Ordering::SeqCst)))
             .collect()
     }
 
     /// `loaded` (a reload's catalog, begun when the zones were at `generations`) with each
     /// secondary zone that its refresh task swapped since as `current` serves it (a transfer
     /// came during the reload), and the expiry of every secondary zone as `current` has it.
-    pub fn overlay(&self, mut loaded: Catalog, current: &Catalog, generations: &[u64]) -> Catalog {
-        for (z, &before) in self.zones.iter().zip(generations) {
+    pub fn overlay(
+        &self,
+        mut loaded: Catalog,
+        current: &Catalog,
+        generations: &BTreeMap<Name, u64>,
+    ) -> Catalog {
+        let zones = self.zones.lock().unwrap_or_else(PoisonError::into_inner);
+        for z in zones.values() {
+            let Some(&before) = generations.get(&z.origin) else {
+                continue;
+            };
             let Some(served) = current.zone(&z.origin) else {
                 continue;
             };
@@ -307,26 +365,27 @@ impl Secondaries {
     }
 
     /// Each new version transferred is announced to `targets` (NOTIFY, RFC 1996).
-    pub fn spawn(self: &Arc<Self>, service: &Arc<Authoritative>, targets: &[notify::Target]) {
-        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
-        for zone in &self.zones {
-            let (this, zone, service) = (Arc::clone(self), Arc::clone(zone), Arc::clone(service));
-            let targets = targets.to_vec();
-            tasks.push(tokio::spawn(async move {
-                this.run(&zone, &service, &targets).await
-            }));
+    pub fn spawn(&self, service: &Arc<Authoritative>, targets: &[notify::Target]) {
+        *self.running.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some((Arc::downgrade(service), targets.to_vec()));
+        let zones: Vec<_> = self
+            .zones
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect();
+        for zone in zones {
+            self.start_task(zone, Arc::clone(service), targets.to_vec());
         }
     }
 
     /// Stops the refresh tasks (a transfer in progress is dropped; nothing half-written is
     /// served or stored).
     pub fn stop(&self) {
-        for task in self
-            .tasks
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .drain(..)
-        {
+        *self.running.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(PoisonError::into_inner));
+        for task in tasks.into_values() {
             task.abort();
         }
     }
@@ -343,7 +402,7 @@ impl Secondaries {
         tsig_room: usize,
     ) -> Outcome {
         let qname = q.qname.to_name();
-        let zone = self.zones.iter().find(|z| z.origin == qname);
+        let zone = self.zone(&qname);
         let rcode = match zone {
             // RFC 1996 §3.7: the QTYPE of a NOTIFY is SOA.
             _ if q.qtype != RrType::SOA => Rcode::FORMERR,
@@ -380,7 +439,12 @@ impl Secondaries {
     }
 
     /// The refresh loop of `zone` (see the module doc).
-    async fn run(&self, zone: &SecondaryZone, service: &Authoritative, targets: &[notify::Target]) {
+    async fn run(
+        zone: &SecondaryZone,
+        service: &Authoritative,
+        targets: &[notify::Target],
+        changed: &Notify,
+    ) {
         let now = || millis(SystemTime::now());
         let stored_at = std::fs::metadata(&zone.path)
             .and_then(|m| m.modified())
@@ -401,13 +465,13 @@ impl Secondaries {
             if let (Some(served), Some(timers)) = (&current, timers) {
                 if schedule.is_expired(t, timers) && !served.expired {
                     warn!(zone = %zone.origin, serial = served.zone.soa_serial(), "expired: no successful refresh for the SOA EXPIRE time; answering SERVFAIL");
-                    self.set_expired(zone, service, true);
+                    Secondaries::set_expired(zone, service, true);
                 }
             }
             if !notified && t < schedule.next_refresh {
                 continue;
             }
-            match self.refresh(zone, service, current.as_ref(), targets).await {
+            match Secondaries::refresh(zone, service, current.as_ref(), targets, changed).await {
                 Ok(()) => {
                     let timers = service
                         .catalog()
@@ -424,11 +488,11 @@ impl Secondaries {
 
     /// One refresh from the primaries in order; `Err` when none gave a current copy.
     async fn refresh(
-        &self,
         zone: &SecondaryZone,
         service: &Authoritative,
         current: Option<&ServedZone>,
         targets: &[notify::Target],
+        changed: &Notify,
     ) -> Result<(), ()> {
         // Inline signing: the transferred version, not the signed one served.
         let unsigned = zone
@@ -459,7 +523,7 @@ impl Secondaries {
                     }
                     if current.is_some_and(|z| z.expired) {
                         info!(zone = %zone.origin, "refreshed after expiry: served again");
-                        self.set_expired(zone, service, false);
+                        Secondaries::set_expired(zone, service, false);
                     }
                     return Ok(());
                 }
@@ -498,11 +562,12 @@ impl Secondaries {
                         }
                         _ => ServedZone::new(new),
                     };
-                    self.swap_zone(zone, service, |catalog| {
+                    Secondaries::swap_zone(zone, service, |catalog| {
                         let mut next = catalog.rebuilt();
                         next.insert(served.after(catalog.zone(&zone.origin)));
                         next
                     });
+                    changed.notify_one();
                     if let Some(m) = metrics {
                         m.transfer_in(Some(incremental));
                     }
@@ -522,8 +587,8 @@ impl Secondaries {
         Err(())
     }
 
-    fn set_expired(&self, zone: &SecondaryZone, service: &Authoritative, expired: bool) {
-        self.swap_zone(zone, service, |catalog| {
+    fn set_expired(zone: &SecondaryZone, service: &Authoritative, expired: bool) {
+        Secondaries::swap_zone(zone, service, |catalog| {
             let mut next = catalog.rebuilt();
             if let Some(z) = next.zone_mut(&zone.origin) {
                 z.expired = expired;
@@ -531,6 +596,53 @@ impl Secondaries {
             next
         });
     }
+}
+
+/// The secondary zone `source` describes, its primaries' keys looked up in `keys`; `None` if
+/// it has no `[secondary]` table.
+fn secondary_zone(
+    source: &ZoneSource,
+    keys: &KeyRing,
+) -> Result<Option<SecondaryZone>, SecondaryError> {
+    let error = |message: String| SecondaryError {
+        file: source.to_string(),
+        message,
+    };
+    let cfg = crate::zones::read_config(source).map_err(|e| error(e.to_string()))?;
+    let Some(secondary) = cfg.secondary() else {
+        return Ok(None);
+    };
+    let mut primaries = Vec::new();
+    for p in cfg.primaries().map_err(|e| error(e.to_string()))? {
+        let key = match &p.key {
+            Some(name) => Some(keys.get(name.as_wire()).cloned().ok_or_else(|| {
+                error(format!(
+                    "key {name} of primary {}: no tsig_keys file defines it",
+                    p.addr
+                ))
+            })?),
+            None => None,
+        };
+        primaries.push(Primary { addr: p.addr, key });
+    }
+    let timeout = cfg
+        .transfer_timeout(secondary)
+        .map_err(|e| error(e.to_string()))?;
+    Ok(Some(SecondaryZone {
+        origin: cfg.origin.clone(),
+        primaries,
+        limits: Limits {
+            max_bytes: usize::try_from(secondary.max_transfer_bytes).unwrap_or(usize::MAX),
+            timeout: Duration::from_secs(timeout),
+        },
+        path: cfg.transferred_path(secondary),
+        refresh_now: Notify::new(),
+        retransfer: AtomicBool::new(false),
+        schedule: Mutex::new(None),
+        source: source.clone(),
+        unsigned: cfg.signing().map(|_| Mutex::new(read_stored(&cfg))),
+        generation: AtomicU64::new(0),
+    }))
 }
 
 /// Signs the transferred `zone` as its description says ([`crate::zones::sign_transferred`],
@@ -613,10 +725,11 @@ mod tests {
         .unwrap();
         let key = Key::generate(&"k.".parse().unwrap(), Algorithm::HmacSha256).unwrap();
         let mut ring = KeyRing::new();
-        let none = Secondaries::new(&[ZoneSource::File(toml.clone())], &ring).unwrap_err();
+        let none = Secondaries::new(&[ZoneSource::File(toml.clone())], &Arc::new(KeyRing::new()))
+            .unwrap_err();
         assert!(none.to_string().contains("key k."), "{none}");
         ring.insert(key.clone());
-        let secondaries = Secondaries::new(&[ZoneSource::File(toml)], &ring).unwrap();
+        let secondaries = Secondaries::new(&[ZoneSource::File(toml)], &Arc::new(ring)).unwrap();
         let zone = |origin: &str| {
             let origin: Name = origin.parse().unwrap();
             let records =
@@ -630,7 +743,7 @@ mod tests {
             .build()
             .unwrap();
         let refreshing = || {
-            let z = &secondaries.zones[0];
+            let z = secondaries.zone(&"example.".parse().unwrap()).unwrap();
             let wait =
                 async { tokio::time::timeout(Duration::ZERO, z.refresh_now.notified()).await };
             rt.block_on(wait).is_ok()
@@ -670,7 +783,8 @@ mod tests {
             "origin = \"example.\"\n[secondary]\nprimaries = [\"192.0.2.1\"]\n",
         )
         .unwrap();
-        let secondaries = Secondaries::new(&[ZoneSource::File(toml)], &KeyRing::new()).unwrap();
+        let secondaries =
+            Secondaries::new(&[ZoneSource::File(toml)], &Arc::new(KeyRing::new())).unwrap();
         let version = |serial: u32, expired: bool| {
             let origin: Name = "example.".parse().unwrap();
             let records =
@@ -693,7 +807,9 @@ mod tests {
             (1, true),
             "no transfer: the reload's, expiry as served"
         );
-        secondaries.zones[0]
+        secondaries
+            .zone(&origin)
+            .unwrap()
             .generation
             .fetch_add(1, Ordering::SeqCst);
         let replaced = secondaries.overlay(version(1, false), &version(2, false), &before);

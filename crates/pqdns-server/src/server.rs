@@ -14,11 +14,13 @@ use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 use crate::catalog::Catalog;
+use crate::provisioning::{ProvisionError, Provisioning};
 use crate::secondary::{Secondaries, SecondaryError};
 use crate::service::Authoritative;
 use crate::settings::Settings;
 use crate::zones::{reload_all, LoadError, ZoneReport, ZoneSource};
 use crate::{metrics, notify};
+use pqdns_core::Name;
 
 pub use pqdns_net::{LISTEN_BACKLOG, SHUTDOWN_GRACE};
 
@@ -47,6 +49,9 @@ pub enum ServerError {
     /// A secondary zone's settings are wrong (a primary's key is not defined).
     #[error(transparent)]
     Secondary(#[from] SecondaryError),
+    /// A zone description cannot be read.
+    #[error(transparent)]
+    Provision(#[from] ProvisionError),
     /// The metrics listener could not be bound.
     #[error("binding metrics {addr}: {error}")]
     Bind {
@@ -80,7 +85,10 @@ pub struct ServerHandle {
     service: Arc<Authoritative>,
     listeners: Listeners,
     metrics_task: Option<JoinHandle<()>>,
-    zones: Vec<ZoneSource>,
+    /// The zones served, changed at run time.
+    provisioning: Arc<Provisioning>,
+    /// Applies consumed catalogs and keeps produced ones current.
+    provisioning_task: JoinHandle<()>,
     notify: Vec<notify::Target>,
     secondaries: Arc<Secondaries>,
     /// When the signatures of the last load need refreshing (UNIX seconds).
@@ -149,13 +157,21 @@ impl Server {
             ))
         });
         let targets = notify::targets(s);
+        let provisioning = Arc::new(Provisioning::new(
+            &config.zones,
+            Arc::clone(&service),
+            Arc::clone(&secondaries),
+            targets.clone(),
+        )?);
         notify::spawn_all(service.catalog(), &targets);
         secondaries.spawn(&service, &targets);
+        let provisioning_task = tokio::spawn(Arc::clone(&provisioning).run());
         Ok(ServerHandle {
             service,
             listeners,
             metrics_task,
-            zones: config.zones,
+            provisioning,
+            provisioning_task,
             notify: targets,
             secondaries,
             refresh_at: std::sync::Mutex::new(None),
@@ -208,7 +224,7 @@ impl ServerHandle {
     /// # Errors
     /// The [`LoadError`] of the first zone that failed.
     pub async fn load_zones_at(&self, now: u64) -> Result<Vec<ZoneReport>, LoadError> {
-        let zones = self.zones.clone();
+        let zones = self.provisioning.sources();
         let service = Arc::clone(&self.service);
         let secondaries = Arc::clone(&self.secondaries);
         // Under the lock on catalog changes: a dynamic update or a transfer is neither lost nor
@@ -228,7 +244,35 @@ impl ServerHandle {
         *self.refresh_at.lock().unwrap_or_else(|e| e.into_inner()) = refresh_at;
         info!(zones = reports.len(), refresh_at, "zones loaded");
         notify::spawn_all(self.service.catalog(), &self.notify);
+        self.provisioning.wake();
         Ok(reports)
+    }
+
+    /// Starts serving the zone `source` describes without a restart
+    /// ([`Provisioning::add_zone`]: loaded and signed as at start, a secondary zone's refresh
+    /// task started, NOTIFY sent); a reload re-reads it with the others.
+    ///
+    /// # Errors
+    /// [`ProvisionError`] if a zone of that origin is served or it cannot be loaded; nothing
+    /// changes then.
+    pub async fn add_zone(&self, source: ZoneSource) -> Result<ZoneReport, ProvisionError> {
+        self.provisioning.add_zone(source).await
+    }
+
+    /// Stops serving the zone `origin` without a restart ([`Provisioning::remove_zone`]: its
+    /// refresh task stops, queries for it get REFUSED, its files stay); returns the
+    /// description it was served from.
+    ///
+    /// # Errors
+    /// [`ProvisionError::NotServed`] if no zone of that origin is served.
+    pub async fn remove_zone(&self, origin: &Name) -> Result<ZoneSource, ProvisionError> {
+        self.provisioning.remove_zone(origin).await
+    }
+
+    /// The set of zones served and the catalog zones consumed and produced
+    /// ([`crate::provisioning`]).
+    pub fn provisioning(&self) -> &Arc<Provisioning> {
+        &self.provisioning
     }
 
     /// When the signatures of the zones loaded last need refreshing, UNIX seconds (the
@@ -263,6 +307,7 @@ impl ServerHandle {
     /// Stops accepting, lets open connections finish their current message, and waits up to
     /// [`SHUTDOWN_GRACE`] for the listeners to stop.
     pub async fn shutdown(self) {
+        self.provisioning_task.abort();
         self.secondaries.stop();
         self.listeners.shutdown().await;
         if let Some(tap) = self.service.dnstap() {

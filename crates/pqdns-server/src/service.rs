@@ -157,9 +157,10 @@ impl Authoritative {
         self.dnstap.as_ref()
     }
 
-    /// Answers NOTIFY for the zones of `secondaries` ([`crate::secondary`]).
+    /// Answers NOTIFY for the zones of `secondaries` ([`crate::secondary`]), while it has any
+    /// (zones are added and removed at run time, [`crate::provisioning`]).
     pub fn with_secondaries(mut self, secondaries: Arc<Secondaries>) -> Authoritative {
-        self.secondaries = (!secondaries.is_empty()).then_some(secondaries);
+        self.secondaries = Some(secondaries);
         self
     }
 
@@ -194,7 +195,7 @@ impl Authoritative {
     ) -> Handled {
         let frag = self.fragmenter.as_ref();
         // 1–2. One parse; the acceptability check shared with the resolver service.
-        let opcodes = if self.secondaries.is_some() {
+        let opcodes = if self.secondaries.as_ref().is_some_and(|s| !s.is_empty()) {
             request::SECONDARY_OPCODES
         } else {
             request::OPCODES

@@ -43,6 +43,7 @@ use pqdns_core::{Name, Record, Zone};
 use tracing::{info, warn};
 
 use crate::catalog::{Catalog, CatalogError, ServedZone};
+use crate::catalog_zone::{CatalogSettings, Role};
 use crate::journal::{self, Journal};
 use crate::journal_file;
 use crate::key_lock::{self, KeyLockError};
@@ -74,6 +75,15 @@ pub enum ZoneSource {
         /// Directory that relative paths (the key directory) are resolved against.
         base_dir: PathBuf,
     },
+    /// A member zone of a catalog zone this server consumes (RFC 9432,
+    /// [`crate::catalog_zone`]): its description is the catalog's `[catalog.template]` with
+    /// this origin, read again from the catalog's description each time.
+    Member {
+        /// The catalog zone's description.
+        catalog: Box<ZoneSource>,
+        /// The member zone.
+        origin: Name,
+    },
 }
 
 impl std::fmt::Display for ZoneSource {
@@ -84,6 +94,7 @@ impl std::fmt::Display for ZoneSource {
                 write!(f, "{} [[zone]] {origin}", config.display())
             }
             ZoneSource::Embedded { .. } => f.write_str("<embedded zones/example.toml>"),
+            ZoneSource::Member { catalog, origin } => write!(f, "{catalog} member {origin}"),
         }
     }
 }
@@ -199,6 +210,22 @@ pub fn read_config(source: &ZoneSource) -> Result<LoadedConfig, ConfigError> {
             cfg.config.records = Some(EMBEDDED_ZONE_FILE.to_string());
             Ok(cfg)
         }
+        ZoneSource::Member { catalog, origin } => {
+            let cat = read_config(catalog)?;
+            let invalid = |message: String| ConfigError::Invalid {
+                path: cat.path.clone(),
+                message,
+            };
+            let settings = CatalogSettings::of(&cat)
+                .map_err(|e| invalid(e.to_string()))?
+                .filter(|s| s.role == Role::Consumer)
+                .ok_or_else(|| invalid(format!("member {origin}: no longer a catalog consumer")))?;
+            let label = PathBuf::from(format!(
+                "{} [catalog.template] for {origin}",
+                cat.path.display()
+            ));
+            LoadedConfig::from_table(settings.member_table(&cat, origin), &label, &cat.base_dir)
+        }
     }
 }
 
@@ -211,7 +238,7 @@ pub fn zone_files(sources: &[ZoneSource]) -> Vec<PathBuf> {
         let description = match source {
             ZoneSource::File(path) => path,
             ZoneSource::Inline { config, .. } => config,
-            ZoneSource::Embedded { .. } => continue,
+            ZoneSource::Embedded { .. } | ZoneSource::Member { .. } => continue,
         };
         if !files.contains(description) {
             files.push(description.clone());
@@ -249,7 +276,11 @@ pub struct Checked {
 /// [`LoadError`] naming the file (and line, for zone-file errors).
 pub fn check_zone(source: &ZoneSource, now: u64) -> Result<Checked, LoadError> {
     let cfg = read_config(source)?;
-    if cfg.secondary().is_some() {
+    let catalog = CatalogSettings::of(&cfg).map_err(|e| ConfigError::Invalid {
+        path: cfg.path.clone(),
+        message: e.to_string(),
+    })?;
+    if cfg.secondary().is_some() || catalog.is_some_and(|c| c.role == Role::Producer) {
         // Primaries were checked with the description; the data comes by transfer.
         let stored = crate::secondary::read_stored(&cfg);
         return Ok(Checked {
@@ -805,42 +836,63 @@ pub fn reload_with(
     let mut zones = Vec::with_capacity(sources.len());
     let mut reports = Vec::with_capacity(sources.len());
     for source in sources {
-        let cfg = read_config(source)?;
-        if cfg.secondary().is_some() && cfg.signing().is_some() {
-            // Inline signing: the stored unsigned copy is signed again (refreshing
-            // signatures); without one, the version served (if any) stays.
-            if let Some(unsigned) = crate::secondary::read_stored(&cfg) {
-                let (zone, report) =
-                    sign_data_with(source, &cfg, unsigned, "", now, served, signatures)?;
-                zones.push(zone);
-                reports.push(report);
-                continue;
-            }
-        }
-        if cfg.secondary().is_some() {
-            // Its data comes from its primaries (crate::secondary): the version served, else
-            // the stored copy, else nothing until the first transfer.
-            let zone = match served.and_then(|c| c.zone(&cfg.origin)) {
-                Some(z) => Some(z.clone()),
-                None => crate::secondary::read_stored(&cfg).map(ServedZone::new),
-            };
-            reports.push(ZoneReport {
-                origin: Some(cfg.origin.clone()),
-                server_table: cfg.config.server.clone(),
-                serial: zone.as_ref().map(|z| z.zone.soa_serial()),
-                ..ZoneReport::default()
-            });
-            zones.extend(zone);
-            continue;
-        }
-        let (zone, report) = load_zone_with(source, now, served, signatures)?;
-        zones.push(zone);
+        let (zone, report) = load_source(source, now, served, signatures)?;
+        zones.extend(zone);
         reports.push(report);
     }
     if zones.is_empty() {
         warn!("no zones configured: every query will be REFUSED");
     }
     Ok((Catalog::new(zones)?, reports))
+}
+
+/// One zone of [`reload_with`], keeping the served signatures `signatures` says: signed from
+/// its data; a secondary zone's version served, else
+/// its stored copy (signed again when signed here), else none until its first transfer; a
+/// produced catalog zone's version served, else none until [`crate::provisioning`] makes it.
+///
+/// # Errors
+/// As [`load_zone`].
+pub fn load_source(
+    source: &ZoneSource,
+    now: u64,
+    served: Option<&Catalog>,
+    signatures: Signatures,
+) -> Result<(Option<ServedZone>, ZoneReport), LoadError> {
+    let cfg = read_config(source)?;
+    if cfg.secondary().is_some() && cfg.signing().is_some() {
+        // Inline signing: the stored unsigned copy is signed again (refreshing
+        // signatures); without one, the version served (if any) stays.
+        if let Some(unsigned) = crate::secondary::read_stored(&cfg) {
+            let (zone, report) =
+                sign_data_with(source, &cfg, unsigned, "", now, served, signatures)?;
+            return Ok((Some(zone), report));
+        }
+    }
+    let produced = CatalogSettings::of(&cfg)
+        .map_err(|e| ConfigError::Invalid {
+            path: cfg.path.clone(),
+            message: e.to_string(),
+        })?
+        .is_some_and(|c| c.role == Role::Producer);
+    if cfg.secondary().is_some() || produced {
+        // Its data comes from its primaries (crate::secondary): the version served, else
+        // the stored copy, else nothing until the first transfer.
+        let zone = match served.and_then(|c| c.zone(&cfg.origin)) {
+            Some(z) => Some(z.clone()),
+            None if produced => None,
+            None => crate::secondary::read_stored(&cfg).map(ServedZone::new),
+        };
+        let report = ZoneReport {
+            origin: Some(cfg.origin.clone()),
+            server_table: cfg.config.server.clone(),
+            serial: zone.as_ref().map(|z| z.zone.soa_serial()),
+            ..ZoneReport::default()
+        };
+        return Ok((zone, report));
+    }
+    let (zone, report) = load_zone_with(source, now, served, signatures)?;
+    Ok((Some(zone), report))
 }
 
 #[cfg(test)]
