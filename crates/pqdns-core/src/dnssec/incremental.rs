@@ -123,7 +123,8 @@ pub fn resign_changes(
     let apex = zone.origin.clone();
     let params = match &policy.denial {
         Denial::Nsec3(p) => Some(p),
-        Denial::Nsec => None,
+        // `check` refused compact denial: an online zone has no chain to relink.
+        Denial::Nsec | Denial::Compact => None,
     };
     // The names whose signatures or place in the denial chain may change: the changed owners
     // and, below a zone cut that comes or goes, every name under it.
@@ -374,6 +375,11 @@ fn check(
             if nsec3param != [&params.nsec3param_rdata()] {
                 return not("the zone is not signed with these NSEC3 parameters");
             }
+        }
+        Denial::Compact => {
+            return not(
+                "an online zone (compact denial) signs its answers when they are asked for",
+            );
         }
     }
     for c in changes {

@@ -149,7 +149,7 @@ impl ServerHandle {
 
     /// The source and description of the configured zone `origin`.
     fn source_of(&self, origin: &Name) -> Result<(ZoneSource, LoadedConfig), ControlError> {
-        for source in &self.zones {
+        for source in &self.provisioning.sources() {
             let cfg = read_config(source)?;
             if cfg.origin == *origin {
                 return Ok((source.clone(), cfg));
