@@ -190,17 +190,34 @@ pub fn spawn_all(catalog: Arc<Catalog>, targets: &[Target]) {
 
 /// Announces the zone `origin` of `catalog` to every target, as [`spawn_all`] does (after a
 /// secondary zone's transfer, [`crate::secondary`], or a dynamic update, [`crate::update`]).
+/// The tasks keep the zone's apex SOA, not the catalog: a NOTIFY retried for a silent target
+/// must not keep a served version alive (a dynamic update reuses the version before the
+/// served one once no catalog holds it, `resign.rs`).
 pub fn spawn_zone(catalog: &Arc<Catalog>, origin: &Name, targets: &[Target]) {
+    let Some(soa) = catalog
+        .zone(origin)
+        .and_then(|z| z.zone.nodes.get(origin))
+        .and_then(|node| node.get(&RrType::SOA))
+    else {
+        return;
+    };
+    let mut apex = Zone::new(origin.clone());
+    let soa = pqdns_core::zone::RRset {
+        rrsigs: Vec::new(),
+        ..soa.clone()
+    };
+    apex.nodes
+        .entry(origin.clone())
+        .or_default()
+        .insert(RrType::SOA, soa);
+    let apex = Arc::new(apex);
     for t in targets {
         let (target, key) = (t.addr, t.key.clone());
-        let catalog = Arc::clone(catalog);
+        let zone = Arc::clone(&apex);
         let origin: Name = origin.clone();
         tokio::spawn(async move {
-            let Some(zone) = catalog.zone(&origin).map(|z| &z.zone) else {
-                return;
-            };
             let serial = zone.soa_serial();
-            match notify(zone, target, key.as_ref()).await {
+            match notify(&zone, target, key.as_ref()).await {
                 Ok(Outcome::Answered { rcode, attempts }) if rcode == Rcode::NOERROR => {
                     info!(zone = %origin, %target, serial, attempts, "NOTIFY acknowledged")
                 }

@@ -15,8 +15,9 @@
 //!    changed it) and the prerequisites against the zone as served (§3.2): NXDOMAIN, YXDOMAIN,
 //!    NXRRSET, YXRRSET;
 //! 5. the update is applied (§3.4.2) to the unsigned form of the names it names (with their
-//!    ancestors and first descendant, for the content rules); if that changed nothing, the
-//!    answer is NOERROR and nothing else happens. Otherwise the changed RRsets go to
+//!    ancestors and first descendant, for the content rules; CDS, CDNSKEY and ZONEMD records
+//!    in it change nothing: the signer makes them); if that changed nothing, the answer is
+//!    NOERROR and nothing else happens. Otherwise the changed RRsets go to
 //!    `resign.rs`: the served zone's next version is made from them incrementally (the
 //!    changed RRsets, the SOA with a new serial by the `[signing] serial` policy and the
 //!    NSEC/NSEC3 records around the changed names signed anew, nothing else touched), its
