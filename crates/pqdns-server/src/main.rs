@@ -712,7 +712,8 @@ impl Signals {
     /// and a SIGHUP during a reload starts one more reload after it (the files may have
     /// changed since the running one read them). A failed re-signing is tried again after
     /// [`REFRESH_RETRY`] (the previous signatures are served meanwhile). With a `watcher`,
-    /// a change of a zone file starts a reload as SIGHUP does.
+    /// a change of a zone file starts a reload as SIGHUP does. A zone loaded through the
+    /// control socket may move the refresh time: it is read again then.
     async fn serve(&mut self, handle: &ServerHandle, mut watcher: Option<Watcher>) {
         let mut running = None;
         let mut again = false;
@@ -747,6 +748,8 @@ impl Signals {
                     refreshing = true;
                     running = Some(start_reload(handle));
                 }
+                // A control operation loaded a zone: the refresh time is read again.
+                () = handle.refresh_due_changed(), if running.is_none() => {}
                 _ = self.hup.recv() => {
                     if running.is_some() {
                         info!("SIGHUP during a reload: reloading again when it finishes");

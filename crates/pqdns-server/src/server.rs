@@ -95,6 +95,9 @@ pub struct ServerHandle {
     refresh_at: std::sync::Mutex<Option<u64>>,
     /// Each zone's last load, for the control operations.
     loads: control::Loads,
+    /// Woken when a control operation changed `refresh_at` (see
+    /// [`ServerHandle::refresh_due_changed`]).
+    refresh_changed: tokio::sync::Notify,
     /// Bound addresses.
     pub addrs: BoundAddrs,
 }
@@ -176,6 +179,7 @@ impl Server {
             secondaries,
             refresh_at: std::sync::Mutex::new(None),
             loads: control::Loads::new(),
+            refresh_changed: tokio::sync::Notify::new(),
             addrs,
         })
     }
@@ -283,6 +287,13 @@ impl ServerHandle {
     /// (pqdns-server does, beside SIGHUP), so no expired signature is ever served.
     pub fn refresh_due(&self) -> Option<u64> {
         *self.refresh_at.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Resolves when [`ServerHandle::refresh_due`] changed by a control operation on one
+    /// zone ([`crate::control`]: a reload, re-signing or rollover step), so that a program
+    /// waiting for the time it read before looks again.
+    pub async fn refresh_due_changed(&self) {
+        self.refresh_changed.notified().await;
     }
 
     /// Reads the TLS certificate and key files again (regenerating a missing self-signed

@@ -18,7 +18,7 @@ use pqdns_server::control::socket::OPERATION_TIMEOUT;
 /// Control a running pqdns-server: zone status, reloading and re-signing zones, zone
 /// transfers, NOTIFY, freezing dynamic updates, rollovers, counters.
 ///
-/// It talks to the server's control socket (`control_socket` in the [server] table, or
+/// It talks to the server's control socket (`control_socket` in the `[server]` table, or
 /// --control-socket of pqdns-server; the package's configuration uses
 /// /run/pqdns/control.sock). The socket is mode 0660, owned by the server's user and group:
 /// run pqdns-ctl as root, as that user, or as a member of its group.

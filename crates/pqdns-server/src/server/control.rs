@@ -262,6 +262,7 @@ impl ServerHandle {
             .refresh_at
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = refresh_at;
+        self.refresh_changed.notify_one();
         notify::spawn_zone(&self.service.catalog(), origin, &self.notify);
         Ok(self.summary(origin))
     }
