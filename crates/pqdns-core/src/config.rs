@@ -712,9 +712,7 @@ impl LoadedConfig {
                 })?;
                 match alg.unavailable_reason() {
                     Some(why) => Err(self.invalid(format!("{alg} is unavailable: {why}"))),
-                    None if signing.mode == SigningMode::Online
-                        && MtlParams::of(alg).is_some() =>
-                    {
+                    None if signing.mode == SigningMode::Online && MtlParams::of(alg).is_some() => {
                         Err(self.invalid(format!(
                             "{alg} cannot sign online (mode = \"online\"): an MTL signature \
                              is a leaf of a series whose ladder is signed with the zone"

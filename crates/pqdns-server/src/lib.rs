@@ -58,6 +58,7 @@ pub mod journal;
 pub mod key_lock;
 mod metrics;
 mod notify;
+pub mod online;
 mod request;
 /// Response-rate limiting (moved to pqdns-net, shared with the resolver service).
 pub use pqdns_net::rrl;

@@ -26,9 +26,10 @@
 //! Key files written are logged by path; key material never is.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use pqdns_core::atomic_file::{write_atomic, AtomicFile, FileMode};
-use pqdns_core::config::{ConfigError, LoadedConfig, RolloverKeys};
+use pqdns_core::config::{ConfigError, LoadedConfig, RolloverKeys, SigningMode};
 use pqdns_core::dnssec::cds;
 use pqdns_core::dnssec::dnskey::{ds_record, DigestType};
 use pqdns_core::dnssec::existing::{self, UnsignedAlgorithm};
@@ -45,6 +46,7 @@ use tracing::{info, warn};
 use crate::catalog::{Catalog, CatalogError, ServedZone};
 use crate::journal::{self, Journal};
 use crate::key_lock::{self, KeyLockError};
+use crate::online::OnlineZone;
 use crate::update;
 
 /// The default zone description, compiled in (`crates/pqdns-server/zones/example.toml`; the
@@ -546,6 +548,15 @@ pub(crate) fn sign_data(
     report.key_dir = Some(key_dir);
     let mut new = ServedZone::new(zone).after(previous);
     new.updatable = updatable;
+    if signing.mode == SigningMode::Online {
+        new.online = Some(Arc::new(OnlineZone::new(
+            origin.clone(),
+            keys,
+            now.saturating_sub(policy.inception),
+            policy.expiration.saturating_sub(now),
+            refresh,
+        )));
+    }
     if signing.persist {
         write_persisted(&new, &cfg.persisted_paths(signing));
     }

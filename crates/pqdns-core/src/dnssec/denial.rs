@@ -552,13 +552,19 @@ mod tests {
     fn compact_denial_proofs() {
         let zone = n("example.");
         let q = n("nope.example.");
-        let nx = [compact("nope.example.", &[RrType::RRSIG, RrType::NSEC, RrType::NXNAME])];
+        let nx = [compact(
+            "nope.example.",
+            &[RrType::RRSIG, RrType::NSEC, RrType::NXNAME],
+        )];
         assert!(check_nsec(&zone, &q, Claim::NxDomain, &nx).is_ok());
         assert!(check_nsec(&zone, &q, Claim::NoData(RrType::A), &nx).is_ok());
         let plain = [compact("nope.example.", &[RrType::RRSIG, RrType::NSEC])];
         assert!(check_nsec(&zone, &q, Claim::NxDomain, &plain).is_err());
         assert!(check_nsec(&zone, &q, Claim::NoData(RrType::A), &plain).is_ok());
-        let www = [compact("www.example.", &[RrType::A, RrType::RRSIG, RrType::NSEC])];
+        let www = [compact(
+            "www.example.",
+            &[RrType::A, RrType::RRSIG, RrType::NSEC],
+        )];
         let w = n("www.example.");
         assert!(check_nsec(&zone, &w, Claim::NoData(RrType::AAAA), &www).is_ok());
         assert!(check_nsec(&zone, &w, Claim::NoData(RrType::A), &www).is_err());

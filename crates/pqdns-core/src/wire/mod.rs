@@ -67,8 +67,8 @@ mod writer;
 
 pub use ede::Ede;
 pub use edns::{
-    Edns, EdnsOptions, OptView, EDNS_CO, EDNS_DO, MIN_UDP_PAYLOAD, OPTION_COOKIE, OPTION_EDE, OPTION_NSID,
-    OPTION_PADDING, OPT_LEN,
+    Edns, EdnsOptions, OptView, EDNS_CO, EDNS_DO, MIN_UDP_PAYLOAD, OPTION_COOKIE, OPTION_EDE,
+    OPTION_NSID, OPTION_PADDING, OPT_LEN,
 };
 pub use error::WireError;
 pub use header::{
