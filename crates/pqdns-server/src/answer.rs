@@ -561,17 +561,17 @@ impl<'z> Lookup<'z> {
     }
 
     /// The RRSIGs online signing gives the RRset `set` answered as (`owner`, `rtype`): for an
-    /// online zone, a query with DO, and data the signer signs that has none stored (the
-    /// DNSKEY RRset has); `None` otherwise, and when they cannot be had now (noted).
+    /// online zone, a query with DO, and an RRset with none stored (the DNSKEY RRset has);
+    /// `None` otherwise, and when they cannot be had now (noted). The caller knows the RRset
+    /// is one the zone signs ([`online::signs`]): answer data always is.
     fn sign_online(
         &mut self,
         owner: &Name,
         rtype: RrType,
         set: &RRset,
     ) -> Option<std::sync::Arc<online::Signed>> {
-        let zone = &self.zone.zone;
         let o = self.online.as_mut()?;
-        if !set.rrsigs.is_empty() || !online::signs(zone, owner, rtype) {
+        if !set.rrsigs.is_empty() {
             return None;
         }
         let signed = o.signing.rrsigs(o.keys, owner, rtype, set, o.mode);
@@ -722,7 +722,12 @@ impl<'z> Lookup<'z> {
         ];
         for (section, items) in sections {
             for item in items {
-                let made = self.sign_online(item.owner, item.rtype, item.set);
+                // Authority and additional data may be a delegation's NS or glue: unsigned.
+                let signs =
+                    self.online.is_some() && online::signs(&self.zone.zone, item.owner, item.rtype);
+                let made = signs
+                    .then(|| self.sign_online(item.owner, item.rtype, item.set))
+                    .flatten();
                 let signatures = match &made {
                     Some(signed) => Signatures::Made(&signed.rrsigs),
                     None => self.signatures(),

@@ -335,7 +335,8 @@ fn log_failure(origin: &Name, error: &SignError) {
 /// Everything an RRSIG signs, after the zone's key set: the cache key.
 fn cache_key(zone: &OnlineZone, owner: &Name, rtype: RrType, set: &RRset) -> Box<[u8]> {
     let rdata_bytes: usize = set.rdatas.iter().map(|r| r.len() + 2).sum();
-    let mut key = Vec::with_capacity(8 + 255 + 6 + rdata_bytes);
+    // Exactly the key's length: one allocation, kept as the boxed slice.
+    let mut key = Vec::with_capacity(8 + owner.as_wire().len() + 6 + rdata_bytes);
     key.extend_from_slice(&zone.key_set.to_be_bytes());
     key.extend(owner.as_wire().iter().map(u8::to_ascii_lowercase));
     key.extend_from_slice(&rtype.0.to_be_bytes());

@@ -195,8 +195,7 @@ impl Authoritative {
         }
     }
 
-    /// Stages 0–6: a prepared answer, else [`Authoritative::handle`]; a zone transfer is the
-    /// error.
+    /// Stages 0–6: a prepared answer, else [`Authoritative::handle`].
     fn answer(
         &self,
         catalog: &Arc<Catalog>,
@@ -204,16 +203,13 @@ impl Authoritative {
         x: &Exchange<'_>,
         out: &mut Vec<u8>,
         base: usize,
-    ) -> Result<(Outcome, Vec<Vec<u8>>, bool), Messages> {
+    ) -> Handled {
         // 0. A query asked before: its prepared answer, without parsing it; but a truncated
         // UDP answer may become fragments, which takes the parsed query.
         let fragments = self.fragmenter.is_some() && request.transport == Transport::Udp;
         match request::replay(catalog, request.message, x, out, base) {
-            Some(o) if !(o.truncated && fragments) => Ok((o, Vec::new(), false)),
-            _ => match self.handle(catalog, request, x, out, base) {
-                Handled::Answer(o, pushed, signed) => Ok((o, pushed, signed)),
-                Handled::Transfer(t) => Err(t),
-            },
+            Some(o) if !(o.truncated && fragments) => Handled::Answer(o, Vec::new(), false),
+            _ => self.handle(catalog, request, x, out, base),
         }
     }
 
@@ -477,8 +473,8 @@ impl Service for Authoritative {
         let pending = Cell::new(false);
         let x = self.exchange(request, online::Mode::Defer(&pending));
         let answered = match self.answer(catalog, request, &x, out, base) {
-            Ok(answered) => answered,
-            Err(transfer) => return Reply::Transfer(transfer),
+            Handled::Answer(o, pushed, signed) => (o, pushed, signed),
+            Handled::Transfer(transfer) => return Reply::Transfer(transfer),
         };
         if pending.get() {
             if let Some(permit) = catalog.online.try_permit() {
@@ -503,12 +499,15 @@ impl Service for Authoritative {
             let x = self.exchange(&request, online::Mode::Inline);
             let catalog = task.catalog();
             let info = match self.answer(catalog, &request, &x, &mut out, base) {
-                Ok(answered) => match self.finish(&request, &x, answered, &mut out, base) {
-                    Reply::Ready(info) => info,
-                    // Pushed fragments: the first one is in `out`.
-                    _ => ResponseInfo::new(out.len() - base),
-                },
-                Err(_) => ResponseInfo::default(),
+                Handled::Answer(o, pushed, signed) => {
+                    match self.finish(&request, &x, (o, pushed, signed), &mut out, base) {
+                        Reply::Ready(info) => info,
+                        // Pushed fragments: the first one is in `out`.
+                        _ => ResponseInfo::new(out.len() - base),
+                    }
+                }
+                // A transfer is never deferred (it signs nothing online).
+                Handled::Transfer(_) => ResponseInfo::default(),
             };
             drop(task);
             (out, info)
