@@ -208,6 +208,11 @@ fn answer_query(
     {
         return Rcode::REFUSED;
     }
+    // RFC 9824 §3.4: NXNAME only appears in compact denial type bitmaps; a query for it
+    // MUST be answered FORMERR.
+    if q.qtype == RrType::NXNAME {
+        return Rcode::FORMERR;
+    }
     let Some(zone) = catalog.find(&qname, q.qtype) else {
         return Rcode::REFUSED;
     };

@@ -1,12 +1,12 @@
 //! Online signing and compact denial of existence (issue 30, RFC 9824) over the wire: an
 //! online zone's answers carry RRSIGs made when first asked for, one per algorithm; a name
 //! that does not exist is NODATA with an NSEC at QNAME listing NXNAME (NXDOMAIN, with CO
-//! echoed, for a query that sets CO; plain NXDOMAIN without DO); a cached signature is the
-//! same bytes on the next answer (ECDSA signatures are randomised: a new one would differ);
-//! with no signing task free, a query needing a new signature is SERVFAIL at once while
-//! cached and pre-signed answers go on; a flood of new names does not stop answers to a
-//! cached name. Validation by pqdns's validator, delv and unbound: pqdns-resolver's
-//! tests/online.rs.
+//! echoed, for a query that sets CO; plain NXDOMAIN without DO); a query for NXNAME itself is
+//! FORMERR (RFC 9824 §3.4); a cached signature is the same bytes on the next answer (ECDSA
+//! signatures are randomised: a new one would differ); with no signing task free, a query
+//! needing a new signature is SERVFAIL at once while cached and pre-signed answers go on; a
+//! flood of new names does not stop answers to a cached name. Validation by pqdns's
+//! validator, delv and unbound: pqdns-resolver's tests/online.rs.
 
 mod common;
 
@@ -163,6 +163,9 @@ fn co_restores_nxdomain_and_plain_queries_get_nxdomain() {
     let with_do = ask(&server, "nope.", RrType::A, true);
     assert_eq!(with_do.rcode(), Rcode::NOERROR);
     assert_eq!(with_do.edns.as_ref().unwrap().flags & EDNS_CO, 0);
+    // RFC 9824 §3.4: a query for the NXNAME meta-type itself is FORMERR.
+    let nxname = ask(&server, "www.", RrType::NXNAME, true);
+    assert_eq!(nxname.rcode(), Rcode::FORMERR);
 }
 
 /// The second answer (over TCP: not a replay of the UDP one) carries the same RRSIG bytes,
