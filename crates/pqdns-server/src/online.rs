@@ -11,9 +11,9 @@
 //!   carries CO too;
 //! - NODATA at a name that exists: an NSEC at the name listing its types, RRSIG and NSEC;
 //! - an empty non-terminal: an NSEC at it listing RRSIG and NSEC only;
-//! - wildcards: an answer synthesised from `*.<closest encloser>` is signed as QNAME's own
-//!   data (its RRSIG's label count is QNAME's), so it needs no proof that no closer name
-//!   exists; a wildcard NODATA gets the NSEC at QNAME listing the wildcard's types;
+//! - wildcards (RFC 9824 §3.3): an answer synthesised from `*.<closest encloser>` is signed
+//!   as QNAME's own data (its RRSIG's label count is QNAME's), so it needs no proof that no
+//!   closer name exists; a wildcard NODATA gets the NSEC at QNAME listing the wildcard's types;
 //! - an insecure delegation: the NSEC at the delegation point listing NS, RRSIG and NSEC.
 //!
 //! Queries without DO get the ordinary answers (NXDOMAIN included): there is nothing to sign.
