@@ -37,7 +37,9 @@ use pqdns_core::dnssec::mtl::{SigTags, EDNS_SIGTAG};
 use pqdns_core::name::NameError;
 use pqdns_core::wire::query::Query;
 use pqdns_core::wire::rdata::target_of;
-use pqdns_core::wire::{Full, MessageWriter, Rcode, Section, FLAG_AA, FLAG_TC, MIN_UDP_PAYLOAD};
+use pqdns_core::wire::{
+    Full, MessageWriter, Rcode, Section, EDNS_CO, FLAG_AA, FLAG_TC, MIN_UDP_PAYLOAD,
+};
 use pqdns_core::zone::{Node, RRset};
 use pqdns_core::{Class, Name, RrType};
 
@@ -45,6 +47,7 @@ use crate::catalog::{Catalog, MtlLadder, ServedZone};
 use crate::cookie::CookieCheck;
 use crate::denial::{prove, Denial};
 use crate::finish;
+use crate::online::{self, OnlineSigning, OnlineZone};
 use crate::request::{self, Auth, Exchange};
 pub use pqdns_core::wire::query::ParseError;
 
@@ -108,6 +111,7 @@ pub fn respond(
         client,
         udp_payload: udp_payload.max(MIN_UDP_PAYLOAD),
         tsig_room: 0,
+        signing: online::Mode::Inline,
     };
     if let Some(o) = request::replay(catalog, packet, &x, out, base) {
         return o;
@@ -153,8 +157,19 @@ pub(crate) fn answer(
             (Rcode::NOERROR, false)
         }
     } else {
-        let rcode = answer_query(catalog, q, &mut w, &mut cache_ttl);
-        (rcode, prepare == Prepare::Store)
+        let mark = w.mark();
+        let mut pending = false;
+        let mut rcode = answer_query(catalog, q, x, &mut w, &mut cache_ttl, &mut pending);
+        if pending {
+            // Signatures missing (online signing): an empty SERVFAIL, never stored; the
+            // pipeline defers the query to a signing task ([`crate::online`]).
+            w.rollback(mark);
+            w.clear_flag(FLAG_AA);
+            w.clear_flag(FLAG_TC);
+            rcode = Rcode::SERVFAIL;
+            cache_ttl = None;
+        }
+        (rcode, prepare == Prepare::Store && !pending)
     };
     let truncated = w.truncated();
     let outcome = Outcome {
@@ -179,8 +194,10 @@ pub(crate) fn answer(
 fn answer_query(
     catalog: &Catalog,
     q: &Query<'_>,
+    x: &Exchange<'_>,
     w: &mut MessageWriter<'_, '_>,
     cache_ttl: &mut Option<u32>,
+    pending: &mut bool,
 ) -> Rcode {
     let qname = q.qname.to_name();
     if q.qclass == Class::CH {
@@ -190,6 +207,11 @@ fn answer_query(
     if !matches!(q.qclass, Class::IN | Class::ANY) || matches!(q.qtype, RrType::AXFR | RrType(251))
     {
         return Rcode::REFUSED;
+    }
+    // RFC 9824 §3.4: NXNAME only appears in compact denial type bitmaps; a query for it
+    // MUST be answered FORMERR.
+    if q.qtype == RrType::NXNAME {
+        return Rcode::FORMERR;
     }
     let Some(zone) = catalog.find(&qname, q.qtype) else {
         return Rcode::REFUSED;
@@ -206,17 +228,45 @@ fn answer_query(
             Err(_) => return Rcode::FORMERR,
         },
     };
+    let dnssec = q.dnssec_ok();
     let mut lookup = Lookup {
         zone,
-        dnssec: q.dnssec_ok(),
+        dnssec,
         sigtags: sigtags.as_ref(),
+        online: zone
+            .online
+            .as_deref()
+            .filter(|_| dnssec)
+            .map(|keys| Online {
+                keys,
+                signing: &catalog.online,
+                mode: x.signing,
+                compact_ok: q.edns.is_some_and(|e| e.flags() & EDNS_CO != 0),
+                nsec: None,
+                failed: false,
+            }),
         authority: Vec::new(),
         additional: Vec::new(),
         min_ttl: [None; 2],
     };
     let rcode = lookup.run(w, &qname, q.qtype);
     *cache_ttl = lookup.min_ttl[0].or(lookup.min_ttl[1]);
+    *pending = lookup.online.as_ref().is_some_and(|o| o.failed);
     rcode
+}
+
+/// An online zone's answer to a query with DO ([`crate::online`]): the signatures it makes or
+/// finds in the cache, and its compact denial NSEC (RFC 9824).
+struct Online<'z> {
+    keys: &'z OnlineZone,
+    signing: &'z OnlineSigning,
+    mode: online::Mode<'z>,
+    /// The query set CO (RFC 9824 §5): a name that does not exist is NXDOMAIN, not NODATA.
+    compact_ok: bool,
+    /// The NSEC of the denial, owner and RRset, written after the other authority data.
+    nsec: Option<(Name, RRset)>,
+    /// A signature could not be had now (deferred, or the library failed).
+    failed: bool,
 }
 
 /// An RRset to write in the authority or additional section.
@@ -253,6 +303,8 @@ enum Match<'z> {
 struct Lookup<'z> {
     zone: &'z ServedZone,
     dnssec: bool,
+    /// Online signing, for an online zone and a query with DO.
+    online: Option<Online<'z>>,
     /// The query's option 65050, if any: condensed MTL signatures are sent full, except 2026
     /// ones whose ladder it names by SigTag.
     sigtags: Option<&'z SigTags>,
@@ -303,7 +355,12 @@ impl<'z> Lookup<'z> {
                     }
                 }
                 Match::NxDomain { closest_encloser } => {
-                    rcode = Rcode::NXDOMAIN;
+                    // RFC 9824 §3, §5: online, a name that does not exist is NODATA, unless
+                    // the query set CO.
+                    rcode = match &self.online {
+                        Some(o) if !o.compact_ok => Rcode::NOERROR,
+                        _ => Rcode::NXDOMAIN,
+                    };
                     self.negative(Denial::NxDomain {
                         qname: &name,
                         closest_encloser: &closest_encloser,
@@ -498,17 +555,33 @@ impl<'z> Lookup<'z> {
         rtype: RrType,
         set: &RRset,
     ) -> Result<(), Full> {
-        write_rrset(
-            w,
-            Section::Answer,
-            name,
-            rtype,
-            set,
-            None,
-            self.signatures(),
-        )?;
+        let made = self.sign_online(name, rtype, set);
+        let signatures = match &made {
+            Some(signed) => Signatures::Made(&signed.rrsigs),
+            None => self.signatures(),
+        };
+        write_rrset(w, Section::Answer, name, rtype, set, None, signatures)?;
         self.note_ttl(0, set.ttl);
         Ok(())
+    }
+
+    /// The RRSIGs online signing gives the RRset `set` answered as (`owner`, `rtype`): for an
+    /// online zone, a query with DO, and an RRset with none stored (the DNSKEY RRset has);
+    /// `None` otherwise, and when they cannot be had now (noted). The caller knows the RRset
+    /// is one the zone signs ([`online::signs`]): answer data always is.
+    fn sign_online(
+        &mut self,
+        owner: &Name,
+        rtype: RrType,
+        set: &RRset,
+    ) -> Option<std::sync::Arc<online::Signed>> {
+        let o = self.online.as_mut()?;
+        if !set.rrsigs.is_empty() {
+            return None;
+        }
+        let signed = o.signing.rrsigs(o.keys, owner, rtype, set, o.mode);
+        o.failed |= signed.is_none();
+        signed
     }
 
     /// Writes every RRSIG of every RRset at `owner` as the answer to QTYPE RRSIG, one RRset's
@@ -567,6 +640,14 @@ impl<'z> Lookup<'z> {
 
     fn proof(&mut self, denial: Denial<'_>) {
         if !self.dnssec {
+            return;
+        }
+        if let Some(o) = &mut self.online {
+            // RFC 9824 §3: one NSEC made for the query (none for a wildcard answer).
+            let nsec = online::compact_nsec(&self.zone.zone, denial);
+            let too_long = nsec.is_none() && !matches!(denial, Denial::WildcardAnswer { .. });
+            o.failed |= too_long;
+            o.nsec = nsec;
             return;
         }
         for r in prove(self.zone, denial).iter() {
@@ -646,15 +727,18 @@ impl<'z> Lookup<'z> {
         ];
         for (section, items) in sections {
             for item in items {
-                match write_rrset(
-                    w,
-                    section,
-                    item.owner,
-                    item.rtype,
-                    item.set,
-                    item.ttl,
-                    self.signatures(),
-                ) {
+                // Authority and additional data may be a delegation's NS or glue: unsigned.
+                let signs =
+                    self.online.is_some() && online::signs(&self.zone.zone, item.owner, item.rtype);
+                let made = signs
+                    .then(|| self.sign_online(item.owner, item.rtype, item.set))
+                    .flatten();
+                let signatures = match &made {
+                    Some(signed) => Signatures::Made(&signed.rrsigs),
+                    None => self.signatures(),
+                };
+                let (owner, rtype, set) = (item.owner, item.rtype, item.set);
+                match write_rrset(w, section, owner, rtype, set, item.ttl, signatures) {
                     Ok(()) if section == Section::Authority => {
                         self.note_ttl(1, item.ttl.unwrap_or(item.set.ttl))
                     }
@@ -666,7 +750,36 @@ impl<'z> Lookup<'z> {
                     Err(Full) => {}
                 }
             }
+            if section == Section::Authority && !self.write_compact_nsec(w) {
+                w.set_flag(FLAG_TC);
+                return;
+            }
         }
+    }
+
+    /// Writes the compact denial NSEC (RFC 9824) with its RRSIGs, if the answer has one;
+    /// false if it does not fit.
+    fn write_compact_nsec(&mut self, w: &mut MessageWriter<'_, '_>) -> bool {
+        let Some((owner, set)) = self.online.as_mut().and_then(|o| o.nsec.take()) else {
+            return true;
+        };
+        let Some(signed) = self.sign_online(&owner, RrType::NSEC, &set) else {
+            return true;
+        };
+        let signatures = Signatures::Made(&signed.rrsigs);
+        let written = write_rrset(
+            w,
+            Section::Authority,
+            &owner,
+            RrType::NSEC,
+            &set,
+            None,
+            signatures,
+        );
+        if written.is_ok() {
+            self.note_ttl(1, set.ttl);
+        }
+        written.is_ok()
     }
 }
 
@@ -680,6 +793,8 @@ enum Signatures<'z> {
     /// As stored, with condensed MTL signatures made full with these full signatures' ladders
     /// (the query carried EDNS option 65050), unless the query names the ladder by its SigTag.
     FullMtl(&'z [MtlLadder], &'z SigTags),
+    /// Made by online signing ([`crate::online`]), with the RRset's TTL.
+    Made(&'z [Vec<u8>]),
 }
 
 /// Writes an RRset and its RRSIGs as one unit.
@@ -710,6 +825,12 @@ fn write_rrset(
         Signatures::Stored => {
             for sig in &set.rrsigs {
                 w.record(section, owner, RrType::RRSIG, Class::IN, sig_ttl, sig);
+            }
+        }
+        Signatures::Made(rrsigs) => {
+            for sig in rrsigs {
+                let ttl = ttl.unwrap_or(set.ttl);
+                w.record(section, owner, RrType::RRSIG, Class::IN, ttl, sig);
             }
         }
         Signatures::FullMtl(ladders, held) => {

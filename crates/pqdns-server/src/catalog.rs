@@ -17,6 +17,7 @@ use crate::answer_cache::AnswerCache;
 use crate::cookie::Cookies;
 use crate::identity::Identity;
 use crate::journal::{Change, Journal};
+use crate::online::OnlineSigning;
 
 /// A zone ready to answer from, with its NSEC3 parameters if it is signed with NSEC3.
 #[derive(Clone, Debug)]
@@ -35,6 +36,9 @@ pub struct ServedZone {
     /// Where the zone comes from and who may update it (RFC 2136, [`crate::update`]);
     /// `None`: UPDATE is refused.
     pub updatable: Option<Arc<crate::update::Updatable>>,
+    /// The keys of a zone signed online (`[signing] mode = "online"`, [`crate::online`]):
+    /// its answers are signed when first needed, its denials are compact (RFC 9824).
+    pub online: Option<Arc<crate::online::OnlineZone>>,
 }
 
 /// A full MTL signature at a zone's apex (the signer puts them on the SOA and DNSKEY RRSIGs,
@@ -115,6 +119,7 @@ impl ServedZone {
             journal: Journal::default(),
             expired: false,
             updatable: None,
+            online: None,
         }
     }
 
@@ -157,6 +162,9 @@ pub struct Catalog {
     pub identity: Identity,
     /// DNS cookie secrets ([`crate::cookie`]); `None` ignores COOKIE options.
     pub cookies: Option<Arc<Cookies>>,
+    /// The signature cache and signing permits of online zones (the server's, shared by
+    /// the catalogs it swaps in).
+    pub(crate) online: Arc<OnlineSigning>,
 }
 
 impl Catalog {
@@ -177,6 +185,7 @@ impl Catalog {
             answers: AnswerCache::default(),
             identity: Identity::default(),
             cookies: None,
+            online: Arc::default(),
         })
     }
 
@@ -199,6 +208,13 @@ impl Catalog {
         self
     }
 
+    /// Signs the answers of online zones with `online` (shared by the catalogs a server swaps
+    /// in, so that reloads keep cached signatures).
+    pub fn with_online_signing(mut self, online: Arc<OnlineSigning>) -> Catalog {
+        self.online = online;
+        self
+    }
+
     /// A new catalog of the same zones (prepared answers empty, identity and cookies unset,
     /// as `Authoritative::set_catalog` sets them), to change and swap in.
     pub fn rebuilt(&self) -> Catalog {
@@ -207,6 +223,7 @@ impl Catalog {
             answers: AnswerCache::default(),
             identity: Identity::default(),
             cookies: None,
+            online: Arc::default(),
         }
     }
 

@@ -15,7 +15,9 @@ use std::net::IpAddr;
 
 use pqdns_core::wire::query::{Malformed, Query};
 use pqdns_core::wire::tsig::{self, Digest, Rejection, Signed};
-use pqdns_core::wire::{MessageWriter, Rcode, EDNS_DO, HEADER_LEN, OPTION_COOKIE, OPTION_NSID};
+use pqdns_core::wire::{
+    MessageWriter, Rcode, EDNS_CO, EDNS_DO, HEADER_LEN, OPTION_COOKIE, OPTION_NSID,
+};
 
 use crate::answer::{Outcome, Transport, MAX_STREAM_MESSAGE};
 use crate::catalog::Catalog;
@@ -47,6 +49,9 @@ pub(crate) fn open<'b, 'o>(
     let _fits = w.question(q.qname.as_wire(), q.qtype, q.qclass);
     if let Some(edns) = q.edns {
         let flags = if q.dnssec_ok() { EDNS_DO } else { 0 };
+        // RFC 9824 §5.1: CO echoed, since this server answers with compact denial (online
+        // zones) and restores NXDOMAIN for queries that set it.
+        let flags = flags | (edns.flags() & EDNS_CO);
         let _fits = w.set_opt(x.udp_payload, 0, flags);
         if let (Some(nsid), Some(_)) = (&catalog.identity.nsid, edns.option(OPTION_NSID)) {
             let _fits = w.add_option(OPTION_NSID, nsid);

@@ -138,6 +138,7 @@ impl Fragmenter {
             client: Ipv4Addr::UNSPECIFIED.into(),
             udp_payload,
             tsig_room: 0,
+            signing: crate::online::Mode::Inline,
         };
         let mut buf = Vec::new();
         let o = answer::answer(catalog, q, &Auth::none(), &x, Prepare::Skip, &mut buf, 0);

@@ -66,6 +66,7 @@ mod journal_file;
 pub mod key_lock;
 mod metrics;
 mod notify;
+pub mod online;
 pub mod provisioning;
 mod request;
 mod resign;

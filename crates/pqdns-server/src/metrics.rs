@@ -406,7 +406,11 @@ pub async fn serve(
     idle: std::time::Duration,
     shutdown: watch::Receiver<bool>,
 ) {
-    let render = move || shared.metrics.as_ref().map(|m| m.render());
+    let render = move || {
+        let mut text = shared.metrics.as_ref()?.render();
+        shared.catalog().online.render(&mut text);
+        Some(text)
+    };
     metrics_http::serve(listener, Arc::new(render), idle, shutdown).await;
 }
 

@@ -24,7 +24,7 @@ pub(crate) const SECONDARY_OPCODES: &[Opcode] = &[Opcode::QUERY, Opcode::UPDATE,
 
 /// What the pipeline knows about a request besides its bytes.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Exchange {
+pub(crate) struct Exchange<'a> {
     /// How the response travels (which bounds its size).
     pub(crate) transport: Transport,
     /// The query's source address (for DNS cookies).
@@ -34,9 +34,11 @@ pub(crate) struct Exchange {
     /// Bytes kept free in the response for its TSIG record (0 for an unsigned request), so
     /// the signed answer still fits the transport's limit (RFC 8945 §5.3).
     pub(crate) tsig_room: usize,
+    /// How an answer from an online zone gets signatures not cached yet ([`crate::online`]).
+    pub(crate) signing: crate::online::Mode<'a>,
 }
 
-impl Exchange {
+impl Exchange<'_> {
     /// UDP under `cookies = "require"`: a query's cookie decides its answer.
     fn cookies_required(&self, catalog: &Catalog) -> bool {
         self.transport == Transport::Udp

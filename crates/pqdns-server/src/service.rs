@@ -35,6 +35,8 @@
 //! REFUSED). Responses, transfer messages and TLS events are counted in the metrics when they
 //! are on.
 
+use std::cell::Cell;
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, PoisonError, RwLock};
 
@@ -42,7 +44,9 @@ use pqdns_core::wire::tsig::{KeyRing, Rejection};
 use pqdns_core::wire::{truncate_to_question, Opcode, MIN_UDP_PAYLOAD};
 use pqdns_core::Name;
 use pqdns_net::dnstap::{Dnstap, Role};
-use pqdns_net::{Event, Reply, Request, ResponseInfo, Service, Transfer, TransferEnd, Transport};
+use pqdns_net::{
+    Event, OwnedRequest, Reply, Request, ResponseInfo, Service, Transfer, TransferEnd, Transport,
+};
 use tracing::{debug, info, warn};
 
 use crate::acl::{AllowList, IpPrefix};
@@ -55,6 +59,7 @@ use crate::finish;
 use crate::fragment::{self, Fragmenter};
 use crate::identity::Identity;
 use crate::metrics::{Metrics, Proto, TsigFailure};
+use crate::online::{self, OnlineSigning, SigningTask};
 use crate::request::{self, Exchange, Tsig};
 use crate::rrl::{self, Rrl, Verdict};
 use crate::secondary::Secondaries;
@@ -99,6 +104,8 @@ pub struct Authoritative {
     updater: Updater,
     /// Zones whose updates are held (`pqdns-ctl zone-freeze`, [`crate::control`]).
     pub(crate) frozen: Frozen,
+    /// Online signing's cache and signing permits, shared by every catalog ([`crate::online`]).
+    online: Arc<OnlineSigning>,
 }
 
 impl Authoritative {
@@ -112,12 +119,14 @@ impl Authoritative {
                 .ok()
                 .map(Arc::new),
         };
+        let online = Arc::new(OnlineSigning::new(settings.online_signing));
         Authoritative {
             catalog: RwLock::new(Arc::new(
                 catalog
                     .with_answer_cache(settings.answer_cache_bytes)
                     .with_identity(settings.identity.clone())
-                    .with_cookies(cookies.clone()),
+                    .with_cookies(cookies.clone())
+                    .with_online_signing(Arc::clone(&online)),
             )),
             udp_payload: settings.udp_payload,
             axfr_allow: settings.axfr_allow.clone(),
@@ -137,6 +146,7 @@ impl Authoritative {
             secondaries: None,
             updater: Updater::new(crate::notify::targets(settings)),
             frozen: Frozen::default(),
+            online,
         }
     }
 
@@ -177,10 +187,105 @@ impl Authoritative {
         let catalog = catalog
             .with_answer_cache(self.answer_cache_bytes)
             .with_identity(self.identity.clone())
-            .with_cookies(self.cookies.clone());
+            .with_cookies(self.cookies.clone())
+            .with_online_signing(Arc::clone(&self.online));
         *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
     }
 
+    /// The pipeline's view of `request`, with online signing in `signing` mode.
+    fn exchange<'a>(&self, request: &Request<'_>, signing: online::Mode<'a>) -> Exchange<'a> {
+        Exchange {
+            transport: match request.transport {
+                Transport::Udp => answer::Transport::Udp,
+                _ => answer::Transport::Stream,
+            },
+            client: request.client.ip(),
+            udp_payload: self.udp_payload.max(MIN_UDP_PAYLOAD),
+            tsig_room: 0,
+            signing,
+        }
+    }
+
+    /// Stages 0–6: a prepared answer, else [`Authoritative::handle`].
+    fn answer(
+        &self,
+        catalog: &Arc<Catalog>,
+        request: &Request<'_>,
+        x: &Exchange<'_>,
+        out: &mut Vec<u8>,
+        base: usize,
+    ) -> Handled {
+        // 0. A query asked before: its prepared answer, without parsing it; but a truncated
+        // UDP answer may become fragments, which takes the parsed query.
+        let fragments = self.fragmenter.is_some() && request.transport == Transport::Udp;
+        match request::replay(catalog, request.message, x, out, base) {
+            Some(o) if !(o.truncated && fragments) => Handled::Answer(o, Vec::new(), false),
+            _ => self.handle(catalog, request, x, out, base),
+        }
+    }
+
+    /// Stage 7 and the metrics: over UDP, the limits for unproven addresses; the counters,
+    /// dnstap, and the reply.
+    fn finish(
+        &self,
+        request: &Request<'_>,
+        x: &Exchange<'_>,
+        (mut outcome, pushed, signed): (Outcome, Vec<Vec<u8>>, bool),
+        out: &mut [u8],
+        base: usize,
+    ) -> Reply<Messages, SigningTask> {
+        let transport = request.transport;
+        if let Some(error) = outcome.error {
+            debug!(peer = %request.client, %error, "malformed query");
+        }
+        if transport == Transport::Udp && !signed {
+            self.limit(
+                request.message.len(),
+                x.client,
+                &mut out[base..],
+                &mut outcome,
+            );
+        }
+        // NOTIMP and BADVERS are answers; anything else the pipeline rejected is malformed
+        // (DoH sends 400 for it).
+        let malformed = outcome
+            .error
+            .is_some_and(|e| !matches!(e, ParseError::Opcode(_) | ParseError::EdnsVersion(_)));
+        if let (Some(m), Some(proto)) = (&self.metrics, Proto::of(transport)) {
+            if outcome.len > 0 && !(malformed && transport == Transport::Doh) {
+                m.response(
+                    proto,
+                    outcome.qtype,
+                    outcome.rcode,
+                    outcome.truncated,
+                    outcome.len,
+                );
+            }
+        }
+        if let (Some(tap), true) = (&self.dnstap, outcome.len > 0) {
+            let response = &out[base..base + outcome.len];
+            tap.log_exchange(
+                Role::Auth,
+                transport,
+                request.client,
+                request.message,
+                response,
+            );
+        }
+        if !pushed.is_empty() && outcome.len > 0 {
+            let first = out[base..base + outcome.len].to_vec();
+            return Reply::Transfer(Messages::Fragments(PushedFragments {
+                datagrams: std::iter::once(first).chain(pushed).collect(),
+                sent: 0,
+                metrics: self.metrics.clone(),
+            }));
+        }
+        Reply::Ready(
+            ResponseInfo::new(outcome.len)
+                .with_cache_ttl(outcome.cache_ttl)
+                .with_malformed(malformed),
+        )
+    }
     /// Stages 1–6 for a request without a prepared answer: one parse and the acceptability
     /// check, transport policy (zone transfers), authentication, dispatch and, over UDP, the
     /// fragmentation of a truncated answer (with the other fragments when they are pushed,
@@ -367,7 +472,7 @@ enum Handled {
 impl Service for Authoritative {
     type Snapshot = Arc<Catalog>;
     type Transfer = Messages;
-    type Deferred = ();
+    type Deferred = SigningTask;
 
     fn snapshot(&self) -> Arc<Catalog> {
         self.catalog()
@@ -375,87 +480,64 @@ impl Service for Authoritative {
 
     /// The request pipeline (ARCHITECTURE.md, "The server's request pipeline"): a prepared
     /// answer, else [`Authoritative::handle`]; then, over UDP, the limits for unproven
-    /// addresses, and the metrics.
+    /// addresses, and the metrics. An answer that needs online signatures not cached yet is
+    /// deferred to a signing task while one is free, else answered SERVFAIL
+    /// ([`crate::online`]).
     fn respond(
         &self,
         catalog: &Arc<Catalog>,
         request: &Request<'_>,
         out: &mut Vec<u8>,
         base: usize,
-    ) -> Reply<Messages> {
-        let transport = request.transport;
-        let x = Exchange {
-            transport: match transport {
-                Transport::Udp => answer::Transport::Udp,
-                _ => answer::Transport::Stream,
-            },
-            client: request.client.ip(),
-            udp_payload: self.udp_payload.max(MIN_UDP_PAYLOAD),
-            tsig_room: 0,
+    ) -> Reply<Messages, SigningTask> {
+        let pending = Cell::new(false);
+        let x = self.exchange(request, online::Mode::Defer(&pending));
+        let answered = match self.answer(catalog, request, &x, out, base) {
+            Handled::Answer(o, pushed, signed) => (o, pushed, signed),
+            Handled::Transfer(transfer) => return Reply::Transfer(transfer),
         };
-        // 0. A query asked before: its prepared answer, without parsing it; but a truncated
-        // UDP answer may become fragments, which takes the parsed query.
-        let fragments = self.fragmenter.is_some() && transport == Transport::Udp;
-        let (mut outcome, pushed, signed) =
-            match request::replay(catalog, request.message, &x, out, base) {
-                Some(o) if !(o.truncated && fragments) => (o, Vec::new(), false),
-                _ => match self.handle(catalog, request, &x, out, base) {
-                    Handled::Answer(o, pushed, signed) => (o, pushed, signed),
-                    Handled::Transfer(t) => return Reply::Transfer(t),
-                },
-            };
-        if let Some(error) = outcome.error {
-            debug!(peer = %request.client, %error, "malformed query");
-        }
-        if transport == Transport::Udp && !signed {
-            self.limit(
-                request.message.len(),
-                x.client,
-                &mut out[base..],
-                &mut outcome,
-            );
-        }
-        // NOTIMP and BADVERS are answers; anything else the pipeline rejected is malformed
-        // (DoH sends 400 for it).
-        let malformed = outcome
-            .error
-            .is_some_and(|e| !matches!(e, ParseError::Opcode(_) | ParseError::EdnsVersion(_)));
-        if let (Some(m), Some(proto)) = (&self.metrics, Proto::of(transport)) {
-            if outcome.len > 0 && !(malformed && transport == Transport::Doh) {
-                m.response(
-                    proto,
-                    outcome.qtype,
-                    outcome.rcode,
-                    outcome.truncated,
-                    outcome.len,
-                );
+        if pending.get() {
+            if let Some(permit) = catalog.online.try_permit() {
+                return Reply::Defer(SigningTask::new(Arc::clone(catalog), permit));
             }
         }
-        if let (Some(tap), true) = (&self.dnstap, outcome.len > 0) {
-            let response = &out[base..base + outcome.len];
-            tap.log_exchange(
-                Role::Auth,
-                transport,
-                request.client,
-                request.message,
-                response,
-            );
-        }
-        if !pushed.is_empty() && outcome.len > 0 {
-            let first = out[base..base + outcome.len].to_vec();
-            return Reply::Transfer(Messages::Fragments(PushedFragments {
-                datagrams: std::iter::once(first).chain(pushed).collect(),
-                sent: 0,
-                metrics: self.metrics.clone(),
-            }));
-        }
-        Reply::Ready(
-            ResponseInfo::new(outcome.len)
-                .with_cache_ttl(outcome.cache_ttl)
-                .with_malformed(malformed),
-        )
+        self.finish(request, &x, answered, out, base)
     }
 
+    /// A deferred answer of an online zone: built again on a blocking thread, signing what
+    /// the cache lacks, while the task holds its signing permit. (The query is parsed again
+    /// there: the parsed view borrows the listener's buffer.)
+    fn respond_later(
+        self: Arc<Self>,
+        request: OwnedRequest,
+        task: SigningTask,
+        mut out: Vec<u8>,
+        base: usize,
+    ) -> impl Future<Output = (Vec<u8>, ResponseInfo)> + Send + 'static {
+        let signing = tokio::task::spawn_blocking(move || {
+            let request = request.as_request();
+            let x = self.exchange(&request, online::Mode::Inline);
+            let catalog = task.catalog();
+            let info = match self.answer(catalog, &request, &x, &mut out, base) {
+                Handled::Answer(o, pushed, signed) => {
+                    match self.finish(&request, &x, (o, pushed, signed), &mut out, base) {
+                        Reply::Ready(info) => info,
+                        // Pushed fragments: the first one is in `out`.
+                        _ => ResponseInfo::new(out.len() - base),
+                    }
+                }
+                // A transfer is never deferred (it signs nothing online).
+                Handled::Transfer(_) => ResponseInfo::default(),
+            };
+            drop(task);
+            (out, info)
+        });
+        async move {
+            signing
+                .await
+                .unwrap_or_else(|_| (Vec::new(), ResponseInfo::default()))
+        }
+    }
     fn event(&self, event: &Event) {
         let Some(m) = &self.metrics else { return };
         match *event {

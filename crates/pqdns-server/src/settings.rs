@@ -16,6 +16,8 @@
 //! doq_endpoints = 2           # QUIC endpoints (SO_REUSEPORT sockets) per DoQ address; default
 //!                             # the cores (quinn signs one endpoint's handshakes one by one)
 //! answer_cache_mib = 32       # MiB of prepared responses per catalog; 0 builds each anew
+//! signature_cache_mib = 64    # MiB of RRSIGs made by online signing (mode = "online" zones)
+//! signing_tasks = 2           # answers of online zones signed at once; more waiting: SERVFAIL
 //! tcp_idle_timeout = 10       # seconds a TCP/DoT/DoH connection may sit idle (RFC 7766 §6.2.3)
 //! max_connections = 512       # per stream listener (TCP, DoT, DoH each)
 //! max_connections_per_ip = 32 # per client /24 (IPv6 /56) and stream listener
@@ -184,6 +186,10 @@ pub struct ServerTable {
     pub doq_endpoints: Option<usize>,
     /// Prepared-answer budget, MiB.
     pub answer_cache_mib: Option<usize>,
+    /// Online signing's signature cache, MiB ([`crate::online`]).
+    pub signature_cache_mib: Option<usize>,
+    /// Online signing tasks at once ([`crate::online`]).
+    pub signing_tasks: Option<usize>,
     /// Stream idle timeout, seconds.
     pub tcp_idle_timeout: Option<u64>,
     /// Connections per stream listener.
@@ -350,6 +356,8 @@ pub struct Settings {
     pub doq_endpoints: usize,
     /// Memory budget of prepared answers (replayed responses), in bytes; 0 disables them.
     pub answer_cache_bytes: usize,
+    /// Online signing's signature cache and signing tasks ([`crate::online`]).
+    pub online_signing: crate::online::OnlineLimits,
     /// Stream idle timeout.
     pub idle_timeout: Duration,
     /// Connections per stream listener.
@@ -414,6 +422,7 @@ impl Settings {
             udp_threads: DEFAULT_UDP_THREADS,
             doq_endpoints: pqdns_net::default_doq_endpoints(),
             answer_cache_bytes: DEFAULT_ANSWER_CACHE_MIB << 20,
+            online_signing: crate::online::OnlineLimits::default(),
             idle_timeout: Duration::from_secs(DEFAULT_IDLE_TIMEOUT_SECS),
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
@@ -503,6 +512,25 @@ impl Settings {
                 .ok_or_else(|| {
                     SettingsError::Invalid(format!("answer_cache_mib {mib} is too large"))
                 })?;
+        }
+        if let Some(mib) = pick(&|t| t.signature_cache_mib.map(|v| v as u64)) {
+            s.online_signing.cache_bytes = usize::try_from(mib)
+                .ok()
+                .and_then(|m| m.checked_mul(1 << 20))
+                .ok_or_else(|| {
+                    SettingsError::Invalid(format!("signature_cache_mib {mib} is too large"))
+                })?;
+        }
+        if let Some(n) = pick(&|t| t.signing_tasks.map(|v| v as u64)) {
+            s.online_signing.signing_tasks = match usize::try_from(n) {
+                Ok(n) if n <= crate::online::MAX_SIGNING_TASKS => n,
+                _ => {
+                    return Err(SettingsError::Invalid(format!(
+                        "signing_tasks {n} is outside 0..={}",
+                        crate::online::MAX_SIGNING_TASKS
+                    )))
+                }
+            };
         }
         if let Some(t) = pick(&|t| t.tcp_idle_timeout) {
             if t == 0 {

@@ -26,9 +26,10 @@
 //! Key files written are logged by path; key material never is.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use pqdns_core::atomic_file::{write_atomic, AtomicFile, FileMode};
-use pqdns_core::config::{ConfigError, LoadedConfig, RolloverKeys};
+use pqdns_core::config::{ConfigError, LoadedConfig, RolloverKeys, SigningMode};
 use pqdns_core::dnssec::cds;
 use pqdns_core::dnssec::dnskey::{ds_record, DigestType};
 use pqdns_core::dnssec::existing::{self, UnsignedAlgorithm};
@@ -47,6 +48,7 @@ use crate::catalog_zone::{CatalogSettings, Role};
 use crate::journal::{self, Journal};
 use crate::journal_file;
 use crate::key_lock::{self, KeyLockError};
+use crate::online::OnlineZone;
 use crate::update;
 
 /// The default zone description, compiled in (`crates/pqdns-server/zones/example.toml`; the
@@ -640,6 +642,15 @@ fn sign_after(
     report.written_keys = written;
     report.key_dir = Some(key_dir);
     let mut new = ServedZone::new(zone).after(previous);
+    if signing.mode == SigningMode::Online {
+        new.online = Some(Arc::new(OnlineZone::new(
+            origin.clone(),
+            keys,
+            now.saturating_sub(policy.inception),
+            policy.expiration.saturating_sub(now),
+            refresh,
+        )));
+    }
     if signing.persist || updatable.is_some() {
         let written = write_persisted(&new, &cfg.persisted_paths(signing));
         // The updates of an updatable zone live there: not written is not loaded.

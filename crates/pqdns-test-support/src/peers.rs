@@ -364,20 +364,10 @@ pub fn start_unbound(
     anchor: &Path,
     probe: &str,
 ) -> Child {
-    let unbound = require("unbound", "unbound");
-    let d = dir.display();
-    let mut conf = format!(
-        "server:\n  interface: {ip}@{port}\n  port: {port}\n  do-ip6: no\n  num-threads: 1\n  \
-         do-not-query-localhost: no\n  access-control: 127.0.0.0/8 allow\n  directory: \"{d}\"\n  \
-         chroot: \"\"\n  username: \"\"\n  pidfile: \"{d}/unbound.pid\"\n  use-syslog: no\n  \
-         logfile: \"{d}/unbound.log\"\n  verbosity: 1\n  root-hints: \"{}\"\n  \
-         trust-anchor-file: \"{}\"\n  module-config: \"validator iterator\"\n  val-log-level: 2\n  \
-         qname-minimisation: yes\n",
-        hints.display(),
-        anchor.display(),
-        ip = addr.ip(),
-        port = addr.port(),
-    );
+    let mut conf = unbound_server_conf(dir, addr, anchor);
+    conf.push_str(&format!("  root-hints: \"{}\"\n", hints.display()));
+    // Explicit: the 43-name comparison runs against unbound's QNAME minimisation (RFC 9156).
+    conf.push_str("  qname-minimisation: yes\n");
     if let Some(t) = tls {
         conf.push_str(&format!(
             "  interface: {}@{}\n  tls-port: {}\n  tls-service-pem: \"{}\"\n  tls-service-key: \"{}\"\n",
@@ -388,6 +378,50 @@ pub fn start_unbound(
             t.key.display()
         ));
     }
+    run_unbound(dir, addr, conf, probe)
+}
+
+/// Starts unbound as [`start_unbound`] does, but as a validating resolver of the one zone
+/// `zone` served by `server` (a stub zone: no root, no port 53), with the trust anchor file
+/// `anchor` (the zone's DS); returns once it answers `zone` SOA.
+///
+/// # Panics
+/// As [`start_unbound`].
+pub fn start_unbound_stub(
+    dir: &Path,
+    addr: SocketAddr,
+    zone: &str,
+    server: SocketAddr,
+    anchor: &Path,
+) -> Child {
+    let mut conf = unbound_server_conf(dir, addr, anchor);
+    conf.push_str(&format!(
+        "stub-zone:\n  name: \"{zone}\"\n  stub-addr: {}@{}\n",
+        server.ip(),
+        server.port()
+    ));
+    run_unbound(dir, addr, conf, zone)
+}
+
+/// The `server:` clause of both unbound configurations (its log, PID file and validator).
+fn unbound_server_conf(dir: &Path, addr: SocketAddr, anchor: &Path) -> String {
+    let d = dir.display();
+    format!(
+        "server:\n  interface: {ip}@{port}\n  port: {port}\n  do-ip6: no\n  num-threads: 1\n  \
+         do-not-query-localhost: no\n  access-control: 127.0.0.0/8 allow\n  directory: \"{d}\"\n  \
+         chroot: \"\"\n  username: \"\"\n  pidfile: \"{d}/unbound.pid\"\n  use-syslog: no\n  \
+         logfile: \"{d}/unbound.log\"\n  verbosity: 1\n  \
+         trust-anchor-file: \"{}\"\n  module-config: \"validator iterator\"\n  val-log-level: 2\n",
+        anchor.display(),
+        ip = addr.ip(),
+        port = addr.port(),
+    )
+}
+
+/// Runs unbound with the configuration `conf` (control off) in `dir` and waits (10 s at
+/// most) until it answers `probe` SOA on `addr`.
+fn run_unbound(dir: &Path, addr: SocketAddr, mut conf: String, probe: &str) -> Child {
+    let unbound = require("unbound", "unbound");
     conf.push_str("remote-control:\n  control-enable: no\n");
     let path = dir.join("unbound.conf");
     std::fs::write(&path, conf).expect("the directory is writable");
