@@ -49,6 +49,7 @@ mod doq;
 mod flight;
 pub mod fragment;
 mod infra;
+pub mod nta;
 mod random;
 pub mod resolve;
 pub mod root_hints;
@@ -58,6 +59,7 @@ mod ttl_map;
 
 pub use anchors::TrustAnchors;
 pub use answer::{Answer, AnswerRRset, Dropped, Referral, Section};
+pub use nta::NegativeTrustAnchors;
 pub use resolve::{
     Config, Lame, LimitReached, Mode, ResolveError, Resolver, WorkLimits,
     DEFAULT_AGGRESSIVE_NSEC_BYTES, MAX_MINIMISE_COUNT, MINIMISE_ONE_LAB,

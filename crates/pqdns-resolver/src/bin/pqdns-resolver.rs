@@ -14,6 +14,7 @@ use pqdns_core::dnssec::validate::PqPolicy;
 use pqdns_core::dnssec::{Profile, SecAlg};
 use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::stdout;
+use pqdns_core::Name;
 use pqdns_net::acl::{AllowList, IpPrefix};
 use pqdns_net::cookie::{self, CookieMode};
 use pqdns_net::manual::{self, DaemonArgs};
@@ -24,7 +25,8 @@ use pqdns_net::{ListenConfig, Listeners};
 use pqdns_resolver::fragment::FragConfig;
 use pqdns_resolver::service::{CacheLimits, RecursiveService, ServiceConfig};
 use pqdns_resolver::{
-    cache, root_hints, Client, Config, Mode, Resolver, TlsOptions, Transport, TrustAnchors,
+    cache, root_hints, Client, Config, Mode, NegativeTrustAnchors, Resolver, TlsOptions, Transport,
+    TrustAnchors,
 };
 use tracing::{error, info, warn};
 
@@ -215,6 +217,18 @@ struct Cli {
     /// a minimised query that fails is sent again in full) off.
     #[arg(long)]
     no_qname_minimisation: bool,
+
+    /// Negative trust anchor (RFC 7646): names at and below DOMAIN are not validated but
+    /// treated as unsigned (Insecure: answers without AD, never SERVFAIL for a broken
+    /// signature) until --nta-lifetime has passed. Repeatable.
+    #[arg(long, value_name = "DOMAIN")]
+    nta: Vec<Name>,
+
+    /// How long the --nta domains stay negative trust anchors, seconds from start (RFC 7646
+    /// §8: they expire). At most 604800 (one week).
+    #[arg(long, value_name = "SECONDS", default_value_t = pqdns_resolver::nta::DEFAULT_LIFETIME,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(pqdns_resolver::nta::MAX_LIFETIME)))]
+    nta_lifetime: u32,
 
     /// Connections open at once per stream listener (TCP, DoT, DoH each); at the cap the
     /// longest-idle connection is closed for a new one, or the new one refused when none is
@@ -453,6 +467,14 @@ fn setup(cli: &Cli) -> Result<Setup, String> {
         cache: cache::Limits::new(cache_bytes / 4, cli.cache_max_ttl),
         aggressive_nsec_bytes: cli.aggressive_nsec_size.saturating_mul(1 << 20),
         qname_minimisation: !cli.no_qname_minimisation,
+        negative_trust_anchors: {
+            let until = pqdns_core::time::now() + u64::from(cli.nta_lifetime);
+            let mut nta = NegativeTrustAnchors::new();
+            for domain in &cli.nta {
+                nta.add(domain.clone(), until);
+            }
+            nta
+        },
         ..Config::new(mode, anchors)
     };
     let resolver = Resolver::new(config, client);

@@ -41,6 +41,7 @@ use pqdns_core::{Name, RrType};
 use crate::anchors::TrustAnchors;
 use crate::answer::Answer;
 use crate::cache;
+use crate::nta::NegativeTrustAnchors;
 use crate::transport::Client;
 
 mod aggressive;
@@ -140,6 +141,9 @@ pub struct Config {
     /// QNAME minimisation in iterative mode (RFC 9156, relaxed: a minimised query that fails
     /// is sent again in full); on by default.
     pub qname_minimisation: bool,
+    /// Negative trust anchors (RFC 7646): names at and below them are Insecure, not
+    /// validated, until each expires. None by default.
+    pub negative_trust_anchors: NegativeTrustAnchors,
 }
 
 /// EDNS(0) UDP payload size advertised by default, bytes (the DNS Flag Day 2020 value).
@@ -169,6 +173,7 @@ impl Config {
             cache: cache::Limits::default(),
             aggressive_nsec_bytes: aggressive::DEFAULT_BYTES,
             qname_minimisation: true,
+            negative_trust_anchors: NegativeTrustAnchors::new(),
         }
     }
 }
@@ -227,6 +232,11 @@ impl Resolver {
     /// The settings.
     pub fn config(&self) -> &Config {
         &self.inner.config
+    }
+
+    /// Answers made Insecure by a negative trust anchor so far (RFC 7646), for metrics.
+    pub fn nta_hits(&self) -> u64 {
+        self.inner.trust.nta_hits()
     }
 
     /// Minimised queries sent so far (RFC 9156; iterative mode), for metrics.

@@ -19,6 +19,7 @@
 //! SOA RRsets it needs come through [`Fetch::lookup`].
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -37,6 +38,7 @@ use super::fetch::Fetch;
 use super::{lock, BoxFuture, Clock, Config, MAX_LADDERS};
 use crate::anchors::TrustAnchors;
 use crate::flight::Flights;
+use crate::nta::NegativeTrustAnchors;
 use crate::ttl_map::TtlMap;
 
 /// Most zone cuts walked when establishing trust.
@@ -56,6 +58,10 @@ enum ZoneTrust {
 /// Trust for every resolution of one resolver.
 pub(super) struct Trust {
     anchors: TrustAnchors,
+    /// Negative trust anchors (RFC 7646).
+    negative: NegativeTrustAnchors,
+    /// Zones found Insecure through a negative trust anchor.
+    nta_hits: AtomicU64,
     memo: TrustMemo,
     profile: Profile,
     provider: Provider,
@@ -150,6 +156,8 @@ impl Trust {
     pub(super) fn new(config: &Config) -> Trust {
         Trust {
             anchors: config.anchors.clone(),
+            negative: config.negative_trust_anchors.clone(),
+            nta_hits: AtomicU64::new(0),
             memo: TrustMemo::new(),
             profile: config.profile.clone(),
             provider: config.provider.clone(),
@@ -160,6 +168,11 @@ impl Trust {
             verify_slots: Semaphore::new(config.verify_threads.max(1)),
             ladders: Arc::new(Mutex::new(LadderCache::new(MAX_LADDERS))),
         }
+    }
+
+    /// Zones found Insecure through a negative trust anchor so far.
+    pub(super) fn nta_hits(&self) -> u64 {
+        self.nta_hits.load(Relaxed)
     }
 
     /// The SigTags of the newest ladders held, for a query asking for full MTL signatures.
@@ -392,6 +405,18 @@ impl Trust {
         Box::pin(async move {
             if let Some(t) = ctx.trust().zones.get(zone) {
                 return t.clone();
+            }
+            // RFC 7646 §2: below a negative trust anchor in force, as if unsigned. Checked
+            // before the memo, which may hold the zone's trust from before (or after) it.
+            if let Some(nta) = self.negative.covering(zone, self.clock.unix()) {
+                self.nta_hits.fetch_add(1, Relaxed);
+                ctx.note(format!("{zone}: below the negative trust anchor {nta}"));
+                let trust = ZoneTrust::Insecure(Reason::new(
+                    Ede::OTHER,
+                    format!("{zone} is at or below the negative trust anchor {nta} (RFC 7646)"),
+                ));
+                ctx.trust().zones.insert(zone.clone(), trust.clone());
+                return trust;
             }
             if depth > MAX_DEPTH {
                 return ZoneTrust::Bogus(bogus(

@@ -223,7 +223,8 @@ impl RecursiveService {
 
     /// The metrics in Prometheus' text format: the service's ([`ServiceMetrics::render`])
     /// and the resolver's (`pqdns_resolver_minimised_queries_total`: QNAME-minimised queries
-    /// sent to authorities, RFC 9156).
+    /// sent to authorities, RFC 9156; `pqdns_resolver_nta_hits_total`: zones treated as
+    /// Insecure because of a negative trust anchor, RFC 7646).
     pub fn render_metrics(&self) -> String {
         let mut text = self.metrics.render();
         text.push_str(
@@ -233,6 +234,14 @@ impl RecursiveService {
         text.push_str(&format!(
             "pqdns_resolver_minimised_queries_total {}\n",
             self.resolver.minimised_queries()
+        ));
+        text.push_str(
+            "# HELP pqdns_resolver_nta_hits_total Zones treated as Insecure because of a \
+             negative trust anchor (RFC 7646).\n# TYPE pqdns_resolver_nta_hits_total counter\n",
+        );
+        text.push_str(&format!(
+            "pqdns_resolver_nta_hits_total {}\n",
+            self.resolver.nta_hits()
         ));
         text
     }

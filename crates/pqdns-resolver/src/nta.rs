@@ -1,0 +1,80 @@
+//! Negative trust anchors (RFC 7646): domains whose validation an operator turns off for a
+//! while — a signed zone broken by its operator, which would otherwise be Bogus for every
+//! user — so that names at and below them are treated as Insecure (RFC 7646 §2: "the
+//! resolver MUST treat [the domain] as if it were unsigned"; no AD, no SERVFAIL). Each one
+//! expires (RFC 7646 §8 asks for it: an NTA left in place hides the zone's repair and any
+//! later attack); once expired, the domain is validated again.
+//!
+//! The set is fixed when the resolver starts: `--nta DOMAIN` (repeatable) with
+//! `--nta-lifetime SECONDS` from then ([`DEFAULT_LIFETIME`], at most [`MAX_LIFETIME`], as
+//! BIND's `rndc nta`).
+
+use pqdns_core::Name;
+
+/// Lifetime of a negative trust anchor by default, seconds (one hour, BIND's default).
+pub const DEFAULT_LIFETIME: u32 = 3600;
+/// Longest lifetime of a negative trust anchor, seconds (one week, BIND's limit).
+pub const MAX_LIFETIME: u32 = 604_800;
+
+/// Negative trust anchors: domains and when each stops applying.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NegativeTrustAnchors {
+    /// (domain, expiry in UNIX seconds).
+    entries: Vec<(Name, u64)>,
+}
+
+impl NegativeTrustAnchors {
+    /// No negative trust anchors.
+    pub fn new() -> NegativeTrustAnchors {
+        NegativeTrustAnchors::default()
+    }
+
+    /// Adds `domain` until `expires` (UNIX seconds).
+    pub fn add(&mut self, domain: Name, expires: u64) {
+        self.entries.push((domain, expires));
+    }
+
+    /// True if there are none.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The closest negative trust anchor at or above `name` still in force at `now` (UNIX
+    /// seconds).
+    pub fn covering(&self, name: &Name, now: u64) -> Option<&Name> {
+        self.entries
+            .iter()
+            .filter(|(d, expires)| now < *expires && name.is_subdomain_of(d))
+            .max_by_key(|(d, _)| d.label_count())
+            .map(|(d, _)| d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn n(s: &str) -> Name {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn covers_the_domain_and_below_until_it_expires() {
+        let mut nta = NegativeTrustAnchors::new();
+        nta.add(n("example."), 1000);
+        nta.add(n("sub.example."), 2000);
+        assert_eq!(nta.covering(&n("www.example."), 999), Some(&n("example.")));
+        assert_eq!(nta.covering(&n("example."), 999), Some(&n("example.")));
+        assert_eq!(
+            nta.covering(&n("a.sub.example."), 999),
+            Some(&n("sub.example."))
+        );
+        assert_eq!(nta.covering(&n("www.example."), 1000), None, "expired");
+        assert_eq!(
+            nta.covering(&n("a.sub.example."), 1500),
+            Some(&n("sub.example."))
+        );
+        assert_eq!(nta.covering(&n("example.com."), 0), None);
+        assert_eq!(nta.covering(&n("xexample."), 0), None);
+    }
+}

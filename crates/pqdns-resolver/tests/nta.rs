@@ -1,0 +1,118 @@
+//! Negative trust anchors (RFC 7646): a zone made Bogus for the resolver (its trust anchor's
+//! digest no longer matches the zone's key, as after a botched key rollover) answers SERVFAIL
+//! through the service; with a negative trust anchor at the zone (or above it) its data comes
+//! back Insecure (NOERROR, no AD); once the anchor has expired the zone is validated, and
+//! Bogus, again; an anchor elsewhere changes nothing.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pqdns_core::dnssec::validate::Status;
+use pqdns_core::wire::{MessageView, Rcode, FLAG_AD};
+use pqdns_core::RrType;
+use pqdns_resolver::service::{RecursiveService, ServiceConfig};
+use pqdns_resolver::{Config, Mode, NegativeTrustAnchors, Resolver, TrustAnchors};
+
+use common::{name, resolve_in_service, serve, udp_client, ZoneSpec};
+
+#[test]
+fn a_negative_trust_anchor_makes_a_bogus_zone_insecure_until_it_expires() {
+    let served = serve(
+        ZoneSpec {
+            origin: "example.",
+            records: "@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 192.0.2.1\n\
+                      www A 192.0.2.2\n",
+            algorithms: &["ECDSAP256SHA256"],
+            denial: "nsec",
+        },
+        false,
+        |_| {},
+    );
+    let zone = name("example.");
+    let mut wrong = TrustAnchors::default();
+    for ds in served.anchors.ds_for(&zone).unwrap() {
+        let mut ds = ds.clone();
+        *ds.last_mut().unwrap() ^= 1;
+        wrong.add_ds(zone.clone(), ds);
+    }
+    let now = pqdns_core::time::now();
+    let resolver = |nta: &[(&str, u64)]| {
+        let mut negative = NegativeTrustAnchors::new();
+        for (domain, until) in nta {
+            negative.add(name(domain), *until);
+        }
+        let config = Config {
+            negative_trust_anchors: negative,
+            now: Some(now),
+            ..Config::new(Mode::Forward(served.addr), wrong.clone())
+        };
+        Resolver::new(config, udp_client(Duration::from_secs(3)))
+    };
+    let status = |r: &Resolver, qname: &str| {
+        let a = served
+            .rt
+            .block_on(r.resolve(&name(qname), RrType::A))
+            .unwrap();
+        a.status().clone()
+    };
+    // Without: Bogus.
+    assert!(status(&resolver(&[]), "www.example.").is_bogus());
+    // An anchor in force at the zone, or at the root above it: Insecure, the data returned.
+    for at in ["example.", "."] {
+        let r = resolver(&[(at, now + 60)]);
+        let a = served
+            .rt
+            .block_on(r.resolve(&name("www.example."), RrType::A))
+            .unwrap();
+        assert!(
+            matches!(a.status(), Status::Insecure(_)),
+            "{at}: {}",
+            a.status()
+        );
+        assert!(
+            a.status()
+                .reason()
+                .unwrap()
+                .text
+                .contains("negative trust anchor"),
+            "{}",
+            a.status()
+        );
+        assert_eq!(a.answers().len(), 1);
+        assert!(r.nta_hits() >= 1);
+        // A negative answer too.
+        let nx = served
+            .rt
+            .block_on(r.resolve(&name("nope.example."), RrType::A))
+            .unwrap();
+        assert_eq!(nx.rcode(), Rcode::NXDOMAIN);
+        assert!(
+            matches!(nx.status(), Status::Insecure(_)),
+            "{}",
+            nx.status()
+        );
+    }
+    // Expired (its end is now): validated again, Bogus.
+    assert!(status(&resolver(&[("example.", now)]), "www.example.").is_bogus());
+    // Elsewhere: no effect.
+    assert!(status(&resolver(&[("example.com.", now + 60)]), "www.example.").is_bogus());
+
+    // Through the service: NOERROR without AD (not SERVFAIL), counted.
+    let service = Arc::new(RecursiveService::new(
+        resolver(&[("example.", now + 60)]),
+        ServiceConfig::default(),
+    ));
+    let out = served
+        .rt
+        .block_on(resolve_in_service(&service, "www.example.", RrType::A));
+    let v = MessageView::parse(&out).unwrap();
+    assert_eq!(
+        (v.rcode(), v.header().has(FLAG_AD)),
+        (Rcode::NOERROR, false)
+    );
+    assert!(service
+        .render_metrics()
+        .contains("pqdns_resolver_nta_hits_total 1\n"));
+}
