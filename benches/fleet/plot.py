@@ -10,10 +10,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 rows = list(csv.DictReader(open(sys.argv[1])))
-t = [float(r["seconds"]) for r in rows]
 fig, ax = plt.subplots(figsize=(7, 4))
-ax.plot(t, [int(r["pqdns_signed"]) for r in rows], label="pqdns (consumer, signer)")
-ax.plot(t, [int(r["downstream_signed"]) for r in rows], label="Knot 3.2 (interprets pqdns's catalog)")
+for server, label in [("pqdns", "pqdns (consumer, signer)"),
+                      ("knot-downstream", "Knot 3.2 (interprets pqdns's catalog)")]:
+    mine = [r for r in rows if r["server"] == server]
+    ax.plot([0.0] + [float(r["seconds"]) for r in mine], [0] + [int(r["signed"]) for r in mine],
+            marker="o", label=label)
 ax.axhline(int(sys.argv[3]), color="grey", linewidth=0.5)
 ax.set_xlabel("seconds since the primary's catalog listed the members")
 ax.set_ylabel("member zones served signed")

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """SOA poller for benches/fleet/run.sh (stdlib only): asks SERVER for the SOA of every zone in
-ZONES (one per line) over UDP, without DO, a bounded number in flight, and prints how many
+ZONES (one per line) over UDP, without DO (query ID = the zone's line number, so a late
+answer is never taken for another zone's; up to 5 rounds for the unanswered), and prints how many
 are served signed by pqdns (NOERROR, serial above 10^9: the template's `serial = "unixtime"`,
 the primary's serials are small) and how many are REFUSED.
 
@@ -54,17 +55,17 @@ def main():
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.settimeout(0.5)
     result = {}
-    for attempt in range(3):
+    for attempt in range(5):
         pending = {}
-        todo = [z for z in zones if z not in result]
-        for i, z in enumerate(todo):
-            qid = i
+        for qid, z in enumerate(zones):
+            if z in result:
+                continue
             q = query(qid, z)
             pending[qid] = (z, len(q))
             sock.sendto(q, (host, port))
-            if i % 64 == 63:
+            if len(pending) % 64 == 0:
                 time.sleep(0.002)
-        deadline = time.time() + 1.0
+        deadline = time.time() + 2.0
         while pending and time.time() < deadline:
             try:
                 resp, _ = sock.recvfrom(4096)
@@ -72,7 +73,7 @@ def main():
                 break
             qid, flags, _, an = struct.unpack("!HHHH", resp[:8])
             if qid not in pending:
-                continue
+                continue  # a late answer of an earlier attempt: already counted
             z, qlen = pending.pop(qid)
             rcode = flags & 0xF
             if rcode == 5:

@@ -8,7 +8,8 @@
 #
 # with TSIG on every transfer and NOTIFY. Measured: the time from the primary's new catalog
 # (0 → N members, `knotc zone-reload`) until every member is served signed at pqdns and at the
-# downstream Knot (a poll every second: signed = pqdns's `unixtime` serial); pqdns's memory per
+# downstream Knot (polled one after the other, each count stamped with the end of its poll;
+# signed = pqdns's `unixtime` serial); pqdns's memory per
 # member zone (VmRSS after convergence minus VmRSS serving the empty catalog, ÷ N); the time
 # for a removal of R members (default 10) at the primary to reach both (REFUSED).
 #
@@ -207,17 +208,20 @@ catalog 2 0 $((N - 1)) >"$WORK/up/catalog.zone"
 T0=$(date +%s.%N)
 knotc -c "$WORK/up/knot.conf" zone-reload catalog.upstream. >/dev/null
 CSV=$OUT/fleet.csv
-echo "seconds,pqdns_signed,downstream_signed" >"$CSV"
+echo "server,seconds,signed" >"$CSV"
+since() { echo "$(date +%s.%N) - $1" | bc; }
 PQ_DONE="" DOWN_DONE=""
 while :; do
-    NOW=$(date +%s.%N)
-    T=$(echo "$NOW - $T0" | bc)
+    # Each count is stamped with the end of its poll (a poll of N zones takes up to ~10 s).
     read -r PQS _ _ < <(poll "$PQ" "$WORK/zones.txt")
+    TP=$(since "$T0")
     read -r DNS _ _ < <(poll "$DOWN" "$WORK/zones.txt")
-    printf '%.1f,%d,%d\n' "$T" "$PQS" "$DNS" >>"$CSV"
-    echo "t=${T%.*}s pqdns=$PQS downstream=$DNS"
-    [[ -z $PQ_DONE && $PQS -eq $N ]] && PQ_DONE=$T
-    [[ -z $DOWN_DONE && $DNS -eq $N ]] && DOWN_DONE=$T
+    TD=$(since "$T0")
+    T=$TD
+    printf 'pqdns,%.1f,%d\nknot-downstream,%.1f,%d\n' "$TP" "$PQS" "$TD" "$DNS" >>"$CSV"
+    echo "pqdns $PQS at ${TP}s, downstream $DNS at ${TD}s"
+    [[ -z $PQ_DONE && $PQS -eq $N ]] && PQ_DONE=$TP
+    [[ -z $DOWN_DONE && $DNS -eq $N ]] && DOWN_DONE=$TD
     [[ -n $DOWN_DONE && -n $PQ_DONE ]] && break
     (($(echo "$T > $LIMIT" | bc))) && { echo "no convergence within $LIMIT s" >&2; KEEP=1; break; }
     sleep 1
@@ -232,10 +236,11 @@ T1=$(date +%s.%N)
 knotc -c "$WORK/up/knot.conf" zone-reload catalog.upstream. >/dev/null
 RM_PQ="" RM_DOWN=""
 while :; do
-    T=$(echo "$(date +%s.%N) - $T1" | bc)
     read -r _ PQR _ < <(poll "$PQ" "$WORK/removed.txt")
+    TP=$(since "$T1")
     read -r _ DNR _ < <(poll "$DOWN" "$WORK/removed.txt")
-    [[ -z $RM_PQ && $PQR -eq $R ]] && RM_PQ=$T
+    T=$(since "$T1")
+    [[ -z $RM_PQ && $PQR -eq $R ]] && RM_PQ=$TP
     [[ -z $RM_DOWN && $DNR -eq $R ]] && RM_DOWN=$T
     [[ -n $RM_PQ && -n $RM_DOWN ]] && break
     (($(echo "$T > $LIMIT" | bc))) && { echo "removal not seen within $LIMIT s" >&2; KEEP=1; break; }

@@ -68,6 +68,22 @@ pub const MAX_TIMER: u64 = 28 * 86_400_000;
 /// Wait before trying again when no copy exists yet (no SOA to take RETRY from),
 /// milliseconds.
 pub const FIRST_RETRY: u64 = 10_000;
+/// Most refreshes (SOA query, transfer, inline signing, storing) at once, over all zones: a
+/// thousand zones added at once (a catalog, [`crate::provisioning`]) do not open a thousand
+/// connections to one primary (BIND's `transfers-in` default is 10).
+pub const MAX_CONCURRENT_REFRESHES: usize = 16;
+
+/// The slots of [`MAX_CONCURRENT_REFRESHES`].
+#[derive(Debug)]
+struct RefreshSlots(Arc<tokio::sync::Semaphore>);
+
+impl Default for RefreshSlots {
+    fn default() -> RefreshSlots {
+        RefreshSlots(Arc::new(tokio::sync::Semaphore::new(
+            MAX_CONCURRENT_REFRESHES,
+        )))
+    }
+}
 
 /// A zone's SOA timers (RFC 1035 §3.3.13, §4.3.5), milliseconds, each within
 /// [`MIN_TIMER`]..=[`MAX_TIMER`] (EXPIRE may be longer).
@@ -196,6 +212,8 @@ pub struct Secondaries {
     /// Woken when a zone's served version changes (a transfer, an expiry): the catalog zones
     /// consumed and produced ([`crate::provisioning`]) look again.
     pub(crate) changed: Arc<Notify>,
+    /// Shared by the refresh tasks.
+    slots: RefreshSlots,
 }
 
 impl Secondaries {
@@ -273,11 +291,11 @@ impl Secondaries {
         targets: Vec<notify::Target>,
     ) {
         let changed = Arc::clone(&self.changed);
+        let slots = Arc::clone(&self.slots.0);
         let origin = zone.origin.clone();
-        let task =
-            tokio::spawn(
-                async move { Secondaries::run(&zone, &service, &targets, &changed).await },
-            );
+        let task = tokio::spawn(async move {
+            Secondaries::run(&zone, &service, &targets, &changed, &slots).await
+        });
         let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(old) = tasks.insert(origin, task) {
             old.abort();
@@ -444,6 +462,7 @@ impl Secondaries {
         service: &Authoritative,
         targets: &[notify::Target],
         changed: &Notify,
+        slots: &tokio::sync::Semaphore,
     ) {
         let now = || millis(SystemTime::now());
         let stored_at = std::fs::metadata(&zone.path)
@@ -471,7 +490,12 @@ impl Secondaries {
             if !notified && t < schedule.next_refresh {
                 continue;
             }
-            match Secondaries::refresh(zone, service, current.as_ref(), targets, changed).await {
+            // At most MAX_CONCURRENT_REFRESHES at once (never closed: `ok()` is always Some).
+            let slot = slots.acquire().await.ok();
+            let refreshed =
+                Secondaries::refresh(zone, service, current.as_ref(), targets, changed).await;
+            drop(slot);
+            match refreshed {
                 Ok(()) => {
                     let timers = service
                         .catalog()
