@@ -24,9 +24,9 @@
 //! RRSIG RDATA. An entry is used until the refresh period before its expiration.
 //!
 //! Signing never runs on a serving thread. The request pipeline answers from the cache; an
-//! answer that needs a signature not yet made is deferred ([`Mode::Defer`]) to a blocking task
+//! answer that needs a signature not yet made is deferred (`Mode::Defer`) to a blocking task
 //! that holds one of the pool's permits and builds the answer again, signing what is missing
-//! ([`Mode::Inline`]). When every permit is taken the query is answered SERVFAIL at once
+//! (`Mode::Inline`). When every permit is taken the query is answered SERVFAIL at once
 //! (counted), so that a flood of new names (each a signature) never delays answers whose
 //! signatures are cached.
 
@@ -143,8 +143,8 @@ pub(crate) enum Mode<'a> {
     Defer(&'a Cell<bool>),
 }
 
-/// A query deferred to a signing task ([`crate::service`]): the catalog it is answered from
-/// and the signing permit the task holds until the answer is built.
+/// A query deferred to a signing task (by the request pipeline, `service.rs`): the catalog it
+/// is answered from and the signing permit the task holds until the answer is built.
 #[derive(Debug)]
 pub struct SigningTask {
     catalog: Arc<Catalog>,

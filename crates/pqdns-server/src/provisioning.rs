@@ -29,7 +29,7 @@
 //!   NOTIFY, like any changed zone.
 //!
 //! Consumers and producers are looked at by one task, woken after every change of the set of
-//! zones and every transfer ([`Provisioning::run`]).
+//! zones and every transfer (`Provisioning::run`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
