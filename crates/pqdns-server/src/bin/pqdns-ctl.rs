@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::Parser;
 use pqdns_core::stdout;
 use pqdns_net::manual::{self, Generate};
 use pqdns_server::control::protocol::{Command, Request, Response, MAX_RESPONSE_BYTES};
@@ -53,93 +53,7 @@ struct Cli {
     generate: Option<Generate>,
 
     #[command(subcommand)]
-    command: Option<Cmd>,
-}
-
-#[derive(Debug, Subcommand)]
-enum Cmd {
-    /// The server: version, start time, number of zones, frozen zones, listening addresses.
-    Status,
-    /// Every zone served: role (primary, secondary), SOA serial, signed or not.
-    ZoneList,
-    /// One zone: serial, last load, next re-signing, earliest signature expiration, whether
-    /// updates are frozen, the algorithm rollover's phases and next step, and for a secondary
-    /// zone its primaries and refresh timers.
-    ZoneStatus {
-        /// The zone's apex (the final dot may be left out).
-        zone: String,
-    },
-    /// Re-read the zone's description and file and sign it (fresh signatures are kept), as a
-    /// reload does for every zone; then NOTIFY. The zone served before stays if it fails.
-    ZoneReload {
-        /// The zone's apex.
-        zone: String,
-    },
-    /// Transfer a secondary zone whole (AXFR) from its primaries now. Returns at once; the
-    /// new version is served when it is in (see zone-status).
-    ZoneRetransfer {
-        /// The zone's apex.
-        zone: String,
-    },
-    /// Sign the zone anew now: every signature made again, the SOA serial raised; then
-    /// NOTIFY.
-    ZoneSign {
-        /// The zone's apex.
-        zone: String,
-    },
-    /// Send NOTIFY for the zone to the configured secondaries now.
-    ZoneNotify {
-        /// The zone's apex.
-        zone: String,
-    },
-    /// Hold dynamic updates of the zone (to edit its file): UPDATEs are answered REFUSED
-    /// until zone-thaw. Not kept across a restart.
-    ZoneFreeze {
-        /// The zone's apex.
-        zone: String,
-    },
-    /// Accept dynamic updates of the zone again, and reload it.
-    ZoneThaw {
-        /// The zone's apex.
-        zone: String,
-    },
-    /// The parent's DS RRset now equals the DS set the zone's algorithm rollover asked for
-    /// (see zone-status): record it and reload the zone, which takes the next step. Does
-    /// what `pqdns-zone rollover --ds-published` and a reload do, through the server.
-    DsPublished {
-        /// The zone's apex.
-        zone: String,
-    },
-    /// The zone's keys: algorithm, role, key tag, rollover phase and since when.
-    KeyList {
-        /// The zone's apex.
-        zone: String,
-    },
-    /// The counters of the metrics endpoint (queries by transport, type and RCODE,
-    /// truncation, TLS handshakes, transfers, TSIG failures, …).
-    Stats,
-    /// Reload the TLS certificate and every zone, as SIGHUP does.
-    Reload,
-}
-
-impl Cmd {
-    fn into_command(self) -> Command {
-        match self {
-            Cmd::Status => Command::Status,
-            Cmd::ZoneList => Command::ZoneList,
-            Cmd::ZoneStatus { zone } => Command::ZoneStatus { zone },
-            Cmd::ZoneReload { zone } => Command::ZoneReload { zone },
-            Cmd::ZoneRetransfer { zone } => Command::ZoneRetransfer { zone },
-            Cmd::ZoneSign { zone } => Command::ZoneSign { zone },
-            Cmd::ZoneNotify { zone } => Command::ZoneNotify { zone },
-            Cmd::ZoneFreeze { zone } => Command::ZoneFreeze { zone },
-            Cmd::ZoneThaw { zone } => Command::ZoneThaw { zone },
-            Cmd::DsPublished { zone } => Command::DsPublished { zone },
-            Cmd::KeyList { zone } => Command::KeyList { zone },
-            Cmd::Stats => Command::Stats,
-            Cmd::Reload => Command::Reload,
-        }
-    }
+    command: Option<Command>,
 }
 
 fn main() -> ExitCode {
@@ -162,7 +76,7 @@ fn main() -> ExitCode {
         OPERATION_TIMEOUT + Duration::from_secs(5),
         Duration::from_secs,
     );
-    let request = Request::new(cmd.into_command());
+    let request = Request::new(cmd);
     let (line, response) = match exchange(&cli.socket, &request, timeout) {
         Ok(r) => r,
         Err(message) => {

@@ -57,63 +57,72 @@ impl Request {
     }
 }
 
-/// The commands, as `pqdns-ctl` names them. `zone` is a zone's apex as served.
+/// The commands, as `pqdns-ctl` names them (and as its `--help` describes them, with the
+/// `cli` feature). `zone` is a zone's apex as served.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Subcommand))]
 #[serde(tag = "command", rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum Command {
-    /// The server: version, start time, zones, listeners.
+    /// The server: version, start time, number of zones, frozen zones, listening addresses.
     Status,
-    /// Every zone served, with its serial.
+    /// Every zone served: role (primary, secondary), SOA serial, signed or not.
     ZoneList,
-    /// One zone: serial, last load, next re-signing, earliest signature expiration,
-    /// rollover phase and next step, secondary timers.
+    /// One zone: serial, last load, next re-signing, earliest signature expiration, whether
+    /// updates are frozen, the algorithm rollover's phases and next step, and for a secondary
+    /// zone its primaries and refresh timers.
     ZoneStatus {
-        /// The zone.
+        /// The zone's apex (the final dot may be left out).
         zone: String,
     },
-    /// Re-read and re-sign one zone from its description and file, as SIGHUP does for all.
+    /// Re-read the zone's description and file and sign it (fresh signatures are kept), as a
+    /// reload does for every zone; then NOTIFY. The zone served before stays if it fails.
     ZoneReload {
-        /// The zone.
+        /// The zone's apex.
         zone: String,
     },
-    /// A secondary zone: transfer it whole (AXFR) from its primaries now.
+    /// Transfer a secondary zone whole (AXFR) from its primaries now. Returns at once; the
+    /// new version is served when it is in (see zone-status).
     ZoneRetransfer {
-        /// The zone.
+        /// The zone's apex.
         zone: String,
     },
-    /// Sign one zone anew now: every signature made again, a new SOA serial.
+    /// Sign the zone anew now: every signature made again, the SOA serial raised; then
+    /// NOTIFY.
     ZoneSign {
-        /// The zone.
+        /// The zone's apex.
         zone: String,
     },
-    /// Send NOTIFY (RFC 1996) for one zone to the configured secondaries now.
+    /// Send NOTIFY for the zone to the configured secondaries now.
     ZoneNotify {
-        /// The zone.
+        /// The zone's apex.
         zone: String,
     },
-    /// Hold dynamic updates (RFC 2136) of one zone: they are answered REFUSED until thawed.
+    /// Hold dynamic updates of the zone (to edit its file): UPDATEs are answered REFUSED
+    /// until zone-thaw. Not kept across a restart.
     ZoneFreeze {
-        /// The zone.
+        /// The zone's apex.
         zone: String,
     },
-    /// Accept dynamic updates again and reload the zone (its file may have been edited).
+    /// Accept dynamic updates of the zone again, and reload it.
     ZoneThaw {
-        /// The zone.
+        /// The zone's apex.
         zone: String,
     },
-    /// The parent's DS RRset now equals the DS set the rollover asked for: record it and
-    /// reload the zone, as `pqdns-zone rollover --ds-published` and a reload do.
+    /// The parent's DS RRset now equals the DS set the zone's algorithm rollover asked for
+    /// (see zone-status): record it and reload the zone, which takes the next step. Does
+    /// what `pqdns-zone rollover --ds-published` and a reload do, through the server.
     DsPublished {
-        /// The zone.
+        /// The zone's apex.
         zone: String,
     },
-    /// The zone's keys and their rollover phases.
+    /// The zone's keys: algorithm, role, key tag, rollover phase and since when.
     KeyList {
-        /// The zone.
+        /// The zone's apex.
         zone: String,
     },
-    /// The counters of the metrics endpoint.
+    /// The counters of the metrics endpoint (queries by transport, type and RCODE,
+    /// truncation, TLS handshakes, transfers, TSIG failures, …).
     Stats,
     /// Reload the TLS certificate and every zone, as SIGHUP does.
     Reload,
