@@ -53,6 +53,19 @@ def main(path):
                   f"| {z['cpu_seconds'] / ecdsa['cpu_seconds']:.1f} "
                   f"| {z['verify_cpu_seconds'] / ecdsa['verify_cpu_seconds']:.2f} "
                   f"| {z['cpu_seconds']:.3f} | {z['verify_cpu_seconds']:.3f} |")
+        print("\n| algorithm | NXDOMAIN mean (B), ladder held | × ECDSA | NXDOMAIN ≤ 1232 "
+              "| all answers ≤ 1232 (referrals, DS, NXDOMAIN) |")
+        print("|---|---:|---:|---:|---:|")
+        for z in rows:
+            held = z.get("nxdomain_ladder_held")
+            if held:
+                r, ds = z["referrals"], z["ds"]
+                every = {"fitting_1232": r["fitting_1232"] + ds["fitting_1232"]
+                         + held["fitting_1232"],
+                         "count": r["count"] + ds["count"] + held["count"]}
+                print(f"| {z['algorithm']} | {held['mean_bytes']:.0f} "
+                      f"| {held['mean_bytes'] / ecdsa['nxdomain']['mean_bytes']:.2f} "
+                      f"| {pct(held)} | {pct(every)} |")
         print("\n| algorithm | referral mean (B) | max | after a refresh: mean (B) | max "
               "| ≤ 1232 |")
         print("|---|---:|---:|---:|---:|---:|")

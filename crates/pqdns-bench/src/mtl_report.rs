@@ -190,16 +190,29 @@ pub struct Row {
     pub ds: Answers,
     /// NXDOMAIN: `nxN.<origin> A` for every delegation N (SOA + RRSIG and NSEC proofs).
     pub nxdomain: Answers,
+    /// 2026 MTL only: the same NXDOMAIN queries from a validator that holds the zone's ladder
+    /// and names it by its SigTag (EDNS option 65050), so the apex SOA's signature, stored
+    /// full, comes condensed (draft-hdong-dnsop-ml-dsa-mtl-dnssec-sigtag-ext-00).
+    pub nxdomain_ladder_held: Option<Answers>,
     /// MTL only: the referrals after a refresh that appended every RRset to the key's saved
     /// series (`mtl::series`; 2 × the zone's RRsets), as a server re-signing the zone serves
     /// them.
     pub refreshed_referrals: Option<Answers>,
 }
 
-/// Response bytes for each of `questions` from `catalog` (see [`Answers`]).
-fn answer_bytes(catalog: &Catalog, questions: &[(Name, RrType)]) -> Vec<usize> {
+/// Response bytes for each of `questions` from `catalog` (see [`Answers`]), asked by a
+/// validator that holds the ladders `held` names (EDNS option 65050) when it is `Some`.
+fn answer_bytes(
+    catalog: &Catalog,
+    questions: &[(Name, RrType)],
+    held: Option<&mtl::SigTags>,
+) -> Vec<usize> {
     let client: std::net::IpAddr = [127, 0, 0, 1].into();
     let mut out = Vec::new();
+    let mut edns = Edns::dnssec_ok(1232);
+    if let Some(tags) = held {
+        edns.options.push((mtl::EDNS_SIGTAG, tags.to_bytes()));
+    }
     questions
         .iter()
         .map(|(qname, qtype)| {
@@ -211,7 +224,7 @@ fn answer_bytes(catalog: &Catalog, questions: &[(Name, RrType)]) -> Vec<usize> {
                     qclass: Class::IN,
                 },
                 false,
-                Some(Edns::dnssec_ok(1232)),
+                Some(edns.clone()),
             )
             .to_wire();
             let o = respond(
@@ -396,15 +409,30 @@ fn zone_row(delegations: usize, alg: Algorithm) -> Row {
             .collect::<Vec<_>>()
     };
     let ask = |label: &dyn Fn(usize) -> String, rtype: RrType| {
-        answer_bytes(&catalog, &questions(label, rtype))
+        answer_bytes(&catalog, &questions(label, rtype), None)
     };
-    let one = |owner: &str, rtype| answer_bytes(&catalog, &[(name(owner), rtype)])[0];
+    let one = |owner: &str, rtype| answer_bytes(&catalog, &[(name(owner), rtype)], None)[0];
+    let held = mtl::SigTags::new(
+        catalog
+            .zones()
+            .flat_map(|z| &z.mtl_ladders)
+            .filter(|l| l.format == mtl::Format::V2026)
+            .map(|l| l.tag),
+    );
+    let nxdomain_ladder_held = (!held.tags().is_empty()).then(|| {
+        Answers::of(&answer_bytes(
+            &catalog,
+            &questions(&|i| format!("nx{i}"), RrType::A),
+            Some(&held),
+        ))
+    });
     let refreshed_referrals = mtl::MtlParams::of(alg).map(|_| {
         let refreshed = refreshed(&unsigned, &key, &policy);
         let catalog = Catalog::new([ServedZone::new(refreshed)]).expect("one zone");
         Answers::of(&answer_bytes(
             &catalog,
             &questions(&|i| format!("www.d{i}"), RrType::A),
+            None,
         ))
     });
     Row {
@@ -421,6 +449,7 @@ fn zone_row(delegations: usize, alg: Algorithm) -> Row {
         referrals: Answers::of(&ask(&|i| format!("www.d{i}"), RrType::A)),
         ds: Answers::of(&ask(&|i| format!("d{i}"), RrType::DS)),
         nxdomain: Answers::of(&ask(&|i| format!("nx{i}"), RrType::A)),
+        nxdomain_ladder_held,
         refreshed_referrals,
     }
 }
@@ -555,7 +584,13 @@ pub fn to_csv(report: &Report) -> String {
     let mut out = String::from(
         "delegations,algorithm,signatures,full_signatures,seconds,cpu_seconds,verify_cpu_seconds,threads,signed_zone_bytes,a_answer_bytes,referral_bytes",
     );
-    for kind in ["referral", "ds", "nxdomain", "refreshed_referral"] {
+    for kind in [
+        "referral",
+        "ds",
+        "nxdomain",
+        "refreshed_referral",
+        "nxdomain_ladder_held",
+    ] {
         out.push_str(&format!(
             ",{kind}_count,{kind}_mean_bytes,{kind}_max_bytes,{kind}_fitting_1232"
         ));
@@ -578,7 +613,10 @@ pub fn to_csv(report: &Report) -> String {
         ));
         for a in [Some(&r.referrals), Some(&r.ds), Some(&r.nxdomain)]
             .into_iter()
-            .chain([r.refreshed_referrals.as_ref()])
+            .chain([
+                r.refreshed_referrals.as_ref(),
+                r.nxdomain_ladder_held.as_ref(),
+            ])
         {
             match a {
                 Some(a) => out.push_str(&format!(
@@ -638,9 +676,17 @@ mod tests {
             assert!(mtl.referral_bytes > mtl.a_answer_bytes, "{report:?}");
             assert!(mtl.signed_zone_bytes < ml.signed_zone_bytes, "{report:?}");
             // Condensed referrals fit 1232 bytes; negative answers carry the apex SOA's full
-            // signature and do not.
+            // signature and do not, unless (2026) the validator names the ladder it holds.
             assert_eq!((mtl.referrals.count, mtl.referrals.fitting_1232), (20, 20));
             assert_eq!(mtl.nxdomain.fitting_1232, 0, "{report:?}");
+            let held = mtl.nxdomain_ladder_held.as_ref();
+            if mtl.algorithm == "ML-DSA-MTL-44" {
+                let held = held.expect("a 2026 ladder");
+                assert_eq!((held.count, held.fitting_1232), (20, 20), "{report:?}");
+                assert!(held.max_bytes * 2 < mtl.nxdomain.mean_bytes as usize);
+            } else {
+                assert!(held.is_none(), "2025 ladders have no SigTag");
+            }
             // After a refresh the series holds 96 leaves instead of 48: the oldest referral
             // paths of the new leaves are one level (16 bytes) longer.
             let refreshed = mtl.refreshed_referrals.as_ref().unwrap();

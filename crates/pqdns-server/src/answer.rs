@@ -22,6 +22,8 @@
 //! (draft-fregly-dnsop-slh-dsa-mtl-dnssec: the empty option asks for them), and for 2026
 //! ladders unless the option names the ladder by its SigTag
 //! (draft-hdong-dnsop-ml-dsa-mtl-dnssec-sigtag-ext-00; 0–8 tags of 32 bytes, else FORMERR).
+//! Conversely the apex SOA and DNSKEY signatures, stored full, go out condensed when the
+//! option names their 2026 ladder ([`crate::catalog::MtlLadder::expand`]).
 //!
 //! QTYPE ANY gets one RRset of the name (the one with the lowest type number) and its RRSIGs, as
 //! RFC 8482 §4.2 allows. Zone transfers (AXFR/IXFR) are REFUSED.

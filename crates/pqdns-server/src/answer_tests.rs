@@ -700,6 +700,39 @@ fn ml_dsa_mtl_signatures_are_full_only_when_the_sigtag_misses() {
         !is_full(&field(&ask(&hit))),
         "condensed: the ladder is held"
     );
+    // The apex SOA and DNSKEY signatures are stored full; a validator that holds their ladder
+    // gets them condensed (the same path), in answers and in a negative answer's authority.
+    let path = |f: &[u8]| MtlSignature::parse_as(Format::V2026, f).unwrap().path;
+    for qtype in [RrType::SOA, RrType::DNSKEY] {
+        let q = build("example.", qtype, Some((65535, true)));
+        let stored = field(&ask(&q));
+        assert!(is_full(&stored), "{qtype}");
+        let missed = field(&ask(&with_option(q.clone(), EDNS_SIGTAG, &other)));
+        assert_eq!(missed, stored, "{qtype}: full while the ladder is not held");
+        let condensed = field(&ask(&with_option(q, EDNS_SIGTAG, &held)));
+        assert!(!is_full(&condensed), "{qtype}");
+        assert_eq!(path(&condensed), path(&stored), "{qtype}");
+    }
+    let nx = build("nx.example.", RrType::A, Some((65535, true)));
+    let soa_signature = |m: &Msg| {
+        let sig = m.sections[1]
+            .iter()
+            .find(|r| {
+                r.rtype == RrType::RRSIG
+                    && Rrsig::parse(&r.rdata).unwrap().fields.type_covered == RrType::SOA
+            })
+            .expect("the SOA's RRSIG");
+        Rrsig::parse(&sig.rdata).unwrap().signature.to_vec()
+    };
+    let (stored, held_nx) = (ask(&nx), ask(&with_option(nx, EDNS_SIGTAG, &held)));
+    assert_eq!(held_nx.rcode, Rcode::NXDOMAIN);
+    let (full_soa, condensed_soa) = (soa_signature(&stored), soa_signature(&held_nx));
+    assert!(is_full(&full_soa) && !is_full(&condensed_soa));
+    assert_eq!(path(&condensed_soa), path(&full_soa));
+    assert!(
+        condensed_soa.len() * 4 < full_soa.len(),
+        "ML-DSA-44 ladder signature gone"
+    );
     for bad in [1usize, 31, 33, 9 * 32] {
         let q = with_option(plain.clone(), EDNS_SIGTAG, &vec![0; bad]);
         assert_eq!(ask(&q).rcode, Rcode::FORMERR, "{bad} bytes");

@@ -7,7 +7,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use pqdns_core::dnssec::mtl::{expand_condensed, full_signature_tag, Format, SigTag, SigTags};
+use pqdns_core::dnssec::mtl::{
+    condense_full, expand_condensed, full_signature_tag, Format, SigTag, SigTags,
+};
 use pqdns_core::dnssec::nsec3::Nsec3Params;
 use pqdns_core::dnssec::rrsig::Rrsig;
 use pqdns_core::dnssec::SecAlg;
@@ -57,16 +59,27 @@ pub struct MtlLadder {
     pub format: Format,
     /// The SigTag of its signed ladder.
     pub tag: SigTag,
+    /// The same signature condensed (its path without the signed ladder), sent instead of
+    /// `full` to a validator that names the ladder by its SigTag (2026 layout only).
+    pub condensed: Vec<u8>,
 }
 
 impl MtlLadder {
-    /// The RRSIG RDATA `rrsig` with its condensed MTL signature made full by the matching
-    /// ladder of `ladders` (same algorithm, key tag and series, a rung for its path); `None`
-    /// if `rrsig` is not a condensed MTL signature one of them covers, or if the covering
-    /// ladder is a 2026 one that `held` names (the validator has it: condensed is enough).
+    /// The RRSIG RDATA `rrsig` in the form a validator that sent EDNS option 65050 with the
+    /// SigTags `held` needs, or `None` to send it as stored:
+    /// - a condensed MTL signature is made full by the matching ladder of `ladders` (same
+    ///   algorithm, key tag and series, a rung for its path), unless that ladder is a 2026 one
+    ///   that `held` names (the validator has it: condensed is enough);
+    /// - a full 2026 apex signature (one of `ladders`) is condensed when `held` names its
+    ///   ladder (draft-hdong-dnsop-ml-dsa-mtl-dnssec-sigtag-ext-00: condensed when a SigTag
+    ///   matches, full otherwise), which keeps a negative answer's SOA RRSIG small.
     pub fn expand(ladders: &[MtlLadder], rrsig: &[u8], held: &SigTags) -> Option<Vec<u8>> {
         let sig = Rrsig::parse(rrsig)?;
         let head = &rrsig[..rrsig.len() - sig.signature.len()];
+        if let Some(l) = ladders.iter().find(|l| l.full == sig.signature) {
+            let condense = l.format == Format::V2026 && held.contains(&l.tag);
+            return condense.then(|| [head, &l.condensed].concat());
+        }
         let (ladder, full) = ladders
             .iter()
             .filter(|l| l.algorithm == sig.fields.algorithm && l.key_tag == sig.fields.key_tag)
@@ -98,8 +111,11 @@ impl ServedZone {
                 continue;
             };
             let full = sig.signature;
-            let (Some(format), Some(tag)) = (Format::of_full(full), full_signature_tag(full))
-            else {
+            let (Some(format), Some(tag), Some(condensed)) = (
+                Format::of_full(full),
+                full_signature_tag(full),
+                condense_full(full),
+            ) else {
                 continue;
             };
             if !mtl_ladders.iter().any(|l| l.full == full) {
@@ -109,6 +125,7 @@ impl ServedZone {
                     full: full.to_vec(),
                     format,
                     tag,
+                    condensed,
                 });
             }
         }

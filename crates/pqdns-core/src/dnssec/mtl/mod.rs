@@ -375,6 +375,17 @@ pub fn expand_condensed(condensed: &[u8], full: &[u8]) -> Option<Vec<u8>> {
     ))
 }
 
+/// The condensed form of the full signature field `full` (its authentication path without the
+/// signed ladder): what a server sends instead when the validator already holds the ladder
+/// (draft-hdong-dnsop-ml-dsa-mtl-dnssec-sigtag-ext-00: condensed when a SigTag matches).
+/// `None` if `full` is not a full MTL signature in either layout.
+pub fn condense_full(full: &[u8]) -> Option<Vec<u8>> {
+    let format = Format::of_full(full)?;
+    let sig = MtlSignature::parse_as(format, full).ok()?;
+    sig.is_full()
+        .then(|| MtlSignature::condensed_bytes(&sig.path))
+}
+
 /// The SigTag of the signed ladder in a full signature field, or `None` if it is not a full
 /// MTL signature in either layout.
 pub fn full_signature_tag(full: &[u8]) -> Option<SigTag> {

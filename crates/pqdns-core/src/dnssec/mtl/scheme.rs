@@ -429,7 +429,7 @@ mod tests {
     }
 
     #[test]
-    fn a_condensed_signature_expanded_with_the_ladder_verifies_alone() {
+    fn full_and_condensed_signatures_convert_both_ways_and_verify() {
         for alg in [Algorithm::MtlSlhDsaSha2_128s, Algorithm::MlDsaMtl44] {
             let Some(scheme) = SCHEMES.iter().find(|s| s.algorithm() == alg) else {
                 continue;
@@ -438,6 +438,21 @@ mod tests {
             let msgs: Vec<Vec<u8>> = (0..6u8).map(|i| vec![i; 30]).collect();
             let full: Vec<bool> = (0..6).map(|i| i == 0).collect();
             let sigs = key.as_batch().unwrap().sign_batch(&msgs, &full).unwrap();
+            // A full signature condensed verifies through the ladder, for its message only; a
+            // condensed one has nothing to condense.
+            let ladder = verify_full(alg, key.public_key(), &msgs[0], &sigs[0]).unwrap();
+            let condensed = super::super::condense_full(&sigs[0]).unwrap();
+            let format = params(alg).unwrap().format;
+            assert_eq!(condensed[0], 0, "flag: condensed");
+            assert!(condensed.len() < sigs[0].len());
+            let parsed = MtlSignature::parse_as(format, &condensed).unwrap();
+            ladder
+                .verify_condensed(key.public_key(), &msgs[0], &parsed)
+                .unwrap();
+            assert!(ladder
+                .verify_condensed(key.public_key(), &msgs[1], &parsed)
+                .is_err());
+            assert_eq!(super::super::condense_full(&sigs[4]), None);
             let expanded = super::super::expand_condensed(&sigs[4], &sigs[0]).unwrap();
             assert_eq!(expanded[0], 1, "flag: full");
             scheme
