@@ -21,10 +21,12 @@
 //! configuration file's own `[server]` table comes first (the first table setting a key wins,
 //! [`Settings::from_tables`](crate::settings::Settings::from_tables)).
 //!
-//! An inline zone is found again by its origin when the zones are re-read (SIGHUP, `--watch`),
-//! so editing its settings takes effect on reload; adding or removing `[[zone]]` tables needs a
-//! restart. Errors name the file and the line of the `[[zone]]` table (or of the `[server]`
-//! key) they are about.
+//! A reload (SIGHUP, `pqdns-ctl reload`, `--watch`) reads the file again
+//! ([`crate::ServerHandle::reload`]): an inline zone is found again by its origin, so editing
+//! its settings takes effect, and `[[zone]]` tables added or removed add or remove zones
+//! without a restart (zones added at run time and catalog members stay). A file that no longer reads
+//! changes nothing. The `[server]` table is read at start only. Errors name the file and the
+//! line of the `[[zone]]` table (or of the `[server]` key) they are about.
 
 use std::path::{Path, PathBuf};
 
@@ -189,10 +191,7 @@ pub fn read_inline(path: &Path, origin: &Name) -> Result<LoadedConfig, ConfigErr
     }
     Err(ConfigError::Invalid {
         path: path.to_path_buf(),
-        message: format!(
-            "zone {origin} is no longer configured inline here (adding or removing zones \
-             needs a restart)"
-        ),
+        message: format!("zone {origin} is no longer configured inline here"),
     })
 }
 

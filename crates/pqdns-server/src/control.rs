@@ -9,19 +9,21 @@
 //! connections and time).
 //!
 //! `zone-freeze` holds dynamic updates (RFC 2136) of a zone: while frozen, an UPDATE is
-//! answered REFUSED (as BIND's `rndc freeze` does), not queued. The frozen set lives in
-//! memory: a restart thaws every zone.
+//! answered REFUSED (as BIND's `rndc freeze` does), not queued. A frozen zone stays frozen
+//! across restarts: `<state_dir>/<zone>.frozen` (written atomically, removed by `zone-thaw`)
+//! marks it, and every load freezes the zones so marked ([`restore_frozen`]).
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::{PoisonError, RwLock};
 
-use pqdns_core::config::ConfigError;
+use pqdns_core::atomic_file::{write_atomic, FileMode};
+use pqdns_core::config::{ConfigError, LoadedConfig};
 use pqdns_core::dnssec::rollover::KeyStateError;
 use pqdns_core::Name;
 
 use crate::server::ServerHandle;
-use crate::zones::LoadError;
+use crate::zones::{read_config, LoadError, ZoneSource};
 
 pub mod protocol;
 pub mod socket;
@@ -67,6 +69,14 @@ pub enum ControlError {
     /// `ds-published` while no algorithm or key waits for the parent.
     #[error("zone {0}: no algorithm or key waits for the parent's DS RRset")]
     NothingWaitsForDs(Name),
+    /// The mark of a frozen zone could not be written or removed.
+    #[error("{}: {error}", path.display())]
+    Frozen {
+        /// The file (`<state_dir>/<zone>.frozen`).
+        path: PathBuf,
+        /// The I/O error.
+        error: std::io::Error,
+    },
     /// `stats` on a server that counts nothing (no metrics endpoint and no control socket).
     #[error("nothing is counted: the server has neither a metrics endpoint nor a control socket")]
     NoMetrics,
@@ -148,6 +158,46 @@ pub fn zone_name(text: &str) -> Result<Name, ControlError> {
         text: text.to_owned(),
         reason: format!("{e}"),
     })
+}
+
+/// Where the zone `cfg` describes is marked frozen across restarts: `<state_dir>/<zone>.frozen`
+/// (signed zones, the only ones that take updates; `None` for the others).
+pub(crate) fn frozen_path(cfg: &LoadedConfig) -> Option<PathBuf> {
+    let signing = cfg.signing()?;
+    Some(cfg.persisted_paths(signing).0.with_extension("frozen"))
+}
+
+/// Marks the zone `cfg` describes frozen across restarts (`frozen`) or not.
+///
+/// # Errors
+/// [`ControlError::Frozen`].
+pub(crate) fn persist_frozen(cfg: &LoadedConfig, frozen: bool) -> Result<(), ControlError> {
+    let Some(path) = frozen_path(cfg) else {
+        return Ok(());
+    };
+    let done = if frozen {
+        let text = "; pqdns-ctl zone-freeze: dynamic updates get REFUSED until zone-thaw\n";
+        write_atomic(&path, text.as_bytes(), FileMode::Public)
+    } else {
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        }
+    };
+    done.map_err(|error| ControlError::Frozen { path, error })
+}
+
+/// Freezes each zone of `sources` that is marked frozen ([`frozen_path`]); a description that
+/// does not read is skipped (the load that follows reports it).
+pub(crate) fn restore_frozen(frozen: &Frozen, sources: &[ZoneSource]) {
+    for source in sources {
+        let Ok(cfg) = read_config(source) else {
+            continue;
+        };
+        if frozen_path(&cfg).is_some_and(|p| p.exists()) && frozen.freeze(&cfg.origin) {
+            tracing::info!(zone = %cfg.origin, "frozen before the restart: dynamic updates get REFUSED until zone-thaw");
+        }
+    }
 }
 
 /// The zones whose dynamic updates are held (`zone-freeze`), which the UPDATE handler checks

@@ -29,6 +29,7 @@ use pqdns_core::zonefile::ZoneFileReader;
 use pqdns_core::Name;
 use sha2::{Digest, Sha256};
 
+use crate::crash_point::{self, CrashPoint};
 use crate::journal::{Change, Journal};
 
 /// Bytes read from the end of the file to find its last line (an `end` or `snapshot` line is
@@ -91,7 +92,11 @@ pub(crate) fn append(path: &Path, change: &Change) -> std::io::Result<Option<u64
         return Ok(None);
     }
     let text = entry(change);
+    crash_point::reached_after(CrashPoint::JournalTorn, || {
+        let _ = file.write_all(&text.as_bytes()[..text.len() / 2]);
+    });
     file.write_all(text.as_bytes())?;
+    crash_point::reached(CrashPoint::JournalWritten);
     file.sync_data()?;
     Ok(Some(text.len() as u64))
 }

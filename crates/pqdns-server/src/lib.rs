@@ -55,6 +55,7 @@ pub mod catalog;
 pub mod catalog_zone;
 pub mod config_file;
 pub mod control;
+mod crash_point;
 /// DNS cookies (moved to pqdns-net, shared with the resolver service).
 pub use pqdns_net::cookie;
 mod denial;

@@ -37,13 +37,15 @@ use tracing::{error, info, warn};
 ///
 /// Signals: SIGHUP re-reads the TLS certificate and key and re-reads and re-signs all zones
 /// (keeping the old ones if anything fails) and then sends NOTIFY to the --notify secondaries;
+/// with --config it re-reads the file first, and serves the [[zone]] tables added to it and
+/// stops serving those removed, without a restart (pqdns-ctl reload does the same);
 /// SIGINT and SIGTERM shut down gracefully, without waiting for a load or reload in progress.
 /// With --watch, a changed zone description or zone file starts the same reload.
 /// Listen addresses and limits are read at start only.
 ///
 /// Signatures refresh themselves: when less than a zone's `refresh` setting (default a
-/// quarter of `validity`) is left of them, the zones are re-read and re-signed as on SIGHUP
-/// (retried every minute if that fails). Every reload of a signed zone raises its SOA serial
+/// quarter of `validity`) is left of them, the zones are re-read and re-signed as on SIGHUP,
+/// the configuration file excepted (retried every minute if that fails). Every reload of a signed zone raises its SOA serial
 /// above the served one unless the file's is higher, and sends NOTIFY.
 ///
 /// Memory: a reload builds the new zones beside the ones being served and swaps them when
@@ -268,7 +270,9 @@ fn run(cli: Cli) -> Result<(), String> {
         .build()
         .map_err(|e| format!("starting the runtime: {e}"))?;
     let watch = (cli.watch > 0).then(|| Duration::from_secs(cli.watch));
-    let result = runtime.block_on(serve(sources, settings, watch));
+    // A reload re-reads the configuration file: its [[zone]] tables, then the --zone files.
+    let reread = file.map(|f| (f, cli.zones.iter().cloned().map(ZoneSource::File).collect()));
+    let result = runtime.block_on(serve(sources, settings, watch, reread));
     // A zone load still running when a signal came is abandoned, not waited for.
     runtime.shutdown_background();
     result
@@ -496,6 +500,7 @@ async fn serve(
     sources: Vec<ZoneSource>,
     settings: Settings,
     watch: Option<Duration>,
+    reread: Option<(ConfigFile, Vec<ZoneSource>)>,
 ) -> Result<(), String> {
     let mut signals = Signals::install()?;
     let watcher = watch.map(|every| Watcher::new(every, &sources));
@@ -512,6 +517,9 @@ async fn serve(
     let handle = Server::bind(config, empty)
         .await
         .map_err(|e| e.to_string())?;
+    if let Some((file, beside)) = reread {
+        handle.reload_configuration_from(&file, beside);
+    }
     let a = &handle.addrs;
     let bound: Vec<SocketAddr> = [&a.udp, &a.tcp, &a.dot, &a.doh, &a.doq]
         .into_iter()
@@ -715,7 +723,7 @@ impl Signals {
     /// a change of a zone file starts a reload as SIGHUP does. A zone loaded through the
     /// control socket may move the refresh time: it is read again then.
     async fn serve(&mut self, handle: &ServerHandle, mut watcher: Option<Watcher>) {
-        let mut running = None;
+        let mut running: Option<Reloading<'_>> = None;
         let mut again = false;
         let mut retry_at: Option<u64> = None;
         let mut refreshing = false;
@@ -746,7 +754,7 @@ impl Signals {
                 () = refresh, if running.is_none() => {
                     info!("re-signing zones: signatures are due for refresh");
                     refreshing = true;
-                    running = Some(start_reload(handle));
+                    running = Some(start_refresh(handle));
                 }
                 // A control operation loaded a zone: the refresh time is read again.
                 () = handle.refresh_due_changed(), if running.is_none() => {}
@@ -791,16 +799,28 @@ impl Signals {
 /// Starts a reload of every zone, telling systemd (`RELOADING=1`; `READY=1` follows when it
 /// ends, either way).
 #[cfg(unix)]
-fn start_reload(
-    handle: &ServerHandle,
-) -> std::pin::Pin<
-    Box<
-        impl std::future::Future<Output = Result<Vec<ZoneReport>, pqdns_server::zones::LoadError>> + '_,
-    >,
-> {
+fn start_reload(handle: &ServerHandle) -> Reloading<'_> {
     systemd::reloading();
     Box::pin(handle.reload())
 }
+
+/// Starts re-signing the zones served (the configuration file is not read again), telling
+/// systemd as [`start_reload`] does.
+#[cfg(unix)]
+fn start_refresh(handle: &ServerHandle) -> Reloading<'_> {
+    systemd::reloading();
+    Box::pin(handle.load_zones())
+}
+
+/// A reload (SIGHUP, `--watch`: the configuration file and every zone) or a re-signing (the
+/// zones only) running.
+#[cfg(unix)]
+type Reloading<'a> = std::pin::Pin<
+    Box<
+        dyn std::future::Future<Output = Result<Vec<ZoneReport>, pqdns_server::zones::LoadError>>
+            + 'a,
+    >,
+>;
 
 #[cfg(not(unix))]
 impl Signals {

@@ -84,6 +84,10 @@ pub struct Provisioning {
     targets: Vec<notify::Target>,
     /// The zone descriptions served, by origin: configured, added, catalog members.
     sources: Mutex<Vec<(Name, ZoneSource)>>,
+    /// The origins of the zones the configuration gives (at start, or at the last reload that
+    /// re-read it: [`Provisioning::plan`]); the others were added at run time or are catalog
+    /// members.
+    configured: Mutex<BTreeSet<Name>>,
     /// Consumed catalogs, by origin.
     consumed: Mutex<BTreeMap<Name, Consumed>>,
     /// Catalog versions not applied (wrong version, too many members).
@@ -113,6 +117,7 @@ impl Provisioning {
             service,
             secondaries,
             targets,
+            configured: Mutex::new(named.iter().map(|(o, _)| o.clone()).collect()),
             sources: Mutex::new(named),
             consumed: Mutex::new(BTreeMap::new()),
             malformed: AtomicU64::new(0),
@@ -186,6 +191,104 @@ impl Provisioning {
         .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
     }
 
+    /// What a reload serves (the caller holds the lock on catalog changes; nothing changes
+    /// until [`Provisioning::commit`]): with `configured` (the zones the configuration gives
+    /// now, re-read from the configuration file), those in place of the ones it gave before,
+    /// so zones are added and removed; without, the zones served now. Zones added at run time
+    /// ([`Provisioning::add_zone`]) and catalog members stay either way, but the members of a
+    /// consumed catalog the configuration no longer gives (RFC 9432 §5: they go with their
+    /// catalog). A zone added at run time that the configuration now gives with the same
+    /// description becomes a configured one; with another description both stay and the load
+    /// fails ([`crate::catalog::CatalogError::Duplicate`]).
+    ///
+    /// # Errors
+    /// [`LoadError`] for a configured description that cannot be read.
+    pub(crate) fn plan(&self, configured: Option<&[ZoneSource]>) -> Result<Reload, LoadError> {
+        let current = self.lock_sources().clone();
+        let was_configured = self.lock_configured().clone();
+        let Some(configured) = configured else {
+            return Ok(Reload {
+                sources: current,
+                configured: was_configured,
+                added: Vec::new(),
+                removed: Vec::new(),
+            });
+        };
+        let mut sources = Vec::with_capacity(configured.len());
+        for source in configured {
+            sources.push((origin_of(source)?, source.clone()));
+        }
+        let now_configured: BTreeSet<Name> = sources.iter().map(|(o, _)| o.clone()).collect();
+        let orphans: BTreeSet<Name> = {
+            let consumed = self.consumed.lock().unwrap_or_else(PoisonError::into_inner);
+            was_configured
+                .difference(&now_configured)
+                .filter_map(|catalog| consumed.get(catalog))
+                .flat_map(|c| c.ids.keys().cloned())
+                .collect()
+        };
+        for (origin, source) in &current {
+            let adopted = sources.iter().any(|(o, s)| o == origin && s == source);
+            if !was_configured.contains(origin) && !orphans.contains(origin) && !adopted {
+                sources.push((origin.clone(), source.clone()));
+            }
+        }
+        let before: BTreeSet<&Name> = current.iter().map(|(o, _)| o).collect();
+        let after: BTreeSet<&Name> = sources.iter().map(|(o, _)| o).collect();
+        Ok(Reload {
+            added: sources
+                .iter()
+                .filter(|(o, _)| !before.contains(o))
+                .cloned()
+                .collect(),
+            removed: before.difference(&after).map(|o| (*o).clone()).collect(),
+            configured: now_configured,
+            sources,
+        })
+    }
+
+    /// Makes `reload` the set of zones served, once its zones are loaded (the caller holds the
+    /// lock on catalog changes and swaps the loaded catalog in after): the refresh tasks of the
+    /// secondary zones added start, those of the zones removed stop.
+    ///
+    /// # Errors
+    /// A secondary zone's settings are wrong ([`SecondaryError`], as a [`LoadError`]); nothing
+    /// changed then.
+    pub(crate) fn commit(&self, reload: Reload) -> Result<(), LoadError> {
+        for (i, (_, source)) in reload.added.iter().enumerate() {
+            if let Err(e) = self.secondaries.add(source) {
+                for (origin, _) in &reload.added[..i] {
+                    self.secondaries.remove(origin);
+                }
+                return Err(LoadError::Config(
+                    pqdns_core::config::ConfigError::Invalid {
+                        path: PathBuf::from(source.to_string()),
+                        message: e.to_string(),
+                    },
+                ));
+            }
+        }
+        let mut consumed = self.consumed.lock().unwrap_or_else(PoisonError::into_inner);
+        for origin in &reload.removed {
+            self.secondaries.remove(origin);
+            consumed.remove(origin);
+            info!(zone = %origin, "zone removed by the configuration: queries for it get REFUSED");
+        }
+        drop(consumed);
+        for (origin, source) in &reload.added {
+            info!(zone = %origin, %source, "zone added by the configuration");
+        }
+        *self.lock_sources() = reload.sources;
+        *self.lock_configured() = reload.configured;
+        Ok(())
+    }
+
+    fn lock_configured(&self) -> std::sync::MutexGuard<'_, BTreeSet<Name>> {
+        self.configured
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Adds `sources` in one catalog change (blocking: loading signs).
     fn add_sources(&self, sources: Vec<ZoneSource>) -> Result<Vec<ZoneReport>, ProvisionError> {
         let mut named = Vec::with_capacity(sources.len());
@@ -248,6 +351,7 @@ impl Provisioning {
                 sources.drain(..).partition(|(o, _)| wanted.contains(o));
             *sources = kept;
             drop(sources);
+            self.lock_configured().retain(|o| !wanted.contains(o));
             let mut next = self.service.catalog().rebuilt();
             for (origin, _) in &gone {
                 stored.extend(self.secondaries.stored_path(origin).filter(|_| forget));
@@ -523,6 +627,26 @@ impl Provisioning {
         if changed {
             notify::spawn_zone(&self.service.catalog(), origin, &self.targets);
         }
+    }
+}
+
+/// The zones a reload serves ([`Provisioning::plan`]), and how they differ from those served.
+#[derive(Debug)]
+pub(crate) struct Reload {
+    /// Every zone description to load, by origin.
+    sources: Vec<(Name, ZoneSource)>,
+    /// The origins the configuration gives.
+    configured: BTreeSet<Name>,
+    /// The zones not served before.
+    added: Vec<(Name, ZoneSource)>,
+    /// The zones served before and not after.
+    removed: Vec<Name>,
+}
+
+impl Reload {
+    /// The zone descriptions to load.
+    pub(crate) fn sources(&self) -> Vec<ZoneSource> {
+        self.sources.iter().map(|(_, s)| s.clone()).collect()
     }
 }
 

@@ -39,6 +39,7 @@ use pqdns_core::{Name, RrType, Zone};
 use tracing::{debug, info};
 
 use crate::catalog::{Catalog, ServedZone};
+use crate::crash_point::{self, CrashPoint};
 use crate::journal::Change;
 use crate::journal_file;
 use crate::update::{self, Updatable};
@@ -130,6 +131,7 @@ impl Resigner {
                     new.journal = served.journal.with(change);
                     new.updatable.clone_from(&served.updatable);
                     let appended = persist(setup, &cfg, signing, &new, appended)?;
+                    crash_point::reached(CrashPoint::JournalSynced);
                     debug!(zone = %cfg.origin, serial, signatures, denial, appended, "re-signed incrementally");
                     let new = Arc::new(new);
                     zones.insert(
@@ -197,6 +199,7 @@ fn persist(
     appended: u64,
 ) -> Result<u64, LoadError> {
     setup.mark(cfg, signing)?;
+    crash_point::reached(CrashPoint::Marked);
     let paths = cfg.persisted_paths(signing);
     let serial = new.zone.soa_serial();
     if let Some(change) = new.journal.changes().last().filter(|c| c.to == serial) {
@@ -226,7 +229,7 @@ fn persist(
         path: serial_path,
         error,
     })?;
-    zones::write_persisted(new, &paths)
+    zones::write_persisted(new, &paths, Some(CrashPoint::ServedWritten))
         .map_err(|(path, error)| LoadError::WriteState { path, error })?;
     Ok(0)
 }

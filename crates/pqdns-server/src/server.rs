@@ -4,6 +4,7 @@
 //! secondary zones' refresh tasks ([`crate::secondary`]) start once the listeners run.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use pqdns_net::dnstap::{Dnstap, DEFAULT_QUEUE as DNSTAP_QUEUE};
@@ -14,6 +15,7 @@ use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 use crate::catalog::Catalog;
+use crate::config_file::ConfigFile;
 use crate::provisioning::{ProvisionError, Provisioning};
 use crate::secondary::{Secondaries, SecondaryError};
 use crate::service::Authoritative;
@@ -98,8 +100,23 @@ pub struct ServerHandle {
     /// Woken when a control operation changed `refresh_at` (see
     /// [`ServerHandle::refresh_due_changed`]).
     refresh_changed: tokio::sync::Notify,
+    /// What [`ServerHandle::reload`] re-reads for the zones to serve, if anything
+    /// ([`ServerHandle::reload_configuration_from`]).
+    configuration: std::sync::Mutex<Option<Configuration>>,
     /// Bound addresses.
     pub addrs: BoundAddrs,
+}
+
+/// The configuration file a reload re-reads ([`ServerHandle::reload_configuration_from`]).
+#[derive(Debug)]
+struct Configuration {
+    /// The file.
+    path: PathBuf,
+    /// The zones given beside it (`--zone`), served too.
+    beside: Vec<ZoneSource>,
+    /// Its `[server]` table as read at start (`Debug` text): a reload only warns that a change
+    /// takes effect at the next start.
+    server: String,
 }
 
 /// Entry point: see [`Server::bind`].
@@ -180,6 +197,7 @@ impl Server {
             refresh_at: std::sync::Mutex::new(None),
             loads: control::Loads::new(),
             refresh_changed: tokio::sync::Notify::new(),
+            configuration: std::sync::Mutex::new(None),
             addrs,
         })
     }
@@ -193,6 +211,13 @@ impl ServerHandle {
     ///
     /// # Errors
     /// The [`LoadError`] of the first zone that failed.
+    ///
+    /// With a configuration file ([`ServerHandle::reload_configuration_from`]), the file is
+    /// read again first and the zones it gives now are served: `[[zone]]` tables added are
+    /// loaded and served, those removed are no longer served (queries get REFUSED), in the same
+    /// catalog swap as the reload of the others; zones added at run time and catalog members
+    /// stay (but the members of a consumed catalog removed). A file that does not read (its
+    /// error names the file and line) changes nothing.
     pub async fn reload(&self) -> Result<Vec<ZoneReport>, LoadError> {
         match self.reload_tls() {
             Ok(Some(cert)) => info!(
@@ -202,7 +227,45 @@ impl ServerHandle {
             Ok(None) => {}
             Err(e) => warn!("TLS certificate reload failed, still serving the previous one: {e}"),
         }
-        self.load_zones().await
+        let configured = self.configured_zones()?;
+        self.load(pqdns_core::time::now(), configured).await
+    }
+
+    /// From now on, [`ServerHandle::reload`] reads again the configuration file `read` was read
+    /// from (at start) and serves the zones it gives then, with `beside` (zones given outside
+    /// the file, as `--zone`); see [`crate::config_file`].
+    pub fn reload_configuration_from(&self, read: &ConfigFile, beside: Vec<ZoneSource>) {
+        *self
+            .configuration
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Configuration {
+            path: read.path.clone(),
+            beside,
+            server: format!("{:?}", read.server),
+        });
+    }
+
+    /// The zones the configuration file gives now, with those given beside it; `None` without
+    /// a configuration file.
+    fn configured_zones(&self) -> Result<Option<Vec<ZoneSource>>, LoadError> {
+        let configuration = self
+            .configuration
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(c) = configuration.as_ref() else {
+            return Ok(None);
+        };
+        let file = ConfigFile::read(&c.path)?;
+        if format!("{:?}", file.server) != c.server {
+            warn!(
+                file = %c.path.display(),
+                "the [server] table changed: it takes effect at the next start (only the zones \
+                 are reloaded)"
+            );
+        }
+        let mut zones = file.zones;
+        zones.extend(c.beside.iter().cloned());
+        Ok(Some(zones))
     }
 
     /// Reads, keys and signs every zone (on blocking threads); on success the new zones
@@ -228,18 +291,33 @@ impl ServerHandle {
     /// # Errors
     /// The [`LoadError`] of the first zone that failed.
     pub async fn load_zones_at(&self, now: u64) -> Result<Vec<ZoneReport>, LoadError> {
-        let zones = self.provisioning.sources();
+        self.load(now, None).await
+    }
+
+    /// Loads the zones served at `now`, with `configured` (the zones the configuration gives
+    /// now) in place of those it gave before ([`Provisioning::plan`]); then the zones frozen
+    /// before a restart are frozen again ([`crate::control`]).
+    async fn load(
+        &self,
+        now: u64,
+        configured: Option<Vec<ZoneSource>>,
+    ) -> Result<Vec<ZoneReport>, LoadError> {
         let service = Arc::clone(&self.service);
         let secondaries = Arc::clone(&self.secondaries);
+        let provisioning = Arc::clone(&self.provisioning);
         // Under the lock on catalog changes: a dynamic update or a transfer is neither lost nor
         // applied to a catalog this reload replaces.
         let reports = tokio::task::spawn_blocking(move || {
             let _changing = service.lock_catalog_changes();
+            let plan = provisioning.plan(configured.as_deref())?;
+            let zones = plan.sources();
             let generations = secondaries.generations();
             let served = service.catalog();
             let (catalog, reports) = reload_all(&zones, now, Some(&served))?;
+            provisioning.commit(plan)?;
             // Secondary zones as served now, not as their stored copies say.
             service.set_catalog(secondaries.overlay(catalog, &served, &generations));
+            crate::control::restore_frozen(&service.frozen, &zones);
             Ok::<_, LoadError>(reports)
         })
         .await

@@ -164,6 +164,9 @@ pub enum LoadError {
     /// Zones conflict.
     #[error(transparent)]
     Catalog(#[from] CatalogError),
+    /// The configuration file (`--config`) re-read by a reload is wrong (file and line).
+    #[error(transparent)]
+    ConfigFile(#[from] crate::config_file::ConfigFileError),
 }
 
 /// What loading one zone produced besides the zone itself.
@@ -652,7 +655,7 @@ fn sign_after(
         )));
     }
     if signing.persist || updatable.is_some() {
-        let written = write_persisted(&new, &cfg.persisted_paths(signing));
+        let written = write_persisted(&new, &cfg.persisted_paths(signing), None);
         // The updates of an updatable zone live there: not written is not loaded.
         if let (Err((path, error)), Some(_)) = (written, &updatable) {
             return Err(LoadError::WriteState { path, error });
@@ -789,10 +792,12 @@ fn read_persisted_snapshot(version: &Path, origin: &Name) -> Option<ServedZone> 
 
 /// Writes `served`'s zone and journal to `paths` (master-file text, each atomically and
 /// synced; the journal in the form of [`crate::journal_file`], ending at the zone's serial);
-/// a failure is logged and returned with the file.
+/// a failure is logged and returned with the file. `crash`: the crash point between the two
+/// writes ([`crate::crash_point`]: the update path's, for its tests).
 pub(crate) fn write_persisted(
     served: &ServedZone,
     (version, journal): &(PathBuf, PathBuf),
+    crash: Option<crate::crash_point::CrashPoint>,
 ) -> Result<(), (PathBuf, std::io::Error)> {
     let write = |path: &Path, body: &dyn Fn(&mut AtomicFile) -> std::io::Result<()>| {
         AtomicFile::create(path, FileMode::Public)
@@ -807,6 +812,9 @@ pub(crate) fn write_persisted(
     };
     let serial = served.zone.soa_serial();
     write(version, &|f| served.zone.write_master_file(f))?;
+    if let Some(point) = crash {
+        crate::crash_point::reached(point);
+    }
     write(journal, &|f| {
         journal_file::write(f, &served.journal, serial)
     })

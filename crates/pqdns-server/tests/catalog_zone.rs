@@ -460,7 +460,9 @@ fn catalog_from_knot_through_pqdns_to_knot() {
 /// `ServerHandle::add_zone` and `remove_zone` without peers: an added zone is answered at
 /// once and kept by a reload; a removed one is REFUSED at once and stays so after a reload; a
 /// second zone of the same origin and the removal of a zone not served are errors that
-/// change nothing.
+/// change nothing. A reload that reads a configuration file serves the zones it gives (a
+/// zone given again is served again, one no longer given is not) and keeps the zones added
+/// at run time.
 #[test]
 fn zones_are_added_and_removed_at_run_time() {
     use pqdns_server::provisioning::ProvisionError;
@@ -538,5 +540,27 @@ fn zones_are_added_and_removed_at_run_time() {
         matches!(twice, Err(ProvisionError::NotServed(_))),
         "{twice:?}"
     );
+
+    // With a configuration file, a reload serves the zones the file gives now; a zone added
+    // at run time (as a catalog member is) is not the file's and stays.
+    let file = dir.path().join("pqdns-server.toml");
+    std::fs::write(&file, "[[zone]]\ndescription = \"configured.test.toml\"\n").unwrap();
+    let read = pqdns_server::config_file::ConfigFile::read(&file).unwrap();
+    handle.reload_configuration_from(&read, Vec::new());
+    rt.block_on(handle.reload()).unwrap();
+    assert_eq!(
+        rcode("configured.test."),
+        Rcode::NOERROR,
+        "the file's again"
+    );
+    assert_eq!(rcode("added.test."), Rcode::NOERROR, "added at run time");
+    std::fs::write(&file, "").unwrap();
+    rt.block_on(handle.reload()).unwrap();
+    assert_eq!(
+        rcode("configured.test."),
+        Rcode::REFUSED,
+        "no longer the file's"
+    );
+    assert_eq!(rcode("added.test."), Rcode::NOERROR, "added at run time");
     rt.block_on(handle.shutdown());
 }

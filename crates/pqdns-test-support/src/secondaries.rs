@@ -166,6 +166,18 @@ impl Knot {
     /// Starts knotd (Debian `knot`).
     #[allow(clippy::new_ret_no_self, reason = "a kind of Secondary")]
     pub fn start(primary: SocketAddr, port: u16, key: Option<&Key>) -> Secondary {
+        Knot::start_with(primary, port, key, "")
+    }
+
+    /// [`Knot::start`] with `zone_options` (lines of Knot's `zone` section, each indented by
+    /// four spaces and ended by a newline) added to the zone's settings.
+    #[allow(clippy::new_ret_no_self, reason = "a kind of Secondary")]
+    pub fn start_with(
+        primary: SocketAddr,
+        port: u16,
+        key: Option<&Key>,
+        zone_options: &str,
+    ) -> Secondary {
         let knotd = require("knotd", "knot");
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().display();
@@ -191,7 +203,8 @@ impl Knot {
              acl:\n  - id: notify\n    address: 127.0.0.1{remote_key}\n    action: notify\n  \
              - id: transfer\n    address: 127.0.0.1{remote_key}\n    action: transfer\n\
              template:\n  - id: default\n    storage: \"{d}\"\n\
-             zone:\n  - domain: {ORIGIN}\n    master: primary\n    acl: [notify, transfer]\n    file: \"{d}/secondary.zone\"\n",
+             zone:\n  - domain: {ORIGIN}\n    master: primary\n    acl: [notify, transfer]\n    file: \"{d}/secondary.zone\"\n\
+             {zone_options}",
             ip = primary.ip(),
             pport = primary.port(),
         );

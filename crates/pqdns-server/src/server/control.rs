@@ -14,7 +14,7 @@ use super::ServerHandle;
 use crate::control::protocol::{
     Counter, KeyInfo, PhaseSince, Rollover, SecondaryTimers, ServerStatus, ZoneStatus, ZoneSummary,
 };
-use crate::control::ControlError;
+use crate::control::{persist_frozen, ControlError};
 use crate::notify;
 use crate::secondary::Timers;
 use crate::zones::{read_config, reload_with, LoadError, Signatures, ZoneReport, ZoneSource};
@@ -295,22 +295,26 @@ impl ServerHandle {
     }
 
     /// Holds dynamic updates of `origin`: they are answered REFUSED until
-    /// [`ServerHandle::zone_thaw`]. Returns `false` if they were held already.
+    /// [`ServerHandle::zone_thaw`], also after a restart (`<state_dir>/<zone>.frozen`).
+    /// Returns `false` if they were held already.
     ///
     /// # Errors
-    /// [`ControlError::UnknownZone`].
+    /// [`ControlError::UnknownZone`], [`ControlError::Frozen`].
     pub fn zone_freeze(&self, origin: &Name) -> Result<bool, ControlError> {
-        self.source_of(origin)?;
+        let (_, cfg) = self.source_of(origin)?;
+        persist_frozen(&cfg, true)?;
         Ok(self.service.frozen.freeze(origin))
     }
 
     /// Accepts dynamic updates of `origin` again, then reloads it
-    /// ([`ServerHandle::zone_reload`]: its file may have been edited while frozen).
+    /// ([`ServerHandle::zone_reload`]: its file may have been edited while frozen); the mark
+    /// that kept it frozen across restarts is removed first.
     ///
     /// # Errors
-    /// As [`ServerHandle::zone_reload`].
+    /// [`ControlError::Frozen`]; as [`ServerHandle::zone_reload`].
     pub async fn zone_thaw(&self, origin: &Name) -> Result<ZoneSummary, ControlError> {
         let (_, cfg) = self.source_of(origin)?;
+        persist_frozen(&cfg, false)?;
         self.service.frozen.thaw(origin);
         if cfg.secondary().is_some() && cfg.signing().is_none() {
             return Ok(self.summary(origin));
