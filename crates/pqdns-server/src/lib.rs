@@ -62,6 +62,7 @@ mod denial;
 mod finish;
 mod fragment;
 pub mod identity;
+pub mod inline_signing;
 pub mod journal;
 mod journal_file;
 pub mod key_lock;

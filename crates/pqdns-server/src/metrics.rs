@@ -28,6 +28,10 @@
 //! - `pqdns_transfers_in_total{result}`: refreshes of secondary zones that transferred a new
 //!   version (`axfr`, `ixfr`) or failed against a primary (`failed`: garbage, truncation, bad
 //!   TSIG, a serial not newer, timeout; [`crate::secondary`]).
+//! - `pqdns_inline_signings_total{kind}` and `pqdns_inline_signatures_total`: transferred
+//!   versions of inline-signed secondary zones signed `incremental`ly (an IXFR's changed
+//!   RRsets) or `whole`, and the RRSIG records the incremental signings made
+//!   ([`crate::inline_signing`]).
 //!
 //! The hot path only does relaxed atomic adds on fixed arrays: no lock, no allocation, no
 //! label lookup by string. Series with a zero value are omitted from `pqdns_queries_total`.
@@ -155,6 +159,10 @@ pub struct Metrics {
     tsig_failures: [AtomicU64; TsigFailure::ALL.len()],
     /// Incoming transfers: [AXFR, IXFR, failed].
     transfers_in: [AtomicU64; 3],
+    /// Inline signings of transferred versions: [whole, incremental].
+    inline_signings: [AtomicU64; 2],
+    /// RRSIG records made by incremental inline signings.
+    inline_signatures: AtomicU64,
 }
 
 /// Why a request's TSIG was rejected (RFC 8945 §5.2), as counted.
@@ -194,6 +202,8 @@ impl Default for Metrics {
             amplification_limited: AtomicU64::new(0),
             tsig_failures: counters(),
             transfers_in: counters(),
+            inline_signings: counters(),
+            inline_signatures: AtomicU64::new(0),
         }
     }
 }
@@ -284,6 +294,15 @@ impl Metrics {
             None => 2,
         };
         self.transfers_in[slot].fetch_add(1, Relaxed);
+    }
+
+    /// Counts one inline signing of a transferred version: `Some(signatures)` (RRSIG records
+    /// made) when incremental, `None` when whole.
+    pub fn inline_signing(&self, incremental: Option<usize>) {
+        self.inline_signings[usize::from(incremental.is_some())].fetch_add(1, Relaxed);
+        if let Some(n) = incremental {
+            self.inline_signatures.fetch_add(n as u64, Relaxed);
+        }
     }
 
     /// The text exposition of every series.
@@ -394,6 +413,18 @@ impl Metrics {
             let n = load(&self.transfers_in[slot]);
             let _ = writeln!(out, "pqdns_transfers_in_total{{result=\"{label}\"}} {n}");
         }
+        out.push_str(
+            "# HELP pqdns_inline_signings_total Transferred versions of inline-signed zones signed, by kind.\n# TYPE pqdns_inline_signings_total counter\n",
+        );
+        for (slot, label) in ["whole", "incremental"].iter().enumerate() {
+            let n = load(&self.inline_signings[slot]);
+            let _ = writeln!(out, "pqdns_inline_signings_total{{kind=\"{label}\"}} {n}");
+        }
+        let _ = writeln!(
+            out,
+            "# HELP pqdns_inline_signatures_total RRSIG records made by incremental inline signings.\n# TYPE pqdns_inline_signatures_total counter\npqdns_inline_signatures_total {}",
+            load(&self.inline_signatures)
+        );
         out
     }
 }

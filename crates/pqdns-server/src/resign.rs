@@ -130,7 +130,7 @@ impl Resigner {
                     let mut new = ServedZone::new(zone);
                     new.journal = served.journal.with(change);
                     new.updatable.clone_from(&served.updatable);
-                    let appended = persist(setup, &cfg, signing, &new, appended)?;
+                    let appended = persist(Some(setup), &cfg, signing, &new, appended)?;
                     crash_point::reached(CrashPoint::JournalSynced);
                     debug!(zone = %cfg.origin, serial, signatures, denial, appended, "re-signed incrementally");
                     let new = Arc::new(new);
@@ -165,7 +165,7 @@ impl Resigner {
 
 /// The zone of `retired`, the version before `served`, brought up to `served` by the
 /// journal's changes since it, when no catalog shares it any more; else a copy of `served`'s.
-fn working_copy(retired: Option<Arc<ServedZone>>, served: &ServedZone) -> Zone {
+pub(crate) fn working_copy(retired: Option<Arc<ServedZone>>, served: &ServedZone) -> Zone {
     if let Some(old) = retired.and_then(|r| Arc::try_unwrap(r).ok()) {
         let mut zone = old.zone;
         let caught_up = served
@@ -184,22 +184,24 @@ fn working_copy(retired: Option<Arc<ServedZone>>, served: &ServedZone) -> Zone {
     served.zone.clone()
 }
 
-/// Makes `new` durable: the `.dynamic` record, then its last change appended to the journal
+/// Makes `new` durable: the `.dynamic` record (of an updated zone, `setup`), then its last change appended to the journal
 /// file (synced) while what was appended since the last whole write (`appended` bytes) is no
 /// more than what that write wrote, else the zone and journal written whole (and the serial).
 /// Returns the bytes appended since the last whole write.
 ///
 /// # Errors
 /// [`LoadError::WriteState`] naming the file.
-fn persist(
-    setup: &Updatable,
+pub(crate) fn persist(
+    setup: Option<&Updatable>,
     cfg: &LoadedConfig,
     signing: &SigningConfig,
     new: &ServedZone,
     appended: u64,
 ) -> Result<u64, LoadError> {
-    setup.mark(cfg, signing)?;
-    crash_point::reached(CrashPoint::Marked);
+    if let Some(setup) = setup {
+        setup.mark(cfg, signing)?;
+        crash_point::reached(CrashPoint::Marked);
+    }
     let paths = cfg.persisted_paths(signing);
     let serial = new.zone.soa_serial();
     if let Some(change) = new.journal.changes().last().filter(|c| c.to == serial) {

@@ -19,13 +19,16 @@
 //!   get IXFR. Transfers, reloads and dynamic updates change the catalog one at a time (under
 //!   the service's lock on catalog changes); a reload keeps each secondary zone as the catalog
 //!   in force has it ([`Secondaries::overlay`]), and every zone's expiry.
-//! - **Inline signing**: a secondary zone with `[signing]` keeps the transferred (unsigned)
-//!   version beside the served one: IXFR requests carry its serial and apply to it, and each
-//!   new version is signed by the signing path of a master file
-//!   ([`crate::zones::sign_transferred`]: keys, rollovers, NSEC/NSEC3, incremental
-//!   re-signing), its SOA serial chosen by the `[signing] serial` policy from the signed
-//!   serial served, independent of the primary's. The stored copy is the unsigned version;
-//!   a reload (and the signature refresh) signs it again.
+//! - **Inline signing** ([`crate::inline_signing`]): a secondary zone with `[signing]` keeps
+//!   the transferred (unsigned) version beside the served one: IXFR requests carry its serial
+//!   and apply to it. An IXFR is signed incrementally (its changed RRsets, under the lock on
+//!   catalog changes, at a cost in proportion to the change) and its signed difference is
+//!   the outgoing IXFR; an AXFR, or a change the incremental signer refuses, is signed by the
+//!   signing path of a master file ([`crate::zones::sign_transferred`]: keys, rollovers,
+//!   NSEC/NSEC3). The SOA serial is chosen by the `[signing] serial` policy from the signed
+//!   serial served, independent of the primary's. The stored copy is the unsigned version
+//!   (with a journal of the IXFR differences since it was written whole); a reload (and the
+//!   signature refresh) signs it again.
 //!
 //! - **Control** ([`crate::control`]): `pqdns-ctl zone-retransfer` asks the refresh task for
 //!   a whole transfer (AXFR) at once ([`Secondaries::retransfer`]); `zone-status` shows the
@@ -56,6 +59,7 @@ use tracing::{info, warn};
 use crate::answer::{Outcome, MAX_STREAM_MESSAGE};
 use crate::catalog::{Catalog, ServedZone};
 use crate::cookie::CookieCheck;
+use crate::inline_signing::{InlineSigner, Next};
 use crate::notify;
 use crate::service::Authoritative;
 use crate::transfer_in::{self, Limits, Primary, Refreshed};
@@ -171,9 +175,9 @@ struct SecondaryZone {
     origin: Name,
     /// Its description (signed again after each transfer when inline signing).
     source: ZoneSource,
-    /// The transferred (unsigned) version, when the zone is signed here (`[signing]`): what
-    /// IXFR requests and applies to. Otherwise the served version is the transferred one.
-    unsigned: Option<Mutex<Option<Zone>>>,
+    /// The transferred (unsigned) version and its signer, when the zone is signed here
+    /// (`[signing]`). Otherwise the served version is the transferred one.
+    inline: Option<Arc<InlineSigner>>,
     /// Catalog swaps of this zone by its refresh task, for [`Secondaries::overlay`].
     generation: AtomicU64,
     primaries: Vec<Primary>,
@@ -335,16 +339,18 @@ impl Secondaries {
 
     /// Replaces the catalog of `service` by `make(current)` for `zone`'s refresh task, under
     /// the lock every catalog change takes (reloads, dynamic updates: none is lost to another),
-    /// counted in the zone's generation.
+    /// counted in the zone's generation; `make` returning `None` changes nothing.
     fn swap_zone(
         zone: &SecondaryZone,
         service: &Authoritative,
-        make: impl FnOnce(&Catalog) -> Catalog,
+        make: impl FnOnce(&Catalog) -> Option<Catalog>,
     ) {
         let _one_at_a_time = service.lock_catalog_changes();
         let current = service.catalog();
-        service.set_catalog(make(&current));
-        zone.generation.fetch_add(1, Ordering::SeqCst);
+        if let Some(next) = make(&current) {
+            service.set_catalog(next);
+            zone.generation.fetch_add(1, Ordering::SeqCst);
+        }
     }
 
     /// The generations of the zones (see [`Secondaries::overlay`]), taken before a reload.
@@ -519,14 +525,11 @@ impl Secondaries {
         changed: &Notify,
     ) -> Result<(), ()> {
         // Inline signing: the transferred version, not the signed one served.
-        let unsigned = zone
-            .unsigned
-            .as_ref()
-            .and_then(|u| u.lock().unwrap_or_else(PoisonError::into_inner).clone());
-        let ours = match &zone.unsigned {
+        let unsigned = zone.inline.as_ref().and_then(|i| i.unsigned());
+        let ours = match &zone.inline {
             // `pqdns-ctl zone-retransfer`: AXFR, whatever the serials.
             _ if zone.retransfer.swap(false, Ordering::SeqCst) => None,
-            Some(_) => unsigned.as_ref(),
+            Some(_) => unsigned.as_deref(),
             None => current.map(|z| &z.zone),
         };
         for primary in &zone.primaries {
@@ -554,43 +557,41 @@ impl Secondaries {
                 Ok(Refreshed::Transferred {
                     zone: new,
                     incremental,
+                    differences,
                     bytes,
                 }) => {
                     let serial = new.soa_serial();
-                    // Inline signing: signed before anything is stored or served, so a
-                    // signing failure leaves all as it was (the next refresh tries again).
-                    let signed = match &zone.unsigned {
-                        Some(_) => match sign(zone, new.clone(), service.catalog()).await {
-                            Ok(signed) => Some(signed),
-                            Err(e) => {
-                                warn!(zone = %zone.origin, serial, "transferred version not signed, not served: {e}");
-                                if let Some(m) = metrics {
-                                    m.transfer_in(None);
-                                }
-                                continue;
+                    let stored = match &zone.inline {
+                        // Inline signing: signed before it is served, so a signing failure
+                        // leaves all as it was (the next refresh tries again).
+                        Some(inline) => {
+                            match Secondaries::sign(zone, inline, service, new, &differences).await
+                            {
+                                Ok(()) => Ok(()),
+                                Err(e) => Err(format!("not signed: {e}")),
                             }
+                        }
+                        None => match store(&zone.path, new.clone()).await {
+                            Ok(()) => {
+                                Secondaries::swap_zone(zone, service, |catalog| {
+                                    let mut next = catalog.rebuilt();
+                                    next.insert(
+                                        ServedZone::new(new).after(catalog.zone(&zone.origin)),
+                                    );
+                                    Some(next)
+                                });
+                                Ok(())
+                            }
+                            Err(e) => Err(format!("not stored in {}: {e}", zone.path.display())),
                         },
-                        None => None,
                     };
-                    if let Err(e) = store(&zone.path, new.clone()).await {
-                        warn!(zone = %zone.origin, file = %zone.path.display(), serial, "transferred copy not stored, not served: {e}");
+                    if let Err(e) = stored {
+                        warn!(zone = %zone.origin, serial, "transferred version {e}; not served");
                         if let Some(m) = metrics {
                             m.transfer_in(None);
                         }
                         continue;
                     }
-                    let served = match (signed, &zone.unsigned) {
-                        (Some(signed), Some(unsigned)) => {
-                            *unsigned.lock().unwrap_or_else(PoisonError::into_inner) = Some(new);
-                            signed
-                        }
-                        _ => ServedZone::new(new),
-                    };
-                    Secondaries::swap_zone(zone, service, |catalog| {
-                        let mut next = catalog.rebuilt();
-                        next.insert(served.after(catalog.zone(&zone.origin)));
-                        next
-                    });
                     changed.notify_one();
                     if let Some(m) = metrics {
                         m.transfer_in(Some(incremental));
@@ -617,8 +618,60 @@ impl Secondaries {
             if let Some(z) = next.zone_mut(&zone.origin) {
                 z.expired = expired;
             }
-            next
+            Some(next)
         });
+    }
+
+    /// Signs the transferred version `new` of the inline-signed `zone` (IXFR `differences`,
+    /// empty after an AXFR) and serves it: incrementally under the lock on catalog changes,
+    /// else whole on a blocking thread ([`crate::inline_signing`]), stored before it is served.
+    async fn sign(
+        zone: &SecondaryZone,
+        inline: &Arc<InlineSigner>,
+        service: &Authoritative,
+        new: Zone,
+        differences: &[pqdns_core::Record],
+    ) -> Result<(), String> {
+        let metrics = service.metrics.as_deref();
+        let now = pqdns_core::time::now();
+        let mut result = Ok(None);
+        let mut whole = Some(new);
+        Secondaries::swap_zone(zone, service, |catalog| {
+            let new = whole.take()?;
+            match inline.incremental(&zone.source, new, differences, catalog, now) {
+                Ok(Next::Signed(signed)) => {
+                    result = Ok(Some(signed.signatures));
+                    Some(catalog.with_shared(signed.served))
+                }
+                Ok(Next::Whole(new)) => {
+                    whole = Some(new);
+                    None
+                }
+                Err(e) => {
+                    result = Err(e.to_string());
+                    None
+                }
+            }
+        });
+        if let Some(signatures) = result? {
+            if let Some(m) = metrics {
+                m.inline_signing(Some(signatures));
+            }
+            return Ok(());
+        }
+        let Some(new) = whole else {
+            return Ok(());
+        };
+        let signed = inline.whole(&zone.source, new, service.catalog()).await?;
+        Secondaries::swap_zone(zone, service, |catalog| {
+            let mut next = catalog.rebuilt();
+            next.insert(signed.after(catalog.zone(&zone.origin)));
+            Some(next)
+        });
+        if let Some(m) = metrics {
+            m.inline_signing(None);
+        }
+        Ok(())
     }
 }
 
@@ -664,23 +717,14 @@ fn secondary_zone(
         retransfer: AtomicBool::new(false),
         schedule: Mutex::new(None),
         source: source.clone(),
-        unsigned: cfg.signing().map(|_| Mutex::new(read_stored(&cfg))),
+        inline: cfg.signing().map(|_| {
+            Arc::new(InlineSigner::new(
+                cfg.transferred_path(secondary),
+                read_stored(&cfg),
+            ))
+        }),
         generation: AtomicU64::new(0),
     }))
-}
-
-/// Signs the transferred `zone` as its description says ([`crate::zones::sign_transferred`],
-/// incrementally from the version `served` has), on a blocking thread.
-async fn sign(zone: &SecondaryZone, new: Zone, served: Arc<Catalog>) -> Result<ServedZone, String> {
-    let source = zone.source.clone();
-    let now = pqdns_core::time::now();
-    tokio::task::spawn_blocking(move || {
-        crate::zones::sign_transferred(&source, new, now, Some(&served))
-            .map(|(signed, _)| signed)
-            .map_err(|e| e.to_string())
-    })
-    .await
-    .map_err(|e| e.to_string())?
 }
 
 /// Writes `zone` to `path` atomically (master-file text), on a blocking thread.
@@ -699,7 +743,8 @@ async fn store(path: &std::path::Path, zone: Zone) -> std::io::Result<()> {
 }
 
 /// The stored copy of the secondary zone `cfg` describes, if there is one that reads as a
-/// zone (an unusable one is logged and left for the first transfer to replace).
+/// zone (an unusable one is logged and left for the first transfer to replace), with the
+/// IXFR differences its journal holds replayed ([`crate::inline_signing::replay_stored`]).
 pub fn read_stored(cfg: &LoadedConfig) -> Option<Zone> {
     let path = cfg.transferred_path(cfg.secondary()?);
     if !path.exists() {
@@ -712,7 +757,8 @@ pub fn read_stored(cfg: &LoadedConfig) -> Option<Zone> {
             Zone::from_records(cfg.origin.clone(), records).map_err(|e| e.to_string())
         });
     match zone {
-        Ok(zone) => {
+        Ok(mut zone) => {
+            crate::inline_signing::replay_stored(&path, &mut zone);
             info!(zone = %cfg.origin, serial = zone.soa_serial(), file = %path.display(), "secondary zone: serving the stored copy until the first refresh");
             Some(zone)
         }

@@ -111,6 +111,9 @@ pub enum Refreshed {
         zone: Zone,
         /// True if it came as IXFR differences.
         incremental: bool,
+        /// The IXFR differences as received (RFC 1995 §4: for each, the old SOA, deletions,
+        /// the new SOA, additions), applied to make `zone`; empty for a whole zone.
+        differences: Vec<Record>,
         /// Bytes of DNS messages read.
         bytes: usize,
     },
@@ -235,14 +238,15 @@ impl Assembler {
         self.records.len() == 1
     }
 
-    /// The new version: the whole zone, or `current` with the differences applied in order.
+    /// The new version: the whole zone, or `current` with the differences applied in order
+    /// (then also the differences, without the first and the closing SOA).
     ///
     /// # Errors
     /// [`TransferError::Protocol`] before the closing SOA; [`TransferError::Zone`] when the
     /// records do not make a zone (RFC 1035 rules of [`Zone::insert_checked`]), or a
     /// difference starts from another serial than the version it applies to or deletes a
     /// record that version lacks; differences without a `current` to apply them to.
-    pub fn finish(self, current: Option<&Zone>) -> Result<(Zone, bool), TransferError> {
+    pub fn finish(self, current: Option<&Zone>) -> Result<(Zone, Vec<Record>), TransferError> {
         if !self.done {
             return Err(TransferError::Protocol(
                 "the connection ended before the closing SOA".into(),
@@ -255,9 +259,10 @@ impl Assembler {
                 let current = current.ok_or_else(|| {
                     TransferError::Zone("differences, but no copy to apply them to".into())
                 })?;
-                Ok((apply(current.clone(), records)?, true))
+                let differences = records[1..].to_vec();
+                Ok((apply(current.clone(), records)?, differences))
             }
-            _ => Ok((Zone::from_records(self.origin, records)?, false)),
+            _ => Ok((Zone::from_records(self.origin, records)?, Vec::new())),
         }
     }
 }
@@ -481,10 +486,11 @@ impl Connection<'_> {
                 }
             }
         }
-        let (zone, incremental) = assembler.finish(ours)?;
+        let (zone, differences) = assembler.finish(ours)?;
         Ok(Refreshed::Transferred {
             zone,
-            incremental,
+            incremental: !differences.is_empty(),
+            differences,
             bytes: self.read,
         })
     }
@@ -588,8 +594,8 @@ mod tests {
     fn a_full_transfer_is_the_zone_between_its_soas() {
         let a = assemble(&format!("{V1}@ SOA ns h 1 60 30 600 300\n")).unwrap();
         assert!(a.is_done());
-        let (z, incremental) = a.finish(None).unwrap();
-        assert!(!incremental);
+        let (z, differences) = a.finish(None).unwrap();
+        assert!(differences.is_empty());
         assert_eq!(z, zone(V1));
         let err =
             assemble(&format!("{V1}@ SOA ns h 1 60 30 600 300\nx A 192.0.2.7\n")).unwrap_err();
@@ -614,8 +620,13 @@ mod tests {
                     @ SOA ns h 3 60 30 600 300\n";
         let a = assemble(ixfr).unwrap();
         assert!(a.is_done());
-        let (z, incremental) = a.finish(Some(&zone(V1))).unwrap();
-        assert!(incremental);
+        let (z, differences) = a.finish(Some(&zone(V1))).unwrap();
+        assert_eq!(
+            differences.len(),
+            8,
+            "both differences, without the first and the closing SOA"
+        );
+        assert_eq!(differences[0].rdata, zone(V1).soa());
         assert_eq!(
             z,
             zone("@ SOA ns h 3 60 30 600 300\n@ NS ns\nns A 192.0.2.1\nnewer A 192.0.2.11\n")

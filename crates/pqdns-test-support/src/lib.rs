@@ -11,6 +11,7 @@
 //! - [`peers`]: the peer programs the integration tests run (dig, kdig, unbound, and the Go
 //!   TLS and DoQ clients whose sources are this crate's `go/` and `godoq/`);
 //! - [`ports`]: ports free for a test server;
+//! - [`cpu`]: the test process's CPU time, for side-by-side measurements;
 //! - [`secondaries`]: NSD, Knot and BIND as secondaries of a server under test;
 //! - [`systemd`]: the shipped unit files checked by `systemd-analyze`, and a notification
 //!   socket as systemd binds it.
@@ -35,6 +36,7 @@ use pqdns_core::{Name, Zone};
 use pqdns_server::answer::{Outcome, Transport};
 use pqdns_server::catalog::{Catalog, ServedZone};
 
+pub mod cpu;
 pub mod hierarchy;
 pub mod peers;
 pub mod ports;
