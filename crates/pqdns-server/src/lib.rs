@@ -80,6 +80,7 @@ mod service;
 pub mod settings;
 pub mod transfer_in;
 pub mod update;
+pub mod xdp;
 pub mod zones;
 
 pub use server::{BoundAddrs, Server, ServerConfig, ServerError, ServerHandle};

@@ -137,6 +137,13 @@ struct Cli {
     #[arg(long, value_name = "ADDR", value_parser = parse_notify_target)]
     notify: Vec<SocketAddr>,
 
+    /// Answer UDP queries on network interface IFACE through AF_XDP (an XDP program and one
+    /// AF_XDP socket per receive queue; root, Linux, the build feature `xdp`): IFACE serves the
+    /// ports of the UDP addresses, IFACE@PORT that port. Other traffic reaches the kernel as
+    /// before. Repeatable; replaces `xdp` in [server]. [default: none]
+    #[arg(long, value_name = "IFACE[@PORT]")]
+    xdp: Vec<pqdns_server::xdp::XdpInterface>,
+
     /// Serve Prometheus counters at http://ADDR/metrics (queries by transport, type and rcode,
     /// TC responses, response sizes, TLS handshakes by key exchange group and failures).
     /// Overrides `metrics` in [server]. [default: off]
@@ -464,6 +471,9 @@ fn settings(
     if let Some(mode) = cli.fragmentation {
         settings.fragmentation.mode = mode;
     }
+    if !cli.xdp.is_empty() {
+        settings.xdp.clone_from(&cli.xdp);
+    }
     if cli.metrics.is_some() {
         settings.metrics = cli.metrics;
     }
@@ -626,6 +636,11 @@ fn print_listeners(handle: &ServerHandle, policy: KxPolicy, doh_path: &str) {
     }
     for addr in &a.doq {
         print(format_args!("listening doq {addr}"));
+    }
+    for (interface, ports) in handle.xdp_interfaces() {
+        print(format_args!(
+            "listening xdp {interface} udp ports {ports:?}"
+        ));
     }
     if let Some(addr) = a.metrics {
         print(format_args!("listening metrics http://{addr}/metrics"));

@@ -54,6 +54,9 @@ pub enum ServerError {
     /// A zone description cannot be read.
     #[error(transparent)]
     Provision(#[from] ProvisionError),
+    /// The AF_XDP fast path could not start on an interface ([`crate::xdp`]).
+    #[error("{0}")]
+    Xdp(String),
     /// The metrics listener could not be bound.
     #[error("binding metrics {addr}: {error}")]
     Bind {
@@ -86,6 +89,8 @@ pub struct BoundAddrs {
 pub struct ServerHandle {
     service: Arc<Authoritative>,
     listeners: Listeners,
+    /// The AF_XDP fast path ([`crate::xdp`]), stopped before the listeners.
+    xdp: crate::xdp::Running,
     metrics_task: Option<JoinHandle<()>>,
     /// The zones served, changed at run time.
     provisioning: Arc<Provisioning>,
@@ -159,6 +164,7 @@ impl Server {
             None => None,
         };
         let listeners = Listeners::bind(&s.listen_config(), Arc::clone(&service)).await?;
+        let xdp = crate::xdp::start(s, &listeners.addrs.udp, &service).map_err(ServerError::Xdp)?;
         let a = &listeners.addrs;
         let addrs = BoundAddrs {
             udp: a.udp.clone(),
@@ -189,6 +195,7 @@ impl Server {
         Ok(ServerHandle {
             service,
             listeners,
+            xdp,
             metrics_task,
             provisioning,
             provisioning_task,
@@ -204,6 +211,27 @@ impl Server {
 }
 
 impl ServerHandle {
+    /// The interfaces of the AF_XDP fast path ([`crate::xdp`]) and the UDP ports each serves.
+    pub fn xdp_interfaces(&self) -> Vec<(String, Vec<u16>)> {
+        #[cfg(feature = "xdp")]
+        return self
+            .xdp
+            .iter()
+            .map(|l| (l.interface().to_string(), l.ports().to_vec()))
+            .collect();
+        #[cfg(not(feature = "xdp"))]
+        Vec::new()
+    }
+
+    /// The AF_XDP fast path's counters per interface (feature `xdp`).
+    #[cfg(feature = "xdp")]
+    pub fn xdp_stats(&self) -> Vec<(String, pqdns_xdp::XdpStats)> {
+        self.xdp
+            .iter()
+            .map(|l| (l.interface().to_string(), l.stats()))
+            .collect()
+    }
+
     /// Reloads the TLS certificate and key (logging the outcome; on failure the old ones stay),
     /// then re-reads, re-keys and re-signs every zone; on success the new zones replace the old
     /// ones atomically and NOTIFY is sent (in the background) to the configured secondaries;
@@ -398,6 +426,14 @@ impl ServerHandle {
     pub async fn shutdown(self) {
         self.provisioning_task.abort();
         self.secondaries.stop();
+        // Its threads notice the stop within pqdns_net::POLL_INTERVAL; joined off the runtime.
+        let xdp = self.xdp;
+        if tokio::task::spawn_blocking(move || drop(xdp))
+            .await
+            .is_err()
+        {
+            warn!("an AF_XDP serving thread did not stop cleanly");
+        }
         self.listeners.shutdown().await;
         if let Some(tap) = self.service.dnstap() {
             tap.close();

@@ -36,6 +36,9 @@
 //!                             # start and after each reload (UDP; port 53 unless given), with
 //!                             # "key NAME" signed with that TSIG key (its answer must verify);
 //!                             # default []
+//! xdp = ["eth0", "eth1@5300"]  # AF_XDP fast path for UDP answers (feature `xdp`, Linux,
+//!                             # root): IFACE serves the ports of `udp`, IFACE@PORT that port
+//!                             # (crate::xdp); default none
 //! metrics = "127.0.0.1:9153"  # Prometheus text endpoint GET /metrics (HTTP/1.1); default off
 //! dnstap = "dnstap.fstrm"     # every query and response as dnstap AUTH_QUERY/AUTH_RESPONSE
 //!                             # (Frame Streams) to this file, relative to the TOML file, or
@@ -204,6 +207,8 @@ pub struct ServerTable {
     pub tsig_key: Option<Vec<InlineKey>>,
     /// Secondaries to NOTIFY.
     pub notify: Option<Vec<String>>,
+    /// AF_XDP fast path interfaces: `IFACE` or `IFACE@PORT` ([`crate::xdp`]).
+    pub xdp: Option<Vec<String>>,
     /// Metrics listen address.
     pub metrics: Option<SocketAddr>,
     /// dnstap output: a file path (relative to the zone description) or `unix:PATH`.
@@ -379,6 +384,8 @@ pub struct Settings {
     pub notify: Vec<SocketAddr>,
     /// The TSIG key (in [`Settings::tsig_keys`]) NOTIFY to a target is signed with.
     pub notify_keys: Vec<(SocketAddr, Name)>,
+    /// Interfaces of the AF_XDP fast path for UDP answers ([`crate::xdp`]); none by default.
+    pub xdp: Vec<crate::xdp::XdpInterface>,
     /// Where to serve `GET /metrics`; `None` turns metrics off (nothing is counted).
     pub metrics: Option<SocketAddr>,
     /// Where to write dnstap (AUTH_QUERY and AUTH_RESPONSE of every answered request);
@@ -432,6 +439,7 @@ impl Settings {
             tsig_keys: Arc::default(),
             notify: Vec::new(),
             notify_keys: Vec::new(),
+            xdp: Vec::new(),
             metrics: None,
             dnstap: None,
             control_socket: None,
@@ -639,6 +647,13 @@ impl Settings {
                     }
                 }
             }
+        }
+        if let Some(entries) = tables.iter().find_map(|(t, _)| t.xdp.as_ref()) {
+            s.xdp = entries
+                .iter()
+                .map(|e| e.parse())
+                .collect::<Result<_, _>>()
+                .map_err(SettingsError::Invalid)?;
         }
         s.metrics = tables.iter().find_map(|(t, _)| t.metrics);
         s.control_socket = tables

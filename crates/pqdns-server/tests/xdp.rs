@@ -1,0 +1,468 @@
+//! The AF_XDP fast path (issue 33, feature `xdp`) end to end, in two network namespaces this
+//! test makes itself and joined by a veth pair: `pqdns-server --xdp` on one end, a client on
+//! the other.
+//!
+//! The server answers UDP port [`XDP_PORT`] only through AF_XDP (no UDP socket is bound
+//! there, so every answer on it came through the XDP program and the AF_XDP socket) and port
+//! [`SOCKET_PORT`] through its UDP sockets. The same client socket sends every query of a
+//! corpus (positive, NXDOMAIN, NODATA, wildcard, CNAME, DO=0/1, no EDNS, EDNS sizes 512 to
+//! 4096, a TC answer, client and server cookies, FORMERR) to both, over IPv4 and IPv6, and the
+//! answers must be byte-identical. TCP to the XDP port, and a UDP datagram to a closed port
+//! (answered by the kernel with ICMP port unreachable), keep working on the same interface.
+//!
+//! Skipped with a message (never passed silently) when not root, when network namespaces
+//! cannot be made, or when the kernel has no AF_XDP. The namespaces (and with them the veth
+//! pair) are deleted when the test ends, also when it fails.
+
+#![cfg(feature = "xdp")]
+
+mod common;
+
+use std::fs::File;
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::process::{Child, Command};
+use std::time::Duration;
+
+use common::RECORDS;
+use pqdns_core::message::{Message, Question};
+use pqdns_core::wire::{Edns, OPTION_COOKIE};
+use pqdns_core::{Class, RrType};
+
+/// The UDP port answered through AF_XDP only.
+const XDP_PORT: u16 = 5300;
+/// The UDP port answered through the server's sockets.
+const SOCKET_PORT: u16 = 5301;
+/// How long the client waits for one answer.
+const WAIT: Duration = Duration::from_secs(3);
+
+const SERVER_V4: &str = "192.0.2.1";
+const CLIENT_V4: &str = "192.0.2.2";
+const SERVER_V6: &str = "2001:db8::1";
+const CLIENT_V6: &str = "2001:db8::2";
+
+/// Two network namespaces joined by a veth pair, deleted on drop.
+struct Namespaces {
+    server: String,
+    client: String,
+    server_if: String,
+    client_if: String,
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+impl Namespaces {
+    fn new() -> Result<Namespaces, String> {
+        let id = std::process::id();
+        let ns = Namespaces {
+            server: format!("pqxdp-s-{id}"),
+            client: format!("pqxdp-c-{id}"),
+            server_if: format!("pqxs{}", id % 100_000),
+            client_if: format!("pqxc{}", id % 100_000),
+        };
+        ip(&["netns", "add", &ns.server])?;
+        ip(&["netns", "add", &ns.client])?;
+        let (s, c) = (ns.server.as_str(), ns.client.as_str());
+        let (sif, cif) = (ns.server_if.as_str(), ns.client_if.as_str());
+        ip(&[
+            "link", "add", sif, "netns", s, "type", "veth", "peer", "name", cif, "netns", c,
+        ])?;
+        for (n, dev, v4, v6) in [
+            (s, sif, SERVER_V4, SERVER_V6),
+            (c, cif, CLIENT_V4, CLIENT_V6),
+        ] {
+            ip(&["-n", n, "addr", "add", &format!("{v4}/24"), "dev", dev])?;
+            ip(&[
+                "-n",
+                n,
+                "addr",
+                "add",
+                &format!("{v6}/64"),
+                "dev",
+                dev,
+                "nodad",
+            ])?;
+            ip(&["-n", n, "link", "set", "lo", "up"])?;
+            ip(&["-n", n, "link", "set", dev, "up"])?;
+        }
+        Ok(ns)
+    }
+}
+
+impl Drop for Namespaces {
+    fn drop(&mut self) {
+        for ns in [&self.server, &self.client] {
+            if let Err(e) = ip(&["netns", "del", ns]) {
+                eprintln!("cleanup: {e}");
+            }
+        }
+    }
+}
+
+/// Runs `f` on a thread that has entered network namespace `ns`.
+fn in_namespace<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let path = format!("/run/netns/{ns}");
+    std::thread::spawn(move || {
+        let file = File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        nix::sched::setns(&file, nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
+        f()
+    })
+    .join()
+    .expect("the client thread panicked")
+}
+
+/// A query for `name` (relative to the test zone) and `qtype`, EDNS with `payload` and DO as
+/// given (no OPT record if `payload` is 0), with COOKIE option `cookie` if given.
+fn query(
+    id: u16,
+    name: &str,
+    qtype: RrType,
+    payload: u16,
+    dnssec: bool,
+    cookie: Option<&[u8]>,
+) -> Vec<u8> {
+    let edns = (payload > 0).then(|| {
+        let mut e = Edns::dnssec_ok(payload);
+        if !dnssec {
+            e.flags = 0;
+        }
+        if let Some(c) = cookie {
+            e.options.push((OPTION_COOKIE, c.to_vec()));
+        }
+        e
+    });
+    let question = Question {
+        qname: format!("{name}{}", common::ORIGIN).parse().unwrap(),
+        qtype,
+        qclass: Class::IN,
+    };
+    Message::query(id, question, false, edns).to_wire()
+}
+
+const CLIENT_COOKIE: [u8; 8] = [0x24, 0x64, 0xc4, 0xab, 0xcf, 0x10, 0xc9, 0x57];
+
+/// The corpus; cookie-carrying queries are marked (their server cookie holds a timestamp in
+/// seconds, RFC 9018 §4.3).
+fn corpus() -> Vec<(&'static str, Vec<u8>, bool)> {
+    let mut c = vec![
+        (
+            "www A DO=1 1232",
+            query(1, "www.", RrType::A, 1232, true, None),
+            false,
+        ),
+        (
+            "www AAAA DO=0 4096",
+            query(2, "www.", RrType::AAAA, 4096, false, None),
+            false,
+        ),
+        (
+            "www A no EDNS",
+            query(3, "www.", RrType::A, 0, false, None),
+            false,
+        ),
+        (
+            "NXDOMAIN DO=1",
+            query(4, "nothing-here.", RrType::A, 1232, true, None),
+            false,
+        ),
+        (
+            "NXDOMAIN DO=0",
+            query(5, "nothing-here.", RrType::A, 1232, false, None),
+            false,
+        ),
+        (
+            "NODATA DO=1",
+            query(6, "www.", RrType::TXT, 1232, true, None),
+            false,
+        ),
+        (
+            "wildcard DO=1",
+            query(7, "x.apps.", RrType::TXT, 1400, true, None),
+            false,
+        ),
+        (
+            "CNAME DO=1",
+            query(8, "ftp.", RrType::A, 1232, true, None),
+            false,
+        ),
+        (
+            "DNSKEY DO=1 512 (TC)",
+            query(9, "", RrType::DNSKEY, 512, true, None),
+            false,
+        ),
+        (
+            "DNSKEY DO=1 1232",
+            query(10, "", RrType::DNSKEY, 1232, true, None),
+            false,
+        ),
+        (
+            "delegation DO=1",
+            query(11, "host.child.", RrType::A, 1232, true, None),
+            false,
+        ),
+        (
+            "client cookie",
+            query(12, "www.", RrType::A, 1232, true, Some(&CLIENT_COOKIE)),
+            true,
+        ),
+    ];
+    // A header claiming a question that is not there: FORMERR.
+    let mut malformed = query(13, "www.", RrType::A, 0, false, None);
+    malformed.truncate(12);
+    c.push(("FORMERR", malformed, false));
+    c
+}
+
+/// Sends `wire` from `socket` to `to` and returns the answer (bounded by [`WAIT`]).
+fn exchange(socket: &UdpSocket, to: SocketAddr, wire: &[u8]) -> Vec<u8> {
+    socket.send_to(wire, to).unwrap();
+    let mut buf = vec![0u8; 65535];
+    let (len, from) = socket
+        .recv_from(&mut buf)
+        .unwrap_or_else(|e| panic!("no answer from {to}: {e}"));
+    assert_eq!(from, to, "answer from the wrong address");
+    buf.truncate(len);
+    buf
+}
+
+/// The server cookie of an answer, if it has one.
+fn server_cookie(answer: &[u8]) -> Option<Vec<u8>> {
+    let m = common::parse_response(answer);
+    m.edns?.option(OPTION_COOKIE).map(<[u8]>::to_vec)
+}
+
+/// What the client saw, to check after leaving the namespace.
+#[derive(Debug, Default)]
+struct Observed {
+    /// (family, query, answer through AF_XDP, answer through sockets).
+    pairs: Vec<(&'static str, &'static str, Vec<u8>, Vec<u8>)>,
+    /// A TCP answer from the XDP port.
+    tcp: Vec<u8>,
+    /// The error a UDP datagram to a closed port brought back, per family.
+    closed_port: Vec<std::io::ErrorKind>,
+}
+
+/// Turns off TX checksum offload on `interface` (`ethtool -K IFACE tx off`, through the
+/// SIOCETHTOOL ioctl with ETHTOOL_STXCSUM): a veth peer otherwise hands the XDP side UDP
+/// datagrams whose checksum the kernel left for a NIC to fill in (CHECKSUM_PARTIAL), which
+/// the fast path, like the kernel for frames from a wire, refuses.
+fn tx_checksums_in_software(interface: &str) {
+    #[repr(C)]
+    struct EthtoolValue {
+        cmd: u32,
+        data: u32,
+    }
+    #[repr(C)]
+    struct IfReq {
+        name: [u8; 16],
+        data: *mut EthtoolValue,
+        _pad: [u8; 16],
+    }
+    const SIOCETHTOOL: nix::libc::c_ulong = 0x8946;
+    const ETHTOOL_STXCSUM: u32 = 0x17;
+    let socket = UdpSocket::bind("0.0.0.0:0").unwrap();
+    let mut value = EthtoolValue {
+        cmd: ETHTOOL_STXCSUM,
+        data: 0,
+    };
+    let mut req = IfReq {
+        name: [0; 16],
+        data: &mut value,
+        _pad: [0; 16],
+    };
+    req.name[..interface.len()].copy_from_slice(interface.as_bytes());
+    use std::os::fd::AsRawFd;
+    // SAFETY: SIOCETHTOOL reads an ifreq whose data points to an ethtool_value, both alive
+    // and properly laid out (repr(C)) for the duration of the call.
+    let rc = unsafe { nix::libc::ioctl(socket.as_raw_fd(), SIOCETHTOOL, &mut req) };
+    assert_eq!(
+        rc,
+        0,
+        "ethtool -K {interface} tx off: {}",
+        std::io::Error::last_os_error()
+    );
+}
+
+fn client(server_v4: &str, server_v6: &str, interface: &str) -> Observed {
+    tx_checksums_in_software(interface);
+    let mut seen = Observed::default();
+    for (family, server, local) in [
+        ("IPv4", server_v4, format!("{CLIENT_V4}:0")),
+        ("IPv6", server_v6, format!("[{CLIENT_V6}]:0")),
+    ] {
+        let socket = UdpSocket::bind(local.as_str()).unwrap();
+        socket.set_read_timeout(Some(WAIT)).unwrap();
+        let ip: std::net::IpAddr = server.parse().unwrap();
+        let xdp = SocketAddr::new(ip, XDP_PORT);
+        let sockets = SocketAddr::new(ip, SOCKET_PORT);
+        let mut queries = corpus();
+        // The second cookie query carries the server cookie of the first answer.
+        let first = exchange(&socket, sockets, &queries[11].1);
+        let cookie = server_cookie(&first).expect("a server cookie");
+        queries.push((
+            "client and server cookie",
+            query(14, "www.", RrType::A, 1232, true, Some(&cookie)),
+            true,
+        ));
+        for (name, wire, timed) in queries {
+            // A server cookie made in another second differs in its timestamp: such a pair
+            // is sent again (at most 3 times); any other difference stays.
+            let mut tries = if timed { 3 } else { 1 };
+            loop {
+                let a = exchange(&socket, xdp, &wire);
+                let b = exchange(&socket, sockets, &wire);
+                tries -= 1;
+                if a == b || tries == 0 {
+                    seen.pairs.push((family, name, a, b));
+                    break;
+                }
+            }
+        }
+        // Nothing listens on port 9: the kernel answers ICMP port unreachable, which a
+        // connected socket reports as "connection refused".
+        let probe = UdpSocket::bind(local.as_str()).unwrap();
+        probe.set_read_timeout(Some(WAIT)).unwrap();
+        probe.connect(SocketAddr::new(ip, 9)).unwrap();
+        probe.send(b"not DNS").unwrap();
+        let mut buf = [0u8; 16];
+        seen.closed_port
+            .push(probe.recv(&mut buf).map(|_| ()).unwrap_err().kind());
+    }
+    // TCP to the XDP port: the XDP program passes it to the kernel.
+    let to = SocketAddr::new(server_v4.parse().unwrap(), XDP_PORT);
+    let mut tcp = TcpStream::connect_timeout(&to, WAIT).unwrap();
+    tcp.set_read_timeout(Some(WAIT)).unwrap();
+    let wire = query(15, "www.", RrType::A, 1232, true, None);
+    use std::io::{Read, Write};
+    tcp.write_all(&(wire.len() as u16).to_be_bytes()).unwrap();
+    tcp.write_all(&wire).unwrap();
+    let mut len = [0u8; 2];
+    tcp.read_exact(&mut len).unwrap();
+    let mut answer = vec![0u8; usize::from(u16::from_be_bytes(len))];
+    tcp.read_exact(&mut answer).unwrap();
+    seen.tcp = answer;
+    seen
+}
+
+/// Kills the server when dropped.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn xdp_answers_are_byte_identical_to_socket_answers_over_ipv4_and_ipv6() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("SKIPPED: the AF_XDP test needs root (network namespaces, XDP, AF_XDP)");
+        return;
+    }
+    let ns = match Namespaces::new() {
+        Ok(ns) => ns,
+        Err(e) => {
+            eprintln!("SKIPPED: network namespaces with a veth pair cannot be made here: {e}");
+            return;
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("zone.toml"),
+        format!(
+            "origin = \"{}\"\nrecords = '''{RECORDS}'''\n[signing]\nalgorithms = [\"ECDSAP256SHA256\"]\n\
+             key_directory = \"keys\"\n[server]\n\
+             udp = [\"{SERVER_V4}:{SOCKET_PORT}\", \"[{SERVER_V6}]:{SOCKET_PORT}\"]\n\
+             tcp = [\"{SERVER_V4}:{XDP_PORT}\"]\ndot = []\ndoh = []\n\
+             cookie_secret = \"e5e973e5a6b2a43f48e7dc849e37bfcf\"\n",
+            common::ORIGIN
+        ),
+    )
+    .unwrap();
+    let log = dir.path().join("server.log");
+    let bin = env!("CARGO_BIN_EXE_pqdns-server");
+    let xdp = format!("{}@{XDP_PORT}", ns.server_if);
+    let (child, rx) = common::spawn(
+        std::path::Path::new("ip"),
+        &[
+            "netns",
+            "exec",
+            &ns.server,
+            bin,
+            "--xdp",
+            &xdp,
+            "--zone",
+            "zone.toml",
+        ],
+        dir.path(),
+        &log,
+    );
+    let mut server = Killed(child);
+    // `listening xdp IFACE udp ports [P]` comes after the sockets' lines.
+    let started = (0..200).find_map(|_| match rx.recv_timeout(Duration::from_millis(100)) {
+        Ok(line) if line.starts_with("listening xdp ") => Some(Ok(line)),
+        Ok(_) => None,
+        Err(_) => server.0.try_wait().ok().flatten().map(Err),
+    });
+    let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
+    match started {
+        Some(Ok(line)) => assert!(line.contains(&format!("[{XDP_PORT}]")), "{line}"),
+        Some(Err(status)) if log_text().contains("Address family not supported") => {
+            eprintln!(
+                "SKIPPED: this kernel has no AF_XDP sockets ({status}):\n{}",
+                log_text()
+            );
+            return;
+        }
+        other => panic!(
+            "the server did not start its AF_XDP path ({other:?}); log:\n{}",
+            log_text()
+        ),
+    }
+    let client_if = ns.client_if.clone();
+    let seen = in_namespace(&ns.client, move || client(SERVER_V4, SERVER_V6, &client_if));
+    drop(server);
+    assert_eq!(
+        seen.pairs.len(),
+        2 * 14,
+        "{:?}",
+        seen.pairs.iter().map(|p| p.1).collect::<Vec<_>>()
+    );
+    for (family, name, xdp, sockets) in &seen.pairs {
+        assert_eq!(
+            xdp, sockets,
+            "{family} {name}: the AF_XDP answer differs from the socket answer"
+        );
+        // Each answer is a DNS response both decoders read (second opinion).
+        let m = common::parse_response(xdp);
+        assert!(
+            m.flags & pqdns_core::wire::FLAG_QR != 0,
+            "{family} {name}: not a response"
+        );
+    }
+    assert_eq!(
+        seen.closed_port,
+        vec![std::io::ErrorKind::ConnectionRefused; 2],
+        "UDP to a closed port on the XDP interface is no longer answered by the kernel"
+    );
+    let tcp = common::parse_response(&seen.tcp);
+    assert_eq!(
+        tcp.answers.len(),
+        2,
+        "www A and its RRSIG over TCP: {tcp:?}"
+    );
+}
