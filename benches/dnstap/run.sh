@@ -1,38 +1,59 @@
 #!/usr/bin/env bash
-# dnstap overhead (issue 32 must-show 4): pqdns-server's CPU per UDP query under dnsperf,
-# without and with `--dnstap FILE`, same binary, same signed zone, runs alternating so both
-# arms see the same machine noise.
+# dnstap overhead (issue 32 must-show 4): CPU per UDP query under dnsperf, without and with
+# `--dnstap FILE`, same binary, same signed zone, runs alternating (off, on, off, on, …) so
+# both arms of a repetition see the same machine noise.
 #
-#   benches/dnstap/run.sh        # from the workspace root, after `cargo build --release`
+#   benches/dnstap/run.sh                   # pqdns-server answering from its zone
+#   TARGET=resolver benches/dnstap/run.sh   # pqdns-resolver answering from its cache
 #
-# Writes docs/bench/dnstap.csv (one row per run) and prints the mean CPU per query of each
-# arm and their ratio. Knobs (environment): DURATION=10 seconds per run, REPS=5 runs per arm,
-# CLIENTS=4 OUTSTANDING=200 (dnsperf -c / -q), PORT=30153, PQDNS_BIN=DIR (default
+# TARGET=server measures pqdns-server (AUTH_QUERY/AUTH_RESPONSE) and writes
+# docs/bench/dnstap.csv; TARGET=resolver measures pqdns-resolver forwarding to a pqdns-server
+# (no dnstap there) for the same names, after a warm-up that fills its cache, so the run is
+# cache hits (CLIENT_QUERY/CLIENT_RESPONSE), and writes docs/bench/dnstap-resolver.csv. One
+# row per run; prints each repetition's ratio (on ÷ off) and their median. Knobs
+# (environment): DURATION=10 seconds per run, REPS=5 repetitions, CLIENTS=4 OUTSTANDING=200
+# (dnsperf -c / -q), RATE=N queries a second (dnsperf -Q; default: as fast as it goes; a
+# fixed rate below what the slower arm manages gives both arms the same load, so the same
+# batching per system call), PORT=30153 (the resolver uses PORT+1), PQDNS_BIN=DIR (default
 # target/release), KEEP=1 keeps the work directory.
 #
-# Needs pqdns-server, dnsperf 2.10 and dig. Every run is bounded by dnsperf -l and `timeout`;
-# the trap stops the server this script started.
+# Needs pqdns-server (and pqdns-resolver), dnsperf 2.10, dig and dnssec-dsfromkey
+# (bind9-utils, for the resolver's trust anchor). Every run is bounded by dnsperf -l and
+# `timeout`; the trap stops the processes this script started.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BIN=${PQDNS_BIN:-$ROOT/target/release}
-CSV=${CSV:-$ROOT/docs/bench/dnstap.csv}
+TARGET=${TARGET:-server}
+case $TARGET in
+    server) CSV=${CSV:-$ROOT/docs/bench/dnstap.csv} ;;
+    resolver) CSV=${CSV:-$ROOT/docs/bench/dnstap-resolver.csv} ;;
+    *) echo "TARGET must be server or resolver" >&2; exit 1 ;;
+esac
 DURATION=${DURATION:-10}
 REPS=${REPS:-5}
 CLIENTS=${CLIENTS:-4}
 OUTSTANDING=${OUTSTANDING:-200}
+RATE_ARGS=()
+[[ -n ${RATE:-} ]] && RATE_ARGS=(-Q "$RATE")
 PORT=${PORT:-30153}
 TCK=$(getconf CLK_TCK)
 for t in dnsperf dig; do
     command -v "$t" >/dev/null || { echo "missing $t (apt-get install dnsperf bind9-dnsutils)" >&2; exit 1; }
 done
-[[ -x $BIN/pqdns-server ]] || { echo "missing $BIN/pqdns-server: cargo build --release" >&2; exit 1; }
+BINARIES=(pqdns-server)
+[[ $TARGET == resolver ]] && BINARIES+=(pqdns-resolver)
+for b in "${BINARIES[@]}"; do
+    [[ -x $BIN/$b ]] || { echo "missing $BIN/$b: cargo build --release" >&2; exit 1; }
+done
 
 WORK=$(mktemp -d /tmp/pqdns-dnstap.XXXXXX)
-cp "$BIN/pqdns-server" "$WORK/pqdns-server"   # pinned: a rebuild may replace target/release
+# Pinned: a rebuild may replace target/release.
+for b in "${BINARIES[@]}"; do cp "$BIN/$b" "$WORK/"; done
 PID=""
+AUTH=""
 cleanup() {
-    [[ -n $PID ]] && kill "$PID" 2>/dev/null || true
+    for p in $PID $AUTH; do kill "$p" 2>/dev/null || true; done
     [[ -n ${KEEP:-} ]] || rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -64,14 +85,36 @@ printf '%s\n' "www.pqdns.test A" "www.pqdns.test AAAA" "pqdns.test SOA" "mail.pq
 
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-start() {   # $1: extra arguments
-    (cd "$WORK" && exec ./pqdns-server --zone zone.toml $1 >server.out 2>server.log) &
-    PID=$!
+wait_for() {   # $1: port, $2: log
     for _ in $(seq 1 600); do
-        dig +time=1 +tries=1 -p "$PORT" @127.0.0.1 pqdns.test SOA 2>/dev/null | grep -q NOERROR && return
+        dig +time=1 +tries=1 -p "$1" @127.0.0.1 pqdns.test SOA 2>/dev/null | grep -q NOERROR && return
         sleep 0.2
     done
-    echo "server did not answer; log:" >&2; cat "$WORK/server.log" >&2; exit 1
+    echo "no answer on port $1; log:" >&2; cat "$2" >&2; exit 1
+}
+
+QPORT=$PORT   # where dnsperf sends its queries
+if [[ $TARGET == resolver ]]; then
+    # The authority, started once; the resolver's trust anchor is its zone's DS.
+    (cd "$WORK" && exec ./pqdns-server --zone zone.toml >auth.out 2>auth.log) &
+    AUTH=$!
+    wait_for "$PORT" "$WORK/auth.log"
+    dig +time=2 +tries=1 -p "$PORT" @127.0.0.1 pqdns.test DNSKEY +noall +answer |
+        dnssec-dsfromkey -2 -f - pqdns.test >"$WORK/anchor.ds"
+    QPORT=$((PORT + 1))
+fi
+
+start() {   # $1: extra arguments
+    if [[ $TARGET == server ]]; then
+        (cd "$WORK" && exec ./pqdns-server --zone zone.toml $1 >server.out 2>server.log) &
+    else
+        (cd "$WORK" && exec ./pqdns-resolver --forward "127.0.0.1:$PORT" \
+            --trust-anchor anchor.ds --udp "127.0.0.1:$QPORT" --tcp "127.0.0.1:$QPORT" \
+            --dot 127.0.0.1:0 --doh 127.0.0.1:0 --doq 127.0.0.1:0 --tls-dir tls \
+            --rrl-rate 0 --amplification-limit 0 $1 >server.out 2>server.log) &
+    fi
+    PID=$!
+    wait_for "$QPORT" "$WORK/server.log"
 }
 
 stop() {
@@ -80,17 +123,17 @@ stop() {
     PID=""
 }
 
-[[ -f $CSV ]] || echo "rep,dnstap,queries,qps,cpu_seconds,cpu_us_per_query,dnstap_bytes,dropped,load1" >"$CSV"
+echo "rep,dnstap,queries,qps,cpu_seconds,cpu_us_per_query,dnstap_bytes,dropped,load1" >"$CSV"
 for rep in $(seq 1 "$REPS"); do
     for arm in off on; do
         rm -f "$WORK/tap.fstrm"
         extra=""
         [[ $arm == on ]] && extra="--dnstap tap.fstrm"
         start "$extra"
-        dnsperf -s 127.0.0.1 -p "$PORT" -d "$WORK/queries" -l 1 -D >/dev/null 2>&1 || true  # warm-up
+        dnsperf -s 127.0.0.1 -p "$QPORT" -d "$WORK/queries" -l 1 -D >/dev/null 2>&1 || true  # warm-up
         t0=$(ticks "$PID")
-        out=$(timeout $((DURATION + 30)) dnsperf -s 127.0.0.1 -p "$PORT" -d "$WORK/queries" \
-            -l "$DURATION" -c "$CLIENTS" -q "$OUTSTANDING" -D 2>&1)
+        out=$(timeout $((DURATION + 30)) dnsperf -s 127.0.0.1 -p "$QPORT" -d "$WORK/queries" \
+            -l "$DURATION" -c "$CLIENTS" -q "$OUTSTANDING" "${RATE_ARGS[@]}" -D 2>&1)
         t1=$(ticks "$PID")
         stop
         queries=$(awk '/Queries completed:/ {print $3}' <<<"$out")
@@ -107,8 +150,13 @@ done
 python3 - "$CSV" <<'PY'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
-mean = {a: statistics.mean(float(r["cpu_us_per_query"]) for r in rows if r["dnstap"] == a)
-        for a in ("off", "on")}
-print(f"CPU per query: off {mean['off']:.2f} us, on {mean['on']:.2f} us, "
-      f"ratio {mean['on'] / mean['off']:.3f} (goal <= 1.10)")
+per = {(r["rep"], r["dnstap"]): float(r["cpu_us_per_query"]) for r in rows}
+ratios = []
+for rep in sorted({r["rep"] for r in rows}, key=int):
+    ratio = per[(rep, "on")] / per[(rep, "off")]
+    ratios.append(ratio)
+    print(f"rep {rep}: off {per[(rep, 'off')]:.2f} us, on {per[(rep, 'on')]:.2f} us, ratio {ratio:.3f}")
+mean = {a: statistics.mean(v for (_, arm), v in per.items() if arm == a) for a in ("off", "on")}
+print(f"CPU per query: mean off {mean['off']:.2f} us, on {mean['on']:.2f} us; "
+      f"median ratio {statistics.median(ratios):.3f} (goal <= 1.10)")
 PY

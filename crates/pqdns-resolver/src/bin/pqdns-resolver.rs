@@ -297,9 +297,11 @@ struct Cli {
     metrics: Option<SocketAddr>,
 
     /// dnstap (the Frame Streams format of NSD, Knot, BIND and unbound): every client query
-    /// and its response, as CLIENT_QUERY and CLIENT_RESPONSE, to this file (created afresh)
-    /// or to a collector's socket as unix:PATH. Off the answering path: a bounded queue; what
-    /// does not fit is dropped and counted in the log at shutdown. [default: off]
+    /// and its response, as CLIENT_QUERY and CLIENT_RESPONSE, and every query to an authority
+    /// or forwarder and its answer, as RESOLVER_QUERY and RESOLVER_RESPONSE, to this file
+    /// (created afresh) or to a collector's socket as unix:PATH. Off the answering path:
+    /// bounded buffers; what does not fit is dropped and counted in the log at shutdown.
+    /// [default: off]
     #[arg(long, value_name = "FILE|unix:PATH")]
     dnstap: Option<pqdns_net::dnstap::Sink>,
 
@@ -444,8 +446,22 @@ fn setup(cli: &Cli) -> Result<Setup, String> {
         server_name: cli.forward_tls_name.clone(),
         ..TlsOptions::default()
     };
+    // Opened only to serve: --check writes nothing.
+    let dnstap = match (&cli.dnstap, cli.check) {
+        (Some(sink), false) => Some(Arc::new(
+            pqdns_net::dnstap::Dnstap::open(
+                sink.clone(),
+                "pqdns-resolver",
+                concat!("pqdns-resolver ", env!("CARGO_PKG_VERSION")),
+                pqdns_net::dnstap::DEFAULT_QUEUE,
+            )
+            .map_err(|e| e.to_string())?,
+        )),
+        _ => None,
+    };
     let mut client =
         Client::new(transport, Duration::from_secs(cli.timeout), tls).map_err(|e| e.to_string())?;
+    client.set_dnstap(dnstap.clone());
     if transport == Transport::Udp {
         client.set_fragmentation(FragConfig::new(cli.fragmentation));
     }
@@ -494,19 +510,6 @@ fn setup(cli: &Cli) -> Result<Setup, String> {
     service.cookie_secret = cli.cookie_secret;
     service.rrl.rate = cli.rrl_rate;
     service.amplification_limit = cli.amplification_limit;
-    // Opened only to serve: --check writes nothing.
-    let dnstap = match (&cli.dnstap, cli.check) {
-        (Some(sink), false) => Some(Arc::new(
-            pqdns_net::dnstap::Dnstap::open(
-                sink.clone(),
-                "pqdns-resolver",
-                concat!("pqdns-resolver ", env!("CARGO_PKG_VERSION")),
-                pqdns_net::dnstap::DEFAULT_QUEUE,
-            )
-            .map_err(|e| e.to_string())?,
-        )),
-        _ => None,
-    };
     let service = Arc::new(RecursiveService::new(resolver, service).with_dnstap(dnstap));
 
     let mut listen = ListenConfig::new(cli.tls_dir.clone());

@@ -78,9 +78,9 @@ impl Exchanger {
         Ok(m)
     }
 
-    /// Asks `servers` in turn until one answers, in [`Infra::order`], giving up on each but
-    /// the last after its RTO when it is known ([`crate::infra`]); each try counts against
-    /// the budget.
+    /// Asks `servers` (those of `zone`, which dnstap logs as the query's zone) in turn until
+    /// one answers, in [`Infra::order`], giving up on each but the last after its RTO when it
+    /// is known ([`crate::infra`]); each try counts against the budget.
     ///
     /// # Errors
     /// [`LimitReached::Exchanges`] when the budget is spent, [`Lame::NoServers`] for an empty
@@ -88,6 +88,7 @@ impl Exchanger {
     pub(super) async fn ask(
         &self,
         servers: &[SocketAddr],
+        zone: &Name,
         qname: &Name,
         qtype: RrType,
         ctx: &mut Ctx,
@@ -110,7 +111,7 @@ impl Exchanger {
                 Some(_) => self.infra.timeout(*server, Instant::now()),
                 None => None,
             };
-            let exchange = self.client.exchange(*server, &query);
+            let exchange = self.client.exchange_for_zone(*server, zone, &query);
             let result = match early {
                 Some(rto) => match tokio::time::timeout(rto, exchange).await {
                     Ok(result) => result,

@@ -73,7 +73,13 @@ impl Fetch {
                 }
             }
             let m = match &self.route {
-                Route::Forward(servers) => self.exchanger.ask(servers, qname, qtype, ctx).await?,
+                // A forwarder answers for every zone: its queries are for the root's.
+                Route::Forward(servers) => {
+                    let root = Name::root();
+                    self.exchanger
+                        .ask(servers, &root, qname, qtype, ctx)
+                        .await?
+                }
                 Route::Iterative(iteration) => {
                     iteration
                         .iterate(self, &self.exchanger, qname, qtype, ctx)

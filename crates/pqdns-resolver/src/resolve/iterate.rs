@@ -195,7 +195,9 @@ impl Iteration {
             loop {
                 let (asked, asked_type) = minimiser.question(qname, qtype);
                 let minimised = asked != *qname || asked_type != qtype;
-                let mut m = exchanger.ask(&servers, &asked, asked_type, ctx).await?;
+                let mut m = exchanger
+                    .ask(&servers, &zone, &asked, asked_type, ctx)
+                    .await?;
                 let dropped = keep_in_zone(&mut m, &zone);
                 if dropped > 0 {
                     ctx.note(format!(
