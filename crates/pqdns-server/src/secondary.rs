@@ -478,7 +478,8 @@ impl Secondaries {
         let mut schedule = Schedule::start(now(), stored_at);
         loop {
             *zone.schedule.lock().unwrap_or_else(PoisonError::into_inner) = Some(schedule);
-            let current = service.catalog().zone(&zone.origin).cloned();
+            // Shared, not copied: a signed zone's copy costs as much as signing a change.
+            let current = service.catalog().shared(&zone.origin);
             let timers = current.as_ref().and_then(|z| Timers::of(&z.zone));
             let at = schedule.next_event(now(), timers);
             let wait = Duration::from_millis(at.saturating_sub(now()));
@@ -499,7 +500,7 @@ impl Secondaries {
             // At most MAX_CONCURRENT_REFRESHES at once (never closed: `ok()` is always Some).
             let slot = slots.acquire().await.ok();
             let refreshed =
-                Secondaries::refresh(zone, service, current.as_ref(), targets, changed).await;
+                Secondaries::refresh(zone, service, current.as_deref(), targets, changed).await;
             drop(slot);
             match refreshed {
                 Ok(()) => {
