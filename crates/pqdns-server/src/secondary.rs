@@ -502,17 +502,17 @@ impl Secondaries {
             let refreshed =
                 Secondaries::refresh(zone, service, current.as_deref(), targets, changed).await;
             drop(slot);
-            match refreshed {
-                Ok(()) => {
-                    let timers = service
-                        .catalog()
-                        .zone(&zone.origin)
-                        .and_then(|z| Timers::of(&z.zone));
-                    if let Some(timers) = timers {
-                        schedule.succeeded(now(), timers);
-                    }
-                }
-                Err(()) => schedule.failed(now(), timers),
+            // The timers of the version served now: a transfer changed it, or the catalog got
+            // the zone meanwhile (the binary loads its zones after binding; a failure must then
+            // wait RETRY, not FIRST_RETRY).
+            let timers = service
+                .catalog()
+                .zone(&zone.origin)
+                .and_then(|z| Timers::of(&z.zone));
+            match (refreshed, timers) {
+                (Ok(()), Some(timers)) => schedule.succeeded(now(), timers),
+                (Ok(()), None) => {}
+                (Err(()), timers) => schedule.failed(now(), timers),
             }
         }
     }

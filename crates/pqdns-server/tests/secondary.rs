@@ -700,6 +700,7 @@ fn an_ixfr_is_signed_incrementally_and_passed_on_by_ixfr() {
 ///   before (checked to be a difference of a few records); their CPU divided by their number;
 /// - the same unsigned version signed whole, twice: keeping the fresh signatures of unchanged
 ///   RRsets (what an IXFR cost before, a reload's path) and making every signature anew.
+///
 /// Prints one CSV row and appends it to `PQDNS_IXFR_BENCH_CSV`.
 #[test]
 #[ignore = "a measurement, minutes at 100,000 records"]
@@ -1118,6 +1119,7 @@ impl ScriptedPrimary {
 /// - **mid-signing**: version 3 (12,000 hosts) is transferred and pqdns is killed while its
 ///   log shows the whole signing under way (the progress lines of a zone of 10,000 records or
 ///   more). Started again, it serves version 2, then version 3 once transferred again.
+///
 /// Knot's SOA serial, polled all along, never goes back.
 #[test]
 fn sigkill_mid_transfer_and_mid_signing_loses_nothing() {
