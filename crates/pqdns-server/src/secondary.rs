@@ -745,7 +745,7 @@ async fn store(path: &std::path::Path, zone: Zone) -> std::io::Result<()> {
 
 /// The stored copy of the secondary zone `cfg` describes, if there is one that reads as a
 /// zone (an unusable one is logged and left for the first transfer to replace), with the
-/// IXFR differences its journal holds replayed ([`crate::inline_signing::replay_stored`]).
+/// IXFR differences its journal holds replayed (`<zone>.xfr-journal`, [`crate::inline_signing`]).
 pub fn read_stored(cfg: &LoadedConfig) -> Option<Zone> {
     let path = cfg.transferred_path(cfg.secondary()?);
     if !path.exists() {
