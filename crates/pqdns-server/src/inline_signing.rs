@@ -3,12 +3,12 @@
 //! primaries (unsigned) is kept beside the signed version served, and an incoming IXFR (RFC
 //! 1995) is signed at a cost in proportion to the change.
 //!
-//! - **Incremental** ([`InlineSigner::incremental`]): the IXFR's differences name the
+//! - **Incremental** (`InlineSigner::incremental`): the IXFR's differences name the
 //!   RRsets that changed; their new content in the transferred version goes to
 //!   `pqdns_core::dnssec::incremental::resign_changes`, which re-signs them, the SOA (the
 //!   signed serial by the `[signing] serial` policy, independent of the primary's) and the
 //!   NSEC/NSEC3 records around the changed names, and returns the signed difference: the
-//!   outgoing IXFR journal entry (RFC 1995 §4). As for dynamic updates ([`crate::resign`]),
+//!   outgoing IXFR journal entry (RFC 1995 §4). As for dynamic updates (`resign.rs`),
 //!   the version before the last change becomes the next one in place once no catalog serves
 //!   it, and the signing keys are read once per version a load or a whole signing made.
 //! - **Whole signing** where the incremental signer refuses (a DNSKEY or other record the
@@ -17,10 +17,10 @@
 //!   version is signed as a master file would be ([`crate::zones::sign_transferred`]).
 //! - **Durability**, before the new version is served, in this order:
 //!   1. the unsigned differences appended to `<zone>.xfr-journal` beside the stored copy
-//!      `<zone>.xfr` (the format of [`crate::journal_file`], each entry synced; the copy and a
+//!      `<zone>.xfr` (the format of `journal_file.rs`, each entry synced; the copy and a
 //!      fresh journal written whole after an AXFR, a whole signing, or when the journal
 //!      outgrows the copy). A start reads the copy and replays the journal
-//!      ([`replay_stored`]), so the next IXFR is asked from the last unsigned serial signed;
+//!      (`replay_stored`), so the next IXFR is asked from the last unsigned serial signed;
 //!   2. the signed difference appended to the outgoing journal `<zone>.journal` (synced) after
 //!      `<zone>.served`, as a dynamic update's (`[signing] persist`), and the signed serial
 //!      to `<zone>.serial`, so a restart never serves a lower one (RFC 1982);

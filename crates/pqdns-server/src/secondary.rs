@@ -478,7 +478,8 @@ impl Secondaries {
         let mut schedule = Schedule::start(now(), stored_at);
         loop {
             *zone.schedule.lock().unwrap_or_else(PoisonError::into_inner) = Some(schedule);
-            let current = service.catalog().zone(&zone.origin).cloned();
+            // Shared, not copied: a signed zone's copy costs as much as signing a change.
+            let current = service.catalog().shared(&zone.origin);
             let timers = current.as_ref().and_then(|z| Timers::of(&z.zone));
             let at = schedule.next_event(now(), timers);
             let wait = Duration::from_millis(at.saturating_sub(now()));
@@ -499,19 +500,19 @@ impl Secondaries {
             // At most MAX_CONCURRENT_REFRESHES at once (never closed: `ok()` is always Some).
             let slot = slots.acquire().await.ok();
             let refreshed =
-                Secondaries::refresh(zone, service, current.as_ref(), targets, changed).await;
+                Secondaries::refresh(zone, service, current.as_deref(), targets, changed).await;
             drop(slot);
-            match refreshed {
-                Ok(()) => {
-                    let timers = service
-                        .catalog()
-                        .zone(&zone.origin)
-                        .and_then(|z| Timers::of(&z.zone));
-                    if let Some(timers) = timers {
-                        schedule.succeeded(now(), timers);
-                    }
-                }
-                Err(()) => schedule.failed(now(), timers),
+            // The timers of the version served now: a transfer changed it, or the catalog got
+            // the zone meanwhile (the binary loads its zones after binding; a failure must then
+            // wait RETRY, not FIRST_RETRY).
+            let timers = service
+                .catalog()
+                .zone(&zone.origin)
+                .and_then(|z| Timers::of(&z.zone));
+            match (refreshed, timers) {
+                (Ok(()), Some(timers)) => schedule.succeeded(now(), timers),
+                (Ok(()), None) => {}
+                (Err(()), timers) => schedule.failed(now(), timers),
             }
         }
     }
@@ -744,7 +745,7 @@ async fn store(path: &std::path::Path, zone: Zone) -> std::io::Result<()> {
 
 /// The stored copy of the secondary zone `cfg` describes, if there is one that reads as a
 /// zone (an unusable one is logged and left for the first transfer to replace), with the
-/// IXFR differences its journal holds replayed ([`crate::inline_signing::replay_stored`]).
+/// IXFR differences its journal holds replayed (`<zone>.xfr-journal`, [`crate::inline_signing`]).
 pub fn read_stored(cfg: &LoadedConfig) -> Option<Zone> {
     let path = cfg.transferred_path(cfg.secondary()?);
     if !path.exists() {

@@ -24,6 +24,10 @@
 //!   and leaves by IXFR; the zone verifies in full at Knot; the unsigned→signed serial map
 //!   and the unsigned serial survive a restart.
 //!
+//! - Crashes (must-show 3): the binary killed with SIGKILL while a scripted primary stalls
+//!   mid-transfer, and while it signs a large version, serves the last complete version
+//!   after a restart, and its Knot secondary never sees the serial go back.
+//!
 //! - BIND 9.18 (`named`) as the primary instead: AXFR with TSIG, then a change made there by
 //!   `nsupdate` arrives by its signed NOTIFY and an IXFR within 1 s; NSD 4.6 as the primary,
 //!   whose NOTIFY after a reload brings the change (as a whole-zone answer: it keeps no IXFR
@@ -696,6 +700,7 @@ fn an_ixfr_is_signed_incrementally_and_passed_on_by_ixfr() {
 ///   before (checked to be a difference of a few records); their CPU divided by their number;
 /// - the same unsigned version signed whole, twice: keeping the fresh signatures of unchanged
 ///   RRsets (what an IXFR cost before, a reload's path) and making every signature anew.
+///
 /// Prints one CSV row and appends it to `PQDNS_IXFR_BENCH_CSV`.
 #[test]
 #[ignore = "a measurement, minutes at 100,000 records"]
@@ -970,4 +975,293 @@ fn nsd_primary_to_pqdns_secondary_with_tsig() {
         (Rcode::NOERROR, 1),
         "{new:?}"
     );
+}
+
+/// A primary the test scripts, on 127.0.0.1 (TCP only, unsigned): it answers SOA queries with
+/// its current serial and transfers (AXFR, and IXFR answered in full as RFC 1995 §4 allows)
+/// with its zone at that serial: SOA REFRESH and RETRY 1 s, `hosts` A records and a TXT record
+/// `v<serial>` naming the version, 40 records per message. While `stall` is set, a transfer
+/// sends its first message only, reports on `stalled`, and holds the connection (sending
+/// nothing) until `release` is set, then closes it: a transfer cut short.
+struct ScriptedPrimary {
+    addr: SocketAddr,
+    serial: Arc<std::sync::atomic::AtomicU32>,
+    hosts: Arc<std::sync::atomic::AtomicUsize>,
+    stall: Arc<std::sync::atomic::AtomicBool>,
+    release: Arc<std::sync::atomic::AtomicBool>,
+    stalled: std::sync::mpsc::Receiver<u32>,
+}
+
+impl ScriptedPrimary {
+    fn start(serial: u32, hosts: usize) -> ScriptedPrimary {
+        use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let primary = ScriptedPrimary {
+            addr: listener.local_addr().unwrap(),
+            serial: Arc::new(AtomicU32::new(serial)),
+            hosts: Arc::new(AtomicUsize::new(hosts)),
+            stall: Arc::new(AtomicBool::new(false)),
+            release: Arc::new(AtomicBool::new(false)),
+            stalled: std::sync::mpsc::channel().1,
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let state = (
+            Arc::clone(&primary.serial),
+            Arc::clone(&primary.hosts),
+            Arc::clone(&primary.stall),
+            Arc::clone(&primary.release),
+        );
+        std::thread::spawn(move || {
+            for conn in listener.incoming().map_while(Result::ok) {
+                let state = state.clone();
+                let tx = tx.clone();
+                std::thread::spawn(move || ScriptedPrimary::serve(conn, &state, &tx));
+            }
+        });
+        ScriptedPrimary {
+            stalled: rx,
+            ..primary
+        }
+    }
+
+    /// The zone at `serial` with `hosts` hosts, in transfer order (SOA first).
+    fn records(serial: u32, hosts: usize) -> Vec<pqdns_core::Record> {
+        let text = zone_text(
+            common::ORIGIN,
+            serial,
+            "1 1 3600",
+            &format!(
+                "v{serial} TXT \"version {serial}\"\n{}",
+                (0..hosts)
+                    .map(|i| format!("h{i} A 10.{}.{}.{}\n", i >> 16, (i >> 8) & 255, i & 255))
+                    .collect::<String>()
+            ),
+        );
+        pqdns_core::zonefile::ZoneFileReader::new(None, None)
+            .read_str(&text, "scripted primary")
+            .unwrap()
+    }
+
+    fn serve(
+        mut conn: std::net::TcpStream,
+        (serial, hosts, stall, release): &(
+            Arc<std::sync::atomic::AtomicU32>,
+            Arc<std::sync::atomic::AtomicUsize>,
+            Arc<std::sync::atomic::AtomicBool>,
+            Arc<std::sync::atomic::AtomicBool>,
+        ),
+        stalled: &std::sync::mpsc::Sender<u32>,
+    ) {
+        use pqdns_core::wire::{MessageView, MessageWriter, Section};
+        use std::io::{Read, Write};
+        use std::sync::atomic::Ordering::SeqCst;
+        loop {
+            let mut len = [0u8; 2];
+            if conn.read_exact(&mut len).is_err() {
+                return;
+            }
+            let mut request = vec![0; usize::from(u16::from_be_bytes(len))];
+            conn.read_exact(&mut request).unwrap();
+            let view = MessageView::parse(&request).unwrap();
+            let q = view.question().unwrap();
+            let serial = serial.load(SeqCst);
+            let all = ScriptedPrimary::records(serial, hosts.load(SeqCst));
+            let soa = all[0].clone();
+            let chunks: Vec<Vec<pqdns_core::Record>> = if q.qtype == RrType::SOA {
+                vec![vec![soa]]
+            } else {
+                let mut whole = all;
+                whole.push(soa);
+                whole.chunks(40).map(<[_]>::to_vec).collect()
+            };
+            for (i, chunk) in chunks.iter().enumerate() {
+                let mut out = Vec::new();
+                let mut w = MessageWriter::response(&mut out, 0, 65535, view.header());
+                w.question(q.qname.to_name().as_wire(), q.qtype, q.qclass)
+                    .unwrap();
+                for r in chunk {
+                    w.record(
+                        Section::Answer,
+                        r.owner.as_wire(),
+                        r.rtype,
+                        r.class,
+                        r.ttl,
+                        &r.rdata,
+                    );
+                }
+                let n = w.finish(Rcode::NOERROR);
+                let mut framed = (n as u16).to_be_bytes().to_vec();
+                framed.extend_from_slice(&out[..n]);
+                if conn.write_all(&framed).is_err() {
+                    return;
+                }
+                if i == 0 && chunks.len() > 1 && stall.load(SeqCst) {
+                    let _ = stalled.send(serial);
+                    let since = Instant::now();
+                    while !release.load(SeqCst) && since.elapsed() < Duration::from_secs(60) {
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Issue 27, must-show 3: the `pqdns-server` binary, inline-signing secondary of a scripted
+/// primary and primary of a Knot secondary, killed with SIGKILL at two controlled points, loses
+/// nothing, and Knot never sees its serial go back:
+/// - **mid-transfer**: the primary has version 2 and stalls after the first message of the
+///   transfer; pqdns is killed while it waits for the rest. Started again (the primary still
+///   stalling), it serves version 1, the last complete one, signed, under a higher serial;
+///   once the primary cuts that transfer short (nothing changes) and then answers in full,
+///   version 2 is served;
+/// - **mid-signing**: version 3 (12,000 hosts) is transferred and pqdns is killed while its
+///   log shows the whole signing under way (the progress lines of a zone of 10,000 records or
+///   more). Started again, it serves version 2, then version 3 once transferred again.
+///
+/// Knot's SOA serial, polled all along, never goes back.
+#[test]
+fn sigkill_mid_transfer_and_mid_signing_loses_nothing() {
+    use common::secondary::Knot;
+    use std::sync::atomic::Ordering::SeqCst;
+    const ORIGIN: &str = common::ORIGIN;
+    let dir = tempfile::tempdir().unwrap();
+    let primary = ScriptedPrimary::start(1, 50);
+    let port = pqdns_test_support::ports::free_dual_port();
+    let knot_port = pqdns_test_support::ports::free_dual_port();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let toml = dir.path().join("zone.toml");
+    std::fs::write(
+        &toml,
+        format!(
+            "origin = \"{ORIGIN}\"\n[secondary]\nprimaries = [\"{}\"]\ntransfer_timeout = \"60s\"\n\
+             [signing]\nalgorithms = [\"ECDSAP256SHA256\"]\nkeys = \"csk\"\nserial = \"unixtime\"\n\
+             key_directory = \"keys\"\n[server]\nudp = [\"{addr}\"]\ntcp = [\"{addr}\"]\n\
+             dot = []\ndoh = []\naxfr_allow = [\"127.0.0.1\"]\nnotify = [\"127.0.0.1:{knot_port}\"]\n",
+            primary.addr
+        ),
+    )
+    .unwrap();
+    let start = |log: &str| {
+        let log = dir.path().join(log);
+        let (child, rx) =
+            common::spawn_server(&["--zone", toml.to_str().unwrap()], dir.path(), &log);
+        common::listening(&rx, "tcp", Duration::from_secs(60), &log);
+        (child, log)
+    };
+    let soa = || udp_query(addr, &query_wire(ORIGIN, RrType::SOA, false));
+    let has = |version: u32| {
+        let q = query_wire(&format!("v{version}.{ORIGIN}"), RrType::TXT, false);
+        udp_query(addr, &q).is_some_and(|m| m.rcode() == Rcode::NOERROR && !m.answers.is_empty())
+    };
+    // Until `done` holds (polled every 20 ms, at most `limit`).
+    let wait = |what: &str, limit: Duration, done: &dyn Fn() -> bool| {
+        let since = Instant::now();
+        while !done() {
+            assert!(since.elapsed() < limit, "{what}: not within {limit:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let serial_now = || soa().and_then(|m| soa_serial(&m)).unwrap();
+    // NOTIFY (RFC 1996 §3.7: OPCODE 4, AA, QTYPE SOA) from the primary's address: the refresh
+    // after a transfer cut short comes at once, not after RETRY.
+    let notify = || {
+        let mut wire = vec![0x12, 0x34, 0x24, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+        wire.extend_from_slice(ORIGIN.parse::<pqdns_core::Name>().unwrap().as_wire());
+        wire.extend_from_slice(&[0, 6, 0, 1]);
+        let answer = udp_query(addr, &wire);
+        assert!(
+            answer.is_some_and(|m| m.rcode() == Rcode::NOERROR),
+            "NOTIFY answered"
+        );
+    };
+
+    let (mut child, _) = start("1.log");
+    wait("version 1 served", Duration::from_secs(30), &|| has(1));
+    let serial1 = serial_now();
+    let mut knot = Knot::start(addr, knot_port, None);
+    knot.wait_for_serial(serial1);
+    // Knot's serials, polled all along.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let (stop, knot_addr) = (Arc::clone(&stop), knot.addr);
+        std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            while !stop.load(SeqCst) {
+                let m = udp_query(knot_addr, &query_wire(ORIGIN, RrType::SOA, false));
+                if let Some(s) = m.as_ref().and_then(soa_serial) {
+                    if seen.last() != Some(&s) {
+                        seen.push(s);
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            seen
+        })
+    };
+
+    // Mid-transfer.
+    primary.stall.store(true, SeqCst);
+    primary.serial.store(2, SeqCst);
+    let stalled = primary.stalled.recv_timeout(Duration::from_secs(10));
+    assert_eq!(stalled, Ok(2), "pqdns asked for version 2");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (mut child, _) = start("2.log");
+    assert!(has(1) && !has(2), "the last complete version is served");
+    let serial2 = serial_now();
+    assert!(serial2 > serial1, "{serial2} after {serial1}");
+    let stalled = primary.stalled.recv_timeout(Duration::from_secs(10));
+    assert_eq!(stalled, Ok(2), "pqdns asked for version 2 again");
+    primary.stall.store(false, SeqCst);
+    primary.release.store(true, SeqCst);
+    notify();
+    wait("version 2 served", Duration::from_secs(20), &|| has(2));
+    primary.release.store(false, SeqCst);
+    knot.wait_for_serial(serial_now());
+
+    // Mid-signing: a version large enough to show the signing's progress in the log.
+    let (log, position) = {
+        let log = dir.path().join("2.log");
+        let len = std::fs::read_to_string(&log).unwrap().len();
+        (log, len)
+    };
+    primary.hosts.store(12_000, SeqCst);
+    primary.serial.store(3, SeqCst);
+    wait(
+        "the signing of version 3 under way",
+        Duration::from_secs(60),
+        &|| std::fs::read_to_string(&log).unwrap()[position..].contains("signing: "),
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !text[position..].contains("signing: 100%"),
+        "killed mid-signing:\n{text}"
+    );
+    primary.stall.store(true, SeqCst);
+    let (mut child, _) = start("3.log");
+    assert!(has(2) && !has(3), "the last complete version is served");
+    let serial3 = serial_now();
+    primary
+        .stalled
+        .recv_timeout(Duration::from_secs(10))
+        .unwrap();
+    primary.stall.store(false, SeqCst);
+    primary.release.store(true, SeqCst);
+    notify();
+    wait("version 3 served", Duration::from_secs(60), &|| has(3));
+    let serial4 = serial_now();
+    assert!(serial4 > serial3, "{serial4} after {serial3}");
+    knot.wait_for_serial(serial4);
+    stop.store(true, SeqCst);
+    let seen = watcher.join().unwrap();
+    assert!(
+        seen.windows(2).all(|w| w[1] > w[0]),
+        "Knot's serials went back: {seen:?}"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
 }
