@@ -436,10 +436,12 @@ pub async fn serve(
     shared: Arc<Authoritative>,
     idle: std::time::Duration,
     shutdown: watch::Receiver<bool>,
+    xdp: crate::xdp::Watched,
 ) {
     let render = move || {
         let mut text = shared.metrics.as_ref()?.render();
         shared.catalog().online.render(&mut text);
+        crate::xdp::render(&xdp, &mut text);
         Some(text)
     };
     metrics_http::serve(listener, Arc::new(render), idle, shutdown).await;

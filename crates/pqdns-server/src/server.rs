@@ -180,6 +180,7 @@ impl Server {
                 Arc::clone(&service),
                 s.idle_timeout,
                 listeners.shutdown_signal(),
+                crate::xdp::watch(&xdp),
             ))
         });
         let targets = notify::targets(s);
@@ -428,7 +429,7 @@ impl ServerHandle {
         self.secondaries.stop();
         // Its threads notice the stop within pqdns_net::POLL_INTERVAL; joined off the runtime.
         let xdp = self.xdp;
-        if tokio::task::spawn_blocking(move || drop(xdp))
+        if tokio::task::spawn_blocking(move || crate::xdp::stop(xdp))
             .await
             .is_err()
         {

@@ -1,6 +1,6 @@
 //! The AF_XDP fast path for UDP answers (`[server] xdp = ["IFACE", "IFACE@PORT"]`, `--xdp`):
 //! which interfaces and ports, and starting `pqdns_xdp` listeners on the server's one request
-//! pipeline ([`crate::service`]). Built with the cargo feature `xdp`; without it a
+//! pipeline (`Authoritative::respond`). Built with the cargo feature `xdp`; without it a
 //! configuration that names an interface is refused at start, never silently served by the
 //! socket path alone.
 //!
@@ -63,12 +63,82 @@ impl FromStr for XdpInterface {
     }
 }
 
-/// The running fast path (feature `xdp`), one listener per interface.
+/// The running fast path (feature `xdp`), one listener per interface; the metrics listener
+/// holds weak references ([`Watched`]).
 #[cfg(feature = "xdp")]
-pub(crate) type Running = Vec<pqdns_xdp::XdpListener>;
-/// The fast path is not built in.
+pub(crate) type Running = Vec<std::sync::Arc<pqdns_xdp::XdpListener>>;
+/// The fast path is not built in: nothing runs.
 #[cfg(not(feature = "xdp"))]
-pub(crate) type Running = ();
+#[derive(Debug)]
+pub(crate) struct Running;
+
+/// What the metrics listener reads the fast path's counters from.
+#[cfg(feature = "xdp")]
+pub(crate) type Watched = Vec<std::sync::Weak<pqdns_xdp::XdpListener>>;
+/// The fast path is not built in: nothing to watch.
+#[cfg(not(feature = "xdp"))]
+pub(crate) struct Watched;
+
+/// Stops the fast path: detaches the XDP programs and joins the serving threads (blocks for
+/// up to `pqdns_net::POLL_INTERVAL`).
+#[cfg(feature = "xdp")]
+pub(crate) fn stop(running: Running) {
+    drop(running);
+}
+
+/// Nothing runs without the feature.
+#[cfg(not(feature = "xdp"))]
+pub(crate) fn stop(_running: Running) {}
+
+/// Weak references to the running listeners, for the metrics.
+#[cfg(feature = "xdp")]
+pub(crate) fn watch(running: &Running) -> Watched {
+    running.iter().map(std::sync::Arc::downgrade).collect()
+}
+
+/// Nothing to watch without the feature.
+#[cfg(not(feature = "xdp"))]
+pub(crate) fn watch(_running: &Running) -> Watched {
+    Watched
+}
+
+/// Appends `pqdns_xdp_frames_total{interface, outcome}` (Prometheus text) for the listeners
+/// still running.
+#[cfg(feature = "xdp")]
+pub(crate) fn render(watched: &Watched, out: &mut String) {
+    use std::fmt::Write;
+    let running: Vec<_> = watched
+        .iter()
+        .filter_map(std::sync::Weak::upgrade)
+        .collect();
+    if running.is_empty() {
+        return;
+    }
+    out.push_str("# HELP pqdns_xdp_frames_total Frames on the AF_XDP fast path by interface and outcome: redirected to it or passed to the kernel by the XDP program; answered, unreadable, oversize (answer larger than a frame) or dropped for a full TX ring by pqdns; dropped by the kernel for a full RX ring or an empty fill ring.\n# TYPE pqdns_xdp_frames_total counter\n");
+    for listener in running {
+        let s = listener.stats();
+        for (outcome, n) in [
+            ("redirected", s.redirected),
+            ("passed", s.passed),
+            ("answered", s.answered),
+            ("unreadable", s.unreadable),
+            ("oversize", s.oversize),
+            ("tx_ring_full", s.tx_ring_full),
+            ("rx_ring_full", s.rx_ring_full),
+            ("fill_ring_empty", s.fill_ring_empty),
+        ] {
+            let _ = writeln!(
+                out,
+                "pqdns_xdp_frames_total{{interface=\"{}\",outcome=\"{outcome}\"}} {n}",
+                listener.interface()
+            );
+        }
+    }
+}
+
+/// Nothing to render without the feature.
+#[cfg(not(feature = "xdp"))]
+pub(crate) fn render(_watched: &Watched, _out: &mut String) {}
 
 /// Starts the fast path on every interface of `settings.xdp`, answering through `service`.
 /// Must be called inside the tokio runtime.
@@ -98,7 +168,7 @@ pub(crate) fn start(
             tokio::runtime::Handle::current(),
         )
         .map_err(|e| format!("xdp {}: {e}", entry.interface))?;
-        running.push(listener);
+        running.push(std::sync::Arc::new(listener));
     }
     Ok(running)
 }
@@ -115,7 +185,7 @@ pub(crate) fn start(
             "xdp {}: this pqdns-server was built without the feature `xdp`",
             entry.interface
         )),
-        None => Ok(()),
+        None => Ok(Running),
     }
 }
 

@@ -9,6 +9,8 @@
 //! 4096, a TC answer, client and server cookies, FORMERR) to both, over IPv4 and IPv6, and the
 //! answers must be byte-identical. TCP to the XDP port, and a UDP datagram to a closed port
 //! (answered by the kernel with ICMP port unreachable), keep working on the same interface.
+//! The server's `/metrics` then count every query frame redirected and answered, some frames
+//! passed to the kernel, and none unreadable or dropped.
 //!
 //! Skipped with a message (never passed silently) when not root, when network namespaces
 //! cannot be made, or when the kernel has no AF_XDP. The namespaces (and with them the veth
@@ -32,6 +34,8 @@ use pqdns_core::{Class, RrType};
 const XDP_PORT: u16 = 5300;
 /// The UDP port answered through the server's sockets.
 const SOCKET_PORT: u16 = 5301;
+/// The metrics listener, on the server namespace's loopback.
+const METRICS: &str = "127.0.0.1:9153";
 /// How long the client waits for one answer.
 const WAIT: Duration = Duration::from_secs(3);
 
@@ -407,6 +411,8 @@ fn xdp_answers_are_byte_identical_to_socket_answers_over_ipv4_and_ipv6() {
             &xdp,
             "--zone",
             "zone.toml",
+            "--metrics",
+            METRICS,
         ],
         dir.path(),
         &log,
@@ -435,7 +441,30 @@ fn xdp_answers_are_byte_identical_to_socket_answers_over_ipv4_and_ipv6() {
     }
     let client_if = ns.client_if.clone();
     let seen = in_namespace(&ns.client, move || client(SERVER_V4, SERVER_V6, &client_if));
+    let metrics = in_namespace(&ns.server, || {
+        common::http_get(METRICS.parse().unwrap(), "/metrics")
+    });
     drop(server);
+    // The program redirected every UDP query to the XDP port and passed the rest (TCP, the
+    // closed-port probe, neighbour discovery); every redirected frame was answered.
+    let counter = |outcome: &str| -> u64 {
+        let key = format!(
+            "pqdns_xdp_frames_total{{interface=\"{}\",outcome=\"{outcome}\"}} ",
+            ns.server_if
+        );
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(key.as_str()))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {key} in /metrics:\n{metrics}"))
+    };
+    let xdp_queries = seen.pairs.len() as u64;
+    assert!(counter("redirected") >= xdp_queries, "{metrics}");
+    assert_eq!(counter("answered"), counter("redirected"), "{metrics}");
+    assert!(counter("passed") > 0, "{metrics}");
+    for outcome in ["unreadable", "oversize", "tx_ring_full"] {
+        assert_eq!(counter(outcome), 0, "{outcome}: {metrics}");
+    }
     assert_eq!(
         seen.pairs.len(),
         2 * 14,

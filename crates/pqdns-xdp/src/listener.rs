@@ -40,6 +40,8 @@ use crate::XdpError;
 
 /// Frames read per batch (one [`Service::snapshot`] each).
 pub const BATCH: u32 = 64;
+/// Batches between two reads of the kernel's drop counters while frames keep coming.
+const KERNEL_COUNTERS: u32 = 1024;
 /// How often a queue's thread looks for answers sent later while some are in flight.
 pub const LATE_POLL: Duration = Duration::from_millis(1);
 
@@ -281,6 +283,7 @@ impl<S: Service> Worker<S> {
         let mut received = Vec::with_capacity(BATCH as usize);
         let mut outgoing = Vec::with_capacity(BATCH as usize);
         let mut response = Vec::with_capacity(FRAME_SIZE as usize);
+        let mut batches = 0u32;
         while !self.stop.load(Ordering::Relaxed) {
             self.socket.refill();
             self.socket.receive(BATCH, &mut received);
@@ -318,8 +321,14 @@ impl<S: Service> Worker<S> {
             self.counters
                 .tx_ring_full
                 .fetch_add((outgoing.len() - taken) as u64, Ordering::Relaxed);
-            if received.is_empty() && !late_sent {
+            batches = batches.wrapping_add(1);
+            let idle = received.is_empty() && !late_sent;
+            // The kernel's drop counters: read when idle, and every KERNEL_COUNTERS batches
+            // under load.
+            if idle || batches.is_multiple_of(KERNEL_COUNTERS) {
                 self.update_kernel_counters();
+            }
+            if idle {
                 self.wait();
             }
         }

@@ -177,7 +177,8 @@ impl XskSocket {
             let n = fill.insert(self.free[at..].iter().copied()) as usize;
             fill.commit();
             drop(fill);
-            self.free.truncate(self.free.len() - n);
+            // Exactly the frames the ring took leave the free list.
+            self.free.drain(at..at + n);
         }
         if self.device.needs_wakeup() {
             self.device.wake();
