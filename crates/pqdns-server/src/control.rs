@@ -11,7 +11,7 @@
 //! `zone-freeze` holds dynamic updates (RFC 2136) of a zone: while frozen, an UPDATE is
 //! answered REFUSED (as BIND's `rndc freeze` does), not queued. A frozen zone stays frozen
 //! across restarts: `<state_dir>/<zone>.frozen` (written atomically, removed by `zone-thaw`)
-//! marks it, and every load freezes the zones so marked ([`restore_frozen`]).
+//! marks it, and every load freezes the zones so marked.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
