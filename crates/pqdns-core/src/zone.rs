@@ -648,6 +648,13 @@ mod tests {
         assert_eq!(cut("www.example."), None);
         assert_eq!(cut("example."), None, "the apex NS is no cut");
         assert_eq!(z.authority(&n("deep.sub.example.")), Authority::Glue);
+        // Strictly above the name: the name's own cut does not count.
+        let above = |s: &str| z.delegation_above(&n(s)).map(|(c, _)| c.clone());
+        assert_eq!(above("sub.example."), None);
+        assert_eq!(above("x.sub.example."), Some(n("sub.example.")));
+        assert_eq!(above("deep.sub.example."), Some(n("sub.example.")));
+        assert_eq!(above("x.deep.sub.example."), Some(n("sub.example.")));
+        assert_eq!(above("www.example."), None);
     }
 
     #[test]
