@@ -394,7 +394,11 @@ impl Zone {
     /// TTL for negative answers and NSEC/NSEC3 records: min(SOA TTL, SOA MINIMUM)
     /// (RFC 2308 §5, RFC 9077 §3).
     pub fn negative_ttl(&self) -> u32 {
-        self.soa_ttl().min(self.soa_minimum())
+        // One lookup of the apex (every negative answer asks).
+        self.rrset(&self.origin, RrType::SOA).map_or(0, |set| {
+            let minimum = set.rdatas.first().and_then(|r| Soa::parse(r));
+            set.ttl.min(minimum.map_or(0, |s| s.minimum))
+        })
     }
 
     /// The RRset of (`name`, `rtype`), if it has data.
@@ -426,6 +430,12 @@ impl Zone {
     /// closest to the apex, with its node.
     pub fn delegation(&self, name: &Name) -> Option<(&Name, &Node)> {
         self.topmost_below_apex(name, true, |node| owns(node, RrType::NS))
+    }
+
+    /// As [`Zone::delegation`], among the names strictly between the apex and `name` only:
+    /// for a caller that has looked `name` up already (one lookup fewer).
+    pub fn delegation_above(&self, name: &Name) -> Option<(&Name, &Node)> {
+        self.topmost_below_apex(name, false, |node| owns(node, RrType::NS))
     }
 
     /// Among the names strictly between the apex and `name` (and `name` itself if
@@ -638,6 +648,13 @@ mod tests {
         assert_eq!(cut("www.example."), None);
         assert_eq!(cut("example."), None, "the apex NS is no cut");
         assert_eq!(z.authority(&n("deep.sub.example.")), Authority::Glue);
+        // Strictly above the name: the name's own cut does not count.
+        let above = |s: &str| z.delegation_above(&n(s)).map(|(c, _)| c.clone());
+        assert_eq!(above("sub.example."), None);
+        assert_eq!(above("x.sub.example."), Some(n("sub.example.")));
+        assert_eq!(above("deep.sub.example."), Some(n("sub.example.")));
+        assert_eq!(above("x.deep.sub.example."), Some(n("sub.example.")));
+        assert_eq!(above("www.example."), None);
     }
 
     #[test]

@@ -34,6 +34,7 @@
 //! Glue for a referral is not optional (RFC 9471 §3).
 
 use std::net::IpAddr;
+use std::ops::Bound;
 
 use pqdns_core::dnssec::mtl::{SigTags, EDNS_SIGTAG};
 use pqdns_core::name::NameError;
@@ -244,6 +245,7 @@ fn answer_query(
                 signing: &catalog.online,
                 mode: x.signing,
                 compact_ok: q.edns.is_some_and(|e| e.flags() & EDNS_CO != 0),
+                now: pqdns_core::time::now(),
                 nsec: None,
                 failed: false,
             }),
@@ -265,6 +267,8 @@ struct Online<'z> {
     mode: online::Mode<'z>,
     /// The query set CO (RFC 9824 §5): a name that does not exist is NXDOMAIN, not NODATA.
     compact_ok: bool,
+    /// UNIX seconds when the answer began: signatures are checked and made for this time.
+    now: u64,
     /// The NSEC of the denial, owner and RRset, written after the other authority data.
     nsec: Option<(Name, RRset)>,
     /// A signature could not be had now (deferred, or the library failed).
@@ -441,19 +445,30 @@ impl<'z> Lookup<'z> {
         let zone = &self.zone.zone;
         // RFC 1034 §4.3.2 step 3b: a cut on the way down means a referral; the DS RRset at a
         // cut is the parent's own data (RFC 4035 §3.1.4.1).
-        if let Some((cut, node)) = zone.delegation(name) {
+        // One search finds `name` or, failing that, the first name after it in canonical
+        // order, which is below `name` when `name` is an empty non-terminal.
+        let next = zone
+            .nodes
+            .range::<Name, _>((Bound::Included(name), Bound::Unbounded))
+            .next();
+        let found = next.filter(|(owner, _)| (*owner).cmp(name).is_eq());
+        // The topmost cut at or above `name`: above it, else `name` itself (below the apex).
+        let cut_at_name = found.filter(|(owner, node)| {
+            **owner != zone.origin && node.get(&RrType::NS).is_some_and(|s| !s.rdatas.is_empty())
+        });
+        if let Some((cut, node)) = zone.delegation_above(name).or(cut_at_name) {
             if !(cut == name && qtype == RrType::DS) {
                 return Match::Referral { cut, node };
             }
         }
-        if let Some((owner, node)) = zone.nodes.get_key_value(name) {
+        if let Some((owner, node)) = found {
             return Match::Node {
                 owner,
                 node,
                 wildcard_of: None,
             };
         }
-        if self.is_empty_non_terminal(name) {
+        if next.is_some_and(|(after, _)| after.is_subdomain_of(name)) {
             return Match::EmptyNonTerminal;
         }
         // The closest encloser: the nearest ancestor that exists, the apex at the latest.
@@ -462,7 +477,7 @@ impl<'z> Lookup<'z> {
             .as_ref()
             .filter(|a| **a != zone.origin && a.is_subdomain_of(&zone.origin))
         {
-            if zone.nodes.contains_key(a) || self.is_empty_non_terminal(a) {
+            if zone.nodes.contains_key(a) || self.has_descendants(a) {
                 break;
             }
             closest_encloser = a.parent();
@@ -537,16 +552,15 @@ impl<'z> Lookup<'z> {
         Ok(Some(substituted))
     }
 
-    /// True if `name` owns nothing but has descendants: in canonical order its descendants
-    /// follow it directly, so it is enough to look at the next name.
-    fn is_empty_non_terminal(&self, name: &Name) -> bool {
-        use std::ops::Bound;
-        let nodes = &self.zone.zone.nodes;
-        !nodes.contains_key(name)
-            && nodes
-                .range::<Name, _>((Bound::Excluded(name), Bound::Unbounded))
-                .next()
-                .is_some_and(|(n, _)| n.is_subdomain_of(name))
+    /// True if some name below `name` is a node: in canonical order its descendants follow
+    /// it directly, so it is enough to look at the next name.
+    fn has_descendants(&self, name: &Name) -> bool {
+        self.zone
+            .zone
+            .nodes
+            .range::<Name, _>((Bound::Excluded(name), Bound::Unbounded))
+            .next()
+            .is_some_and(|(n, _)| n.is_subdomain_of(name))
     }
 
     /// Writes an answer RRset (owner `name`, which differs from the zone's for wildcards).
@@ -581,7 +595,7 @@ impl<'z> Lookup<'z> {
         if !set.rrsigs.is_empty() {
             return None;
         }
-        let signed = o.signing.rrsigs(o.keys, owner, rtype, set, o.mode);
+        let signed = o.signing.rrsigs(o.keys, owner, rtype, set, o.mode, o.now);
         o.failed |= signed.is_none();
         signed
     }

@@ -5,6 +5,8 @@
 //!   the name tree in canonical order with its RRSIGs (DNSKEY, NSEC, DS, delegations, glue and
 //!   occluded data included), then the NSEC3 RRsets of `Zone::nsec3`, then the same SOA again.
 //!   The SOA's own RRSIGs travel with the apex's other RRsets.
+//!   An online zone (`crate::online`) goes out without what signing puts in it (its
+//!   unsigned data, as Knot's onlinesign module transfers): a secondary signs it online too.
 //! - **Messages** (RFC 5936 §2.2.1–§2.2.5): each at most 65535 bytes, whole RRs only (an RRset
 //!   may continue in the next message, which §2.2 allows), owner and RFC 1035 RDATA names
 //!   compressed; every message carries the query's ID and question; QR and AA set, TC, RA, AD
@@ -270,6 +272,11 @@ impl Transfer {
                     Some(changes) => journal_records_from(&zone.zone, changes, &pos),
                     None => records_from(&zone.zone, &pos),
                 };
+                let online = zone.online.is_some();
+                let origin = &zone.zone.origin;
+                let records = records.filter(|rec| {
+                    !online || crate::online::transferred(origin, rec.owner, rec.rtype)
+                });
                 for rec in records {
                     let m = w.mark();
                     w.record(

@@ -239,8 +239,9 @@ impl OnlineSigning {
     }
 
     /// The RRSIGs of the RRset `rdatas` (`rtype`, `ttl` in seconds) of `zone` answered with
-    /// owner `owner`: from the cache, else signed now ([`Mode::Inline`]) or left for a signing
-    /// task ([`Mode::Defer`]: `None`, the cell set). `None` too if the library fails (logged).
+    /// owner `owner` at `now` (UNIX seconds): from the cache, else signed now
+    /// ([`Mode::Inline`]) or left for a signing task ([`Mode::Defer`]: `None`, the cell set).
+    /// `None` too if the library fails (logged).
     pub(crate) fn rrsigs(
         &self,
         zone: &OnlineZone,
@@ -248,9 +249,9 @@ impl OnlineSigning {
         rtype: RrType,
         set: &RRset,
         mode: Mode<'_>,
+        now: u64,
     ) -> Option<Arc<Signed>> {
         let key = cache_key(zone, owner, rtype, set);
-        let now = pqdns_core::time::now();
         if let Some(signed) = self.cache.get(&key).filter(|s| now < s.fresh_until) {
             self.hits.fetch_add(1, Relaxed);
             return Some(signed);
@@ -358,6 +359,21 @@ pub(crate) fn signs(zone: &pqdns_core::Zone, owner: &Name, rtype: RrType) -> boo
     }
 }
 
+/// Whether a record of the online zone `apex` at `owner` of type `rtype` goes out in a zone
+/// transfer (AXFR, RFC 5936; IXFR, RFC 1995): the zone's data does, what signing puts in it
+/// does not (RRSIG, NSEC, NSEC3 and NSEC3PARAM anywhere; the apex DNSKEY, CDS and CDNSKEY
+/// RRsets, RFC 7344). A secondary thus gets the unsigned zone, as from Knot's onlinesign
+/// module, and signs it online itself with the same keys; a transfer never carries a zone
+/// signed in part, which no validator could use.
+pub(crate) fn transferred(apex: &Name, owner: &Name, rtype: RrType) -> bool {
+    let signers = matches!(
+        rtype,
+        RrType::RRSIG | RrType::NSEC | RrType::NSEC3 | RrType::NSEC3PARAM
+    );
+    let apex_keys = matches!(rtype, RrType::DNSKEY | RrType::CDS | RrType::CDNSKEY);
+    !(signers || apex_keys && owner == apex)
+}
+
 /// The NSEC RRset of a compact denial (RFC 9824 §3) proving `denial` in `zone` (TTL the
 /// negative-caching TTL, RFC 9077 §3): owner and type bitmap as the module doc says. `None`
 /// for a wildcard answer (signed as QNAME's own data, it needs no proof) and for a QNAME too
@@ -422,6 +438,29 @@ mod tests {
         let (next, used) = Name::read_uncompressed(&set.rdatas[0]).unwrap();
         let types = read_type_bitmap(&set.rdatas[0][used..]).unwrap();
         (owner, next, types, set.ttl)
+    }
+
+    /// Transfers carry the data, not the signer's records; CDS elsewhere than the apex is
+    /// data (a child's, as in any zone file).
+    #[test]
+    fn what_a_transfer_of_an_online_zone_carries() {
+        let apex = n("example.");
+        let www = n("www.example.");
+        for (owner, rtype, sent) in [
+            (&apex, RrType::SOA, true),
+            (&apex, RrType::NS, true),
+            (&apex, RrType::DNSKEY, false),
+            (&apex, RrType::CDS, false),
+            (&apex, RrType::CDNSKEY, false),
+            (&apex, RrType::RRSIG, false),
+            (&www, RrType::A, true),
+            (&www, RrType::NSEC, false),
+            (&www, RrType::RRSIG, false),
+            (&www, RrType::CDS, true),
+            (&www, RrType::DS, true),
+        ] {
+            assert_eq!(transferred(&apex, owner, rtype), sent, "{owner} {rtype}");
+        }
     }
 
     /// RFC 9824 §3: owner QNAME, next `\000.QNAME`, NXNAME only for a name that does not

@@ -5,7 +5,8 @@
 //! FORMERR (RFC 9824 §3.4); a cached signature is the same bytes on the next answer (ECDSA
 //! signatures are randomised: a new one would differ); with no signing task free, a query
 //! needing a new signature is SERVFAIL at once while cached and pre-signed answers go on; a
-//! flood of new names does not stop answers to a cached name. Validation by pqdns's
+//! flood of new names does not stop answers to a cached name; a zone transfer carries the
+//! unsigned zone, as Knot's onlinesign transfers it. Validation by pqdns's
 //! validator, delv and unbound: pqdns-resolver's tests/online.rs.
 
 mod common;
@@ -14,22 +15,41 @@ use std::io::{Read, Write};
 use std::net::{TcpStream, UdpSocket};
 use std::time::Duration;
 
-use common::secondary::{query_wire, udp_query};
-use common::{http_get, parse_response, TestServer, ORIGIN, RECORDS};
+use common::secondary::{query_wire, start_knotd, udp_query};
+use common::{dig, http_get, parse_response, require, KillOnDrop, TestServer, ORIGIN, RECORDS};
 use pqdns_core::message::Message;
 use pqdns_core::rdata::read_type_bitmap;
 use pqdns_core::wire::{Rcode, EDNS_CO};
+use pqdns_core::zonefile::ZoneFileReader;
 use pqdns_core::{Name, RrType};
+use pqdns_server::acl::AllowList;
 use pqdns_server::online::OnlineLimits;
 use pqdns_server::settings::Settings;
+use pqdns_test_support::ports::free_dual_port;
+
+/// The test zone's records and one under an empty non-terminal (`ent`).
+fn records() -> String {
+    format!("{RECORDS}\nb.ent TXT \"x\"\n")
+}
 
 /// Serves the test zone signed online with `algorithms` (a CSK each).
 fn online(algorithms: &[&str], adjust: impl FnOnce(&mut Settings)) -> TestServer {
+    online_with(algorithms, "", adjust)
+}
+
+/// As [`online`], with `signing` (TOML lines) added to the `[signing]` table.
+fn online_with(
+    algorithms: &[&str],
+    signing: &str,
+    adjust: impl FnOnce(&mut Settings),
+) -> TestServer {
     let dir = tempfile::tempdir().unwrap();
     let algs: Vec<String> = algorithms.iter().map(|a| format!("{a:?}")).collect();
     let toml = format!(
-        "origin = \"{ORIGIN}\"\ndefault_ttl = 3600\nrecords = '''{RECORDS}\nb.ent TXT \"x\"\n'''\n\
-         [signing]\nalgorithms = [{}]\nkeys = \"csk\"\nmode = \"online\"\nkey_directory = \"keys\"\n",
+        "origin = \"{ORIGIN}\"\ndefault_ttl = 3600\nrecords = '''{}'''\n\
+         [signing]\nalgorithms = [{}]\nkeys = \"csk\"\nmode = \"online\"\nkey_directory = \"keys\"\n\
+         {signing}",
+        records(),
         algs.join(", ")
     );
     std::fs::write(dir.path().join("zone.toml"), toml).unwrap();
@@ -254,4 +274,89 @@ fn a_random_subdomain_flood_does_not_stop_cached_answers() {
         .take_while(|_| flood.recv_from(&mut buf).is_ok())
         .count();
     assert!(answered > 0);
+}
+
+/// The records of an AXFR of `zone` from `server` as dig prints them, read back by pqdns
+/// (the closing SOA left out), sorted.
+fn axfr(server: std::net::SocketAddr, zone: &str) -> Vec<pqdns_core::Record> {
+    let out = dig(server, &["+tcp", zone, "AXFR"]);
+    let text: String = out
+        .text
+        .lines()
+        .filter(|l| !l.starts_with(';') && !l.trim().is_empty())
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let mut records = ZoneFileReader::new(None, None)
+        .read_str(&text, "dig AXFR")
+        .unwrap_or_else(|e| panic!("{e}: {}", out.text));
+    assert_eq!(
+        records.last().map(|r| r.rtype),
+        Some(RrType::SOA),
+        "{}",
+        out.text
+    );
+    records.pop();
+    records.sort_by(|a, b| (&a.owner, a.rtype, &a.rdata).cmp(&(&b.owner, b.rtype, &b.rdata)));
+    records
+}
+
+/// A zone transfer of an online zone carries the zone's unsigned data: the records Knot's
+/// online signing (knotd 3.2 with `mod-onlinesign`, Debian `knot`) transfers for the same
+/// zone, record for record. No DNSKEY, RRSIG or NSEC: a secondary signs online itself, and
+/// no secondary is handed a zone signed in part (before, the apex DNSKEY RRset went signed
+/// with the rest unsigned).
+#[test]
+fn a_transfer_carries_the_unsigned_zone_as_knots_onlinesign_does() {
+    let server = online_with(&["ECDSAP256SHA256"], "serial = \"keep\"\n", |s| {
+        s.axfr_allow = AllowList::new(vec!["127.0.0.1".parse().unwrap()]);
+    });
+    // Queries get the DNSKEY RRset signed.
+    let dnskey = ask_tcp(&server, "", RrType::DNSKEY);
+    assert_eq!(rrsigs(&dnskey.answers, RrType::DNSKEY).len(), 1);
+    let ours = axfr(server.tcp(), ORIGIN);
+
+    let knotd = require("knotd", "knot");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    std::fs::write(
+        dir.path().join("online.zone"),
+        format!("$ORIGIN {ORIGIN}\n$TTL 3600\n{}", records()),
+    )
+    .unwrap();
+    let port = free_dual_port();
+    let conf = format!(
+        "server:\n  rundir: \"{d}\"\n  listen: 127.0.0.1@{port}\n\
+         control:\n  listen: \"{d}/knot.sock\"\n\
+         database:\n  storage: \"{d}\"\n\
+         log:\n  - target: \"{d}/knot.log\"\n    any: info\n\
+         acl:\n  - id: transfer\n    address: 127.0.0.1\n    action: transfer\n\
+         mod-onlinesign:\n  - id: default\n\
+         template:\n  - id: default\n    storage: \"{d}\"\n\
+         zone:\n  - domain: {ORIGIN}\n    file: \"{d}/online.zone\"\n    \
+         module: mod-onlinesign/default\n    acl: transfer\n"
+    );
+    let mut knot = KillOnDrop(start_knotd(&knotd, dir.path(), &conf));
+    let knot_addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    // Up when it answers DNSKEY signed (online signing working, keys made).
+    let mut up = None;
+    for _ in 0..80 {
+        if let Some(status) = knot.0.try_wait().unwrap() {
+            panic!("knotd exited ({status})");
+        }
+        let q = query_wire(ORIGIN, RrType::DNSKEY, true);
+        if let Some(m) = udp_query(knot_addr, &q).filter(|m| m.rcode() == Rcode::NOERROR) {
+            up = Some(m);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let log = std::fs::read_to_string(dir.path().join("knot.log")).unwrap_or_default();
+    let up = up.unwrap_or_else(|| panic!("knotd does not serve the zone:\n{log}"));
+    assert_eq!(rrsigs(&up.answers, RrType::DNSKEY).len(), 1, "{log}");
+    let theirs = axfr(knot_addr, ORIGIN);
+
+    assert_eq!(ours, theirs, "pqdns-server's transfer, then knotd's");
+    assert!(ours.len() >= 15, "{} records", ours.len());
+    let signer_types = [RrType::DNSKEY, RrType::RRSIG, RrType::NSEC, RrType::CDS];
+    assert!(ours.iter().all(|r| !signer_types.contains(&r.rtype)));
 }

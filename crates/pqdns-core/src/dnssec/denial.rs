@@ -93,18 +93,23 @@ impl VerifiedDenial {
     /// denial of existence (RFC 9824 §2): a NODATA proof by an NSEC at the name whose type
     /// bitmap lists NXNAME, which a resolver may answer as NXDOMAIN (RFC 9824 §5).
     pub fn nonexistent(&self) -> bool {
-        match self.claim {
-            Claim::NxDomain => true,
-            Claim::NoData(_) => self.rrsets.iter().any(|set| {
+        matches!(self.claim, Claim::NxDomain) || self.compact()
+    }
+    /// True if the proof is a compact denial of existence (RFC 9824 §2) that the name does
+    /// not exist: an NSEC at the name whose type bitmap lists NXNAME, proving NODATA (the
+    /// RCODE NOERROR a querier without the CO flag gets) or NXDOMAIN (the RCODE a CO querier
+    /// gets, RFC 9824 §5.1). A resolver sets its clients' RCODE from this, not from the one
+    /// it received.
+    pub fn compact(&self) -> bool {
+        matches!(self.claim, Claim::NxDomain | Claim::NoData(_))
+            && self.rrsets.iter().any(|set| {
                 set.rtype() == RrType::NSEC
                     && *set.owner() == self.name
                     && set.rdatas().iter().any(|rdata| {
                         parse_nsec(set.owner(), rdata)
                             .is_some_and(|n| n.types.contains(&RrType::NXNAME))
                     })
-            }),
-            _ => false,
-        }
+            })
     }
 
     /// The verified NSEC or NSEC3 RRsets of the proof (to return with a DO=1 answer,

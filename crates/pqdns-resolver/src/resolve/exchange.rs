@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use pqdns_core::dnssec::mtl::{SigTags, EDNS_FULL_SIGNATURES};
 use pqdns_core::message::{Message, Question};
-use pqdns_core::wire::{Edns, EDNS_DO, FLAG_CD};
+use pqdns_core::wire::{Edns, EDNS_CO, EDNS_DO, FLAG_CD};
 use pqdns_core::{Class, Name, RrType};
 
 use super::ctx::Ctx;
@@ -69,7 +69,9 @@ impl Exchanger {
                 udp_payload: self.udp_payload,
                 ext_rcode: 0,
                 version: 0,
-                flags: EDNS_DO,
+                // CO (RFC 9824 §5.1): we take a compact denial with NXDOMAIN; the validator
+                // reads the proof, and the service gives each client the RCODE it asked for.
+                flags: EDNS_DO | EDNS_CO,
                 options,
             }),
         );

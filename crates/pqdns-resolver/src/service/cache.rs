@@ -4,7 +4,8 @@
 //!
 //! - Key: QNAME (lowercased), QTYPE, QCLASS, and the query bits that change the content: DO
 //!   (RRSIGs, NSEC, NSEC3 included, RFC 4035 §3.2.1), CD (unvalidated data, RFC 4035 §3.2.2)
-//!   and whether the query had EDNS (an OPT record in the response, RFC 6891 §7).
+//!   whether the query had EDNS (an OPT record in the response, RFC 6891 §7) and CO with DO
+//!   (the RCODE of a compact denial of existence and CO in the response, RFC 9824 §5.1).
 //! - Served: the prepared bytes with the query's ID, RD bit and QNAME case copied in, AD set
 //!   when the data was Secure and the query has DO or AD (RFC 6840 §5.7-5.8), and every TTL
 //!   lowered by the seconds since it was stored (RFC 1035 §7.1). Our COOKIE option (RFC 7873
@@ -205,7 +206,8 @@ impl Key {
         let mut bytes = [0; MAX_KEY];
         bytes[0] = u8::from(query.dnssec_ok())
             | u8::from(query.checking_disabled()) << 1
-            | u8::from(query.edns.is_some()) << 2;
+            | u8::from(query.edns.is_some()) << 2
+            | u8::from(query.compact_ok()) << 3;
         bytes[1..3].copy_from_slice(&query.qtype.0.to_be_bytes());
         bytes[3..5].copy_from_slice(&query.qclass.0.to_be_bytes());
         let name = query.qname.as_wire();

@@ -39,6 +39,7 @@
 //!   clients with a valid server cookie are not limited.
 
 pub mod cache;
+mod compact;
 pub mod metrics;
 mod query;
 mod response;

@@ -1,10 +1,10 @@
 //! A stub's query as the resolver service reads it (RFC 1035 §4.1.1, RFC 6891 §6.1, RFC 4035
-//! §3.2): one question, the RD/CD/AD bits, EDNS(0) (UDP payload size, DO, version) and the
+//! §3.2): one question, the RD/CD/AD bits, EDNS(0) (UDP payload size, DO, CO, version) and the
 //! COOKIE option (RFC 7873 §4), after the acceptability check the authoritative server runs
 //! too ([`pqdns_core::wire::query`]). Reading allocates nothing.
 
 use pqdns_core::wire::query::{self, Malformed};
-use pqdns_core::wire::{Header, NameBuf, Opcode, FLAG_AD, FLAG_CD, MIN_UDP_PAYLOAD};
+use pqdns_core::wire::{Header, NameBuf, Opcode, EDNS_CO, FLAG_AD, FLAG_CD, MIN_UDP_PAYLOAD};
 use pqdns_core::{Class, RrType};
 use pqdns_net::cookie;
 
@@ -45,6 +45,9 @@ pub(crate) struct ClientEdns {
     pub(crate) udp_payload: u16,
     /// The DO bit (RFC 3225): the client wants RRSIG, NSEC and NSEC3 records.
     pub(crate) dnssec_ok: bool,
+    /// The CO bit (RFC 9824 §5.1): the client takes a compact denial of existence with the
+    /// RCODE NXDOMAIN.
+    pub(crate) compact_ok: bool,
 }
 
 /// A query the service can answer.
@@ -69,6 +72,12 @@ impl ClientQuery {
     /// DO (RFC 3225).
     pub(crate) fn dnssec_ok(&self) -> bool {
         self.edns.is_some_and(|e| e.dnssec_ok)
+    }
+
+    /// DO and CO (RFC 9824 §5.1): a compact denial of existence is answered NXDOMAIN, with
+    /// CO in the response.
+    pub(crate) fn compact_ok(&self) -> bool {
+        self.edns.is_some_and(|e| e.dnssec_ok && e.compact_ok)
     }
 
     /// Whether a Secure answer gets AD: when the query has DO or AD (RFC 6840 §5.7-5.8).
@@ -131,6 +140,7 @@ pub(crate) fn parse(message: &[u8]) -> Parsed {
         edns: q.edns.map(|o| ClientEdns {
             udp_payload: o.udp_payload(),
             dnssec_ok: o.dnssec_ok(),
+            compact_ok: o.flags() & EDNS_CO != 0,
         }),
         cookie,
     })
@@ -140,7 +150,7 @@ pub(crate) fn parse(message: &[u8]) -> Parsed {
 mod tests {
     use super::*;
     use pqdns_core::message::{Message, Question};
-    use pqdns_core::wire::{Edns, Rcode, FLAG_QR, FLAG_RD, OPTION_COOKIE};
+    use pqdns_core::wire::{Edns, Rcode, EDNS_DO, FLAG_QR, FLAG_RD, OPTION_COOKIE};
 
     fn query(flags: u16, edns: Option<Edns>) -> Vec<u8> {
         let mut m = Message::query(
@@ -167,6 +177,24 @@ mod tests {
         assert!(q.header.has(FLAG_RD) && q.checking_disabled() && q.dnssec_ok());
         assert!(q.wants_ad());
         assert_eq!(q.udp_limit(), 4096);
+        assert!(!q.compact_ok());
+    }
+
+    /// CO counts only with DO (RFC 9824 §5.1: a compact answer is a DNSSEC answer).
+    #[test]
+    fn compact_answers_ok() {
+        for (flags, co) in [
+            (EDNS_DO | EDNS_CO, true),
+            (EDNS_CO, false),
+            (EDNS_DO, false),
+        ] {
+            let mut edns = Edns::dnssec_ok(1232);
+            edns.flags = flags;
+            let Parsed::Query(q) = parse(&query(0, Some(edns))) else {
+                panic!("not a query")
+            };
+            assert_eq!(q.compact_ok(), co, "flags {flags:#x}");
+        }
     }
 
     #[test]

@@ -11,20 +11,24 @@
 //!   validates itself gets what it needs to find out why.
 //! - A resolution that got no usable response is SERVFAIL with EDE 22 (No Reachable
 //!   Authority) or, when a work limit stopped it, EDE 0 (Other) naming the limit.
+//! - A compact denial of existence (RFC 9824) gets the RCODE [`super::compact`] chooses.
 //!
 //! The response has ID 0 and RD, AD clear, RA set; an OPT record (last) only when the query
-//! had one, advertising [`RESPONSE_UDP_PAYLOAD`]. What the cache patches when it serves the
-//! response (TTL offsets, the end of the question, the OPT record) and what its lifetime
-//! depends on are recorded as it is written ([`Layout`]): the cache never parses it.
+//! had one, advertising [`RESPONSE_UDP_PAYLOAD`], with DO and CO as the query had them. What
+//! the cache patches when it serves the response (TTL offsets, the end of the question, the
+//! OPT record) and what its lifetime depends on are recorded as it is written ([`Layout`]):
+//! the cache never parses it.
 
 use pqdns_core::dnssec::validate::Status;
 use pqdns_core::message::Message;
 use pqdns_core::wire::rdata::Soa;
 use pqdns_core::wire::{
-    Ede, Header, MessageWriter, Rcode, Section, EDNS_DO, FLAG_CD, FLAG_QR, FLAG_RA, OPTION_EDE,
+    Ede, Header, MessageWriter, Rcode, Section, EDNS_CO, EDNS_DO, FLAG_CD, FLAG_QR, FLAG_RA,
+    OPTION_EDE,
 };
 use pqdns_core::{Record, RrType};
 
+use super::compact;
 use super::query::ClientQuery;
 use crate::answer::Answer;
 use crate::resolve::ResolveError;
@@ -90,6 +94,7 @@ pub(crate) fn from_answer(query: &ClientQuery, answer: &Answer) -> Written {
         let text = format!("the forwarder sent a referral to {}", referral.zone);
         return failure(query, Rcode::SERVFAIL, Ede::NOT_AUTHORITATIVE, &text);
     }
+    let rcode = compact::rcode(query, rcode, answer.denials());
     let dnssec = query.dnssec_ok();
     let mut answers = Vec::new();
     for set in answer.answers() {
@@ -175,7 +180,8 @@ fn unvalidated(query: &ClientQuery, answer: &Answer, secure: bool) -> Written {
                 .collect()
         })
         .unwrap_or_default();
-    let rcode = messages.last().map_or(Rcode::SERVFAIL, Message::rcode);
+    let received = messages.last().map_or(Rcode::SERVFAIL, Message::rcode);
+    let rcode = compact::rcode(query, received, answer.denials());
     write(query, rcode, &answers, &authority, None).secure(secure)
 }
 
@@ -225,7 +231,10 @@ pub(crate) fn write(
         negative_ttl: None,
     };
     if let Some(edns) = query.edns {
-        let flags = if edns.dnssec_ok { EDNS_DO } else { 0 };
+        let mut flags = if edns.dnssec_ok { EDNS_DO } else { 0 };
+        if query.compact_ok() {
+            flags |= EDNS_CO;
+        }
         let _fits = w.set_opt(RESPONSE_UDP_PAYLOAD, 0, flags);
         if ede.is_some() {
             let _fits = w.add_option(OPTION_EDE, &option);
