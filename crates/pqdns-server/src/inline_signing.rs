@@ -39,7 +39,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use pqdns_core::atomic_file::{write_atomic, AtomicFile, FileMode};
 use pqdns_core::config::{ConfigError, LoadedConfig, SigningConfig, SigningMode};
 use pqdns_core::dnssec::incremental::{resign_changes, IncrementalError, RrsetChange};
-use pqdns_core::dnssec::keyfile::ZoneKey;
 use pqdns_core::serial::Serial;
 use pqdns_core::{Name, Record, RrType, Zone};
 use tracing::{debug, info, warn};
@@ -47,7 +46,7 @@ use tracing::{debug, info, warn};
 use crate::catalog::{Catalog, ServedZone};
 use crate::journal::{Change, Journal};
 use crate::journal_file;
-use crate::resign;
+use crate::resign::{self, Versions};
 use crate::zones::{self, LoadError, ZoneSource};
 
 /// Types a primary's change may not touch for the change to be signed incrementally: the
@@ -77,27 +76,6 @@ pub(crate) struct InlineSigner {
     versions: Mutex<Option<Versions>>,
     /// `<zone>.xfr`, the stored unsigned copy.
     stored: PathBuf,
-}
-
-/// The signed versions of the last incremental change.
-struct Versions {
-    /// The version made last (served, unless a load replaced it since).
-    current: Arc<ServedZone>,
-    /// The version before, to become the next one once no catalog serves it.
-    retired: Option<Arc<ServedZone>>,
-    /// The signing keys and the published DNSKEY RDATA of `current`'s load.
-    keys: Arc<(Vec<ZoneKey>, Vec<Vec<u8>>)>,
-    /// Bytes appended to the outgoing journal file since it was last written whole.
-    appended: u64,
-}
-
-impl std::fmt::Debug for Versions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Versions")
-            .field("serial", &self.current.zone.soa_serial())
-            .field("appended", &self.appended)
-            .finish_non_exhaustive()
-    }
 }
 
 /// What [`InlineSigner::incremental`] did.

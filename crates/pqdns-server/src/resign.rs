@@ -52,16 +52,17 @@ pub(crate) struct Resigner {
     zones: Mutex<HashMap<Name, Versions>>,
 }
 
-/// What the resigner keeps of one zone.
-struct Versions {
+/// What an incremental signer (this one for UPDATEs, [`crate::inline_signing`] for IXFRs)
+/// keeps of one zone between changes.
+pub(crate) struct Versions {
     /// The version it made last (served, unless a load replaced it since).
-    current: Arc<ServedZone>,
+    pub(crate) current: Arc<ServedZone>,
     /// The version before, to become the next one once no catalog serves it.
-    retired: Option<Arc<ServedZone>>,
+    pub(crate) retired: Option<Arc<ServedZone>>,
     /// The signing keys and the published DNSKEY RDATA of `current`'s load.
-    keys: Arc<(Vec<ZoneKey>, Vec<Vec<u8>>)>,
-    /// Bytes appended to the journal file since it was last written whole.
-    appended: u64,
+    pub(crate) keys: Arc<(Vec<ZoneKey>, Vec<Vec<u8>>)>,
+    /// Bytes appended to the outgoing journal file since it was last written whole.
+    pub(crate) appended: u64,
 }
 
 impl std::fmt::Debug for Versions {

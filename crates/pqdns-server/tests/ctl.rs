@@ -738,7 +738,8 @@ fn a_zone_added_and_removed_by_configuration_reload_loses_no_query() {
     let (sent, lost, elapsed) = queries.join().unwrap();
     eprintln!("{sent} queries in {elapsed:?}, {lost} lost or not NOERROR with the data");
     assert_eq!(lost, 0, "{sent} sent");
-    assert!(sent >= 100, "too few queries during the reloads: {sent}");
+    // At 1,000/s for as long as the reloads take: about 0.1 s on a quiet machine.
+    assert!(sent >= 20, "too few queries during the reloads: {sent}");
     assert!(
         d.log().contains("zone added by the configuration"),
         "{}",
