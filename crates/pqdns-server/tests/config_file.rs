@@ -155,3 +155,32 @@ fn check_reads_the_configuration_file_and_places_its_errors() {
         assert!(out.contains(place) && out.contains(what), "{text}\n{out}");
     }
 }
+
+/// The three-tier example of `zones/fleet` (issue 27: hidden primary → pqdns signer → NSD and
+/// Knot) passes `--check` as shipped, with the TSIG key file its comments say to generate. Only
+/// its `user` line is left out: the `pqdns` user exists where the package is installed.
+#[test]
+fn the_fleet_example_passes_check() {
+    let fleet = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../zones/fleet");
+    let text = std::fs::read_to_string(fleet.join("pqdns-server.toml")).unwrap();
+    let shipped: Vec<&str> = text.lines().collect();
+    let kept: Vec<&str> = text.lines().filter(|l| !l.starts_with("user = ")).collect();
+    assert_eq!(kept.len() + 1, shipped.len(), "the example drops root");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pqdns-server.toml");
+    std::fs::write(&file, kept.join("\n")).unwrap();
+    std::fs::write(
+        dir.path().join("transfer-key.conf"),
+        "key \"transfer-key\" {\n\talgorithm hmac-sha256;\n\t\
+         secret \"jjh84RWoTO9eqmfrYrnKnayv1avaDm/wqTMvnt/9aAo=\";\n};\n",
+    )
+    .unwrap();
+    let (code, out) = check(&file);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("zone example.org. ("), "{out}");
+    // Without the key file it names what is missing.
+    std::fs::remove_file(dir.path().join("transfer-key.conf")).unwrap();
+    let (code, out) = check(&file);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("transfer-key.conf"), "{out}");
+}
