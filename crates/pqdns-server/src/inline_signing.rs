@@ -271,16 +271,7 @@ impl InlineSigner {
         } else {
             0
         };
-        let serial_path = cfg.serial_path(signing);
-        write_atomic(
-            &serial_path,
-            format!("{serial}\n").as_bytes(),
-            FileMode::Public,
-        )
-        .map_err(|error| LoadError::WriteState {
-            path: serial_path,
-            error,
-        })?;
+        resign::write_serial(&cfg, signing, serial)?;
         write_map(&cfg, signing, unsigned, serial);
         *self.unsigned.lock().unwrap_or_else(PoisonError::into_inner) = Some(new);
         info!(zone = %cfg.origin, unsigned, serial, signatures, rrsets = changes.len(), "IXFR signed incrementally");

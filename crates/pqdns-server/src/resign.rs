@@ -164,6 +164,21 @@ impl Resigner {
     }
 }
 
+/// Writes `<zone>.serial`, the newest signed serial served (never served lower after a
+/// restart), atomically.
+///
+/// # Errors
+/// [`LoadError::WriteState`] if the file cannot be written.
+pub(crate) fn write_serial(
+    cfg: &LoadedConfig,
+    signing: &SigningConfig,
+    serial: u32,
+) -> Result<(), LoadError> {
+    let path = cfg.serial_path(signing);
+    write_atomic(&path, format!("{serial}\n").as_bytes(), FileMode::Public)
+        .map_err(|error| LoadError::WriteState { path, error })
+}
+
 /// The zone of `retired`, the version before `served`, brought up to `served` by the
 /// journal's changes since it, when no catalog shares it any more; else a copy of `served`'s.
 pub(crate) fn working_copy(retired: Option<Arc<ServedZone>>, served: &ServedZone) -> Zone {
@@ -222,16 +237,7 @@ pub(crate) fn persist(
         }
     }
     info!(zone = %cfg.origin, serial, "writing the zone and its journal whole");
-    let serial_path = cfg.serial_path(signing);
-    write_atomic(
-        &serial_path,
-        format!("{serial}\n").as_bytes(),
-        FileMode::Public,
-    )
-    .map_err(|error| LoadError::WriteState {
-        path: serial_path,
-        error,
-    })?;
+    write_serial(cfg, signing, serial)?;
     zones::write_persisted(new, &paths, Some(CrashPoint::ServedWritten))
         .map_err(|(path, error)| LoadError::WriteState { path, error })?;
     Ok(0)

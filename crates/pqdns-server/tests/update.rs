@@ -40,15 +40,15 @@ use std::sync::Arc;
 
 use base64::Engine;
 use common::{dig, require, run};
-use pqdns_core::dnssec::verify::{verify_zone, VerifyOptions};
-use pqdns_core::dnssec::{Profile, Provider};
 use pqdns_core::rdata::to_presentation;
 use pqdns_core::wire::tsig::{Algorithm, Key, KeyRing};
 use pqdns_core::{Name, RrType};
 use pqdns_server::settings::Settings;
 use pqdns_server::zones::{load_all, ZoneSource};
 use pqdns_server::{Server, ServerConfig, ServerHandle};
+use pqdns_test_support::cpu::process_cpu_seconds as cpu_seconds;
 use pqdns_test_support::ports::free_dual_port;
+use pqdns_test_support::verify::assert_zone_verifies;
 
 /// The zone (the one the secondaries of `common::secondary` transfer).
 const ORIGIN: &str = common::ORIGIN;
@@ -252,20 +252,7 @@ impl Fixture {
 
     /// The whole served zone verifies: every signature of every algorithm, the denial chain.
     fn assert_verifies(&self) {
-        let report = verify_zone(
-            &self.served(),
-            &Profile::default_profile(),
-            &Provider::default_provider(),
-            &VerifyOptions {
-                now: pqdns_core::time::now(),
-                signatures_only: false,
-            },
-        );
-        assert!(
-            report.is_ok(),
-            "{:?}",
-            &report.failures[..report.failures.len().min(5)]
-        );
+        assert_zone_verifies(&self.served(), "the served zone");
     }
 }
 
@@ -821,24 +808,6 @@ fn unsigned_data(zone: &pqdns_core::Zone) -> Vec<String> {
         .collect()
 }
 
-/// `zone` verifies whole: every signature, the denial chain complete.
-fn assert_zone_verifies(zone: &pqdns_core::Zone, context: &str) {
-    let report = verify_zone(
-        zone,
-        &Profile::default_profile(),
-        &Provider::default_provider(),
-        &VerifyOptions {
-            now: pqdns_core::time::now(),
-            signatures_only: false,
-        },
-    );
-    assert!(
-        report.is_ok(),
-        "{context}: {:?}",
-        &report.failures[..report.failures.len().min(5)]
-    );
-}
-
 /// Issue 28, must-show 3: the `pqdns-server` binary stopped dead in the middle of applying an
 /// UPDATE (`PQDNS_TEST_CRASH_AT`, the `crash-points` feature: the process aborts there, as
 /// SIGKILL would stop it) serves, once started again, exactly the zone before the update or
@@ -948,21 +917,6 @@ fn a_crash_in_the_middle_of_an_update_leaves_the_zone_before_or_after_it() {
             );
         }
     }
-}
-
-/// This process's CPU time (user + system, all threads; not child processes), seconds, from
-/// `/proc/self/stat` (fields 14 and 15, in clock ticks of `getconf CLK_TCK`).
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
-    // Fields after the command name, which ends at the last ')'.
-    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
-    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
-    let hz = Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .unwrap()
-        .stdout;
-    ticks / String::from_utf8_lossy(&hz).trim().parse::<f64>().unwrap()
 }
 
 /// The cost of one UPDATE in a large zone against signing it whole, side by side in one run

@@ -43,6 +43,7 @@ pub mod ports;
 mod second_opinion;
 pub mod secondaries;
 pub mod systemd;
+pub mod verify;
 pub use second_opinion::second_opinion;
 
 /// The client address tests and benchmarks answer (127.0.0.1).
