@@ -25,10 +25,8 @@ fuzz_target!(|bytes: &[u8]| {
     let Some(first) = messages.first() else {
         return;
     };
-    let limits = Limits {
-        max_bytes: 64 << 10,
-        ..Limits::default()
-    };
+    let mut limits = Limits::default();
+    limits.max_bytes = 64 << 10;
     let mut reassembler = Reassembler::new(limits, DEFAULT_RRFRAG_TYPE);
     let now = Instant::now();
     if let Some(question) = first.questions.first() {

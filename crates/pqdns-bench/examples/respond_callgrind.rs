@@ -74,11 +74,9 @@ fn main() {
         _ => catalog,
     };
     let rrl = (mode == "replay-rrl").then(|| {
-        Rrl::new(RrlSettings {
-            rate: u32::MAX,
-            ..RrlSettings::default()
-        })
-        .expect("on")
+        let mut settings = RrlSettings::default();
+        settings.rate = u32::MAX;
+        Rrl::new(settings).expect("on")
     });
     let queries: Vec<Vec<u8>> = if mode == "malformed" {
         let mut bad = query("host1.bench.", 1, true);

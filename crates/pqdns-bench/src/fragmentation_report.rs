@@ -190,10 +190,8 @@ fn query(id: u16, qtype: RrType) -> Message {
 }
 
 fn client(method: &str) -> Client {
-    let tls = TlsOptions {
-        insecure: true,
-        ..TlsOptions::default()
-    };
+    let mut tls = TlsOptions::default();
+    tls.danger_accept_any_certificate = true;
     let transport = if method == "dot-reused" {
         Transport::Dot
     } else {

@@ -141,11 +141,9 @@ fn fresh_query(
     transport: Transport,
     datagram: Option<u16>,
 ) -> (f64, u64, String) {
-    let tls = TlsOptions {
-        ca_files: vec![server.ca.clone()],
-        doq_datagram_size: datagram,
-        ..TlsOptions::default()
-    };
+    let mut tls = TlsOptions::default();
+    tls.ca_files = vec![server.ca.clone()];
+    tls.doq_datagram_size = datagram;
     let client = Client::new(transport, Duration::from_secs(10), tls).expect("client");
     let cpu0 = server_process::cpu_ns(server.pid());
     let start = Instant::now();

@@ -480,7 +480,7 @@ impl LoadArgs {
                     .map(tls_client::parse_group)
                     .transpose()?,
                 pq_only: self.pq_only,
-                insecure: self.insecure,
+                danger_accept_any_certificate: self.insecure,
                 ca_file: self.ca,
                 server_name: self.server_name,
             },
@@ -634,7 +634,7 @@ fn run_soak(args: SoakArgs) -> ExitCode {
             recursion_desired: args.rd,
         },
         tls: pqdns_bench::tls_client::TlsClientOptions {
-            insecure: true,
+            danger_accept_any_certificate: true,
             ..Default::default()
         },
         processes,

@@ -376,15 +376,7 @@ fn zone_row(delegations: usize, alg: Algorithm) -> Row {
     let seconds = start.elapsed().as_secs_f64();
     let cpu_seconds = (self_cpu_time() - cpu).as_secs_f64();
     let cpu = self_cpu_time();
-    let verified = verify_zone(
-        &signed,
-        &profile,
-        &provider,
-        &VerifyOptions {
-            now,
-            signatures_only: false,
-        },
-    );
+    let verified = verify_zone(&signed, &profile, &provider, &VerifyOptions::at(now));
     let verify_cpu_seconds = (self_cpu_time() - cpu).as_secs_f64();
     assert!(verified.is_ok(), "{alg}: {:?}", verified.failures.first());
     let all = signed.records();

@@ -97,13 +97,7 @@ pub fn run(algorithms: &[String], queries: usize) -> Vec<Row> {
         settings.dot = vec![SocketAddr::new(addr.ip(), 0)];
         settings.doh = vec![SocketAddr::new(addr.ip(), 0)];
         let handle = rt
-            .block_on(Server::bind(
-                ServerConfig {
-                    zones: sources,
-                    settings,
-                },
-                catalog,
-            ))
+            .block_on(Server::bind(ServerConfig::new(sources, settings), catalog))
             .expect("server binds");
         for transport in TRANSPORTS {
             let server = match transport {
@@ -124,10 +118,8 @@ pub fn run(algorithms: &[String], queries: usize) -> Vec<Row> {
 fn resolver(transport: Transport, server: SocketAddr, ds: &pqdns_core::Record) -> Resolver {
     let mut anchors = TrustAnchors::default();
     anchors.add_ds(ds.owner.clone(), ds.rdata.clone());
-    let tls = TlsOptions {
-        insecure: true,
-        ..TlsOptions::default()
-    };
+    let mut tls = TlsOptions::default();
+    tls.danger_accept_any_certificate = true;
     let config = Config::new(Mode::Forward(server), anchors);
     Resolver::new(
         config,

@@ -21,7 +21,7 @@ pub struct TlsClientOptions {
     pub pq_only: bool,
     /// Accept any certificate (self-signed test servers); the handshake signature is still
     /// checked.
-    pub insecure: bool,
+    pub danger_accept_any_certificate: bool,
     /// PEM file of CA certificates (or the server's self-signed certificate) to trust.
     pub ca_file: Option<PathBuf>,
     /// Server name to send (SNI) and verify; default: the target's IP address.
@@ -53,7 +53,7 @@ pub fn client_config(
     resumption: bool,
     cache_size: usize,
 ) -> Result<Arc<rustls::ClientConfig>, TlsClientError> {
-    let roots = match (&opts.ca_file, opts.insecure) {
+    let roots = match (&opts.ca_file, opts.danger_accept_any_certificate) {
         (_, true) => Roots::DangerAcceptAnyCertificate,
         (Some(path), false) => Roots::CaFiles(vec![path.clone()]),
         (None, false) => return Err(TlsClientError::NoTrust),
@@ -74,7 +74,7 @@ mod tests {
         let opts = TlsClientOptions {
             group: Some(NamedGroup::X25519),
             pq_only: true,
-            insecure: true,
+            danger_accept_any_certificate: true,
             ..TlsClientOptions::default()
         };
         assert!(matches!(

@@ -215,10 +215,7 @@ impl PqdnsServer {
             .enable_all()
             .build()
             .unwrap();
-        let config = ServerConfig {
-            zones: sources,
-            settings,
-        };
+        let config = ServerConfig::new(sources, settings);
         let handle = rt.block_on(Server::bind(config, catalog)).unwrap();
         PqdnsServer {
             dir,

@@ -72,15 +72,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         stats.rrsets, stats.signatures, stats.denial_records
     );
 
-    let report = verify_zone(
-        &zone,
-        &profile,
-        &provider,
-        &VerifyOptions {
-            now,
-            signatures_only: false,
-        },
-    );
+    let report = verify_zone(&zone, &profile, &provider, &VerifyOptions::at(now));
     if let Some(failure) = report.failures.first() {
         return Err(format!("the signed zone does not verify: {failure}").into());
     }

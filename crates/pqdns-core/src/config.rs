@@ -254,6 +254,7 @@ pub struct RolloverKeys {
 /// The `[signing]` table.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct SigningConfig {
     /// Algorithm names (see `pqdns-zone algorithms`); several means multi-algorithm signing.
     pub algorithms: Vec<String>,
@@ -369,6 +370,7 @@ fn default_key_dir() -> PathBuf {
 /// A zone description as read from TOML.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct ZoneConfig {
     /// The zone apex, absolute.
     pub origin: String,
@@ -401,6 +403,7 @@ pub struct ZoneConfig {
 /// The `[secondary]` table: where a secondary zone is transferred from.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct SecondaryConfig {
     /// Primaries, tried in order: `ADDR`, `ADDR:PORT` or `[IPv6]:PORT` (port 53 if omitted),
     /// optionally followed by `key NAME` (a TSIG key of pqdns-server's `tsig_keys`).
@@ -470,6 +473,7 @@ fn default_ttl() -> u32 {
 
 /// A zone description together with where it was read from.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct LoadedConfig {
     /// The parsed description.
     pub config: ZoneConfig,

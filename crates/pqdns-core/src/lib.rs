@@ -29,7 +29,7 @@
 //!     published_dnskeys: None,
 //! };
 //! let stats = sign_zone(&mut zone, &[csk], &policy, &|_, _| {})?;
-//! let options = VerifyOptions { now, signatures_only: false };
+//! let options = VerifyOptions::at(now);
 //! let report = verify_zone(&zone, &profile, &provider, &options);
 //! assert!(report.failures.is_empty());
 //! assert_eq!(report.signatures_valid, stats.signatures);

@@ -513,10 +513,7 @@ ns2           3600   IN  AAAA    2001:db8::63
             let set = z.rrset(&z.origin, RrType::ZONEMD).unwrap();
             assert_eq!(set.rrsigs.len(), 1, "{alg:?}");
             assert_ne!(set.rrsigs, placeholder_sigs, "{alg:?}: signed again");
-            let options = VerifyOptions {
-                now,
-                signatures_only: false,
-            };
+            let options = VerifyOptions::at(now);
             let report = verify_zone(&z, &profile, &provider, &options);
             assert!(report.failures.is_empty(), "{alg:?}: {:?}", report.failures);
             assert_eq!(verify(&z), Ok(ZonemdStatus::Verified(ZonemdHash::Sha384)));

@@ -102,10 +102,7 @@ fn policy(denial: Denial) -> SigningPolicy {
 }
 
 fn verify(zone: &Zone, provider: &Provider) -> Vec<String> {
-    let opts = VerifyOptions {
-        now: NOW,
-        signatures_only: false,
-    };
+    let opts = VerifyOptions::at(NOW);
     verify_zone(zone, &test_profile(), provider, &opts)
         .failures
         .iter()

@@ -106,10 +106,7 @@ fn an_external_scheme_signs_and_verifies_a_zone() {
     sign_zone(&mut zone, &keys, &policy, &|_, _| {}).unwrap();
     let rrsig = &zone.rrset(&origin, RrType::SOA).unwrap().rrsigs[0];
     assert_eq!(rrsig[2], 253, "RRSIG algorithm field");
-    let opts = VerifyOptions {
-        now,
-        signatures_only: false,
-    };
+    let opts = VerifyOptions::at(now);
     let report = verify_zone(&zone, &profile, &provider, &opts);
     assert!(report.is_ok(), "{:?}", report.failures);
 

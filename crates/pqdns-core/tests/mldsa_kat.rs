@@ -110,10 +110,7 @@ fn whole_file_verifies_as_a_partial_zone_within_its_window_only() {
     }
     let profile = Profile::default_profile();
     let provider = Provider::default_provider();
-    let opts = |now| VerifyOptions {
-        now,
-        signatures_only: true,
-    };
+    let opts = |now| VerifyOptions::signatures_only_at(now, true);
     let report = verify_zone(&zone, &profile, &provider, &opts(DURING_VALIDITY));
     assert!(report.is_ok(), "{:?}", report.failures);
     assert_eq!(report.signatures_valid, 1);

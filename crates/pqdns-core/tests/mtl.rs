@@ -63,10 +63,7 @@ fn failures(zone: &Zone) -> Vec<String> {
 }
 
 fn failures_under(zone: &Zone, profile: &Profile) -> Vec<String> {
-    let opts = VerifyOptions {
-        now: NOW,
-        signatures_only: false,
-    };
+    let opts = VerifyOptions::at(NOW);
     verify_zone(zone, profile, &Provider::default(), &opts)
         .failures
         .iter()
@@ -293,10 +290,7 @@ fn sample_zone() -> Zone {
 const SAMPLE_NOW: u64 = 1_796_000_000;
 
 fn sample_failures(zone: &Zone) -> Vec<String> {
-    let opts = VerifyOptions {
-        now: SAMPLE_NOW,
-        signatures_only: false,
-    };
+    let opts = VerifyOptions::at(SAMPLE_NOW);
     let report = verify_zone(
         zone,
         &Profile::named("verisign-2025").unwrap(),
@@ -312,10 +306,7 @@ fn sample_failures(zone: &Zone) -> Vec<String> {
 #[test]
 fn verisign_sample_verifies_at_a_time_inside_its_window() {
     let zone = sample_zone();
-    let opts = VerifyOptions {
-        now: SAMPLE_NOW,
-        signatures_only: false,
-    };
+    let opts = VerifyOptions::at(SAMPLE_NOW);
     let report = verify_zone(
         &zone,
         &Profile::named("verisign-2025").unwrap(),
@@ -328,10 +319,7 @@ fn verisign_sample_verifies_at_a_time_inside_its_window() {
         (11, 11)
     );
     // Outside the window the same signatures are refused.
-    let late = VerifyOptions {
-        now: SAMPLE_NOW + 40 * 86_400,
-        ..opts
-    };
+    let late = VerifyOptions::at(SAMPLE_NOW + 40 * 86_400);
     let report = verify_zone(
         &zone,
         &Profile::named("verisign-2025").unwrap(),

@@ -146,10 +146,7 @@ fn ladder(alg: Algorithm, key: &ZoneKey, sigs: &[Published]) -> mtl::VerifiedLad
 }
 
 fn verifies(zone: &Zone, profile: &Profile) {
-    let opts = VerifyOptions {
-        now: NOW + 7200,
-        signatures_only: false,
-    };
+    let opts = VerifyOptions::at(NOW + 7200);
     let report = verify_zone(zone, profile, &Provider::default(), &opts);
     assert!(report.is_ok(), "{:?}", report.failures);
 }

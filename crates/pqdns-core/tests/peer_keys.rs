@@ -57,10 +57,7 @@ fn peer_dnskeys(dir: &Path, origin: &Name) -> Zone {
 }
 
 fn options(signatures_only: bool) -> VerifyOptions {
-    VerifyOptions {
-        now: NOW,
-        signatures_only,
-    }
+    VerifyOptions::signatures_only_at(NOW, signatures_only)
 }
 
 /// The key tag in a `K<zone>+<alg>+<tag>.key` file name.

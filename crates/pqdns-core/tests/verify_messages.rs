@@ -53,10 +53,7 @@ fn signed(denial: Denial) -> Zone {
 }
 
 fn verify(zone: &Zone, now: u64) -> VerifyReport {
-    let opts = VerifyOptions {
-        now,
-        signatures_only: false,
-    };
+    let opts = VerifyOptions::at(now);
     verify_zone(
         zone,
         &Profile::default_profile(),

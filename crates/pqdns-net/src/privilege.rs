@@ -42,6 +42,7 @@ impl std::str::FromStr for Account {
 
 /// Why the process could not become the service user.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum PrivilegeError {
     /// Not `USER` or `USER:GROUP`.
     #[error("user {0:?} is not USER or USER:GROUP")]

@@ -35,6 +35,7 @@ pub const DEFAULT_IPV6_PREFIX: u8 = 56;
 /// RRL settings (pqdns-server: `[server]` `rrl_rate`, `rrl_slip`, `rrl_ipv4_prefix`,
 /// `rrl_ipv6_prefix`; pqdns-resolver: `--rrl-rate`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RrlSettings {
     /// Responses per second per bucket; 0 turns RRL off.
     pub rate: u32,

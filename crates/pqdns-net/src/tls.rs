@@ -236,6 +236,7 @@ fn der_sequence(der: &[u8]) -> Option<&[u8]> {
 
 /// Server TLS settings.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct TlsSettings {
     /// Key exchange policy.
     pub policy: KxPolicy,
@@ -253,6 +254,16 @@ pub struct TlsSettings {
     /// DNS names or IP addresses (presentation format) the self-signed certificate must
     /// cover besides `localhost`, the loopback addresses and the listen addresses.
     pub names: Vec<String>,
+}
+
+impl TlsSettings {
+    /// The defaults, with a self-signed certificate kept in `generated_cert_dir`.
+    pub fn generated_in(generated_cert_dir: PathBuf) -> TlsSettings {
+        TlsSettings {
+            generated_cert_dir,
+            ..TlsSettings::default()
+        }
+    }
 }
 
 /// Why TLS could not be set up.

@@ -82,10 +82,7 @@ async fn run() -> Result<bool, Box<dyn Error>> {
     let mut settings = Settings::new(cert_dir.path().to_path_buf());
     settings.dot = vec!["127.0.0.1:0".parse()?];
     let catalog = Catalog::new([ServedZone::new(zone)])?;
-    let config = ServerConfig {
-        zones: Vec::new(),
-        settings,
-    };
+    let config = ServerConfig::new(Vec::new(), settings);
     let server = Server::bind(config, catalog).await?;
     let dot = server.addrs.dot[0];
     let cert = server
@@ -94,10 +91,8 @@ async fn run() -> Result<bool, Box<dyn Error>> {
 
     let mut anchors = TrustAnchors::default();
     anchors.add_ds(origin.clone(), ds);
-    let tls = TlsOptions {
-        ca_files: vec![cert.cert_path],
-        ..TlsOptions::default()
-    };
+    let mut tls = TlsOptions::default();
+    tls.ca_files = vec![cert.cert_path];
     let client = Client::new(Transport::Dot, Duration::from_secs(3), tls)?;
     let resolver = Resolver::new(Config::new(Mode::Forward(dot), anchors), client);
 

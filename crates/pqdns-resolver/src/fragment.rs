@@ -43,6 +43,7 @@ const MIN_UDP_PAYLOAD: u16 = 512;
 
 /// Client fragmentation settings.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct FragConfig {
     /// Scheme offered; [`Fragmentation::Off`] sends no option (TC → TCP only).
     pub mode: Fragmentation,

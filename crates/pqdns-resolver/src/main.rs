@@ -452,17 +452,15 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             port: cli.glue_port,
         }
     };
-    let tls = TlsOptions {
-        pq_only: cli.pq_only,
-        pq_certificates_only: cli.pq_certificates_only,
-        doq_datagram_size: cli.doq_datagram_size,
-        insecure: cli.insecure_tls,
-        ca_files: if cli.tls_ca.is_empty() {
-            default_ca_files()
-        } else {
-            cli.tls_ca.clone()
-        },
-        server_name: None,
+    let mut tls = TlsOptions::default();
+    tls.pq_only = cli.pq_only;
+    tls.pq_certificates_only = cli.pq_certificates_only;
+    tls.doq_datagram_size = cli.doq_datagram_size;
+    tls.danger_accept_any_certificate = cli.insecure_tls;
+    tls.ca_files = if cli.tls_ca.is_empty() {
+        default_ca_files()
+    } else {
+        cli.tls_ca.clone()
     };
     let mut client = Client::new(transport, Duration::from_secs(cli.timeout), tls)
         .map_err(|e| usage(e.to_string()))?;
@@ -473,18 +471,16 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             .ok_or_else(|| usage(format!("--disable-algorithm: unknown algorithm {alg:?}")))?;
         profile = profile.without(number);
     }
-    let config = Config {
-        profile,
-        pq_policy: if cli.require_pq {
-            PqPolicy::RequirePq
-        } else {
-            PqPolicy::AnyAlgorithm
-        },
-        ds_downgrade_protection: !cli.no_ds_downgrade_protection,
-        now: cli.at,
-        verify_threads: 1,
-        ..Config::new(mode, anchors)
+    let mut config = Config::new(mode, anchors);
+    config.profile = profile;
+    config.pq_policy = if cli.require_pq {
+        PqPolicy::RequirePq
+    } else {
+        PqPolicy::AnyAlgorithm
     };
+    config.ds_downgrade_protection = !cli.no_ds_downgrade_protection;
+    config.now = cli.at;
+    config.verify_threads = 1;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -150,6 +150,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// TLS settings for DoT and DoH.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct TlsOptions {
     /// Refuse handshakes that do not negotiate a hybrid post-quantum group.
     pub pq_only: bool,
@@ -158,7 +159,7 @@ pub struct TlsOptions {
     /// ([`pqdns_net::tls_client::ClientOptions::pq_certificates_only`]).
     pub pq_certificates_only: bool,
     /// Accept any certificate (self-signed test servers). Never the default.
-    pub insecure: bool,
+    pub danger_accept_any_certificate: bool,
     /// PEM files with CA certificates (or a server's self-signed certificate) to trust; empty
     /// means the system's certificate store (`/etc/ssl/certs` via rustls-native-certs), read
     /// at the first TLS connection.
@@ -327,7 +328,8 @@ impl Client {
             dnstap: None,
         };
         if matches!(transport, Transport::Dot | Transport::Doh | Transport::Doq)
-            && (client.tls_options.insecure || !client.tls_options.ca_files.is_empty())
+            && (client.tls_options.danger_accept_any_certificate
+                || !client.tls_options.ca_files.is_empty())
         {
             client.tls_client_config()?;
         }
@@ -853,7 +855,7 @@ where
 /// Builds the rustls client configuration (pqdns-net's [`pqdns_net::tls_client`]): aws-lc-rs
 /// provider (X25519MLKEM768 offered first), or hybrid groups only with `pq_only`; TLS 1.3;
 /// ALPN `alpn`; certificates checked against the certificates of `opts.ca_files`, or the
-/// system store when there are none, unless `opts.insecure`.
+/// system store when there are none, unless `opts.danger_accept_any_certificate`.
 ///
 /// # Errors
 /// [`TransportError::TlsSetup`] for an unreadable CA file or one without certificates (naming
@@ -862,7 +864,7 @@ pub fn tls_config(
     opts: &TlsOptions,
     alpn: &[u8],
 ) -> Result<Arc<rustls::ClientConfig>, TransportError> {
-    let roots = if opts.insecure {
+    let roots = if opts.danger_accept_any_certificate {
         Roots::DangerAcceptAnyCertificate
     } else if opts.ca_files.is_empty() {
         Roots::System

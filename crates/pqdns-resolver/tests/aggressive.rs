@@ -223,9 +223,10 @@ fn zero_bytes_turns_synthesis_off() {
     let rt = common::runtime();
     let (relay, asked) = counting_relay(&rt, served.addr);
     let r = Resolver::new(
-        Config {
-            aggressive_nsec_bytes: 0,
-            ..Config::new(Mode::Forward(relay), served.anchors.clone())
+        {
+            let mut v = Config::new(Mode::Forward(relay), served.anchors.clone());
+            v.aggressive_nsec_bytes = 0;
+            v
         },
         udp_client(Duration::from_secs(3)),
     );

@@ -30,13 +30,7 @@ fn a_closed_stdout_is_not_a_crash() {
     settings.doh = vec![];
     let rt = tokio::runtime::Runtime::new().unwrap();
     let handle = rt
-        .block_on(Server::bind(
-            ServerConfig {
-                zones: sources,
-                settings,
-            },
-            catalog,
-        ))
+        .block_on(Server::bind(ServerConfig::new(sources, settings), catalog))
         .unwrap();
     let server = format!("@{}", handle.addrs.udp[0]);
     let (read, write) = nix::unistd::pipe().unwrap();

@@ -126,10 +126,8 @@ fn rsasha1_zones_validate_by_default_and_can_be_disabled() {
     for (algorithm, number, nsec3) in [("RSASHA1", 5, false), ("NSEC3RSASHA1", 7, true)] {
         let served = bind_signed(algorithm, nsec3);
         let resolve = |profile: pqdns_core::dnssec::Profile, q: &str| {
-            let config = Config {
-                profile,
-                ..Config::new(Mode::Forward(served.addr), served.anchors.clone())
-            };
+            let mut config = Config::new(Mode::Forward(served.addr), served.anchors.clone());
+            config.profile = profile;
             let r = Resolver::new(config, udp_client(Duration::from_secs(3)));
             served.rt.block_on(r.resolve(&name(q), RrType::A)).unwrap()
         };

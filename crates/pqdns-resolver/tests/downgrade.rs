@@ -245,15 +245,16 @@ impl World {
     /// A fresh resolver (empty caches) iterating from the root.
     fn resolver(&self, protection: bool) -> Resolver {
         let roots = vec![SocketAddr::new(self.tiers.root.parse().unwrap(), self.port)];
-        let config = Config {
-            ds_downgrade_protection: protection,
-            ..Config::new(
+        let config = {
+            let mut v = Config::new(
                 Mode::Iterative {
                     roots,
                     port: self.port,
                 },
                 anchors(&self.h),
-            )
+            );
+            v.ds_downgrade_protection = protection;
+            v
         };
         Resolver::new(config, udp_client(Duration::from_secs(5)))
     }

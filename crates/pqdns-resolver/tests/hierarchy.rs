@@ -23,11 +23,10 @@ use pqdns_resolver::{Client, Config, Mode, Resolver, TlsOptions, Transport, Trus
 use pqdns_test_support::ports::free_dual_port_on;
 
 fn config(mode: Mode, anchors: TrustAnchors, policy: PqPolicy, now: Option<u64>) -> Config {
-    Config {
-        pq_policy: policy,
-        now,
-        ..Config::new(mode, anchors)
-    }
+    let mut config = Config::new(mode, anchors);
+    config.pq_policy = policy;
+    config.now = now;
+    config
 }
 
 fn resolve(rt: &tokio::runtime::Runtime, resolver: &Resolver, name: &str, t: RrType) -> Status {
@@ -38,10 +37,8 @@ fn resolve(rt: &tokio::runtime::Runtime, resolver: &Resolver, name: &str, t: RrT
 }
 
 fn client(t: Transport) -> Client {
-    let tls = TlsOptions {
-        insecure: true,
-        ..TlsOptions::default()
-    };
+    let mut tls = TlsOptions::default();
+    tls.danger_accept_any_certificate = true;
     Client::new(t, Duration::from_secs(5), tls).unwrap()
 }
 

@@ -86,10 +86,8 @@ fn run(
             roots: vec![SocketAddr::new(ROOT.parse().unwrap(), port)],
             port,
         };
-        let config = Config {
-            qname_minimisation: minimise,
-            ..Config::new(mode, TrustAnchors::default())
-        };
+        let mut config = Config::new(mode, TrustAnchors::default());
+        config.qname_minimisation = minimise;
         let r = Resolver::new(config, common::udp_client(Duration::from_secs(2)));
         let mut answers = Vec::new();
         for (q, t) in questions {

@@ -61,10 +61,8 @@ fn mtl_zones_validate_from_condensed_signatures_and_fetch_a_new_ladder_once() {
                 Transport::Doq => served.doq.unwrap(),
                 _ => served.addr,
             };
-            let tls = TlsOptions {
-                ca_files: vec![ca.clone()],
-                ..TlsOptions::default()
-            };
+            let mut tls = TlsOptions::default();
+            tls.ca_files = vec![ca.clone()];
             let client = Client::new(transport, Duration::from_secs(5), tls).unwrap();
             Resolver::new(
                 Config::new(Mode::Forward(addr), served.anchors.clone()),

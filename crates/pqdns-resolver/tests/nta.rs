@@ -43,11 +43,9 @@ fn a_negative_trust_anchor_makes_a_bogus_zone_insecure_until_it_expires() {
         for (domain, until) in nta {
             negative.add(name(domain), *until);
         }
-        let config = Config {
-            negative_trust_anchors: negative,
-            now: Some(now),
-            ..Config::new(Mode::Forward(served.addr), wrong.clone())
-        };
+        let mut config = Config::new(Mode::Forward(served.addr), wrong.clone());
+        config.negative_trust_anchors = negative;
+        config.now = Some(now);
         Resolver::new(config, udp_client(Duration::from_secs(3)))
     };
     let status = |r: &Resolver, qname: &str| {

@@ -16,7 +16,7 @@ use pqdns_core::wire::{MessageView, Rcode, Section, FLAG_AD, OPTION_EDE};
 use pqdns_core::RrType;
 use pqdns_resolver::cache;
 use pqdns_resolver::service::stale::STALE_ANSWER_TTL;
-use pqdns_resolver::service::{CacheLimits, RecursiveService, ServiceConfig};
+use pqdns_resolver::service::{RecursiveService, ServiceConfig};
 use pqdns_resolver::{Config, Mode, Resolver, TrustAnchors};
 
 use common::{resolve_in_service, runtime, serve, udp_client, ZoneSpec};
@@ -27,16 +27,11 @@ const RECORDS: &str = "@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns 
 /// A validating service forwarding to `upstream`, caching nothing past its TTL-0 lifetime
 /// except for serve-stale, giving up on an exchange after 200 ms.
 fn service(upstream: SocketAddr, anchors: TrustAnchors) -> Arc<RecursiveService> {
-    let config = Config {
-        cache: cache::Limits::new(1 << 20, 0),
-        ..Config::new(Mode::Forward(upstream), anchors)
-    };
+    let mut config = Config::new(Mode::Forward(upstream), anchors);
+    config.cache = cache::Limits::new(1 << 20, 0);
     let resolver = Resolver::new(config, udp_client(Duration::from_millis(200)));
     let mut service = ServiceConfig::default();
-    service.cache = CacheLimits {
-        max_ttl: 0,
-        ..CacheLimits::default()
-    };
+    service.cache.max_ttl = 0;
     Arc::new(RecursiveService::new(resolver, service))
 }
 

@@ -47,6 +47,7 @@ use crate::request::{Auth, Exchange};
 /// Fragmentation settings (the `fragmentation`, `fragmentation_option` and `rrfrag_type`
 /// keys of `[server]`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FragSettings {
     /// The scheme offered to clients that signal it; [`Fragmentation::Off`] truncates always.
     pub mode: Fragmentation,

@@ -519,10 +519,7 @@ async fn serve(
     let account = settings.user.clone();
     let cert_dir = settings.tls.generated_cert_dir.clone();
     let control_path = settings.control_socket.clone();
-    let config = ServerConfig {
-        zones: sources,
-        settings,
-    };
+    let config = ServerConfig::new(sources, settings);
     let empty = Catalog::new([]).map_err(|e| e.to_string())?;
     let handle = Server::bind(config, empty)
         .await

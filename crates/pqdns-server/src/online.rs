@@ -59,6 +59,7 @@ const ENTRY_OVERHEAD: u64 = 64;
 
 /// The limits of online signing ([`OnlineSigning::new`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct OnlineLimits {
     /// Most bytes of cached signatures (keys, RRSIG RDATA and bookkeeping).
     pub cache_bytes: usize,

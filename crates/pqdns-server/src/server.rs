@@ -31,11 +31,19 @@ mod control;
 
 /// What to serve and how.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ServerConfig {
     /// Zone descriptions (re-read on reload).
     pub zones: Vec<ZoneSource>,
     /// Listeners, limits, TLS.
     pub settings: Settings,
+}
+
+impl ServerConfig {
+    /// Serve `zones` with `settings`.
+    pub fn new(zones: Vec<ZoneSource>, settings: Settings) -> ServerConfig {
+        ServerConfig { zones, settings }
+    }
 }
 
 /// Why the server could not start.

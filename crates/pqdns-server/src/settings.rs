@@ -339,6 +339,7 @@ impl ServerTable {
 
 /// Everything the server needs besides zones.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Settings {
     /// UDP listen addresses.
     pub udp: Vec<SocketAddr>,
@@ -450,10 +451,7 @@ impl Settings {
             rrl: RrlSettings::default(),
             amplification_limit: DEFAULT_AMPLIFICATION_LIMIT,
             user: None,
-            tls: TlsSettings {
-                generated_cert_dir,
-                ..TlsSettings::default()
-            },
+            tls: TlsSettings::generated_in(generated_cert_dir),
         }
     }
 

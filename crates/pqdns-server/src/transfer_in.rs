@@ -49,6 +49,7 @@ pub struct Primary {
 
 /// Bounds of one refresh.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub struct Limits {
     /// Most bytes of DNS messages read in all (SOA answer and transfer).
     pub max_bytes: usize,

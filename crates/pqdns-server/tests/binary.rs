@@ -505,10 +505,7 @@ fn killed_mid_resigning_restarts_with_every_key_and_a_valid_zone() {
         &unpublished,
         &pqdns_core::dnssec::Profile::default_profile(),
         &pqdns_core::dnssec::Provider::default_provider(),
-        &pqdns_core::dnssec::verify::VerifyOptions {
-            now: pqdns_core::time::now(),
-            signatures_only: false,
-        },
+        &pqdns_core::dnssec::verify::VerifyOptions::at(pqdns_core::time::now()),
     );
     assert!(
         report.failures.is_empty(),

@@ -287,10 +287,7 @@ impl Pqdns {
             .enable_all()
             .build()
             .unwrap();
-        let config = ServerConfig {
-            zones: sources,
-            settings,
-        };
+        let config = ServerConfig::new(sources, settings);
         let handle = rt.block_on(async {
             let handle = Server::bind(config, Default::default()).await.unwrap();
             handle.load_zones().await.unwrap();
@@ -494,10 +491,7 @@ fn zones_are_added_and_removed_at_run_time() {
         .build()
         .unwrap();
     let handle = rt.block_on(async {
-        let config = ServerConfig {
-            zones: vec![configured],
-            settings,
-        };
+        let config = ServerConfig::new(vec![configured], settings);
         let handle = Server::bind(config, Default::default()).await.unwrap();
         handle.load_zones().await.unwrap();
         handle

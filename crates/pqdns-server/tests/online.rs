@@ -23,7 +23,6 @@ use pqdns_core::wire::{Rcode, EDNS_CO};
 use pqdns_core::zonefile::ZoneFileReader;
 use pqdns_core::{Name, RrType};
 use pqdns_server::acl::AllowList;
-use pqdns_server::online::OnlineLimits;
 use pqdns_server::settings::Settings;
 use pqdns_test_support::ports::free_dual_port;
 
@@ -214,10 +213,7 @@ fn a_cached_signature_is_the_same_bytes() {
 #[test]
 fn a_saturated_signing_pool_gives_servfail_not_a_stall() {
     let server = online(&["ECDSAP256SHA256"], |s| {
-        s.online_signing = OnlineLimits {
-            signing_tasks: 0,
-            ..OnlineLimits::default()
-        };
+        s.online_signing.signing_tasks = 0;
     });
     let started = std::time::Instant::now();
     for qname in ["www.", "nope.", "ftp."] {
@@ -244,10 +240,7 @@ fn a_saturated_signing_pool_gives_servfail_not_a_stall() {
 fn a_random_subdomain_flood_does_not_stop_cached_answers() {
     let server = online(&["ECDSAP256SHA256"], |s| {
         s.answer_cache_bytes = 0;
-        s.online_signing = OnlineLimits {
-            signing_tasks: 1,
-            ..OnlineLimits::default()
-        };
+        s.online_signing.signing_tasks = 1;
     });
     assert_eq!(
         ask(&server, "www.", RrType::A, true).rcode(),

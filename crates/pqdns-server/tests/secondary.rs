@@ -196,10 +196,7 @@ impl Pqdns {
             .enable_all()
             .build()
             .unwrap();
-        let config = ServerConfig {
-            zones: sources,
-            settings,
-        };
+        let config = ServerConfig::new(sources, settings);
         let handle = rt.block_on(Server::bind(config, catalog)).unwrap();
         Pqdns {
             rt,

@@ -157,10 +157,7 @@ impl Fixture {
             settings.notify.push(knot);
             settings.notify_keys = vec![(knot, self.admin.name().clone())];
         }
-        let config = ServerConfig {
-            zones: self.sources.clone(),
-            settings,
-        };
+        let config = ServerConfig::new(self.sources.clone(), settings);
         self.handle = Some(self.rt.block_on(Server::bind(config, catalog)).unwrap());
     }
 

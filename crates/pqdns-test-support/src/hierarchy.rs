@@ -188,12 +188,6 @@ pub fn serve_zones(
         settings.dot = vec![SocketAddr::new(addr.ip(), 0)];
         settings.doh = vec![SocketAddr::new(addr.ip(), 0)];
     }
-    rt.block_on(Server::bind(
-        ServerConfig {
-            zones: sources,
-            settings,
-        },
-        catalog,
-    ))
-    .unwrap_or_else(|e| panic!("serving on {addr}: {e}"))
+    rt.block_on(Server::bind(ServerConfig::new(sources, settings), catalog))
+        .unwrap_or_else(|e| panic!("serving on {addr}: {e}"))
 }

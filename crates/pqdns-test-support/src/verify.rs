@@ -15,10 +15,7 @@ pub fn assert_zone_verifies(zone: &Zone, context: &str) -> usize {
         zone,
         &Profile::default_profile(),
         &Provider::default_provider(),
-        &VerifyOptions {
-            now: pqdns_core::time::now(),
-            signatures_only: false,
-        },
+        &VerifyOptions::at(pqdns_core::time::now()),
     );
     assert!(
         report.is_ok(),

@@ -592,10 +592,7 @@ fn sign(a: &SignArgs) -> Result<ExitCode, String> {
         zonemd::sign_digests(zone, &job.keys, &job.policy).map_err(|e| e.to_string())?;
     }
     // Never write a zone that fails its own verification.
-    let opts = VerifyOptions {
-        now: time::now(),
-        signatures_only: false,
-    };
+    let opts = VerifyOptions::at(time::now());
     // Keys of an algorithm rollover's first step sign without being published.
     let published = job.policy.published_dnskeys.as_ref();
     let unpublished: Vec<Vec<u8>> = job
@@ -655,10 +652,7 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode, String> {
         None => time::now(),
     };
     let zone = read_master(&a.file, a.origin.as_deref(), &a.read, !a.signatures_only)?;
-    let opts = VerifyOptions {
-        now,
-        signatures_only: a.signatures_only,
-    };
+    let opts = VerifyOptions::signatures_only_at(now, a.signatures_only);
     let mut unpublished = Vec::new();
     for file in &a.unpublished_keys {
         unpublished.extend(dnskeys_in(file)?.into_iter().map(|r| r.rdata));

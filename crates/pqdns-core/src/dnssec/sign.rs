@@ -973,10 +973,7 @@ mod tests {
     }
 
     fn assert_valid(zone: &Zone, now: u64) {
-        let opts = VerifyOptions {
-            now,
-            signatures_only: false,
-        };
+        let opts = VerifyOptions::at(now);
         let report = verify_zone(
             zone,
             &Profile::default_profile(),

@@ -57,14 +57,22 @@ impl fmt::Display for Reason {
 
 /// Evidence that an answer validated: [`conclude`] checked that verified RRsets and denial
 /// proofs answer the question. It has no public constructor, so [`Status::Secure`] cannot be
-/// built anywhere else.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// built anywhere else, and it is not `Clone`: a proof cannot be copied into another
+/// [`Status`]. Cloning a whole `Status::Secure` (with the data it belongs to) is allowed.
+///
+/// ```compile_fail,E0599
+/// use pqdns_core::dnssec::validate::Proof;
+/// fn copy(proof: &Proof) -> Proof {
+///     proof.clone()
+/// }
+/// ```
+#[derive(Debug, PartialEq, Eq)]
 pub struct Proof {
     _private: (),
 }
 
 /// Validation status (RFC 4035 §4.3). The default is Indeterminate, never Secure.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 #[must_use]
 #[non_exhaustive]
 pub enum Status {
@@ -109,6 +117,17 @@ impl Status {
     }
 }
 
+impl Clone for Status {
+    fn clone(&self) -> Status {
+        match self {
+            Status::Secure(_) => Status::Secure(Proof { _private: () }),
+            Status::Insecure(r) => Status::Insecure(r.clone()),
+            Status::Bogus(r) => Status::Bogus(r.clone()),
+            Status::Indeterminate(r) => Status::Indeterminate(r.clone()),
+        }
+    }
+}
+
 impl Default for Status {
     fn default() -> Status {
         Status::Indeterminate(Reason::new(Ede::OTHER, "not validated"))
@@ -127,6 +146,7 @@ impl fmt::Display for Status {
 /// Limits that bound the work one validation may do. A post-quantum verify can cost 1000× an
 /// Ed25519 one, so a hostile zone must not make us try every key against every signature.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub struct Limits {
     /// Signature verifications per [`Validator`] (per query), total.
     pub max_verifications: u32,

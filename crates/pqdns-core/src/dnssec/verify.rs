@@ -22,12 +22,33 @@ use crate::zone::{Authority, RRset, Zone};
 
 /// What to check.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct VerifyOptions {
     /// The time at which validity windows are evaluated, UNIX seconds.
     pub now: u64,
     /// Only check the RRSIGs present (for partial data such as `dig` output): no completeness
     /// of signatures, no NSEC/NSEC3 chain.
     pub signatures_only: bool,
+}
+
+impl VerifyOptions {
+    /// Check everything (signatures, their completeness, the NSEC/NSEC3 chain) at `now`, UNIX
+    /// seconds.
+    pub fn at(now: u64) -> VerifyOptions {
+        VerifyOptions {
+            now,
+            signatures_only: false,
+        }
+    }
+
+    /// Check only the RRSIGs present at `now`, UNIX seconds, when `signatures_only` is true
+    /// (see [`VerifyOptions::signatures_only`]); otherwise as [`VerifyOptions::at`].
+    pub fn signatures_only_at(now: u64, signatures_only: bool) -> VerifyOptions {
+        VerifyOptions {
+            now,
+            signatures_only,
+        }
+    }
 }
 
 /// One problem found.

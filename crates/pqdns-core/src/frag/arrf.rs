@@ -473,6 +473,7 @@ pub fn pushed_responses(
 
 /// Bounds on client-side reassembly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Limits {
     /// Most reassemblies pending at once.
     pub max_pending: usize,

@@ -105,6 +105,7 @@ impl<'a> OptView<'a> {
 
 /// Iterator over the options of an [`OptView`]: (code, data).
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct EdnsOptions<'a> {
     rest: &'a [u8],
 }

@@ -23,10 +23,9 @@ use pqdns_net::systemd;
 use pqdns_net::tls::{CertAlgorithm, KxPolicy};
 use pqdns_net::{ListenConfig, Listeners};
 use pqdns_resolver::fragment::FragConfig;
-use pqdns_resolver::service::{CacheLimits, RecursiveService, ServiceConfig};
+use pqdns_resolver::service::{RecursiveService, ServiceConfig};
 use pqdns_resolver::{
-    cache, root_hints, Client, Config, Mode, NegativeTrustAnchors, Resolver, TlsOptions, Transport,
-    TrustAnchors,
+    cache, root_hints, Client, Config, Mode, Resolver, TlsOptions, Transport, TrustAnchors,
 };
 use tracing::{error, info, warn};
 
@@ -440,12 +439,10 @@ fn setup(cli: &Cli) -> Result<Setup, String> {
     for file in or_system(cli.trust_anchor.clone(), SYSTEM_ROOT_KEY, "--trust-anchor")? {
         anchors.extend(TrustAnchors::read(&file).map_err(|e| e.to_string())?);
     }
-    let tls = TlsOptions {
-        pq_only: cli.forward_pq_only,
-        ca_files: cli.forward_ca.clone(),
-        server_name: cli.forward_tls_name.clone(),
-        ..TlsOptions::default()
-    };
+    let mut tls = TlsOptions::default();
+    tls.pq_only = cli.forward_pq_only;
+    tls.ca_files = cli.forward_ca.clone();
+    tls.server_name = cli.forward_tls_name.clone();
     // Opened only to serve: --check writes nothing.
     let dnstap = match (&cli.dnstap, cli.check) {
         (Some(sink), false) => Some(Arc::new(
@@ -472,38 +469,30 @@ fn setup(cli: &Cli) -> Result<Setup, String> {
             .ok_or_else(|| format!("--disable-algorithm: unknown algorithm {alg:?}"))?;
         profile = profile.without(number);
     }
-    let config = Config {
-        profile,
-        pq_policy: if cli.require_pq {
-            PqPolicy::RequirePq
-        } else {
-            PqPolicy::AnyAlgorithm
-        },
-        ds_downgrade_protection: !cli.no_ds_downgrade_protection,
-        cache: cache::Limits::new(cache_bytes / 4, cli.cache_max_ttl),
-        aggressive_nsec_bytes: cli.aggressive_nsec_size.saturating_mul(1 << 20),
-        qname_minimisation: !cli.no_qname_minimisation,
-        negative_trust_anchors: {
-            let until = pqdns_core::time::now() + u64::from(cli.nta_lifetime);
-            let mut nta = NegativeTrustAnchors::new();
-            for domain in &cli.nta {
-                nta.add(domain.clone(), until);
-            }
-            nta
-        },
-        ..Config::new(mode, anchors)
+    let mut config = Config::new(mode, anchors);
+    config.profile = profile;
+    config.pq_policy = if cli.require_pq {
+        PqPolicy::RequirePq
+    } else {
+        PqPolicy::AnyAlgorithm
     };
+    config.ds_downgrade_protection = !cli.no_ds_downgrade_protection;
+    config.cache = cache::Limits::new(cache_bytes / 4, cli.cache_max_ttl);
+    config.aggressive_nsec_bytes = cli.aggressive_nsec_size.saturating_mul(1 << 20);
+    config.qname_minimisation = !cli.no_qname_minimisation;
+    let nta_until = pqdns_core::time::now() + u64::from(cli.nta_lifetime);
+    for domain in &cli.nta {
+        config.negative_trust_anchors.add(domain.clone(), nta_until);
+    }
     let resolver = Resolver::new(config, client);
     let mut service = ServiceConfig::default();
     if !cli.allow.is_empty() {
         service.allow = AllowList::new(cli.allow.clone());
     }
-    service.cache = CacheLimits {
-        bytes: cache_bytes - cache_bytes / 4,
-        min_ttl: cli.cache_min_ttl,
-        max_ttl: cli.cache_max_ttl,
-        max_stale: cli.serve_stale_max,
-    };
+    service.cache.bytes = cache_bytes - cache_bytes / 4;
+    service.cache.min_ttl = cli.cache_min_ttl;
+    service.cache.max_ttl = cli.cache_max_ttl;
+    service.cache.max_stale = cli.serve_stale_max;
     service.max_per_client = cli.max_per_client.max(1);
     service.max_in_flight = cli.max_in_flight.max(1);
     service.cookies = cli.cookies;

@@ -80,6 +80,7 @@ pub enum Mode {
 /// Bounds on the work one resolution may cause, against amplification by hostile servers
 /// (NXNSAttack: referrals to many NS names without glue; CNAME loops).
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub struct WorkLimits {
     /// Queries sent per resolution, counting every server tried, validation lookups and
     /// NS-name lookups.
@@ -107,6 +108,7 @@ impl Default for WorkLimits {
 }
 
 /// Resolver settings.
+#[non_exhaustive]
 pub struct Config {
     /// Forwarding or iterative.
     pub mode: Mode,

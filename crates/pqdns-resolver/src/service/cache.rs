@@ -48,6 +48,7 @@ const MAX_KEY: usize = 5 + 255;
 
 /// Cache settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CacheLimits {
     /// Memory for cached responses, bytes.
     pub bytes: usize,

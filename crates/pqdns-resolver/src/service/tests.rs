@@ -272,9 +272,10 @@ async fn large_udp_answers_to_unproven_clients_are_cut_to_three_times_the_query(
 #[tokio::test]
 async fn bursts_over_the_rate_are_limited_unless_the_cookie_is_valid() {
     let s = service(ServiceConfig {
-        rrl: RrlSettings {
-            rate: 5,
-            ..RrlSettings::default()
+        rrl: {
+            let mut v = RrlSettings::default();
+            v.rate = 5;
+            v
         },
         ..ServiceConfig::default()
     });

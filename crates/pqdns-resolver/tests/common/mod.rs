@@ -208,13 +208,7 @@ fn bind(
     configure(&mut settings);
     let rt = runtime();
     let handle = rt
-        .block_on(Server::bind(
-            ServerConfig {
-                zones: sources,
-                settings,
-            },
-            catalog,
-        ))
+        .block_on(Server::bind(ServerConfig::new(sources, settings), catalog))
         .unwrap();
     Served {
         dot: handle.addrs.dot.first().copied(),

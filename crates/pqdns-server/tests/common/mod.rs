@@ -94,10 +94,7 @@ impl TestServer {
             .enable_all()
             .build()
             .unwrap();
-        let config = ServerConfig {
-            zones: sources,
-            settings,
-        };
+        let config = ServerConfig::new(sources, settings);
         let handle = rt.block_on(Server::bind(config, catalog)).unwrap();
         TestServer {
             ds: reports[0].ds.clone(),

@@ -111,10 +111,7 @@ fn assert_verifies(zone: &Zone) {
         zone,
         &Profile::default_profile(),
         &Provider::default_provider(),
-        &VerifyOptions {
-            now: NOW,
-            signatures_only: false,
-        },
+        &VerifyOptions::at(NOW),
     );
     assert!(report.failures.is_empty(), "{:?}", report.failures);
 }
