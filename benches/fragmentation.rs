@@ -6,6 +6,9 @@
 //!
 //! Run: `cargo bench -p pqdns-bench --bench fragmentation`.
 
+// `criterion_group!` defines an undocumented public function in this bench binary.
+#![allow(missing_docs)]
+
 use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion};

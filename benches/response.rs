@@ -4,6 +4,9 @@
 //!
 //! Run: `cargo bench -p pqdns-bench --bench response`.
 
+// `criterion_group!` defines an undocumented public function in this bench binary.
+#![allow(missing_docs)]
+
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use pqdns_bench::query_source::{parse_query, query_wire, QueryOptions};
 use pqdns_server::answer::{respond, Transport};

@@ -3,6 +3,9 @@
 //!
 //! Run: `cargo bench -p pqdns-bench --bench signing`.
 
+// `criterion_group!` defines an undocumented public function in this bench binary.
+#![allow(missing_docs)]
+
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use pqdns_bench::genzone::delegations_zone;
 use pqdns_core::dnssec::keyfile::{KeyRole, ZoneKey};

@@ -7,6 +7,9 @@
 //!
 //! Run: `cargo bench -p pqdns-bench --bench validation`.
 
+// `criterion_group!` defines an undocumented public function in this bench binary.
+#![allow(missing_docs)]
+
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use pqdns_core::dnssec::dnskey::{ds_record, DigestType};
 use pqdns_core::dnssec::keyfile::{KeyRole, ZoneKey};

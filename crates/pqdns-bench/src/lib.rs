@@ -3,7 +3,6 @@
 //! the workspace's `benches/` directory and run with `cargo bench -p pqdns-bench`.
 
 #![deny(unsafe_code)]
-#![warn(missing_docs)]
 
 pub mod amplification;
 pub mod charts;

@@ -37,7 +37,6 @@
 //! ```
 
 #![deny(unsafe_code)]
-#![warn(missing_docs)]
 
 pub mod atomic_file;
 pub mod config;

@@ -297,7 +297,7 @@ fn status(code: StatusCode, text: &'static str) -> Response<Full<Bytes>> {
 /// What a DoH request carries, decided from its method, URI and Content-Type before any body
 /// is read ([`decode_request`]).
 #[derive(Debug, PartialEq, Eq)]
-pub enum Decoded {
+pub(crate) enum Decoded {
     /// GET or HEAD: the DNS message decoded from the `dns` parameter (at most
     /// [`MAX_REQUEST`] bytes).
     Message(Vec<u8>),
@@ -315,7 +315,7 @@ pub enum Decoded {
 ///
 /// Not public API (the module is private); reachable from the fuzz targets under
 /// `cfg(fuzzing)` through `pqdns_net::fuzzing`.
-pub fn decode_request(
+pub(crate) fn decode_request(
     method: &Method,
     uri: &http::Uri,
     content_type: Option<&header::HeaderValue>,

@@ -43,7 +43,6 @@
 //! ([`MAX_DEFERRED_PER_CONNECTION`]) and time out ([`ListenConfig::deferred_timeout`]).
 
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
 
 pub mod acl;
 pub mod cookie;

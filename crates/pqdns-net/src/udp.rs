@@ -77,7 +77,7 @@ pub(crate) struct Deferral {
 ///
 /// # Errors
 /// The operating system's error from creating or binding a socket.
-pub fn bind(addr: SocketAddr, count: usize) -> io::Result<Vec<UdpSocket>> {
+pub(crate) fn bind(addr: SocketAddr, count: usize) -> io::Result<Vec<UdpSocket>> {
     let mut sockets: Vec<UdpSocket> = Vec::with_capacity(count.max(1));
     let mut addr = addr;
     while sockets.len() < count.max(1) {

@@ -15,7 +15,7 @@ use crate::transport::{BadAnswer, ExchangeInfo, TransportError};
 
 /// Most QUIC connections kept open at once (one per server); beyond it closed connections are
 /// forgotten first, then the longest-held is closed.
-pub const MAX_CONNECTIONS: usize = 256;
+pub(crate) const MAX_CONNECTIONS: usize = 256;
 
 /// QUIC connections per server, and the local endpoints they use (one per address family).
 #[derive(Default)]

@@ -25,15 +25,15 @@ use crate::resolve::lock;
 use crate::ttl_map::TtlMap;
 
 /// How long a server that did not answer is tried last, seconds.
-pub const HOLD_DOWN: u32 = 120;
+pub(crate) const HOLD_DOWN: u32 = 120;
 /// How long a server's round-trip estimate is kept after its last update, seconds (unbound's
 /// `infra-host-ttl`).
-pub const RTT_LIFETIME: u32 = 900;
+pub(crate) const RTT_LIFETIME: u32 = 900;
 /// Shortest retransmission timeout given to a server before the next one is tried (unbound's
 /// `RTT_MIN_TIMEOUT` is 50 ms; this leaves room for a loaded signer answering over TCP).
-pub const MIN_TIMEOUT: Duration = Duration::from_millis(100);
+pub(crate) const MIN_TIMEOUT: Duration = Duration::from_millis(100);
 /// Servers remembered at once.
-pub const MAX_SERVERS: usize = 10_000;
+pub(crate) const MAX_SERVERS: usize = 10_000;
 
 /// A server's smoothed round-trip time and its variation (RFC 6298 §2), microseconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

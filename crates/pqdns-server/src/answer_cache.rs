@@ -34,12 +34,12 @@ use crate::answer::{Outcome, Transport};
 use crate::cookie::{self, CookieCheck};
 
 /// Default memory budget of one catalog's prepared answers, in bytes.
-pub const DEFAULT_ANSWER_CACHE_BYTES: usize = 32 << 20;
+pub(crate) const DEFAULT_ANSWER_CACHE_BYTES: usize = 32 << 20;
 /// Bytes counted per entry besides its key and response (map slot, boxes, outcome).
 const ENTRY_OVERHEAD: usize = 96;
 /// Longest key, in bytes: transport and payload size (3 bytes), the query after its ID (10
 /// header bytes, a question of at most 259 bytes, the rest) and a marker byte.
-pub const MAX_KEY_LEN: usize = 512;
+pub(crate) const MAX_KEY_LEN: usize = 512;
 
 /// Appends the key of the query `packet`, answered over `transport` with our EDNS payload size
 /// `udp_payload`, to `buf`. Returns the QNAME's length in bytes, or `None` (leaving `buf` as it
@@ -136,7 +136,7 @@ fn write_key(
 }
 
 /// A replayed answer: its outcome, and where the query's COOKIE option data is, if any.
-pub struct Replayed {
+pub(crate) struct Replayed {
     /// What the engine reported when it built the answer.
     pub outcome: Outcome,
     /// The query's COOKIE option data, as a range of the query's bytes.
@@ -155,7 +155,7 @@ struct Prepared {
 
 /// Prepared answers of one catalog, bounded by a byte budget.
 #[derive(Debug)]
-pub struct AnswerCache {
+pub(crate) struct AnswerCache {
     max_bytes: usize,
     state: RwLock<State>,
 }
@@ -176,7 +176,7 @@ impl Default for AnswerCache {
 
 impl AnswerCache {
     /// An empty cache holding at most `max_bytes` (0 disables it).
-    pub fn new(max_bytes: usize) -> AnswerCache {
+    pub(crate) fn new(max_bytes: usize) -> AnswerCache {
         AnswerCache {
             max_bytes,
             state: RwLock::new(State::default()),
@@ -187,7 +187,7 @@ impl AnswerCache {
     /// size `udp_payload`) into `out[base..]`, patched for the query, and returns its outcome.
     /// `None` on a miss (`out` is then truncated to `base`; `out[base..]` held the key). A
     /// response to a query with a COOKIE option ends in the placeholder for ours.
-    pub fn replay(
+    pub(crate) fn replay(
         &self,
         packet: &[u8],
         transport: Transport,
@@ -226,7 +226,7 @@ impl AnswerCache {
     /// Stores `response`, the complete message the engine built for the query `packet` (over
     /// `transport` with our payload size `udp_payload`), and its `outcome`. The stored copy has
     /// ID 0 and RD/CD clear.
-    pub fn store(
+    pub(crate) fn store(
         &self,
         packet: &[u8],
         transport: Transport,
@@ -268,7 +268,7 @@ impl AnswerCache {
 
     /// Bytes counted against the budget now.
     #[cfg(test)]
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.state
             .read()
             .unwrap_or_else(PoisonError::into_inner)

@@ -48,7 +48,7 @@ use crate::catalog::Catalog;
 use crate::journal::Change;
 
 /// QTYPE IXFR (RFC 1995 §3).
-pub const IXFR: RrType = RrType(251);
+pub(crate) const IXFR: RrType = RrType(251);
 
 /// Where the next record to send is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -114,7 +114,7 @@ impl Rec<'_> {
 
 /// A zone transfer in progress: call [`Transfer::next_message`] until it returns `None`.
 #[derive(Debug)]
-pub struct Transfer {
+pub(crate) struct Transfer {
     catalog: Arc<Catalog>,
     /// The zone transferred (the QNAME), when we serve it.
     origin: Name,
@@ -138,7 +138,7 @@ impl Transfer {
     /// Starts answering the accepted query `q` if it is an AXFR or IXFR request, from the
     /// `catalog` snapshot; `tsig`: the key and MAC of a signed request, whose answer is
     /// signed. Returns `None` for any other query.
-    pub fn start(
+    pub(crate) fn start(
         catalog: Arc<Catalog>,
         q: &Query<'_>,
         tsig: Option<(Key, Mac)>,
@@ -199,7 +199,7 @@ impl Transfer {
     }
 
     /// The RCODE of the transfer's first message (NOERROR when the zone is sent).
-    pub fn rcode(&self) -> Rcode {
+    pub(crate) fn rcode(&self) -> Rcode {
         match self.state {
             State::Error(rcode) => rcode,
             _ => Rcode::NOERROR,
@@ -207,34 +207,34 @@ impl Transfer {
     }
 
     /// The requested zone (the QNAME).
-    pub fn zone(&self) -> &Name {
+    pub(crate) fn zone(&self) -> &Name {
         &self.origin
     }
 
     /// The QTYPE: AXFR or IXFR.
-    pub fn qtype(&self) -> RrType {
+    pub(crate) fn qtype(&self) -> RrType {
         self.qtype
     }
 
     /// Messages written so far.
-    pub fn messages(&self) -> usize {
+    pub(crate) fn messages(&self) -> usize {
         self.messages
     }
 
     /// Whether the transfer sends journal differences (IXFR) rather than the whole zone.
-    pub fn is_incremental(&self) -> bool {
+    pub(crate) fn is_incremental(&self) -> bool {
         self.ixfr_from.is_some()
     }
 
     /// Records written so far (both SOA copies included).
-    pub fn records(&self) -> usize {
+    pub(crate) fn records(&self) -> usize {
         self.records
     }
 
     /// Writes the next message into `out[base..]` (`out` must hold at least `base` bytes; it is
     /// truncated to `base` first, the bytes before are kept) and returns its length in bytes
     /// (at most 65535), or `None` once the transfer is complete.
-    pub fn next_message(&mut self, out: &mut Vec<u8>, base: usize) -> Option<usize> {
+    pub(crate) fn next_message(&mut self, out: &mut Vec<u8>, base: usize) -> Option<usize> {
         let state = std::mem::replace(&mut self.state, State::Done);
         let room = self.tsig.as_ref().map_or(0, |t| t.0.record_len(0));
         let mut w = MessageWriter::response(out, base, MAX_STREAM_MESSAGE - room, self.header);

@@ -16,7 +16,7 @@ use crate::catalog::ServedZone;
 
 /// One NSEC or NSEC3 RRset of a proof.
 #[derive(Clone, Copy, Debug)]
-pub struct ProofRecord<'z> {
+pub(crate) struct ProofRecord<'z> {
     /// Owner name (as stored in the zone).
     pub owner: &'z Name,
     /// NSEC or NSEC3.
@@ -27,7 +27,7 @@ pub struct ProofRecord<'z> {
 
 /// Up to three records proving a denial (RFC 5155 §7.2.2 needs three).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Proof<'z> {
+pub(crate) struct Proof<'z> {
     records: [Option<ProofRecord<'z>>; 3],
 }
 
@@ -41,14 +41,14 @@ impl<'z> Proof<'z> {
     }
 
     /// The records, without duplicates.
-    pub fn iter(&self) -> impl Iterator<Item = ProofRecord<'z>> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = ProofRecord<'z>> + '_ {
         self.records.iter().flatten().copied()
     }
 }
 
 /// The situations that need a proof.
 #[derive(Clone, Copy, Debug)]
-pub enum Denial<'a> {
+pub(crate) enum Denial<'a> {
     /// The name does not exist; `closest_encloser` is its longest existing ancestor.
     NxDomain {
         /// The query name (or the last name of a CNAME chain).
@@ -81,7 +81,7 @@ pub enum Denial<'a> {
 }
 
 /// The records that prove `denial` in `zone` (empty for an unsigned zone).
-pub fn prove<'z>(zone: &'z ServedZone, denial: Denial<'_>) -> Proof<'z> {
+pub(crate) fn prove<'z>(zone: &'z ServedZone, denial: Denial<'_>) -> Proof<'z> {
     let mut proof = Proof::default();
     let wildcard = |ce: &Name| ce.prepend_label(b"*").ok();
     if let Some(params) = &zone.nsec3 {

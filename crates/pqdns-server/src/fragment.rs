@@ -70,7 +70,7 @@ impl Default for FragSettings {
 
 /// Complete answers a fragmenter keeps, so the fragment requests that follow a first fragment
 /// cut from the same answer instead of recomputing it (each ≤ 65535 bytes: ≤ 2 MiB in all).
-pub const ANSWER_CACHE_ENTRIES: usize = 32;
+pub(crate) const ANSWER_CACHE_ENTRIES: usize = 32;
 
 /// A complete answer computed for a question under one catalog version.
 #[derive(Debug)]

@@ -44,7 +44,6 @@
 //! ```
 
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
 
 /// Address allow-lists (moved to pqdns-net, shared with the resolver service).
 pub use pqdns_net::acl;

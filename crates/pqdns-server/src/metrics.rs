@@ -136,7 +136,7 @@ const RCODES: [Rcode; 8] = [
 const RCODE_SLOTS: usize = RCODES.len() + 1;
 
 /// Upper bounds of the response size buckets, in bytes (the last bucket is `+Inf`).
-pub const SIZE_BUCKETS: [usize; 13] = [
+pub(crate) const SIZE_BUCKETS: [usize; 13] = [
     64, 128, 256, 512, 1024, 1232, 1500, 2048, 4096, 8192, 16384, 32768, 65535,
 ];
 const SIZE_SLOTS: usize = SIZE_BUCKETS.len() + 1;
@@ -431,7 +431,7 @@ impl Metrics {
 
 /// Serves `GET /metrics` on `listener` from `shared.metrics` until `shutdown` changes
 /// ([`pqdns_net::metrics_http::serve`]); reading a request's headers may take `idle`.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     shared: Arc<Authoritative>,
     idle: std::time::Duration,

@@ -45,7 +45,7 @@ pub struct Target {
 }
 
 /// The NOTIFY targets of `settings`, each with its key from [`Settings::notify_keys`].
-pub fn targets(settings: &Settings) -> Vec<Target> {
+pub(crate) fn targets(settings: &Settings) -> Vec<Target> {
     settings
         .notify
         .iter()
@@ -73,16 +73,16 @@ fn signed_by(response: &[u8], key: &Key, mac: &Mac, now: u64) -> bool {
         })
 }
 /// Sends of one NOTIFY before giving up on a target.
-pub const NOTIFY_ATTEMPTS: u32 = 3;
+pub(crate) const NOTIFY_ATTEMPTS: u32 = 3;
 /// Wait for a response to each send.
-pub const NOTIFY_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const NOTIFY_TIMEOUT: Duration = Duration::from_secs(2);
 /// Largest response read, in bytes (a NOTIFY response is small; longer ones are cut and
 /// ignored unless the header matches).
 const MAX_RESPONSE: usize = 4096;
 
 /// Builds the NOTIFY request for `zone` with message ID `id`: header, question (apex SOA IN)
 /// and the apex SOA record in the answer section, names uncompressed.
-pub fn build(zone: &Zone, id: u16) -> Vec<u8> {
+pub(crate) fn build(zone: &Zone, id: u16) -> Vec<u8> {
     let apex = zone.origin.as_wire();
     let header = Header { id, flags: FLAG_AA }.with_opcode(Opcode::NOTIFY);
     let mut msg = Vec::with_capacity(512);
@@ -95,7 +95,7 @@ pub fn build(zone: &Zone, id: u16) -> Vec<u8> {
 }
 
 /// The RCODE of `response` if it answers the NOTIFY with ID `id`, else `None`.
-pub fn acknowledges(response: &[u8], id: u16) -> Option<Rcode> {
+pub(crate) fn acknowledges(response: &[u8], id: u16) -> Option<Rcode> {
     let header = Header::parse(response)?;
     // RFC 1996 §3.3: "NOTIFY is similar to QUERY in that it has a request message with the
     // header QR flag "clear" and a response message with QR "set"."
@@ -105,7 +105,7 @@ pub fn acknowledges(response: &[u8], id: u16) -> Option<Rcode> {
 
 /// How a NOTIFY exchange ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// The target answered with this RCODE after this many sends.
     Answered {
         /// The response code.
@@ -127,7 +127,7 @@ fn fresh_id() -> u16 {
 ///
 /// # Errors
 /// The I/O error if no socket can be bound or a send fails (e.g. no route to the target).
-pub async fn notify(
+pub(crate) async fn notify(
     zone: &Zone,
     target: SocketAddr,
     key: Option<&Key>,
@@ -182,7 +182,7 @@ pub async fn notify(
 
 /// Announces every zone of `catalog` to every target, each exchange in its own task; the
 /// outcome is logged (info when acknowledged with NOERROR, warn otherwise).
-pub fn spawn_all(catalog: Arc<Catalog>, targets: &[Target]) {
+pub(crate) fn spawn_all(catalog: Arc<Catalog>, targets: &[Target]) {
     for origin in catalog.zones().map(|z| z.zone.origin.clone()) {
         spawn_zone(&catalog, &origin, targets);
     }
@@ -193,7 +193,7 @@ pub fn spawn_all(catalog: Arc<Catalog>, targets: &[Target]) {
 /// The tasks keep the zone's apex SOA, not the catalog: a NOTIFY retried for a silent target
 /// must not keep a served version alive (a dynamic update reuses the version before the
 /// served one once no catalog holds it, `resign.rs`).
-pub fn spawn_zone(catalog: &Arc<Catalog>, origin: &Name, targets: &[Target]) {
+pub(crate) fn spawn_zone(catalog: &Arc<Catalog>, origin: &Name, targets: &[Target]) {
     let Some(soa) = catalog
         .zone(origin)
         .and_then(|z| z.zone.nodes.get(origin))

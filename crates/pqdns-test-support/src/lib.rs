@@ -25,7 +25,6 @@
 //! in its own `Catalog` for them).
 
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
 
 use pqdns_core::dnssec::keyfile::{KeyRole, ZoneKey};
 use pqdns_core::dnssec::sign::{sign_zone, Denial, SigningPolicy};

@@ -18,8 +18,6 @@
 //! [`listener::BATCH`] frames, [`XdpConfig::max_deferred`] answers sent later in flight; at
 //! most [`program::MAX_QUEUES`] queues per interface.
 
-#![warn(missing_docs)]
-
 pub mod frame;
 pub mod listener;
 pub mod program;

@@ -17,14 +17,14 @@ use crate::zone::Zone;
 use crate::zonefile::ZoneFileReader;
 
 /// The usual UDP budget, bytes.
-pub const BUDGET: usize = 1232;
+pub(super) const BUDGET: usize = 1232;
 
-pub fn n(s: &str) -> Name {
+pub(super) fn n(s: &str) -> Name {
     s.parse().unwrap()
 }
 
 /// The default profile plus numbers for the algorithms it leaves out.
-pub fn profile() -> &'static Profile {
+pub(super) fn profile() -> &'static Profile {
     static P: OnceLock<Profile> = OnceLock::new();
     P.get_or_init(|| {
         let numbers = [
@@ -38,7 +38,7 @@ pub fn profile() -> &'static Profile {
 }
 
 /// One algorithm's signed zone and answers.
-pub struct Case {
+pub(super) struct Case {
     pub alg: Algorithm,
     pub zone: Zone,
     /// DNSKEY, A with RRSIG, NXDOMAIN with NSEC3.
@@ -48,7 +48,7 @@ pub struct Case {
 /// Every post-quantum algorithm of the default provider plus ECDSA P-256, signed once — except
 /// the FIPS 205 SLH-DSA ones: their signatures have exactly the sizes of SPHINCS+-128s, which
 /// is covered, and the pure-Rust signer takes seconds per signature.
-pub fn cases() -> &'static [Case] {
+pub(super) fn cases() -> &'static [Case] {
     static C: OnceLock<Vec<Case>> = OnceLock::new();
     C.get_or_init(|| {
         let provider = Provider::default_provider();
@@ -68,7 +68,7 @@ pub fn cases() -> &'static [Case] {
 }
 
 /// The case for one algorithm.
-pub fn case(alg: Algorithm) -> &'static Case {
+pub(super) fn case(alg: Algorithm) -> &'static Case {
     cases().iter().find(|c| c.alg == alg).unwrap()
 }
 
@@ -103,7 +103,7 @@ fn rrset_records(zone: &Zone, owner: &Name, t: RrType) -> Vec<Record> {
 }
 
 /// A DO query for (qname, qtype) with ID 0x1234 and a 1232-byte payload.
-pub fn query(qname: &str, qtype: RrType) -> Message {
+pub(super) fn query(qname: &str, qtype: RrType) -> Message {
     Message::query(
         0x1234,
         Question {
@@ -160,7 +160,7 @@ fn answers(zone: &Zone) -> Vec<Message> {
 }
 
 /// True if every RRSIG in `msg` verifies with the zone's DNSKEYs (and there is at least one).
-pub fn signatures_verify(msg: &Message, zone: &Zone) -> bool {
+pub(super) fn signatures_verify(msg: &Message, zone: &Zone) -> bool {
     let mut z = Zone {
         origin: zone.origin.clone(),
         nodes: Default::default(),

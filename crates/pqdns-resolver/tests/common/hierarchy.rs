@@ -10,16 +10,16 @@ use pqdns_core::Name;
 use pqdns_resolver::TrustAnchors;
 use pqdns_server::ServerHandle;
 use pqdns_test_support::hierarchy::{serve_zones, write_hierarchy};
-pub use pqdns_test_support::hierarchy::{Leaf, Tiers};
+pub(crate) use pqdns_test_support::hierarchy::{Leaf, Tiers};
 use pqdns_test_support::ports::free_dual_port;
 
 /// Addresses of the three server tiers in iterative mode (one loopback address each).
-pub const ROOT_IP: &str = "127.0.0.2";
-pub const TLD_IP: &str = "127.0.0.3";
-pub const LEAF_IP: &str = "127.0.0.4";
+pub(crate) const ROOT_IP: &str = "127.0.0.2";
+pub(crate) const TLD_IP: &str = "127.0.0.3";
+pub(crate) const LEAF_IP: &str = "127.0.0.4";
 
 /// The default leaves.
-pub const LEAVES: &[Leaf] = &[
+pub(crate) const LEAVES: &[Leaf] = &[
     Leaf {
         name: "falcon",
         algorithms: &["Falcon-512"],
@@ -51,13 +51,13 @@ pub const LEAVES: &[Leaf] = &[
 ];
 
 /// The default tier addresses.
-pub const TIERS: Tiers = Tiers {
+pub(crate) const TIERS: Tiers = Tiers {
     root: ROOT_IP,
     tld: TLD_IP,
 };
 
 /// The zone descriptions of a hierarchy (in a temporary directory) and the root's DS.
-pub struct Hierarchy {
+pub(crate) struct Hierarchy {
     pub dir: tempfile::TempDir,
     pub root: PathBuf,
     pub tld: PathBuf,
@@ -70,18 +70,23 @@ pub struct Hierarchy {
 }
 
 /// The default hierarchy.
-pub fn build() -> Hierarchy {
+pub(crate) fn build() -> Hierarchy {
     build_with(LEAVES, "ECDSAP256SHA256", "ML-DSA-44", "")
 }
 
 /// A hierarchy with `leaves`, the root signed with `root_alg`, `tld.` with `tld_alg`, and
 /// `extra_tld` added to `tld.`.
-pub fn build_with(leaves: &[Leaf], root_alg: &str, tld_alg: &str, extra_tld: &str) -> Hierarchy {
+pub(crate) fn build_with(
+    leaves: &[Leaf],
+    root_alg: &str,
+    tld_alg: &str,
+    extra_tld: &str,
+) -> Hierarchy {
     build_at(TIERS, leaves, root_alg, tld_alg, extra_tld)
 }
 
 /// [`build_with`] with the root and `tld.` servers at `tiers`.
-pub fn build_at(
+pub(crate) fn build_at(
     tiers: Tiers,
     leaves: &[Leaf],
     root_alg: &str,
@@ -101,7 +106,7 @@ pub fn build_at(
 }
 
 /// Servers shut down when dropped.
-pub struct Running {
+pub(crate) struct Running {
     pub rt: tokio::runtime::Runtime,
     pub handles: Vec<ServerHandle>,
 }
@@ -115,7 +120,7 @@ impl Drop for Running {
 }
 
 /// Serves `zones` on `addr` (UDP and TCP; with `tls`, DoT and DoH on port 0).
-pub fn serve(
+pub(crate) fn serve(
     rt: &tokio::runtime::Runtime,
     dir: &Path,
     zones: Vec<PathBuf>,
@@ -126,7 +131,7 @@ pub fn serve(
 }
 
 /// [`serve`] with the zones signed as if the time were `now` (UNIX seconds).
-pub fn serve_at(
+pub(crate) fn serve_at(
     rt: &tokio::runtime::Runtime,
     dir: &Path,
     zones: Vec<PathBuf>,
@@ -139,12 +144,12 @@ pub fn serve_at(
 
 /// 127.0.0.1 with a port free for UDP and TCP (TC → TCP retry goes to the same port, as with a
 /// real server).
-pub fn local() -> SocketAddr {
+pub(crate) fn local() -> SocketAddr {
     SocketAddr::new([127, 0, 0, 1].into(), free_dual_port())
 }
 
 /// The root's DS as the only trust anchor.
-pub fn anchors(h: &Hierarchy) -> TrustAnchors {
+pub(crate) fn anchors(h: &Hierarchy) -> TrustAnchors {
     let mut a = TrustAnchors::default();
     a.add_ds(Name::root(), h.root_ds.clone());
     a
@@ -153,7 +158,7 @@ pub fn anchors(h: &Hierarchy) -> TrustAnchors {
 /// Serves a hierarchy on `port`: the root and `tld.` at `tiers`, every leaf but the last at
 /// `leaf_ip`, and the last at `expired_ip` with signatures made 30 days ago (valid 14 days:
 /// expired). The handles, root first.
-pub fn serve_with_expired_last(
+pub(crate) fn serve_with_expired_last(
     rt: &tokio::runtime::Runtime,
     h: &Hierarchy,
     tiers: Tiers,

@@ -4,9 +4,9 @@
 
 #![allow(dead_code)] // each test crate uses a different part
 
-pub mod hierarchy;
-pub mod scripted;
-pub mod service;
+pub(crate) mod hierarchy;
+pub(crate) mod scripted;
+pub(crate) mod service;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -20,7 +20,7 @@ use pqdns_test_support::ports::free_dual_port;
 
 /// A zone to serve: master-file records relative to `origin`, signed with `algorithms` (none:
 /// unsigned) and `denial` (`nsec` or `nsec3`).
-pub struct ZoneSpec<'a> {
+pub(crate) struct ZoneSpec<'a> {
     pub origin: &'a str,
     pub records: &'a str,
     pub algorithms: &'a [&'a str],
@@ -28,7 +28,7 @@ pub struct ZoneSpec<'a> {
 }
 
 /// A running server; shut down when dropped.
-pub struct Served {
+pub(crate) struct Served {
     pub rt: tokio::runtime::Runtime,
     handle: Option<ServerHandle>,
     /// The DS records of the zone's keys.
@@ -45,24 +45,24 @@ pub struct Served {
 
 impl Served {
     /// Re-reads and re-signs the zone description (as SIGHUP does).
-    pub fn reload(&self) {
+    pub(crate) fn reload(&self) {
         let handle = self.handle.as_ref().unwrap();
         self.rt.block_on(handle.reload()).unwrap();
     }
 
     /// Re-reads and re-signs the zone as if the time were `now` (UNIX seconds).
-    pub fn reload_at(&self, now: u64) {
+    pub(crate) fn reload_at(&self, now: u64) {
         let handle = self.handle.as_ref().unwrap();
         self.rt.block_on(handle.load_zones_at(now)).unwrap();
     }
 
     /// The zones being served.
-    pub fn catalog(&self) -> std::sync::Arc<pqdns_server::catalog::Catalog> {
+    pub(crate) fn catalog(&self) -> std::sync::Arc<pqdns_server::catalog::Catalog> {
         self.handle.as_ref().unwrap().catalog()
     }
 
     /// When the served signatures are due for refresh (UNIX seconds).
-    pub fn refresh_due(&self) -> Option<u64> {
+    pub(crate) fn refresh_due(&self) -> Option<u64> {
         self.handle.as_ref().unwrap().refresh_due()
     }
 }
@@ -76,7 +76,7 @@ impl Drop for Served {
 }
 
 /// A multi-threaded runtime with two workers.
-pub fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -86,7 +86,11 @@ pub fn runtime() -> tokio::runtime::Runtime {
 
 /// Serves `zone` on 127.0.0.1; `configure` may change the settings (fragmentation, …).
 /// With `tls`, DoT, DoH and DoQ listen too, with a self-signed certificate in `dir/keys`.
-pub fn serve(zone: ZoneSpec<'_>, tls: bool, configure: impl FnOnce(&mut Settings)) -> Served {
+pub(crate) fn serve(
+    zone: ZoneSpec<'_>,
+    tls: bool,
+    configure: impl FnOnce(&mut Settings),
+) -> Served {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("zone.toml");
     let signing = if zone.algorithms.is_empty() {
@@ -113,7 +117,7 @@ pub fn serve(zone: ZoneSpec<'_>, tls: bool, configure: impl FnOnce(&mut Settings
 /// Serves the zone description `file` (keys in its key directory), in `dir`, like
 /// pqdns-server: the DS records are written to `dir/keys/<zone>ds` and a generated
 /// certificate to `dir/keys/pqdns-server.crt`.
-pub fn serve_toml(
+pub(crate) fn serve_toml(
     dir: tempfile::TempDir,
     file: std::path::PathBuf,
     tls: bool,
@@ -124,7 +128,7 @@ pub fn serve_toml(
 
 /// [`serve_toml`] for several zone descriptions; the trust anchors and the DS file are the
 /// first zone's.
-pub fn serve_tomls(
+pub(crate) fn serve_tomls(
     dir: tempfile::TempDir,
     files: Vec<std::path::PathBuf>,
     tls: bool,
@@ -149,7 +153,7 @@ pub fn serve_tomls(
 /// Serves `zone`, already signed (e.g. by `pqdns_test_support::signed_zone`, for signing
 /// policies a zone description cannot express), on 127.0.0.1 without TLS; the trust anchors
 /// are the DS records (SHA-256) of its SEP keys.
-pub fn serve_signed(zone: pqdns_core::Zone) -> Served {
+pub(crate) fn serve_signed(zone: pqdns_core::Zone) -> Served {
     let mut anchors = TrustAnchors::default();
     for ds in sep_ds_records(&zone) {
         anchors.add_ds(ds.owner, ds.rdata);
@@ -168,7 +172,7 @@ pub fn serve_signed(zone: pqdns_core::Zone) -> Served {
 }
 
 /// The DS records (SHA-256) of the SEP keys in the apex DNSKEY RRset of `zone`.
-pub fn sep_ds_records(zone: &pqdns_core::Zone) -> Vec<Record> {
+pub(crate) fn sep_ds_records(zone: &pqdns_core::Zone) -> Vec<Record> {
     use pqdns_core::dnssec::dnskey::{ds_record, DigestType, DnskeyRef};
     let origin = zone.origin.to_string();
     zone.nodes[&zone.origin][&RrType::DNSKEY]
@@ -223,12 +227,12 @@ fn bind(
 }
 
 /// A name from presentation format.
-pub fn name(s: &str) -> Name {
+pub(crate) fn name(s: &str) -> Name {
     s.parse().unwrap()
 }
 
 /// An IN record.
-pub fn record(owner: &str, rtype: RrType, ttl: u32, rdata: Vec<u8>) -> Record {
+pub(crate) fn record(owner: &str, rtype: RrType, ttl: u32, rdata: Vec<u8>) -> Record {
     Record {
         owner: name(owner),
         rtype,
@@ -240,7 +244,7 @@ pub fn record(owner: &str, rtype: RrType, ttl: u32, rdata: Vec<u8>) -> Record {
 
 /// Answers datagrams on `socket` with `reply(datagram, sender)` (or stays silent), for at
 /// most 1000 datagrams; the task ends with the test's runtime.
-pub fn spawn_udp<F>(socket: tokio::net::UdpSocket, mut reply: F)
+pub(crate) fn spawn_udp<F>(socket: tokio::net::UdpSocket, mut reply: F)
 where
     F: FnMut(&[u8], SocketAddr) -> Option<Vec<u8>> + Send + 'static,
 {
@@ -258,13 +262,13 @@ where
 }
 
 /// A UDP client without fragmentation (TC → TCP).
-pub fn udp_client(timeout: Duration) -> Client {
+pub(crate) fn udp_client(timeout: Duration) -> Client {
     Client::new(Transport::Udp, timeout, TlsOptions::default()).unwrap()
 }
 
 /// BIND's delv asking `server` for `name` `t`, with the DS record `ds` as its only trust
 /// anchor (`+root` at its owner): its whole output.
-pub fn delv(
+pub(crate) fn delv(
     dir: &std::path::Path,
     server: SocketAddr,
     ds: &pqdns_core::Record,
@@ -310,7 +314,7 @@ pub fn delv(
 
 /// A UDP relay on 127.0.0.1 in front of `backend` that counts the queries it forwards (what
 /// the authority behind it would see); its address and the count. The relay ends with `rt`.
-pub fn counting_relay(
+pub(crate) fn counting_relay(
     rt: &tokio::runtime::Runtime,
     backend: SocketAddr,
 ) -> (SocketAddr, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
@@ -346,7 +350,7 @@ pub fn counting_relay(
 /// example. signed with ECDSA P-256 and NSEC3 with Opt-Out (RFC 5155 §6): the unsigned
 /// delegation `insecure.` is left out of the chain, the signed delegation `secure.` (it has a
 /// DS) stays in it.
-pub fn opt_out_zone() -> Served {
+pub(crate) fn opt_out_zone() -> Served {
     let text = "@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 192.0.2.1\n\
                 www A 192.0.2.2\n*.w TXT \"wild\"\n\
                 insecure NS ns.insecure\nns.insecure A 192.0.2.3\n\
@@ -367,7 +371,7 @@ pub fn opt_out_zone() -> Served {
 
 /// The response of the in-process resolver service `s` to `name` `qtype` with DO over TCP
 /// from 127.0.0.1, resolved (the query must not be answered from the service's cache).
-pub async fn resolve_in_service(
+pub(crate) async fn resolve_in_service(
     s: &std::sync::Arc<pqdns_resolver::service::RecursiveService>,
     name: &str,
     qtype: RrType,

@@ -10,23 +10,23 @@ use pqdns_core::{Name, Record, RrType};
 use tokio::net::UdpSocket;
 
 /// An IN record with TTL 300.
-pub fn rec(owner: &str, rtype: RrType, rdata: Vec<u8>) -> Record {
+pub(crate) fn rec(owner: &str, rtype: RrType, rdata: Vec<u8>) -> Record {
     super::record(owner, rtype, 300, rdata)
 }
 
 /// An A record.
-pub fn a(owner: &str, ip: &str) -> Record {
+pub(crate) fn a(owner: &str, ip: &str) -> Record {
     let ip: std::net::Ipv4Addr = ip.parse().unwrap();
     rec(owner, RrType::A, ip.octets().to_vec())
 }
 
 /// An NS record.
-pub fn ns(owner: &str, target: &str) -> Record {
+pub(crate) fn ns(owner: &str, target: &str) -> Record {
     rec(owner, RrType::NS, super::name(target).as_wire().to_vec())
 }
 
 /// A response to `q` with RCODE `code`, AA as given, no EDNS.
-pub fn reply(q: &Message, aa: bool, code: Rcode) -> Message {
+pub(crate) fn reply(q: &Message, aa: bool, code: Rcode) -> Message {
     let mut m = q.clone();
     m.flags = FLAG_QR | if aa { FLAG_AA } else { 0 } | code.low();
     m.edns = None;
@@ -34,13 +34,13 @@ pub fn reply(q: &Message, aa: bool, code: Rcode) -> Message {
 }
 
 /// How a scripted server answers a query.
-pub type Behaviour = Arc<dyn Fn(&Message) -> Message + Send + Sync>;
+pub(crate) type Behaviour = Arc<dyn Fn(&Message) -> Message + Send + Sync>;
 
 /// The questions a server was asked.
-pub type Log = Arc<Mutex<Vec<(Name, RrType)>>>;
+pub(crate) type Log = Arc<Mutex<Vec<(Name, RrType)>>>;
 
 /// Starts a UDP server at `ip:port` answering with `behave`; returns its question log.
-pub async fn server(ip: &str, port: u16, behave: Behaviour) -> std::io::Result<Log> {
+pub(crate) async fn server(ip: &str, port: u16, behave: Behaviour) -> std::io::Result<Log> {
     let socket = UdpSocket::bind((ip, port)).await?;
     let log: Log = Arc::default();
     let seen = log.clone();
@@ -55,7 +55,7 @@ pub async fn server(ip: &str, port: u16, behave: Behaviour) -> std::io::Result<L
 }
 
 /// Servers at `list`'s addresses on one port; returns their logs (in order) and the port.
-pub async fn servers_at(list: &[(&str, Behaviour)]) -> (Vec<Log>, u16) {
+pub(crate) async fn servers_at(list: &[(&str, Behaviour)]) -> (Vec<Log>, u16) {
     'port: for _ in 0..20 {
         let port = std::net::UdpSocket::bind((list[0].0, 0))
             .unwrap()

@@ -10,7 +10,7 @@ use pqdns_test_support::ports::free_dual_port;
 
 /// A trust anchor file in `dir` (the root's published DS) for services started in forwarding
 /// mode that resolve nothing: the service needs an anchor to start.
-pub fn unused_anchor(dir: &Path) -> std::path::PathBuf {
+pub(crate) fn unused_anchor(dir: &Path) -> std::path::PathBuf {
     let anchor = dir.join("root.ds");
     std::fs::write(
         &anchor,
@@ -21,7 +21,7 @@ pub fn unused_anchor(dir: &Path) -> std::path::PathBuf {
 }
 
 /// A running `pqdns-resolver` process; killed when dropped.
-pub struct Service {
+pub(crate) struct Service {
     _child: KillOnDrop,
     pub udp: SocketAddr,
     pub tcp: SocketAddr,
@@ -37,7 +37,7 @@ pub struct Service {
 impl Service {
     /// Starts `pqdns-resolver` in `dir` with `args` besides the listeners; `name` names its
     /// log and certificate directory.
-    pub fn start(dir: &Path, name: &str, args: &[&str]) -> Service {
+    pub(crate) fn start(dir: &Path, name: &str, args: &[&str]) -> Service {
         let tls_dir = dir.join(format!("{name}-tls"));
         let log = dir.join(format!("{name}.log"));
         // UDP and TCP on one port: dig retries truncated answers over TCP there.
@@ -82,12 +82,12 @@ impl Service {
     }
 
     /// Its `/proc/PID/status`.
-    pub fn proc_status(&self) -> String {
+    pub(crate) fn proc_status(&self) -> String {
         std::fs::read_to_string(format!("/proc/{}/status", self._child.0.id())).unwrap()
     }
 
     /// Its resident memory, bytes (`VmRSS` of `/proc/PID/status`).
-    pub fn rss(&self) -> u64 {
+    pub(crate) fn rss(&self) -> u64 {
         let kib: u64 = self
             .proc_status()
             .lines()
@@ -98,7 +98,7 @@ impl Service {
     }
 
     /// The value of the metrics series `series` (name and labels as printed).
-    pub fn metric(&self, series: &str) -> u64 {
+    pub(crate) fn metric(&self, series: &str) -> u64 {
         let url = format!("http://{}/metrics", self.metrics);
         let (ok, text) = run(&require("curl", "curl"), &["-s".into(), url]);
         assert!(ok, "{text}");
@@ -108,7 +108,7 @@ impl Service {
     }
 
     /// Stops it with SIGTERM (a graceful shutdown) and waits, at most 30 s, for it to exit.
-    pub fn terminate(&mut self) {
+    pub(crate) fn terminate(&mut self) {
         let pid = self._child.0.id().to_string();
         let (sent, text) = run(&require("kill", "procps"), &["-TERM".into(), pid]);
         assert!(sent, "{text}");
@@ -123,12 +123,12 @@ impl Service {
     }
 
     /// Its log so far.
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// dig at the UDP address with recursion desired and `args`.
-    pub fn dig(&self, args: &[&str]) -> DigOutput {
+    pub(crate) fn dig(&self, args: &[&str]) -> DigOutput {
         let mut all = vec!["+recurse", "+time=20"];
         all.extend_from_slice(args);
         dig(self.udp, &all)

@@ -20,15 +20,15 @@ use pqdns_server::settings::{KxPolicy, Settings};
 use pqdns_server::zones::{load_all, ZoneSource};
 use pqdns_server::{Server, ServerConfig, ServerHandle};
 
-pub use pqdns_test_support::peers::*;
+pub(crate) use pqdns_test_support::peers::*;
 
-pub mod secondary;
+pub(crate) mod secondary;
 
 /// The test zone's apex.
-pub const ORIGIN: &str = "pqdns.test.";
+pub(crate) const ORIGIN: &str = "pqdns.test.";
 
 /// The test zone: positive data, CNAME, wildcard, DNAME, a secure and an insecure delegation.
-pub const RECORDS: &str = r#"
+pub(crate) const RECORDS: &str = r#"
 @          SOA   ns1 hostmaster 2026010101 7200 3600 1209600 300
 @          NS    ns1
 @          NS    ns2
@@ -47,7 +47,7 @@ ns.legacy  A     192.0.2.54
 "#;
 
 /// A running server with its temporary key directory.
-pub struct TestServer {
+pub(crate) struct TestServer {
     pub dir: tempfile::TempDir,
     pub ds: Vec<Record>,
     pub ds_path: PathBuf,
@@ -57,12 +57,15 @@ pub struct TestServer {
 
 impl TestServer {
     /// Signs the test zone with `algorithms` (NSEC3) and serves it on every transport.
-    pub fn start(algorithms: &[&str], policy: KxPolicy) -> TestServer {
+    pub(crate) fn start(algorithms: &[&str], policy: KxPolicy) -> TestServer {
         TestServer::start_with(algorithms, |s| s.tls.policy = policy)
     }
 
     /// As [`TestServer::start`], with `adjust` applied to the settings before binding.
-    pub fn start_with(algorithms: &[&str], adjust: impl FnOnce(&mut Settings)) -> TestServer {
+    pub(crate) fn start_with(
+        algorithms: &[&str],
+        adjust: impl FnOnce(&mut Settings),
+    ) -> TestServer {
         let dir = tempfile::tempdir().unwrap();
         let algs: Vec<String> = algorithms.iter().map(|a| format!("{a:?}")).collect();
         let toml = format!(
@@ -76,7 +79,10 @@ impl TestServer {
 
     /// Serves the zone that `zone.toml` in `dir` describes (written by the caller, with the
     /// files it names), keys in `dir/keys`, as [`TestServer::start_with`].
-    pub fn start_in(dir: tempfile::TempDir, adjust: impl FnOnce(&mut Settings)) -> TestServer {
+    pub(crate) fn start_in(
+        dir: tempfile::TempDir,
+        adjust: impl FnOnce(&mut Settings),
+    ) -> TestServer {
         let zone_file = dir.path().join("zone.toml");
         let sources = vec![ZoneSource::File(zone_file)];
         let (catalog, reports) = load_all(&sources, pqdns_core::time::now()).unwrap();
@@ -105,36 +111,36 @@ impl TestServer {
         }
     }
 
-    pub fn handle(&self) -> &ServerHandle {
+    pub(crate) fn handle(&self) -> &ServerHandle {
         self.handle.as_ref().unwrap()
     }
-    pub fn udp(&self) -> SocketAddr {
+    pub(crate) fn udp(&self) -> SocketAddr {
         self.handle().addrs.udp[0]
     }
-    pub fn udp6(&self) -> SocketAddr {
+    pub(crate) fn udp6(&self) -> SocketAddr {
         self.handle().addrs.udp[1]
     }
-    pub fn tcp(&self) -> SocketAddr {
+    pub(crate) fn tcp(&self) -> SocketAddr {
         self.handle().addrs.tcp[0]
     }
-    pub fn tcp6(&self) -> SocketAddr {
+    pub(crate) fn tcp6(&self) -> SocketAddr {
         self.handle().addrs.tcp[1]
     }
-    pub fn dot(&self) -> SocketAddr {
+    pub(crate) fn dot(&self) -> SocketAddr {
         self.handle().addrs.dot[0]
     }
-    pub fn doh(&self) -> SocketAddr {
+    pub(crate) fn doh(&self) -> SocketAddr {
         self.handle().addrs.doh[0]
     }
-    pub fn doq(&self) -> SocketAddr {
+    pub(crate) fn doq(&self) -> SocketAddr {
         self.handle().addrs.doq[0]
     }
-    pub fn cert_path(&self) -> PathBuf {
+    pub(crate) fn cert_path(&self) -> PathBuf {
         self.handle().certificate().unwrap().cert_path
     }
 
     /// Runs a future on the server's runtime (e.g. a reload).
-    pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+    pub(crate) fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
         self.rt.block_on(f)
     }
 }
@@ -151,7 +157,10 @@ impl Drop for TestServer {
 /// aioquic) with `args`: (exit status success, its key=value lines, the whole output). The
 /// Python with those packages is `$PQDNS_PYTHON`, or the virtual environment `./dev test`
 /// makes in `target/py`.
-pub fn python_client(script: &str, args: &[&str]) -> (bool, HashMap<String, String>, String) {
+pub(crate) fn python_client(
+    script: &str,
+    args: &[&str],
+) -> (bool, HashMap<String, String>, String) {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let python = std::env::var_os("PQDNS_PYTHON")
         .map(PathBuf::from)
@@ -175,7 +184,7 @@ pub fn python_client(script: &str, args: &[&str]) -> (bool, HashMap<String, Stri
 ///
 /// # Panics
 /// If either decoder refuses it or they disagree.
-pub fn parse_response(wire: &[u8]) -> pqdns_core::message::Message {
+pub(crate) fn parse_response(wire: &[u8]) -> pqdns_core::message::Message {
     if let Err(e) = pqdns_test_support::second_opinion(wire) {
         panic!("second opinion: {e}");
     }
@@ -184,7 +193,7 @@ pub fn parse_response(wire: &[u8]) -> pqdns_core::message::Message {
 
 /// GET `path` from the HTTP/1.1 server at `addr` (`Connection: close`): the whole response,
 /// status line and headers included. Connecting and each read are bounded by 10 s.
-pub fn http_get(addr: SocketAddr, path: &str) -> String {
+pub(crate) fn http_get(addr: SocketAddr, path: &str) -> String {
     let limit = Duration::from_secs(10);
     let mut s = TcpStream::connect_timeout(&addr, limit).unwrap();
     s.set_read_timeout(Some(limit)).unwrap();
@@ -200,7 +209,11 @@ pub fn http_get(addr: SocketAddr, path: &str) -> String {
 
 /// Starts the `pqdns-server` binary with `args` in `dir`, its log (stderr) going to `log`;
 /// the child and the lines it prints on stdout (DS records, `listening …`), as they come.
-pub fn spawn_server(args: &[&str], dir: &Path, log: &Path) -> (Child, mpsc::Receiver<String>) {
+pub(crate) fn spawn_server(
+    args: &[&str],
+    dir: &Path,
+    log: &Path,
+) -> (Child, mpsc::Receiver<String>) {
     spawn(
         Path::new(env!("CARGO_BIN_EXE_pqdns-server")),
         args,

@@ -6,4 +6,4 @@
     reason = "each test binary uses a different part of the harness"
 )]
 
-pub use pqdns_test_support::secondaries::*;
+pub(crate) use pqdns_test_support::secondaries::*;
