@@ -238,3 +238,85 @@ fn zero_bytes_turns_synthesis_off() {
     assert!(a.status().is_secure() && !a.synthesised());
     assert_eq!(asked.load(Ordering::SeqCst), before + 1);
 }
+
+/// A zone with a wildcard TXT below `w.example.` beside one existing name there.
+const WILDCARD_ZONE: &str = "@ 300 SOA ns hostmaster 1 7200 3600 1209600 60\n@ NS ns\n\
+                             ns A 192.0.2.1\n*.w TXT \"wild\"\nreal.w A 192.0.2.9\n\
+                             z A 192.0.2.4\n";
+
+/// RFC 8198 §5.3, for an NSEC and an NSEC3 zone: after one validated wildcard answer, other
+/// names the cached proof shows absent get the wildcard's TXT expanded to them, Secure, with
+/// no query; the name that exists (`real.w.example.`), a type the wildcard was not seen with,
+/// and names outside the cached span still go to the authority.
+#[test]
+fn wildcard_answers_are_expanded_from_the_cache_without_a_query() {
+    for denial in [Denial::Nsec, Denial::Nsec3(Nsec3Params::default())] {
+        let nsec3 = matches!(denial, Denial::Nsec3(_));
+        let served = serve_signed(signed_zone(
+            &name("example."),
+            WILDCARD_ZONE,
+            &[Algorithm::EcdsaP256Sha256],
+            denial,
+        ));
+        let rt = common::runtime();
+        let (relay, asked) = counting_relay(&rt, served.addr);
+        let r = resolver(relay, served.anchors.clone());
+        let first = resolve(&rt, &r, "x.w.example.", RrType::TXT);
+        assert_eq!(first.rcode(), Rcode::NOERROR);
+        assert!(first.status().is_secure(), "{}", first.status());
+        assert!(!first.synthesised());
+        let warm = asked.load(Ordering::SeqCst);
+        // Names in the span the expansion proof covers: after real.w. in canonical order
+        // (NSEC real.w. → z.), or hashing into the NSEC3 span covering hash(x.w.example.).
+        let params = Nsec3Params::default();
+        let span = nsec3.then(|| covering_span(&first, &params.hash(&name("x.w.example."))));
+        let mut gen = Names(0x853c_49e6_748f_ea9b);
+        let mut names: Vec<Name> = Vec::new();
+        for _ in 0..200_000 {
+            if names.len() == 200 {
+                break;
+            }
+            let n = name(&format!("x{:x}.w.example.", gen.next()));
+            let inside = match &span {
+                None => true,
+                Some((lo, hi)) => {
+                    let h = params.hash(&n);
+                    if lo < hi {
+                        lo.as_slice() < h.as_slice() && h.as_slice() < hi.as_slice()
+                    } else {
+                        lo.as_slice() < h.as_slice() || h.as_slice() < hi.as_slice()
+                    }
+                }
+            };
+            if inside {
+                names.push(n);
+            }
+        }
+        assert_eq!(names.len(), 200);
+        for n in &names {
+            let a = rt.block_on(r.resolve(n, RrType::TXT)).unwrap();
+            assert_eq!(a.rcode(), Rcode::NOERROR, "{n}");
+            assert!(a.status().is_secure(), "{n}: {}", a.status());
+            assert!(a.synthesised() && a.exchanges().is_empty(), "{n}");
+            let records = a.answers()[0].records();
+            assert_eq!(records.len(), 1, "{n}");
+            assert_eq!(records[0].owner, *n, "the wildcard expanded to {n}");
+            assert_eq!(records[0].rdata, b"\x04wild", "{n}");
+            assert!(records[0].ttl <= 300, "{n}");
+            // The RRSIG is the wildcard's: its Labels field counts w.example. (RFC 4034 §3.1.3).
+            let sigs = a.answers()[0].rrsig_records();
+            assert_eq!(sigs[0].rdata[3], 2, "{n}");
+        }
+        assert_eq!(asked.load(Ordering::SeqCst), warm, "no query for the span");
+        // The existing name is never answered from the wildcard.
+        let real = resolve(&rt, &r, "real.w.example.", RrType::A);
+        assert_eq!(real.rcode(), Rcode::NOERROR);
+        assert!(!real.synthesised(), "real.w.example. exists");
+        assert!(asked.load(Ordering::SeqCst) > warm);
+        // A type the wildcard was not seen with is asked for.
+        let before = asked.load(Ordering::SeqCst);
+        let other = rt.block_on(r.resolve(&names[0], RrType::A)).unwrap();
+        assert!(!other.synthesised(), "{}", names[0]);
+        assert!(asked.load(Ordering::SeqCst) > before);
+    }
+}

@@ -395,6 +395,28 @@ impl VerifiedRRset {
     pub fn signed_owner(&self) -> &Name {
         &self.signed_owner
     }
+    /// The same verified RRset expanded from its wildcard to `owner` (RFC 4035 §5.3.4): the
+    /// RRSIGs verified over `*.<source>` hold for every name strictly below `<source>` that is
+    /// not itself a wildcard. What the expansion still needs is the proof that no name closer
+    /// to `owner` exists, and [`conclude`] demands it ([`Claim::Expanded`]), so this alone
+    /// never makes an answer Secure. Used to synthesise wildcard answers from a validated
+    /// cache (RFC 8198 §5.3).
+    ///
+    /// `None` unless this RRset was signed under a wildcard and `owner` is strictly below the
+    /// wildcard's parent.
+    pub fn expanded_to(&self, owner: &Name) -> Option<VerifiedRRset> {
+        let source = self.signed_owner.parent()?;
+        if !self.signed_owner.is_wildcard()
+            || owner.is_wildcard()
+            || *owner == source
+            || !owner.is_subdomain_of(&source)
+        {
+            return None;
+        }
+        let mut expanded = self.clone();
+        expanded.owner = owner.clone();
+        Some(expanded)
+    }
     /// The same RRset with its TTL lowered to at most `ttl` seconds: what is left of its life
     /// in a cache (RFC 8198 §5.4). Lowering a TTL never lets data live longer.
     #[must_use]
@@ -1870,8 +1892,30 @@ mod tests {
         let source = Claim::Expanded {
             source: name("w.example."),
         };
-        let proof = prove(&f.zone, &x, source, &[nsec]).unwrap();
-        assert!(conclude(&x, RrType::TXT, &[expanded], &[proof]).is_secure());
+        let proof = prove(&f.zone, &x, source.clone(), std::slice::from_ref(&nsec)).unwrap();
+        assert!(conclude(&x, RrType::TXT, std::slice::from_ref(&expanded), &[proof]).is_secure());
+
+        // The same verified data expanded to another name the NSEC covers (RFC 8198 §5.3).
+        let y = name("y.w.example.");
+        let again = expanded.expanded_to(&y).unwrap();
+        assert_eq!(again.owner(), &y);
+        assert_eq!(again.signed_owner(), &wild);
+        let err = conclude(&y, RrType::TXT, std::slice::from_ref(&again), &[]);
+        assert!(err.is_bogus(), "an expansion still needs its proof: {err}");
+        let proof = prove(&f.zone, &y, source, std::slice::from_ref(&nsec)).unwrap();
+        assert!(conclude(&y, RrType::TXT, &[again], &[proof]).is_secure());
+        // Only strictly below the wildcard's parent, never to a wildcard or elsewhere.
+        for not_below in ["w.example.", "*.w.example.", "x.other.example.", "example."] {
+            assert!(
+                expanded.expanded_to(&name(not_below)).is_none(),
+                "{not_below}"
+            );
+        }
+        assert!(expanded
+            .expanded_to(&name("a.b.w.example."))
+            .is_some_and(|e| e.from_wildcard()));
+        // Data not signed under a wildcard does not expand.
+        assert!(nsec.expanded_to(&name("q.w.example.")).is_none());
     }
 
     #[test]

@@ -1,12 +1,17 @@
-//! Aggressive use of DNSSEC-validated cache (RFC 8198): NXDOMAIN and NODATA answers
-//! synthesised from NSEC and NSEC3 records an earlier resolution verified, without asking any
-//! server.
+//! Aggressive use of DNSSEC-validated cache (RFC 8198): NXDOMAIN and NODATA answers, and
+//! answers expanded from wildcards, synthesised from NSEC and NSEC3 records (and wildcard
+//! RRsets) an earlier resolution verified, without asking any server.
 //!
 //! - **What is kept** (RFC 8198 §5.1): the NSEC or NSEC3 RRsets of the denial proofs of
 //!   Secure answers (negative answers and wildcard expansions), as the validator verified
 //!   them, and the verified SOA of their zone. A proof resting on an NSEC3 opt-out span is not
 //!   kept, nor is any NSEC3 record with the Opt-Out flag: its span may hide unsigned
 //!   delegations, so it proves no name absent (RFC 5155 §9.2, RFC 8198 §5.2).
+//! - **Wildcards** (RFC 8198 §5.3): the RRsets of Secure answers expanded from a wildcard are
+//!   kept under the wildcard's name and type, with the NSEC/NSEC3 records of their expansion
+//!   proof. A later name the kept records prove absent, with that wildcard at its closest
+//!   encloser, gets the RRset expanded to it ([`VerifiedRRset::expanded_to`]); the expansion
+//!   proof goes through the same checks, and [`conclude`] must find the answer Secure.
 //! - **How it is found**: per zone, NSEC RRsets in a map ordered by owner name in canonical
 //!   order (RFC 4034 §6.1) and NSEC3 RRsets in one ordered by hashed owner (RFC 5155 §3.3);
 //!   the record covering a name is the one with the greatest key below it (or the last, which
@@ -17,8 +22,9 @@
 //!   [`conclude`] must find the answer Secure; otherwise the query goes to the servers as
 //!   usual. The answer is marked [`crate::Answer::synthesised`].
 //! - **Lifetime** (RFC 8198 §5.4 as RFC 9077 §3 updates it): each record lives min(its TTL,
-//!   the SOA's TTL, the SOA MINIMUM) seconds from when it was kept; a synthesised answer
-//!   carries what is left.
+//!   the SOA's TTL, the SOA MINIMUM) seconds from when it was kept (a wildcard RRset and the
+//!   records of its proof, when no SOA of the zone is known, their own TTL, which the RRSIG
+//!   already caps); a synthesised answer carries what is left.
 //! - **Memory**: bounded by [`super::Config::aggressive_nsec_bytes`] (0 turns synthesis
 //!   off); when over it, the records kept longest ago go first.
 //! - **Not synthesised**: QTYPE DS (it lives on the parent side of a cut), ANY, RRSIG, NSEC
@@ -32,9 +38,9 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use pqdns_core::dnssec::denial::{prove, Claim, Coverage};
+use pqdns_core::dnssec::denial::{prove, Claim, Coverage, VerifiedDenial};
 use pqdns_core::dnssec::nsec3::{owner_hash, Nsec3Params, FLAG_OPT_OUT, HASH_SHA1};
-use pqdns_core::dnssec::validate::{conclude, VerifiedRRset};
+use pqdns_core::dnssec::validate::{conclude, Status, VerifiedRRset};
 use pqdns_core::message::Message;
 use pqdns_core::rdata::read_type_bitmap;
 use pqdns_core::wire::rdata::Soa;
@@ -72,6 +78,8 @@ enum Key {
     Soa,
     Nsec(Name),
     Nsec3(Vec<u8>),
+    /// A wildcard RRset, by the wildcard's name (`*.<closest encloser>`) and its type.
+    Wildcard(Name, RrType),
 }
 
 /// One zone's kept records.
@@ -84,6 +92,8 @@ struct ZoneDenials {
     nsec3: BTreeMap<Vec<u8>, Held>,
     /// The NSEC3 chain's salt and iterations (Opt-Out cleared).
     params: Option<Nsec3Params>,
+    /// RRsets verified as wildcard expansions, by wildcard name and type.
+    wildcards: HashMap<(Name, RrType), Held>,
 }
 
 impl ZoneDenials {
@@ -92,6 +102,7 @@ impl ZoneDenials {
             Key::Soa => self.soa.as_mut(),
             Key::Nsec(n) => self.nsec.get_mut(n),
             Key::Nsec3(h) => self.nsec3.get_mut(h),
+            Key::Wildcard(n, t) => self.wildcards.get_mut(&(n.clone(), *t)),
         }
     }
 
@@ -100,6 +111,7 @@ impl ZoneDenials {
             Key::Soa => self.soa.take(),
             Key::Nsec(n) => self.nsec.remove(n),
             Key::Nsec3(h) => self.nsec3.remove(h),
+            Key::Wildcard(n, t) => self.wildcards.remove(&(n.clone(), *t)),
         }
     }
 
@@ -108,11 +120,15 @@ impl ZoneDenials {
             Key::Soa => self.soa.replace(held),
             Key::Nsec(n) => self.nsec.insert(n, held),
             Key::Nsec3(h) => self.nsec3.insert(h, held),
+            Key::Wildcard(n, t) => self.wildcards.insert((n, t), held),
         }
     }
 
     fn is_empty(&self) -> bool {
-        self.soa.is_none() && self.nsec.is_empty() && self.nsec3.is_empty()
+        self.soa.is_none()
+            && self.nsec.is_empty()
+            && self.nsec3.is_empty()
+            && self.wildcards.is_empty()
     }
 }
 
@@ -166,7 +182,9 @@ impl State {
         let held: usize = self
             .zones
             .values()
-            .map(|z| usize::from(z.soa.is_some()) + z.nsec.len() + z.nsec3.len())
+            .map(|z| {
+                usize::from(z.soa.is_some()) + z.nsec.len() + z.nsec3.len() + z.wildcards.len()
+            })
             .sum();
         if self.order.len() > 2 * held + 64 {
             let zones = &mut self.zones;
@@ -190,6 +208,7 @@ impl State {
         if *key == Key::Soa {
             // Without its SOA a zone's records answer nothing.
             let all = z.soa.iter().chain(z.nsec.values()).chain(z.nsec3.values());
+            let all = all.chain(z.wildcards.values());
             self.bytes -= all.map(|h| h.bytes).sum::<usize>();
             self.zones.remove(zone);
             return;
@@ -414,9 +433,29 @@ impl Aggressive {
                 .and_then(|z| z.soa.as_ref())
                 .filter(|h| h.live(now))
                 .map(|h| &h.set);
-            let Some(limit) = soa.or(kept).and_then(negative_ttl) else {
-                continue;
+            let expansion = match d.claim() {
+                Claim::Expanded { source } => Some(source),
+                _ => None,
             };
+            let limit = match (soa.or(kept).and_then(negative_ttl), expansion) {
+                (Some(limit), _) => limit,
+                (None, Some(_)) => u32::MAX,
+                (None, None) => continue,
+            };
+            if let Some(source) = expansion {
+                for a in answer.answers() {
+                    let AnswerRRset::Secure(v) = a else {
+                        continue;
+                    };
+                    if v.from_wildcard()
+                        && v.owner() == d.name()
+                        && v.signed_owner().parent().as_ref() == Some(source)
+                    {
+                        let key = Key::Wildcard(v.signed_owner().to_lowercase(), v.rtype());
+                        st.put(&zone, key, v.clone(), v.ttl(), now);
+                    }
+                }
+            }
             for set in d.rrsets() {
                 let key = match set.rtype() {
                     RrType::NSEC => Key::Nsec(set.owner().to_lowercase()),
@@ -475,6 +514,9 @@ impl Aggressive {
             }
             cur = n.parent();
         };
+        if let Some(expanded) = expand(&zone, z, &qname, qtype, now) {
+            return Some(expanded);
+        }
         let soa = z.soa.as_ref().filter(|h| h.live(now))?;
         let chosen = if z.params.is_some() {
             choose_nsec3(&zone, z, &qname, now)?
@@ -516,22 +558,7 @@ impl Aggressive {
         }
         let mut authority = vec![AnswerRRset::Secure(soa)];
         authority.extend(denial.rrsets().iter().cloned().map(AnswerRRset::Secure));
-        // What a client setting CD gets (RFC 4035 §3.2.2): the same records, as a response
-        // from the zone would carry them.
-        let unvalidated = Message {
-            id: 0,
-            flags: FLAG_QR | FLAG_AA | rcode.low(),
-            questions: Vec::new(),
-            answers: Vec::new(),
-            authority: authority
-                .iter()
-                .flat_map(|a| [a.records(), a.rrsig_records()])
-                .flatten()
-                .collect(),
-            additional: Vec::new(),
-            edns: None,
-        };
-        let chain = vec![format!(
+        let chain = format!(
             "{qname} {qtype}: {} synthesised from {zone}'s cached, validated {} records \
              (RFC 8198), TTL {left}",
             if rcode == Rcode::NXDOMAIN {
@@ -543,29 +570,145 @@ impl Aggressive {
                 .rrsets()
                 .first()
                 .map_or(RrType::NSEC, VerifiedRRset::rtype),
-        )];
-        Some(Answer {
+        );
+        Some(synthesised(
             qname,
             qtype,
-            rcode,
             status,
-            answers: Vec::new(),
+            Vec::new(),
             authority,
-            denials: vec![denial],
-            referral: None,
-            dropped: Vec::new(),
+            denial,
             chain,
-            exchanges: Vec::new(),
-            unvalidated: vec![unvalidated],
-            synthesised: true,
-        })
+        ))
+    }
+}
+
+/// A Secure answer for (`qname`, `qtype`) expanded from a kept wildcard RRset of `z` (RFC 8198
+/// §5.3): the closest kept `*.<encloser>` RRset of type `qtype` above `qname`, with the kept
+/// NSEC covering `qname` or NSEC3 covering its next closer name as the expansion proof.
+fn expand(
+    zone: &Name,
+    z: &ZoneDenials,
+    qname: &Name,
+    qtype: RrType,
+    now: Instant,
+) -> Option<Answer> {
+    if z.wildcards.is_empty() {
+        return None;
+    }
+    let mut next_closer = qname.clone();
+    let mut encloser = qname.parent();
+    let (source, wildcard) = loop {
+        let c = encloser.filter(|c| c.is_subdomain_of(zone))?;
+        let key = (c.prepend_label(b"*").ok()?, qtype);
+        if let Some(h) = z.wildcards.get(&key).filter(|h| h.live(now)) {
+            break (c, h);
+        }
+        next_closer = c.clone();
+        encloser = c.parent();
+    };
+    let cover = match &z.params {
+        Some(params) => covering(&z.nsec3, &params.hash(&next_closer).to_vec(), now)?,
+        None => covering(&z.nsec, qname, now)?,
+    };
+    let expires = wildcard.expires.min(cover.expires);
+    let left = u32::try_from(expires.saturating_duration_since(now).as_secs()).ok()?;
+    if left == 0 {
+        return None;
+    }
+    let data = wildcard.set.expanded_to(qname)?.with_ttl_at_most(left);
+    let sets = [cover.set.clone().with_ttl_at_most(left)];
+    let claim = Claim::Expanded {
+        source: source.clone(),
+    };
+    let denial = prove(zone, qname, claim, &sets).ok()?;
+    if *denial.coverage() != Coverage::Complete {
+        return None;
+    }
+    let status = conclude(
+        qname,
+        qtype,
+        std::slice::from_ref(&data),
+        std::slice::from_ref(&denial),
+    );
+    if !status.is_secure() {
+        return None;
+    }
+    let authority = denial
+        .rrsets()
+        .iter()
+        .cloned()
+        .map(AnswerRRset::Secure)
+        .collect();
+    let chain = format!(
+        "{qname} {qtype}: expanded from {} with {zone}'s cached, validated {} records \
+         (RFC 8198 §5.3), TTL {left}",
+        wildcard.set.signed_owner(),
+        cover.set.rtype(),
+    );
+    Some(synthesised(
+        qname.clone(),
+        qtype,
+        status,
+        vec![AnswerRRset::Secure(data)],
+        authority,
+        denial,
+        chain,
+    ))
+}
+
+/// A synthesised answer (NXDOMAIN when `denial` proves it, else NOERROR), with the
+/// unvalidated message a client setting CD gets (RFC 4035 §3.2.2): the same records, as a
+/// response from the zone would carry them.
+fn synthesised(
+    qname: Name,
+    qtype: RrType,
+    status: Status,
+    answers: Vec<AnswerRRset>,
+    authority: Vec<AnswerRRset>,
+    denial: VerifiedDenial,
+    chain: String,
+) -> Answer {
+    let rcode = if *denial.claim() == Claim::NxDomain {
+        Rcode::NXDOMAIN
+    } else {
+        Rcode::NOERROR
+    };
+    let records = |sets: &[AnswerRRset]| {
+        sets.iter()
+            .flat_map(|a| [a.records(), a.rrsig_records()])
+            .flatten()
+            .collect()
+    };
+    let unvalidated = Message {
+        id: 0,
+        flags: FLAG_QR | FLAG_AA | rcode.low(),
+        questions: Vec::new(),
+        answers: records(&answers),
+        authority: records(&authority),
+        additional: Vec::new(),
+        edns: None,
+    };
+    Answer {
+        qname,
+        qtype,
+        rcode,
+        status,
+        answers,
+        authority,
+        denials: vec![denial],
+        referral: None,
+        dropped: Vec::new(),
+        chain: vec![chain],
+        exchanges: Vec::new(),
+        unvalidated: vec![unvalidated],
+        synthesised: true,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pqdns_core::dnssec::denial::VerifiedDenial;
     use pqdns_core::dnssec::sign::Denial;
     use pqdns_core::dnssec::validate::{danger, Limits, PqPolicy, UnverifiedRRset, Validator};
     use pqdns_core::dnssec::{Algorithm, Profile, Provider};
