@@ -70,6 +70,7 @@ mod metrics;
 mod notify;
 pub mod online;
 pub mod provisioning;
+pub mod reconfigure;
 mod request;
 mod resign;
 /// Response-rate limiting (moved to pqdns-net, shared with the resolver service).
