@@ -272,7 +272,7 @@ impl Secondaries {
             (None, None) => Change::Unchanged,
             (Some(was), Some(now)) if same_settings(&was, &now) => Change::Unchanged,
             (_, None) => Change::To(None),
-            (_, Some(_)) => Change::To(secondary_zone(source, &self.keys)?),
+            (_, Some(_)) => Change::To(secondary_zone(source, &self.keys)?.map(Box::new)),
         };
         Ok(Described(change))
     }
@@ -298,7 +298,7 @@ impl Secondaries {
                 } else {
                     "now a secondary zone: its refresh task started"
                 };
-                self.insert(now);
+                self.insert(*now);
                 info!(zone = %origin, "{what}");
                 true
             }
@@ -745,7 +745,7 @@ enum Change {
     /// Nothing: the same role and settings.
     Unchanged,
     /// The zone becomes this secondary zone, or (`None`) no secondary zone.
-    To(Option<SecondaryZone>),
+    To(Option<Box<SecondaryZone>>),
 }
 
 /// Whether two readings of a secondary zone's description transfer alike: the same
