@@ -25,7 +25,8 @@
 //! floods) reach [`Service::event`].
 //!
 //! [`Listeners::bind`] starts every listener of a [`ListenConfig`] for one service and returns a
-//! handle for TLS certificate reload and graceful shutdown; [`ConnLimiter`], [`accept_loop`] and
+//! handle for TLS certificate reload, changing the listeners while serving
+//! ([`listen_change`]: [`Listeners::prepare`], [`Listeners::apply`]) and graceful shutdown; [`ConnLimiter`], [`accept_loop`] and
 //! [`listen_tcp`] are public for other TCP endpoints of a program (e.g. a metrics listener).
 //!
 //! # Running as a daemon
@@ -51,6 +52,7 @@ mod doh;
 mod doq;
 mod dot;
 mod limit;
+pub mod listen_change;
 mod listeners;
 #[cfg(feature = "cli")]
 pub mod logging;
@@ -75,8 +77,8 @@ pub use doq::{
 };
 pub use limit::{ConnBusy, ConnLimiter, ConnPermit};
 pub use listeners::{
-    default_doq_endpoints, listen_tcp, BoundAddrs, ListenConfig, ListenError, Listeners,
-    DEFAULT_CLIENT_PREFIX, DEFAULT_DEFERRED_TIMEOUT_SECS, DEFAULT_DOH_PATH,
+    default_doq_endpoints, listen_tcp, BoundAddrs, ListenConfig, ListenError, Listeners, Prepared,
+    Stopping, DEFAULT_CLIENT_PREFIX, DEFAULT_DEFERRED_TIMEOUT_SECS, DEFAULT_DOH_PATH,
     DEFAULT_HANDSHAKE_TIMEOUT_SECS, DEFAULT_IDLE_TIMEOUT_SECS, DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_CONNECTIONS_PER_IP, DEFAULT_MAX_DEFERRED, DEFAULT_UDP_THREADS, LISTEN_BACKLOG,
     SHUTDOWN_GRACE,

@@ -1,8 +1,14 @@
 //! Binding every listener of a [`ListenConfig`] and running them for one [`Service`]:
 //! [`Listeners::bind`] binds all sockets first (so a failure leaves nothing running), then
-//! starts UDP serving threads and the TCP, DoT and DoH accept loops; the returned handle knows
-//! the bound addresses (port 0 resolved), replaces the TLS certificate on request and shuts
-//! everything down gracefully.
+//! starts UDP serving threads and the TCP, DoT, DoH and DoQ accept loops; the returned handle
+//! knows the bound addresses (port 0 resolved), replaces the TLS certificate on request and
+//! shuts everything down gracefully.
+//!
+//! Each listener (a transport on one address) has a stop signal of its own, so the set can
+//! change while serving: [`Listeners::prepare`] binds the addresses a new configuration adds
+//! (all or none: a failure names the address and changes nothing), [`Listeners::apply`]
+//! starts them and stops those it removes, and leaves the others and their connections alone
+//! ([`crate::listen_change`]).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -17,7 +23,8 @@ use tracing::warn;
 
 use crate::doq::{self, ALPN_DOQ};
 use crate::limit::ConnLimiter;
-use crate::service::Service;
+use crate::listen_change::ListenChange;
+use crate::service::{Service, Transport};
 use crate::tcp::StreamLimits;
 use crate::tls::{
     self, CertificateInfo, ServerCertificate, TlsError, TlsSettings, ALPN_DOT, ALPN_H2, ALPN_HTTP1,
@@ -195,11 +202,162 @@ impl BoundAddrs {
 /// Running listeners; see the module documentation.
 #[derive(Debug)]
 pub struct Listeners {
+    /// Changed when every listener shuts down ([`Listeners::shutdown_signal`]).
     shutdown: watch::Sender<bool>,
-    tasks: Vec<JoinHandle<()>>,
-    certificate: Option<Arc<ServerCertificate>>,
-    /// Bound addresses.
+    /// One entry per listener (transport and configured address), in start order.
+    running: Vec<Running>,
+    /// The configuration running: its addresses, and the settings listeners started with.
+    config: ListenConfig,
+    /// TLS of the DoT, DoH and DoQ listeners, made when the first of them starts.
+    tls: Option<Tls>,
+    /// Bound addresses, kept current by [`Listeners::apply`].
     pub addrs: BoundAddrs,
+}
+
+/// One listener: a transport on one configured address, with a stop signal of its own.
+#[derive(Debug)]
+struct Running {
+    transport: Transport,
+    /// The address as configured (port 0 stays 0): what [`ListenChange`] matches.
+    configured: SocketAddr,
+    /// The address bound.
+    bound: SocketAddr,
+    /// Changed to stop this listener and its connections alone.
+    stop: watch::Sender<bool>,
+    /// Its accept loop, QUIC endpoints or UDP serving threads.
+    tasks: Vec<JoinHandle<()>>,
+}
+
+/// TLS of the DoT, DoH and DoQ listeners: one certificate, a server configuration per ALPN
+/// set.
+#[derive(Clone, Debug)]
+struct Tls {
+    certificate: Arc<ServerCertificate>,
+    dot: Arc<rustls::ServerConfig>,
+    doh: Arc<rustls::ServerConfig>,
+    doq: Arc<rustls::ServerConfig>,
+}
+
+impl Tls {
+    /// Loads (or generates) the certificate of `c.tls` covering `listen` (off the executor:
+    /// reading PEM files and generating a key block).
+    async fn load(c: &ListenConfig, listen: Vec<SocketAddr>) -> Result<Tls, ListenError> {
+        let settings = c.tls.clone();
+        let load = tokio::task::spawn_blocking(move || ServerCertificate::load(&settings, &listen));
+        let certificate = load.await.map_err(|e| TlsError::Io {
+            path: c.tls.generated_cert_dir.clone(),
+            error: std::io::Error::other(e),
+        })??;
+        let config =
+            |alpn: &[&[u8]]| tls::server_config(c.tls.policy, Arc::clone(&certificate), alpn);
+        Ok(Tls {
+            dot: config(&[ALPN_DOT])?,
+            doh: config(&[ALPN_H2, ALPN_HTTP1])?,
+            doq: config(&[ALPN_DOQ])?,
+            certificate,
+        })
+    }
+}
+
+/// A socket bound for a listener that does not serve yet.
+#[derive(Debug)]
+enum Socket {
+    /// The sockets of one UDP address (`udp_threads`).
+    Udp(Vec<std::net::UdpSocket>),
+    /// A TCP, DoT or DoH listener.
+    Stream(TcpListener),
+    /// The endpoints of one DoQ address (`doq_endpoints`).
+    Quic(Vec<quinn::Endpoint>),
+}
+
+/// The sockets of a [`ListenChange`], bound but not serving ([`Listeners::prepare`]); give it
+/// to [`Listeners::apply`], or drop it to close them and change nothing.
+#[derive(Debug)]
+pub struct Prepared {
+    change: ListenChange,
+    /// Transport, configured address, bound address and socket of each listener to start.
+    sockets: Vec<(Transport, SocketAddr, SocketAddr, Socket)>,
+    /// TLS, if listeners need it (made now if none ran before).
+    tls: Option<Tls>,
+    /// The configuration once applied.
+    config: ListenConfig,
+}
+
+impl Prepared {
+    /// What applying it changes.
+    pub fn change(&self) -> &ListenChange {
+        &self.change
+    }
+
+    /// The listeners it starts: transport and bound address (port 0 resolved).
+    pub fn starting(&self) -> impl Iterator<Item = (Transport, SocketAddr)> + '_ {
+        self.sockets.iter().map(|(t, _, bound, _)| (*t, *bound))
+    }
+}
+
+/// Listeners that [`Listeners::apply`] stopped, finishing their open connections.
+#[derive(Debug)]
+#[must_use = "the stopped listeners finish in the background unless waited for"]
+pub struct Stopping {
+    /// Transport and bound address of each listener stopped.
+    stopped: Vec<(Transport, SocketAddr)>,
+    /// Kept until the tasks end, so that they see a stop and not a vanished sender.
+    signals: Vec<watch::Sender<bool>>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Stopping {
+    /// Nothing stopping yet.
+    fn new() -> Stopping {
+        Stopping {
+            stopped: Vec::new(),
+            signals: Vec::new(),
+            tasks: Vec::new(),
+        }
+    }
+
+    /// Signals `listener` to stop and takes it over.
+    fn stop(&mut self, listener: Running) {
+        let _ = listener.stop.send(true);
+        self.stopped.push((listener.transport, listener.bound));
+        self.signals.push(listener.stop);
+        self.tasks.extend(listener.tasks);
+    }
+
+    /// The listeners stopped: transport and bound address.
+    pub fn stopped(&self) -> &[(Transport, SocketAddr)] {
+        &self.stopped
+    }
+
+    /// Waits up to [`SHUTDOWN_GRACE`] for the stopped listeners and their connections to
+    /// finish, then aborts what is left.
+    pub async fn finished(self) {
+        join_within_grace(self.tasks).await;
+        drop(self.signals);
+    }
+}
+
+/// Waits for `tasks` up to [`SHUTDOWN_GRACE`] in all, then aborts those still running.
+async fn join_within_grace(tasks: Vec<JoinHandle<()>>) {
+    let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+    for task in tasks {
+        let abort = task.abort_handle();
+        if tokio::time::timeout_at(deadline, task).await.is_err() {
+            warn!("a listener did not stop in time; aborting it");
+            abort.abort();
+        }
+    }
+}
+
+/// The name of `transport` in errors (`UDP`, `TCP`, `DoT`, `DoH`, `DoQ`).
+fn label(transport: Transport) -> &'static str {
+    match transport {
+        Transport::Udp => "UDP",
+        Transport::Tcp => "TCP",
+        Transport::Dot => "DoT",
+        Transport::Doh => "DoH",
+        Transport::Doq => "DoQ",
+    }
 }
 
 impl Listeners {
@@ -213,97 +371,138 @@ impl Listeners {
         config: &ListenConfig,
         service: Arc<S>,
     ) -> Result<Listeners, ListenError> {
-        let c = config;
-        let (tx, rx) = watch::channel(false);
-        let mut addrs = BoundAddrs::default();
-        let bind_err = |transport, addr| {
-            move |error| ListenError::Bind {
-                transport,
-                addr,
-                error,
-            }
-        };
-        // Bind everything first so that a failure leaves nothing running.
-        let mut udp_sockets = Vec::new();
-        for &addr in &c.udp {
-            let group = udp::bind(addr, c.udp_threads).map_err(bind_err("UDP", addr))?;
-            if let Some(first) = group.first() {
-                addrs
-                    .udp
-                    .push(first.local_addr().map_err(bind_err("UDP", addr))?);
-            }
-            udp_sockets.extend(group.into_iter().map(Arc::new));
-        }
-        let mut listeners = Vec::new();
-        for (kind, list, out) in [
-            ("TCP", &c.tcp, &mut addrs.tcp),
-            ("DoT", &c.dot, &mut addrs.dot),
-            ("DoH", &c.doh, &mut addrs.doh),
+        let mut none = config.clone();
+        for list in [
+            &mut none.udp,
+            &mut none.tcp,
+            &mut none.dot,
+            &mut none.doh,
+            &mut none.doq,
         ] {
-            for &addr in list {
-                let l = listen_tcp(addr).map_err(bind_err(kind, addr))?;
-                out.push(l.local_addr().map_err(bind_err(kind, addr))?);
-                listeners.push((kind, l));
-            }
+            list.clear();
         }
-        let certificate = if c.dot.is_empty() && c.doh.is_empty() && c.doq.is_empty() {
-            None
-        } else {
-            let tls_addrs: Vec<SocketAddr> = (addrs.dot.iter().chain(&addrs.doh))
-                .chain(&c.doq)
-                .copied()
-                .collect();
-            // Reading PEM files and generating a self-signed key block: off the executor.
-            let tls = c.tls.clone();
-            let load =
-                tokio::task::spawn_blocking(move || ServerCertificate::load(&tls, &tls_addrs));
-            Some(load.await.map_err(|e| TlsError::Io {
-                path: c.tls.generated_cert_dir.clone(),
-                error: std::io::Error::other(e),
-            })??)
+        let mut listeners = Listeners {
+            shutdown: watch::channel(false).0,
+            running: Vec::new(),
+            config: none,
+            tls: None,
+            addrs: BoundAddrs::default(),
         };
-        let acceptors = match &certificate {
-            Some(cert) => Some((
-                TlsAcceptor::from(tls::server_config(
-                    c.tls.policy,
-                    Arc::clone(cert),
-                    &[ALPN_DOT],
-                )?),
-                TlsAcceptor::from(tls::server_config(
-                    c.tls.policy,
-                    Arc::clone(cert),
-                    &[ALPN_H2, ALPN_HTTP1],
-                )?),
-            )),
-            None => None,
-        };
-        let mut quic = Vec::new();
-        if let Some(cert) = &certificate {
-            let config = tls::server_config(c.tls.policy, Arc::clone(cert), &[ALPN_DOQ])?;
-            for &addr in &c.doq {
-                let group = doq::bind(addr, Arc::clone(&config), c.idle_timeout, c.doq_endpoints)
-                    .map_err(bind_err("DoQ", addr))?;
-                let first = group.first().map(|e| e.local_addr());
-                if let Some(local) = first {
-                    addrs.doq.push(local.map_err(bind_err("DoQ", addr))?);
-                }
-                quic.push(group);
-            }
-        }
+        let prepared = listeners.prepare(config).await?;
+        // Nothing ran before: nothing stops.
+        listeners.apply(prepared, &service).finished().await;
+        Ok(listeners)
+    }
 
-        let mut tasks = Vec::new();
-        let runtime = tokio::runtime::Handle::current();
-        for socket in udp_sockets {
-            let (service, rx) = (Arc::clone(&service), rx.clone());
-            let deferral = Deferral {
-                runtime: runtime.clone(),
-                in_flight: Arc::new(Semaphore::new(c.max_deferred)),
-                timeout: c.deferred_timeout,
-            };
-            tasks.push(tokio::task::spawn_blocking(move || {
-                udp::serve(&socket, &service, &deferral, &rx);
-            }));
+    /// Binds the listeners `wanted` has and these do not run ([`ListenChange::between`]), and
+    /// makes TLS if they are the first to need it; nothing serves or stops yet. The future
+    /// borrows nothing, so the listeners may be locked only while this is called.
+    ///
+    /// # Errors
+    /// [`ListenError`] naming the transport and address that cannot be bound, or the TLS
+    /// failure; every socket bound for it is closed then, and the running listeners are
+    /// untouched.
+    pub fn prepare(
+        &self,
+        wanted: &ListenConfig,
+    ) -> impl std::future::Future<Output = Result<Prepared, ListenError>> + Send + 'static {
+        let change = ListenChange::between(&self.config, wanted);
+        // The addresses wanted, with the settings the running listeners have.
+        let mut config = self.config.clone();
+        for (list, new) in [
+            (&mut config.udp, &wanted.udp),
+            (&mut config.tcp, &wanted.tcp),
+            (&mut config.dot, &wanted.dot),
+            (&mut config.doh, &wanted.doh),
+            (&mut config.doq, &wanted.doq),
+        ] {
+            list.clone_from(new);
         }
+        let tls = self.tls.clone();
+        async move {
+            let c = &config;
+            let mut sockets = Vec::new();
+            for &(transport, addr) in &change.start {
+                let err = |error| ListenError::Bind {
+                    transport: label(transport),
+                    addr,
+                    error,
+                };
+                match transport {
+                    Transport::Udp => {
+                        let group = udp::bind(addr, c.udp_threads).map_err(err)?;
+                        if let Some(first) = group.first() {
+                            let local = first.local_addr().map_err(err)?;
+                            sockets.push((transport, addr, local, Socket::Udp(group)));
+                        }
+                    }
+                    Transport::Tcp | Transport::Dot | Transport::Doh => {
+                        let l = listen_tcp(addr).map_err(err)?;
+                        let local = l.local_addr().map_err(err)?;
+                        sockets.push((transport, addr, local, Socket::Stream(l)));
+                    }
+                    Transport::Doq => {}
+                }
+            }
+            let needs_tls = !(c.dot.is_empty() && c.doh.is_empty() && c.doq.is_empty());
+            let tls = match tls {
+                Some(tls) => Some(tls),
+                None if needs_tls => {
+                    // The self-signed certificate covers the addresses bound.
+                    let listen = (sockets.iter())
+                        .filter(|(t, ..)| matches!(t, Transport::Dot | Transport::Doh))
+                        .map(|(_, _, local, _)| *local)
+                        .chain(c.doq.iter().copied())
+                        .collect();
+                    Some(Tls::load(c, listen).await?)
+                }
+                None => None,
+            };
+            if let Some(tls) = &tls {
+                for &(transport, addr) in &change.start {
+                    if transport != Transport::Doq {
+                        continue;
+                    }
+                    let err = |error| ListenError::Bind {
+                        transport: label(transport),
+                        addr,
+                        error,
+                    };
+                    let group =
+                        doq::bind(addr, Arc::clone(&tls.doq), c.idle_timeout, c.doq_endpoints)
+                            .map_err(err)?;
+                    if let Some(first) = group.first() {
+                        let local = first.local_addr().map_err(err)?;
+                        sockets.push((transport, addr, local, Socket::Quic(group)));
+                    }
+                }
+            }
+            Ok(Prepared {
+                change,
+                sockets,
+                tls,
+                config,
+            })
+        }
+    }
+
+    /// Starts serving `service` on the sockets of `prepared` and stops the listeners it
+    /// removes: each stops accepting at once and tells its open connections to finish (as
+    /// [`Listeners::shutdown`] does for all); the returned [`Stopping`] waits for them.
+    /// Listeners that stay are not touched, nor their connections. Must be called inside a
+    /// multi-threaded tokio runtime.
+    pub fn apply<S: Service>(&mut self, prepared: Prepared, service: &Arc<S>) -> Stopping {
+        let Prepared {
+            change,
+            sockets,
+            tls,
+            config,
+        } = prepared;
+        if self.tls.is_none() {
+            self.tls = tls;
+        }
+        let c = &config;
+        let runtime = tokio::runtime::Handle::current();
         let limits = StreamLimits {
             idle: c.idle_timeout,
             handshake: c.handshake_timeout,
@@ -314,57 +513,101 @@ impl Listeners {
             ConnLimiter::per_prefix(c.max_connections, c.max_connections_per_ip, v4, v6)
         };
         let doh_path: Arc<str> = Arc::from(c.doh_path.as_str());
-        for (kind, listener) in listeners {
-            let limiter = limiter();
-            let service = Arc::clone(&service);
-            let rx = rx.clone();
-            let task = match (kind, &acceptors) {
-                ("DoT", Some((dot_acceptor, _))) => tokio::spawn(tcp::serve(
-                    listener,
-                    Some(dot_acceptor.clone()),
-                    service,
-                    limiter,
-                    limits,
-                    rx,
-                )),
-                ("DoH", Some((_, doh_acceptor))) => tokio::spawn(doh::serve(
-                    listener,
-                    doh_acceptor.clone(),
-                    service,
-                    limiter,
-                    limits,
-                    Arc::clone(&doh_path),
-                    rx,
-                )),
-                _ => tokio::spawn(tcp::serve(listener, None, service, limiter, limits, rx)),
+        for (transport, configured, bound, socket) in sockets {
+            let (stop, rx) = watch::channel(false);
+            let service = Arc::clone(service);
+            let tasks = match socket {
+                Socket::Udp(group) => group
+                    .into_iter()
+                    .map(|socket| {
+                        let socket = Arc::new(socket);
+                        let (service, rx) = (Arc::clone(&service), rx.clone());
+                        let deferral = Deferral {
+                            runtime: runtime.clone(),
+                            in_flight: Arc::new(Semaphore::new(c.max_deferred)),
+                            timeout: c.deferred_timeout,
+                        };
+                        tokio::task::spawn_blocking(move || {
+                            udp::serve(&socket, &service, &deferral, &rx);
+                        })
+                    })
+                    .collect(),
+                Socket::Stream(listener) => {
+                    let limiter = limiter();
+                    let task = match (transport, &self.tls) {
+                        (Transport::Dot, Some(tls)) => tokio::spawn(tcp::serve(
+                            listener,
+                            Some(TlsAcceptor::from(Arc::clone(&tls.dot))),
+                            service,
+                            limiter,
+                            limits,
+                            rx,
+                        )),
+                        (Transport::Doh, Some(tls)) => tokio::spawn(doh::serve(
+                            listener,
+                            TlsAcceptor::from(Arc::clone(&tls.doh)),
+                            service,
+                            limiter,
+                            limits,
+                            Arc::clone(&doh_path),
+                            rx,
+                        )),
+                        _ => tokio::spawn(tcp::serve(listener, None, service, limiter, limits, rx)),
+                    };
+                    vec![task]
+                }
+                Socket::Quic(group) => {
+                    // The endpoints of one address share its connection limits.
+                    let limiter = limiter();
+                    group
+                        .into_iter()
+                        .map(|endpoint| {
+                            tokio::spawn(doq::serve(
+                                endpoint,
+                                Arc::clone(&service),
+                                Arc::clone(&limiter),
+                                limits,
+                                rx.clone(),
+                            ))
+                        })
+                        .collect()
+                }
             };
-            tasks.push(task);
+            self.running.push(Running {
+                transport,
+                configured,
+                bound,
+                stop,
+                tasks,
+            });
         }
-        for group in quic {
-            // The endpoints of one address share its connection limits.
-            let limiter = limiter();
-            for endpoint in group {
-                let (service, rx) = (Arc::clone(&service), rx.clone());
-                tasks.push(tokio::spawn(doq::serve(
-                    endpoint,
-                    service,
-                    Arc::clone(&limiter),
-                    limits,
-                    rx,
-                )));
+        let mut stopping = Stopping::new();
+        for &(transport, addr) in &change.stop {
+            let found = (self.running.iter())
+                .position(|r| r.transport == transport && r.configured == addr);
+            if let Some(i) = found {
+                stopping.stop(self.running.remove(i));
             }
         }
-        Ok(Listeners {
-            shutdown: tx,
-            tasks,
-            certificate,
-            addrs,
-        })
+        self.config = config;
+        let mut addrs = BoundAddrs::default();
+        for r in &self.running {
+            let list = match r.transport {
+                Transport::Udp => &mut addrs.udp,
+                Transport::Tcp => &mut addrs.tcp,
+                Transport::Dot => &mut addrs.dot,
+                Transport::Doh => &mut addrs.doh,
+                Transport::Doq => &mut addrs.doq,
+            };
+            list.push(r.bound);
+        }
+        self.addrs = addrs;
+        stopping
     }
 
     /// The TLS certificate in use, if DoT, DoH or DoQ listens.
     pub fn certificate(&self) -> Option<CertificateInfo> {
-        self.certificate.as_ref().map(|c| c.info())
+        self.tls.as_ref().map(|t| t.certificate.info())
     }
 
     /// Reads the TLS certificate and key again (see [`ServerCertificate::reload`]); new
@@ -373,7 +616,10 @@ impl Listeners {
     /// # Errors
     /// [`TlsError`] naming the file at fault; the certificate in use stays then.
     pub fn reload_tls(&self) -> Result<Option<CertificateInfo>, TlsError> {
-        self.certificate.as_ref().map(|c| c.reload()).transpose()
+        self.tls
+            .as_ref()
+            .map(|t| t.certificate.reload())
+            .transpose()
     }
 
     /// A receiver that changes when shutdown starts, for tasks that should stop with the
@@ -387,12 +633,10 @@ impl Listeners {
     /// listeners to stop.
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);
-        for task in self.tasks {
-            let abort = task.abort_handle();
-            if tokio::time::timeout(SHUTDOWN_GRACE, task).await.is_err() {
-                warn!("a listener did not stop in time; aborting it");
-                abort.abort();
-            }
+        let mut stopping = Stopping::new();
+        for r in self.running {
+            stopping.stop(r);
         }
+        stopping.finished().await;
     }
 }

@@ -25,7 +25,9 @@
 //! ([`crate::ServerHandle::reload`]): an inline zone is found again by its origin, so editing
 //! its settings takes effect, and `[[zone]]` tables added or removed add or remove zones
 //! without a restart (zones added at run time and catalog members stay). A file that no longer reads
-//! changes nothing. The `[server]` table is read at start only. Errors name the file and the
+//! changes nothing. Of the `[server]` table, a reload applies the listen addresses (`udp`,
+//! `tcp`, `dot`, `doh`, `doq`: [`crate::reconfigure`]); the other keys take effect at the next
+//! start, and a reload that finds them changed says so. Errors name the file and the
 //! line of the `[[zone]]` table (or of the `[server]` key) they are about.
 
 use std::path::{Path, PathBuf};
@@ -46,6 +48,9 @@ pub struct ConfigFile {
     pub base_dir: PathBuf,
     /// The `[server]` table, if any.
     pub server: Option<ServerTable>,
+    /// The `[server]` table as written, key by key (empty without one): a reload tells the
+    /// keys it changed ([`crate::reconfigure`]).
+    pub server_keys: toml::Table,
     /// One source per `[[zone]]` table: [`ZoneSource::File`] for `description = "…"`,
     /// [`ZoneSource::Inline`] for an inline description.
     pub zones: Vec<ZoneSource>,
@@ -90,9 +95,9 @@ pub enum ConfigFileError {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Document {
-    /// Read with line numbers by `ServerTable::parse_document`.
-    #[serde(default, rename = "server")]
-    _server: Option<serde::de::IgnoredAny>,
+    /// Read with line numbers by `ServerTable::parse_document`; kept key by key here.
+    #[serde(default)]
+    server: toml::Table,
     #[serde(default)]
     zone: Vec<toml::Spanned<toml::Table>>,
 }
@@ -158,6 +163,7 @@ impl ConfigFile {
             path: path.to_path_buf(),
             base_dir,
             server,
+            server_keys: document.server,
             zones,
         })
     }

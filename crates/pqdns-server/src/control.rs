@@ -132,16 +132,24 @@ pub async fn execute(handle: &ServerHandle, command: &Command) -> Result<Reply, 
             counters: handle.stats()?,
         }),
         Command::Reload => {
-            handle.reload().await?;
+            let report = handle.reload_report().await?;
             Ok(Reply::Loaded {
                 zones: handle.zone_list(),
+                started: report.started,
+                stopped: report.stopped,
+                needs_restart: report.needs_restart,
             })
         }
     }
 }
 
 fn loaded(summary: Result<protocol::ZoneSummary, ControlError>) -> Result<Reply, ControlError> {
-    summary.map(|s| Reply::Loaded { zones: vec![s] })
+    summary.map(|s| Reply::Loaded {
+        zones: vec![s],
+        started: Vec::new(),
+        stopped: Vec::new(),
+        needs_restart: Vec::new(),
+    })
 }
 
 /// A zone's apex from the command line: `example.com` or `example.com.`.

@@ -69,6 +69,7 @@ mod metrics;
 mod notify;
 pub mod online;
 pub mod provisioning;
+pub mod reconfigure;
 mod request;
 mod resign;
 /// Response-rate limiting (moved to pqdns-net, shared with the resolver service).

@@ -21,6 +21,7 @@ use pqdns_server::config_file::ConfigFile;
 use pqdns_server::control::socket::ControlSocket;
 use pqdns_server::cookie::CookieMode;
 use pqdns_server::identity::parse_nsid;
+use pqdns_server::reconfigure::SettingsSource;
 use pqdns_server::settings::{parse_notify_target, CertAlgorithm, KxPolicy, ServerTable, Settings};
 use pqdns_server::zones::{read_config, zone_files, ZoneReport, ZoneSource};
 use pqdns_server::{Server, ServerConfig, ServerHandle};
@@ -38,10 +39,12 @@ use tracing::{error, info, warn};
 /// Signals: SIGHUP re-reads the TLS certificate and key and re-reads and re-signs all zones
 /// (keeping the old ones if anything fails) and then sends NOTIFY to the --notify secondaries;
 /// with --config it re-reads the file first, and serves the [[zone]] tables added to it and
-/// stops serving those removed, without a restart (pqdns-ctl reload does the same);
+/// stops serving those removed, and listens on the udp/tcp/dot/doh/doq addresses of its
+/// [server] table now, without a restart (connections on unchanged listeners stay open;
+/// other [server] changes are logged as needing a restart; pqdns-ctl reload does the same);
 /// SIGINT and SIGTERM shut down gracefully, without waiting for a load or reload in progress.
 /// With --watch, a changed zone description or zone file starts the same reload.
-/// Listen addresses and limits are read at start only.
+/// Without --config, listen addresses and limits are read at start only.
 ///
 /// Signatures refresh themselves: when less than a zone's `refresh` setting (default a
 /// quarter of `validity`) is left of them, the zones are re-read and re-signed as on SIGHUP,
@@ -277,8 +280,22 @@ fn run(cli: Cli) -> Result<(), String> {
         .build()
         .map_err(|e| format!("starting the runtime: {e}"))?;
     let watch = (cli.watch > 0).then(|| Duration::from_secs(cli.watch));
-    // A reload re-reads the configuration file: its [[zone]] tables, then the --zone files.
-    let reread = file.map(|f| (f, cli.zones.iter().cloned().map(ZoneSource::File).collect()));
+    // A reload re-reads the configuration file: its [[zone]] tables, then the --zone files, and
+    // its listen addresses (the command line still overriding them).
+    let beside: Vec<ZoneSource> = cli.zones.iter().cloned().map(ZoneSource::File).collect();
+    let cli = std::sync::Arc::new(cli);
+    let reread = file.map(|f| {
+        let source: SettingsSource = std::sync::Arc::new(move |file: &ConfigFile| {
+            let mut sources = file.zones.clone();
+            sources.extend(cli.zones.iter().cloned().map(ZoneSource::File));
+            let configs = sources
+                .iter()
+                .map(read_config)
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(crate::settings(&cli, Some(file), &sources, &configs)?)
+        });
+        (f, beside, source)
+    });
     let result = runtime.block_on(serve(sources, settings, watch, reread));
     // A zone load still running when a signal came is abandoned, not waited for.
     runtime.shutdown_background();
@@ -510,7 +527,7 @@ async fn serve(
     sources: Vec<ZoneSource>,
     settings: Settings,
     watch: Option<Duration>,
-    reread: Option<(ConfigFile, Vec<ZoneSource>)>,
+    reread: Option<(ConfigFile, Vec<ZoneSource>, SettingsSource)>,
 ) -> Result<(), String> {
     let mut signals = Signals::install()?;
     let watcher = watch.map(|every| Watcher::new(every, &sources));
@@ -524,8 +541,9 @@ async fn serve(
     let handle = Server::bind(config, empty)
         .await
         .map_err(|e| e.to_string())?;
-    if let Some((file, beside)) = reread {
+    if let Some((file, beside, source)) = reread {
         handle.reload_configuration_from(&file, beside);
+        handle.reload_settings_with(source);
     }
     let a = &handle.addrs;
     let bound: Vec<SocketAddr> = [&a.udp, &a.tcp, &a.dot, &a.doh, &a.doq]

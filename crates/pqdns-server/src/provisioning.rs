@@ -249,24 +249,39 @@ impl Provisioning {
 
     /// Makes `reload` the set of zones served, once its zones are loaded (the caller holds the
     /// lock on catalog changes and swaps the loaded catalog in after): the refresh tasks of the
-    /// secondary zones added start, those of the zones removed stop.
+    /// secondary zones added start, those of the zones removed stop, and those of the zones
+    /// kept follow their descriptions ([`Secondaries::follow`]: a zone whose `primaries` were
+    /// added or removed changes role).
     ///
     /// # Errors
     /// A secondary zone's settings are wrong ([`SecondaryError`], as a [`LoadError`]); nothing
     /// changed then.
     pub(crate) fn commit(&self, reload: Reload) -> Result<(), LoadError> {
+        let invalid = |source: &ZoneSource, e: SecondaryError| {
+            LoadError::Config(pqdns_core::config::ConfigError::Invalid {
+                path: PathBuf::from(source.to_string()),
+                message: e.to_string(),
+            })
+        };
+        // Zones kept may have changed role (`primaries` added or removed) or primaries: read
+        // before anything changes.
+        let mut kept = Vec::new();
+        for (origin, source) in &reload.sources {
+            if !reload.added.iter().any(|(o, _)| o == origin) {
+                let described = self.secondaries.read(origin, source);
+                kept.push((origin, described.map_err(|e| invalid(source, e))?));
+            }
+        }
         for (i, (_, source)) in reload.added.iter().enumerate() {
             if let Err(e) = self.secondaries.add(source) {
                 for (origin, _) in &reload.added[..i] {
                     self.secondaries.remove(origin);
                 }
-                return Err(LoadError::Config(
-                    pqdns_core::config::ConfigError::Invalid {
-                        path: PathBuf::from(source.to_string()),
-                        message: e.to_string(),
-                    },
-                ));
+                return Err(invalid(source, e));
             }
+        }
+        for (origin, described) in kept {
+            self.secondaries.follow(origin, described);
         }
         let mut consumed = self.consumed.lock().unwrap_or_else(PoisonError::into_inner);
         for origin in &reload.removed {

@@ -178,6 +178,9 @@ struct SecondaryZone {
     /// The transferred (unsigned) version and its signer, when the zone is signed here
     /// (`[signing]`). Otherwise the served version is the transferred one.
     inline: Option<Arc<InlineSigner>>,
+    /// Whether pqdns signs it (`[signing]`): `inline` is made only for a zone to serve, so
+    /// that reading a description to compare it ([`Secondaries::read`]) reads no stored copy.
+    signed: bool,
     /// Catalog swaps of this zone by its refresh task, for [`Secondaries::overlay`].
     generation: AtomicU64,
     primaries: Vec<Primary>,
@@ -250,6 +253,61 @@ impl Secondaries {
         let Some(zone) = secondary_zone(source, &self.keys)? else {
             return Ok(false);
         };
+        self.insert(zone);
+        Ok(true)
+    }
+
+    /// Reads the description `source` of the zone `origin` and compares it with the zone as
+    /// it is now, for [`Secondaries::follow`]; the stored copy of an inline-signed secondary
+    /// zone is read only if the zone is to change.
+    ///
+    /// # Errors
+    /// As [`Secondaries::new`].
+    pub(crate) fn read(
+        &self,
+        origin: &Name,
+        source: &ZoneSource,
+    ) -> Result<Described, SecondaryError> {
+        let change = match (self.zone(origin), settings_of(source, &self.keys)?) {
+            (None, None) => Change::Unchanged,
+            (Some(was), Some(now)) if same_settings(&was, &now) => Change::Unchanged,
+            (_, None) => Change::To(None),
+            (_, Some(_)) => Change::To(secondary_zone(source, &self.keys)?.map(Box::new)),
+        };
+        Ok(Described(change))
+    }
+
+    /// Follows the description of the zone `origin` (read by [`Secondaries::read`]), served
+    /// before and still served after a reload, which may have changed its role: a zone that
+    /// became a secondary one (`primaries` added) gets its refresh task, one that no longer is
+    /// (`primaries` removed) loses it (its transferred copy stays on disk), and a secondary
+    /// zone whose primaries, their keys, its transfer limits or its inline signing changed gets
+    /// its task restarted with them. A secondary zone that did not change keeps its task and
+    /// schedule. Returns whether anything changed.
+    pub(crate) fn follow(&self, origin: &Name, described: Described) -> bool {
+        match described.0 {
+            Change::Unchanged => false,
+            Change::To(None) => {
+                self.remove(origin);
+                info!(zone = %origin, "no longer a secondary zone: its refresh task stopped");
+                true
+            }
+            Change::To(Some(now)) => {
+                let what = if self.zone(origin).is_some() {
+                    "secondary zone settings changed: its refresh task restarted"
+                } else {
+                    "now a secondary zone: its refresh task started"
+                };
+                self.insert(*now);
+                info!(zone = %origin, "{what}");
+                true
+            }
+        }
+    }
+
+    /// Adds `zone` (replacing one of the same origin) and starts its refresh task if the tasks
+    /// run.
+    fn insert(&self, zone: SecondaryZone) {
         let zone = Arc::new(zone);
         self.stop_task(&zone.origin);
         let mut zones = self.zones.lock().unwrap_or_else(PoisonError::into_inner);
@@ -262,7 +320,6 @@ impl Secondaries {
                 self.start_task(zone, service, targets.clone());
             }
         }
-        Ok(true)
     }
 
     /// Stops the refresh task of `origin` and forgets the zone; `false` if it is no secondary
@@ -678,9 +735,56 @@ impl Secondaries {
 
 /// The secondary zone `source` describes, its primaries' keys looked up in `keys`; `None` if
 /// it has no `[secondary]` table.
+/// A zone description compared with the zone served ([`Secondaries::read`]).
+#[derive(Debug)]
+pub(crate) struct Described(Change);
+
+/// What [`Secondaries::follow`] does.
+#[derive(Debug)]
+enum Change {
+    /// Nothing: the same role and settings.
+    Unchanged,
+    /// The zone becomes this secondary zone, or (`None`) no secondary zone.
+    To(Option<Box<SecondaryZone>>),
+}
+
+/// Whether two readings of a secondary zone's description transfer alike: the same
+/// primaries with the same keys, limits, stored copy and inline signing.
+fn same_settings(a: &SecondaryZone, b: &SecondaryZone) -> bool {
+    let primaries = |z: &SecondaryZone| -> Vec<(SocketAddr, Option<Name>)> {
+        (z.primaries.iter())
+            .map(|p| (p.addr, p.key.as_ref().map(|k| k.name().clone())))
+            .collect()
+    };
+    primaries(a) == primaries(b)
+        && a.limits.max_bytes == b.limits.max_bytes
+        && a.limits.timeout == b.limits.timeout
+        && a.path == b.path
+        && a.signed == b.signed
+}
+
+/// The secondary zone `source` describes, to serve (`None`: it has no primaries).
 fn secondary_zone(
     source: &ZoneSource,
     keys: &KeyRing,
+) -> Result<Option<SecondaryZone>, SecondaryError> {
+    described(source, keys, true)
+}
+
+/// [`secondary_zone`] without its inline signer (no stored copy read), to compare.
+fn settings_of(
+    source: &ZoneSource,
+    keys: &KeyRing,
+) -> Result<Option<SecondaryZone>, SecondaryError> {
+    described(source, keys, false)
+}
+
+/// The secondary zone `source` describes; with the inline signer of a zone signed here (and
+/// its stored copy read) if `to_serve`.
+fn described(
+    source: &ZoneSource,
+    keys: &KeyRing,
+    to_serve: bool,
 ) -> Result<Option<SecondaryZone>, SecondaryError> {
     let error = |message: String| SecondaryError {
         file: source.to_string(),
@@ -718,12 +822,13 @@ fn secondary_zone(
         retransfer: AtomicBool::new(false),
         schedule: Mutex::new(None),
         source: source.clone(),
-        inline: cfg.signing().map(|_| {
+        inline: cfg.signing().filter(|_| to_serve).map(|_| {
             Arc::new(InlineSigner::new(
                 cfg.transferred_path(secondary),
                 read_stored(&cfg),
             ))
         }),
+        signed: cfg.signing().is_some(),
         generation: AtomicU64::new(0),
     }))
 }

@@ -1,7 +1,8 @@
 //! Binding the listeners and running them: [`Server::bind`] gives a [`ServerHandle`] with the
 //! bound addresses (port 0 is resolved), reload and graceful shutdown. NOTIFY goes out to the
 //! configured secondaries once the listeners run and after every successful reload. The
-//! secondary zones' refresh tasks ([`crate::secondary`]) start once the listeners run.
+//! secondary zones' refresh tasks ([`crate::secondary`]) start once the listeners run. A reload
+//! also changes the listeners ([`crate::reconfigure`]).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -17,6 +18,7 @@ use tracing::{info, warn};
 use crate::catalog::Catalog;
 use crate::config_file::ConfigFile;
 use crate::provisioning::{ProvisionError, Provisioning};
+use crate::reconfigure::{changed_keys, ReloadReport, SettingsSource};
 use crate::secondary::{Secondaries, SecondaryError};
 use crate::service::Authoritative;
 use crate::settings::Settings;
@@ -92,11 +94,30 @@ pub struct BoundAddrs {
     pub metrics: Option<SocketAddr>,
 }
 
+impl BoundAddrs {
+    /// The addresses of `listeners`, and `metrics`.
+    fn new(listeners: &pqdns_net::BoundAddrs, metrics: Option<SocketAddr>) -> BoundAddrs {
+        let a = listeners;
+        BoundAddrs {
+            udp: a.udp.clone(),
+            tcp: a.tcp.clone(),
+            dot: a.dot.clone(),
+            doh: a.doh.clone(),
+            doq: a.doq.clone(),
+            metrics,
+        }
+    }
+}
+
 /// A running server.
 #[derive(Debug)]
 pub struct ServerHandle {
     service: Arc<Authoritative>,
-    listeners: Listeners,
+    /// Changed by reloads ([`crate::reconfigure`]), never locked across an await.
+    listeners: std::sync::Mutex<Listeners>,
+    /// Held by a reload from reading the configuration to its end, so that two reloads (a
+    /// SIGHUP and `pqdns-ctl reload`) do not bind the same new addresses.
+    reloading: tokio::sync::Mutex<()>,
     /// The AF_XDP fast path ([`crate::xdp`]), stopped before the listeners.
     xdp: crate::xdp::Running,
     metrics_task: Option<JoinHandle<()>>,
@@ -116,7 +137,9 @@ pub struct ServerHandle {
     /// What [`ServerHandle::reload`] re-reads for the zones to serve, if anything
     /// ([`ServerHandle::reload_configuration_from`]).
     configuration: std::sync::Mutex<Option<Configuration>>,
-    /// Bound addresses.
+    /// How a reload reads the listen addresses ([`ServerHandle::reload_settings_with`]).
+    settings: std::sync::Mutex<Option<ReadSettings>>,
+    /// Addresses bound at start; [`ServerHandle::listening`] gives those bound now.
     pub addrs: BoundAddrs,
 }
 
@@ -127,9 +150,29 @@ struct Configuration {
     path: PathBuf,
     /// The zones given beside it (`--zone`), served too.
     beside: Vec<ZoneSource>,
-    /// Its `[server]` table as read at start (`Debug` text): a reload only warns that a change
-    /// takes effect at the next start.
-    server: String,
+    /// Its `[server]` table as read at start, key by key: a reload names the keys changed
+    /// since that take effect at the next start ([`crate::reconfigure`]).
+    server: toml::Table,
+}
+
+/// A [`SettingsSource`] (a closure, shown by name in `Debug`).
+#[derive(Clone)]
+struct ReadSettings(SettingsSource);
+
+impl std::fmt::Debug for ReadSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SettingsSource")
+    }
+}
+
+/// What a reload reads from the configuration file.
+struct Configured {
+    /// The zones it gives, with those given beside it.
+    zones: Vec<ZoneSource>,
+    /// The server settings it gives, if the handle knows how to read them.
+    settings: Option<Settings>,
+    /// The `[server]` keys changed since the start that a reload does not apply.
+    changed: Vec<String>,
 }
 
 /// Entry point: see [`Server::bind`].
@@ -173,15 +216,10 @@ impl Server {
         };
         let listeners = Listeners::bind(&s.listen_config(), Arc::clone(&service)).await?;
         let xdp = crate::xdp::start(s, &listeners.addrs.udp, &service).map_err(ServerError::Xdp)?;
-        let a = &listeners.addrs;
-        let addrs = BoundAddrs {
-            udp: a.udp.clone(),
-            tcp: a.tcp.clone(),
-            dot: a.dot.clone(),
-            doh: a.doh.clone(),
-            doq: a.doq.clone(),
-            metrics: metrics_listener.as_ref().map(|(addr, _)| *addr),
-        };
+        let addrs = BoundAddrs::new(
+            &listeners.addrs,
+            metrics_listener.as_ref().map(|(addr, _)| *addr),
+        );
         let metrics_task = metrics_listener.map(|(_, l)| {
             tokio::spawn(metrics::serve(
                 l,
@@ -203,7 +241,8 @@ impl Server {
         let provisioning_task = tokio::spawn(Arc::clone(&provisioning).run());
         Ok(ServerHandle {
             service,
-            listeners,
+            listeners: std::sync::Mutex::new(listeners),
+            reloading: tokio::sync::Mutex::new(()),
             xdp,
             metrics_task,
             provisioning,
@@ -214,6 +253,7 @@ impl Server {
             loads: control::Loads::new(),
             refresh_changed: tokio::sync::Notify::new(),
             configuration: std::sync::Mutex::new(None),
+            settings: std::sync::Mutex::new(None),
             addrs,
         })
     }
@@ -244,18 +284,36 @@ impl ServerHandle {
     /// Reloads the TLS certificate and key (logging the outcome; on failure the old ones stay),
     /// then re-reads, re-keys and re-signs every zone; on success the new zones replace the old
     /// ones atomically and NOTIFY is sent (in the background) to the configured secondaries;
-    /// on failure the old ones stay and the error is returned.
+    /// on failure the old ones stay and the error is returned. [`ServerHandle::reload_report`]
+    /// with the zones only.
     ///
     /// # Errors
-    /// The [`LoadError`] of the first zone that failed.
+    /// As [`ServerHandle::reload_report`].
+    pub async fn reload(&self) -> Result<Vec<ZoneReport>, LoadError> {
+        self.reload_report().await.map(|r| r.zones)
+    }
+
+    /// [`ServerHandle::reload`], telling what it changed: the zones loaded, the listeners
+    /// started and stopped, and the server settings changed that take effect at the next
+    /// start (also logged); see [`crate::reconfigure`].
     ///
     /// With a configuration file ([`ServerHandle::reload_configuration_from`]), the file is
     /// read again first and the zones it gives now are served: `[[zone]]` tables added are
     /// loaded and served, those removed are no longer served (queries get REFUSED), in the same
     /// catalog swap as the reload of the others; zones added at run time and catalog members
-    /// stay (but the members of a consumed catalog removed). A file that does not read (its
-    /// error names the file and line) changes nothing.
-    pub async fn reload(&self) -> Result<Vec<ZoneReport>, LoadError> {
+    /// stay (but the members of a consumed catalog removed). A zone whose `primaries` were
+    /// added or removed changes role. With [`ServerHandle::reload_settings_with`] too, the
+    /// listen addresses it gives now are listened on: new ones are bound before the zones are
+    /// loaded and serve once they are; removed ones stop after. A file that does not read
+    /// (its error names the file and line), an address that cannot be bound, or a zone that
+    /// fails to load changes nothing.
+    ///
+    /// # Errors
+    /// [`LoadError::Listen`] naming the transport and address that cannot be bound,
+    /// [`LoadError::ConfigFile`] or [`LoadError::Settings`] for the configuration file, or the
+    /// [`LoadError`] of the first zone that failed.
+    pub async fn reload_report(&self) -> Result<ReloadReport, LoadError> {
+        let _one = self.reloading.lock().await;
         match self.reload_tls() {
             Ok(Some(cert)) => info!(
                 file = %cert.cert_path.display(), sha256 = %cert.fingerprint,
@@ -264,8 +322,62 @@ impl ServerHandle {
             Ok(None) => {}
             Err(e) => warn!("TLS certificate reload failed, still serving the previous one: {e}"),
         }
-        let configured = self.configured_zones()?;
-        self.load(pqdns_core::time::now(), configured).await
+        let configured = self.configured()?;
+        let (zones, settings, mut needs_restart) = match configured {
+            Some(c) => (Some(c.zones), c.settings, c.changed),
+            None => (None, None, Vec::new()),
+        };
+        // Bound now, so that an address in use fails the reload before anything changes.
+        let prepared = match &settings {
+            Some(settings) => {
+                let prepare = self.lock_listeners().prepare(&settings.listen_config());
+                Some(prepare.await?)
+            }
+            None => None,
+        };
+        if let Some(p) = &prepared {
+            let change = p.change();
+            // As the [server] table names them.
+            let key = |k: &&str| match *k {
+                "idle_timeout" => "tcp_idle_timeout".to_owned(),
+                other => other.to_owned(),
+            };
+            needs_restart.extend(change.needs_restart.iter().map(key));
+            let udp = pqdns_net::Transport::Udp;
+            let udp_changed = (change.start.iter().chain(&change.stop)).any(|(t, _)| *t == udp);
+            if udp_changed && !self.xdp_interfaces().is_empty() {
+                needs_restart.push("xdp".to_owned());
+            }
+        }
+        needs_restart.sort();
+        needs_restart.dedup();
+        let zones = self.load(pqdns_core::time::now(), zones).await?;
+        let mut report = ReloadReport {
+            zones,
+            needs_restart,
+            ..ReloadReport::default()
+        };
+        if let Some(prepared) = prepared {
+            let name =
+                |(t, addr): (pqdns_net::Transport, SocketAddr)| format!("{} {addr}", t.name());
+            report.started = prepared.starting().map(name).collect();
+            let stopping = self.lock_listeners().apply(prepared, &self.service);
+            report.stopped = stopping.stopped().iter().copied().map(name).collect();
+            stopping.finished().await;
+        }
+        for listener in &report.started {
+            info!(%listener, "listener started by the reload");
+        }
+        for listener in &report.stopped {
+            info!(%listener, "listener stopped by the reload");
+        }
+        if !report.needs_restart.is_empty() {
+            warn!(
+                keys = %report.needs_restart.join(" "),
+                "[server] settings changed that take effect at the next start"
+            );
+        }
+        Ok(report)
     }
 
     /// From now on, [`ServerHandle::reload`] reads again the configuration file `read` was read
@@ -278,13 +390,22 @@ impl ServerHandle {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Configuration {
             path: read.path.clone(),
             beside,
-            server: format!("{:?}", read.server),
+            server: read.server_keys.clone(),
         });
     }
 
-    /// The zones the configuration file gives now, with those given beside it; `None` without
-    /// a configuration file.
-    fn configured_zones(&self) -> Result<Option<Vec<ZoneSource>>, LoadError> {
+    /// From now on, [`ServerHandle::reload`] turns the configuration file it reads again
+    /// ([`ServerHandle::reload_configuration_from`]) into settings with `source`, and listens
+    /// on the addresses they give ([`crate::reconfigure`]).
+    pub fn reload_settings_with(&self, source: SettingsSource) {
+        *self
+            .settings
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(ReadSettings(source));
+    }
+
+    /// What the configuration file gives now; `None` without a configuration file.
+    fn configured(&self) -> Result<Option<Configured>, LoadError> {
         let configuration = self
             .configuration
             .lock()
@@ -293,16 +414,42 @@ impl ServerHandle {
             return Ok(None);
         };
         let file = ConfigFile::read(&c.path)?;
-        if format!("{:?}", file.server) != c.server {
-            warn!(
-                file = %c.path.display(),
-                "the [server] table changed: it takes effect at the next start (only the zones \
-                 are reloaded)"
-            );
+        let source = self
+            .settings
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let settings = match source {
+            Some(ReadSettings(source)) => Some(source(&file).map_err(LoadError::Settings)?),
+            None => None,
+        };
+        let mut changed = changed_keys(&c.server, &file.server_keys);
+        if settings.is_none() {
+            // Not read: the listen addresses too wait for a restart.
+            changed.extend(crate::reconfigure::LIVE_KEYS.iter().filter_map(|k| {
+                let k = (*k).to_owned();
+                (c.server.get(&k) != file.server_keys.get(&k)).then_some(k)
+            }));
         }
         let mut zones = file.zones;
         zones.extend(c.beside.iter().cloned());
-        Ok(Some(zones))
+        Ok(Some(Configured {
+            zones,
+            settings,
+            changed,
+        }))
+    }
+
+    /// The listeners, locked (never across an await).
+    fn lock_listeners(&self) -> std::sync::MutexGuard<'_, Listeners> {
+        self.listeners
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The addresses listened on now (changed by reloads), and the metrics listener's.
+    pub fn listening(&self) -> BoundAddrs {
+        BoundAddrs::new(&self.lock_listeners().addrs, self.addrs.metrics)
     }
 
     /// Reads, keys and signs every zone (on blocking threads); on success the new zones
@@ -417,12 +564,12 @@ impl ServerHandle {
     /// # Errors
     /// [`TlsError`] naming the file at fault; the certificate in use stays then.
     pub fn reload_tls(&self) -> Result<Option<CertificateInfo>, TlsError> {
-        self.listeners.reload_tls()
+        self.lock_listeners().reload_tls()
     }
 
     /// The TLS certificate in use, if DoT or DoH listens.
     pub fn certificate(&self) -> Option<CertificateInfo> {
-        self.listeners.certificate()
+        self.lock_listeners().certificate()
     }
 
     /// The catalog being served.
@@ -443,7 +590,11 @@ impl ServerHandle {
         {
             warn!("an AF_XDP serving thread did not stop cleanly");
         }
-        self.listeners.shutdown().await;
+        let listeners = self
+            .listeners
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        listeners.shutdown().await;
         if let Some(tap) = self.service.dnstap() {
             tap.close();
             info!(sink = %tap.sink(), dropped = tap.dropped(), "dnstap closed");

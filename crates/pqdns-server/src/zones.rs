@@ -167,6 +167,13 @@ pub enum LoadError {
     /// The configuration file (`--config`) re-read by a reload is wrong (file and line).
     #[error(transparent)]
     ConfigFile(#[from] crate::config_file::ConfigFileError),
+    /// A listener the reloaded configuration adds cannot be bound, or TLS cannot be set up
+    /// for it ([`crate::reconfigure`]); the listeners and zones served before stay.
+    #[error("{0}; nothing changed")]
+    Listen(#[from] pqdns_net::ListenError),
+    /// The server settings of the reloaded configuration are wrong (file and line).
+    #[error("{0}")]
+    Settings(Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// What loading one zone produced besides the zone itself.

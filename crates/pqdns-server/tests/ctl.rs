@@ -18,6 +18,10 @@
 //!   removed and SIGHUP drops it (REFUSED); a file that no longer reads is refused with its
 //!   line, the zones served staying.
 //! - A frozen zone stays frozen across a restart, until `zone-thaw`.
+//! - Listeners follow the `--config` file on `reload`: a UDP+TCP address added answers, one
+//!   removed refuses, a TCP connection opened before on an address kept is answered on after;
+//!   an address in use fails the reload, naming it, and changes nothing; a zone whose
+//!   `primaries` are added becomes a secondary zone, and a primary one again when they go.
 //!
 //! Every wait is bounded; every server is killed on drop.
 
@@ -749,5 +753,206 @@ fn a_zone_added_and_removed_by_configuration_reload_loses_no_query() {
         d.log().contains("zone removed by the configuration"),
         "{}",
         d.log()
+    );
+}
+
+/// A `--config` file listening on UDP and TCP at each of `addrs`, with `rrl_rate` and the
+/// zone `pqdns.test.` (`zone`: its table's other lines, or a file if empty).
+fn listening_on(addrs: &[SocketAddr], rrl_rate: u32, zone: &str) -> String {
+    let list: Vec<String> = addrs.iter().map(|a| format!("\"{a}\"")).collect();
+    let list = list.join(", ");
+    let zone = if zone.is_empty() {
+        "file = \"zone.zone\"\n"
+    } else {
+        zone
+    };
+    format!(
+        "[server]\nudp = [{list}]\ntcp = [{list}]\ndot = []\ndoh = []\nrrl_rate = {rrl_rate}\n\
+         tcp_idle_timeout = 60\n\n[[zone]]\norigin = \"pqdns.test.\"\n{zone}"
+    )
+}
+
+/// Asks `www.pqdns.test. A` with ID `id` over the open TCP connection `stream` (RFC 1035
+/// §4.2.2 framing); whether the answer is NOERROR with the data.
+fn tcp_answered(stream: &mut std::net::TcpStream, id: u16) -> bool {
+    use std::io::{Read, Write};
+    let mut q = common::secondary::query_wire("www.pqdns.test.", pqdns_core::RrType::A, false);
+    q[..2].copy_from_slice(&id.to_be_bytes());
+    let mut framed = u16::try_from(q.len()).unwrap().to_be_bytes().to_vec();
+    framed.extend(q);
+    if stream.write_all(&framed).is_err() {
+        return false;
+    }
+    let mut len = [0u8; 2];
+    if stream.read_exact(&mut len).is_err() {
+        return false;
+    }
+    let mut buf = vec![0u8; usize::from(u16::from_be_bytes(len))];
+    stream.read_exact(&mut buf).is_ok()
+        && buf.len() >= 12
+        && buf[..2] == id.to_be_bytes()
+        && buf[3] & 0xf == 0
+        && buf[7] == 1
+}
+
+/// Whether `www.pqdns.test. A` sent over UDP to `addr` is answered within 2 s.
+fn udp_answered(addr: SocketAddr) -> bool {
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket.connect(addr).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let q = common::secondary::query_wire("www.pqdns.test.", pqdns_core::RrType::A, false);
+    let mut buf = [0u8; 4096];
+    socket.send(&q).is_ok()
+        && matches!(socket.recv(&mut buf), Ok(n) if n >= 12 && buf[..2] == q[..2])
+}
+
+/// The listeners `pqdns-ctl status` lists.
+fn listeners(d: &Daemon) -> Vec<String> {
+    let status = d.json(&["status"]);
+    (status["listeners"].as_array().unwrap().iter())
+        .map(|l| l.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Issue 28: listeners changed by `pqdns-ctl reload` without a restart. The `--config` file
+/// first listens on UDP and TCP at A and B; the reload adds C and removes B (and changes
+/// `rrl_rate`). A TCP connection opened to A before the reload is answered on after it; C
+/// answers over UDP and TCP (dig); B refuses TCP connections and leaves UDP queries
+/// unanswered; the reply names the listeners started and stopped and `rrl_rate` as needing a
+/// restart; `status` lists the new set.
+#[test]
+fn a_reload_changes_listeners_and_keeps_connections_on_unchanged_ones() {
+    let b: SocketAddr = ([127, 0, 0, 1], free_dual_port()).into();
+    let d = Daemon::start_config(|a| listening_on(&[a, b], 0, ""), ZONE);
+    let a = d.addr;
+    let c: SocketAddr = ([127, 0, 0, 1], free_dual_port()).into();
+    let mut open = std::net::TcpStream::connect(a).unwrap();
+    open.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    assert!(tcp_answered(&mut open, 1));
+    assert!(udp_answered(b));
+    assert!(std::net::TcpStream::connect(b).is_ok());
+
+    std::fs::write(d.path("pqdns-server.toml"), listening_on(&[a, c], 5, "")).unwrap();
+    let reply = d.json(&["reload"]);
+    assert_eq!(
+        reply["started"],
+        serde_json::json!([format!("udp {c}"), format!("tcp {c}")]),
+        "{reply}"
+    );
+    assert_eq!(
+        reply["stopped"],
+        serde_json::json!([format!("udp {b}"), format!("tcp {b}")]),
+        "{reply}"
+    );
+    assert_eq!(reply["needs_restart"], serde_json::json!(["rrl_rate"]));
+
+    // The connection opened before the reload, on the listener that stayed.
+    assert!(tcp_answered(&mut open, 2), "{}", d.log());
+    for transport in ["+notcp", "+tcp"] {
+        let answer = dig(c, &[transport, "www.pqdns.test.", "A", "+short"]);
+        assert_eq!(
+            answer.text.trim(),
+            "192.0.2.80",
+            "{transport}: {}",
+            answer.text
+        );
+    }
+    let refused = std::net::TcpStream::connect(b);
+    assert_eq!(
+        refused.map_err(|e| e.kind()).err(),
+        Some(std::io::ErrorKind::ConnectionRefused)
+    );
+    assert!(!udp_answered(b));
+    assert_eq!(
+        listeners(&d),
+        [
+            format!("udp {a}"),
+            format!("udp {c}"),
+            format!("tcp {a}"),
+            format!("tcp {c}")
+        ]
+    );
+    assert!(tcp_answered(&mut open, 3));
+}
+
+/// A reload whose configuration adds a TCP address in use fails with an error naming it and
+/// changes nothing: the UDP address added with it is not listened on, the listeners and
+/// zone served before stay and answer.
+#[test]
+fn a_reload_with_an_address_in_use_changes_nothing() {
+    let d = Daemon::start_config(|a| listening_on(&[a], 0, ""), ZONE);
+    let before = listeners(&d);
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy = taken.local_addr().unwrap();
+    let free: SocketAddr = ([127, 0, 0, 1], free_dual_port()).into();
+    let config =
+        listening_on(&[d.addr], 0, "").replacen("tcp = [", &format!("tcp = [\"{busy}\", "), 1);
+    let config = config.replacen("udp = [", &format!("udp = [\"{free}\", "), 1);
+    std::fs::write(d.path("pqdns-server.toml"), config).unwrap();
+    let o = d.ctl(&["reload"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("binding TCP {busy}")) && err.contains("nothing changed"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        !udp_answered(free),
+        "the UDP address of the failed reload answers"
+    );
+    assert_eq!(listeners(&d), before);
+    assert!(udp_answered(d.addr));
+    let tcp = dig(d.addr, &["+tcp", "www.pqdns.test.", "A", "+short"]);
+    assert_eq!(tcp.text.trim(), "192.0.2.80", "{}", tcp.text);
+}
+
+/// A zone whose `primaries` a reload adds becomes a secondary zone (role `secondary`, the
+/// primary's data transferred, `zone-retransfer` accepted); once they are removed again, a
+/// primary zone served from its file (role `primary`, `zone-retransfer` refused: its refresh
+/// task is gone).
+#[test]
+fn a_zone_changes_role_when_a_reload_adds_or_removes_its_primaries() {
+    let primary = Daemon::start(
+        "origin = \"pqdns.test.\"\nfile = \"zone.zone\"\n",
+        &(ZONE.replace(" 1 7200", " 5 7200") + "new A 192.0.2.99\n"),
+        "axfr_allow = [\"127.0.0.1\"]\n",
+    );
+    let d = Daemon::start_config(|a| listening_on(&[a], 0, ""), ZONE);
+    let config = d.path("pqdns-server.toml");
+    let own = std::fs::read_to_string(&config).unwrap();
+    let role = |d: &Daemon| d.json(&["zone-list"])["zones"][0]["role"].clone();
+    assert_eq!(d.serial(), 1);
+    assert_eq!(role(&d), "primary");
+
+    let secondary = format!("[zone.secondary]\nprimaries = [\"{}\"]\n", primary.addr);
+    std::fs::write(&config, listening_on(&[d.addr], 0, &secondary)).unwrap();
+    d.json(&["reload"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while dig(d.addr, &[ORIGIN, "SOA"]).status() != "NOERROR" || d.serial() != 5 {
+        assert!(Instant::now() < deadline, "{}", d.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(role(&d), "secondary");
+    let new = dig(d.addr, &["new.pqdns.test.", "A", "+short"]);
+    assert_eq!(new.text.trim(), "192.0.2.99", "{}", new.text);
+    let o = d.ctl(&["zone-retransfer", "pqdns.test"]);
+    assert!(o.status.success(), "{}", text(&o));
+
+    std::fs::write(&config, own).unwrap();
+    d.json(&["reload"]);
+    assert_eq!(role(&d), "primary");
+    assert_eq!(d.serial(), 1);
+    let gone = dig(d.addr, &["new.pqdns.test.", "A"]);
+    assert_eq!(gone.status(), "NXDOMAIN", "{}", gone.text);
+    let o = d.ctl(&["zone-retransfer", "pqdns.test"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("not a secondary zone"),
+        "{}",
+        text(&o)
     );
 }

@@ -124,7 +124,8 @@ pub enum Command {
     /// The counters of the metrics endpoint (queries by transport, type and RCODE,
     /// truncation, TLS handshakes, transfers, TSIG failures, …).
     Stats,
-    /// Reload the TLS certificate and every zone, as SIGHUP does.
+    /// Reload the TLS certificate, the configuration file (zones and listen addresses) and
+    /// every zone, as SIGHUP does ([`crate::reconfigure`]).
     Reload,
 }
 
@@ -195,6 +196,15 @@ pub enum Reply {
     Loaded {
         /// Each zone loaded, with the serial it is served with now.
         zones: Vec<ZoneSummary>,
+        /// `reload`: the listeners started, as `KIND ADDR`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        started: Vec<String>,
+        /// `reload`: the listeners stopped, as `KIND ADDR`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        stopped: Vec<String>,
+        /// `reload`: `[server]` settings changed that take effect at the next start, by key.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        needs_restart: Vec<String>,
     },
     /// The other commands: what was done.
     Done {
@@ -349,8 +359,25 @@ impl fmt::Display for Reply {
                 }
                 Ok(())
             }
-            Reply::ZoneList { zones } | Reply::Loaded { zones } => {
-                zones.iter().try_for_each(|z| writeln!(f, "{z}"))
+            Reply::ZoneList { zones } => zones.iter().try_for_each(|z| writeln!(f, "{z}")),
+            Reply::Loaded {
+                zones,
+                started,
+                stopped,
+                needs_restart,
+            } => {
+                zones.iter().try_for_each(|z| writeln!(f, "{z}"))?;
+                for l in started {
+                    writeln!(f, "started:   {l}")?;
+                }
+                for l in stopped {
+                    writeln!(f, "stopped:   {l}")?;
+                }
+                if !needs_restart.is_empty() {
+                    let keys = needs_restart.join(" ");
+                    writeln!(f, "needs restart: {keys} (changed in [server]; they take effect at the next start)")?;
+                }
+                Ok(())
             }
             Reply::ZoneStatus(z) => {
                 writeln!(f, "{}", z.summary)?;

@@ -96,7 +96,7 @@ fn earliest_expiry(zone: &Zone, now: u64) -> Option<u64> {
 impl ServerHandle {
     /// The server: version, start time, zones, frozen zones and listening addresses.
     pub fn status(&self) -> ServerStatus {
-        let a = &self.addrs;
+        let a = &self.listening();
         let listeners = [
             ("udp", &a.udp),
             ("tcp", &a.tcp),
