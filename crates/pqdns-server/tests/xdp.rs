@@ -10,6 +10,7 @@
 //! answers must be byte-identical. Response-rate limiting too: two more client addresses send
 //! the same burst of queries above the rate, one through each path, and both get the same
 //! answers, slipped TC answers and drops, in the order RRL prescribes (see [`rrl_burst`]).
+//! A burst of [`BURST`] queries through AF_XDP is answered in full.
 //! TCP to the XDP port, and a UDP datagram to a closed port (answered by the kernel with ICMP
 //! port unreachable), keep working on the same interface. The server's `/metrics` then count
 //! every query frame redirected and answered (but those RRL dropped), some frames passed to
@@ -39,6 +40,8 @@ const XDP_PORT: u16 = 5300;
 const SOCKET_PORT: u16 = 5301;
 /// The metrics listener, on the server namespace's loopback.
 const METRICS: &str = "127.0.0.1:9153";
+/// Queries in the burst every one of which must be answered through AF_XDP.
+const BURST: u16 = 100;
 /// How long the client waits for one answer.
 const WAIT: Duration = Duration::from_secs(3);
 
@@ -508,6 +511,31 @@ fn client(server_v4: &str, server_v6: &str, interface: &str) -> Observed {
                 }
             }
         }
+        // A burst larger than one batch of the serving loop (64) and than what one wake-up
+        // of the kernel sends in copy mode (32), with a server cookie (not rate-limited):
+        // every query is answered, none left behind on the TX ring.
+        let burst = query(0, "www.", RrType::A, 1232, true, Some(&cookie));
+        for id in 0..BURST {
+            let mut wire = burst.clone();
+            wire[..2].copy_from_slice(&(1000 + id).to_be_bytes());
+            socket.send_to(&wire, xdp).unwrap();
+        }
+        seen.xdp_sent += u64::from(BURST);
+        let mut answered = vec![false; usize::from(BURST)];
+        let mut buf = vec![0u8; 65535];
+        for _ in 0..BURST {
+            let (_, from) = socket
+                .recv_from(&mut buf)
+                .unwrap_or_else(|e| panic!("{family} burst: an answer is missing: {e}"));
+            assert_eq!(from, xdp, "answer from the wrong address");
+            let id = u16::from_be_bytes([buf[0], buf[1]]).wrapping_sub(1000);
+            assert!(id < BURST, "{family} burst: stray id {id}");
+            answered[usize::from(id)] = true;
+        }
+        assert!(
+            answered.iter().all(|a| *a),
+            "{family} burst: an answer came twice"
+        );
         // Nothing listens on port 9: the kernel answers ICMP port unreachable, which a
         // connected socket reports as "connection refused".
         let probe = UdpSocket::bind(local.as_str()).unwrap();
