@@ -114,7 +114,7 @@ pub(crate) fn render(watched: &Watched, out: &mut String) {
     if running.is_empty() {
         return;
     }
-    out.push_str("# HELP pqdns_xdp_frames_total Frames on the AF_XDP fast path by interface and outcome: redirected to it or passed to the kernel by the XDP program; answered, unreadable, oversize (answer larger than a frame) or dropped for a full TX ring by pqdns; dropped by the kernel for a full RX ring or an empty fill ring.\n# TYPE pqdns_xdp_frames_total counter\n");
+    out.push_str("# HELP pqdns_xdp_frames_total Frames on the AF_XDP fast path by interface and outcome: redirected to it or passed to the kernel by the XDP program; answered, unreadable, oversize (answer larger than a frame) or (answers made later) dropped for want of a free frame (tx_ring_full) by pqdns; dropped by the kernel for a full RX ring or an empty fill ring.\n# TYPE pqdns_xdp_frames_total counter\n");
     for listener in running {
         let s = listener.stats();
         for (outcome, n) in [

@@ -7,10 +7,14 @@
 //! [`SOCKET_PORT`] through its UDP sockets. The same client socket sends every query of a
 //! corpus (positive, NXDOMAIN, NODATA, wildcard, CNAME, DO=0/1, no EDNS, EDNS sizes 512 to
 //! 4096, a TC answer, client and server cookies, FORMERR) to both, over IPv4 and IPv6, and the
-//! answers must be byte-identical. TCP to the XDP port, and a UDP datagram to a closed port
-//! (answered by the kernel with ICMP port unreachable), keep working on the same interface.
-//! The server's `/metrics` then count every query frame redirected and answered, some frames
-//! passed to the kernel, and none unreadable or dropped.
+//! answers must be byte-identical. Response-rate limiting too: two more client addresses send
+//! the same burst of queries above the rate, one through each path, and both get the same
+//! answers, slipped TC answers and drops, in the order RRL prescribes (see [`rrl_burst`]).
+//! A burst of [`BURST`] queries through AF_XDP is answered in full.
+//! TCP to the XDP port, and a UDP datagram to a closed port (answered by the kernel with ICMP
+//! port unreachable), keep working on the same interface. The server's `/metrics` then count
+//! every query frame redirected and answered (but those RRL dropped), some frames passed to
+//! the kernel, and none unreadable or dropped.
 //!
 //! Skipped with a message (never passed silently) when not root, when network namespaces
 //! cannot be made, or when the kernel has no AF_XDP. The namespaces (and with them the veth
@@ -36,6 +40,8 @@ const XDP_PORT: u16 = 5300;
 const SOCKET_PORT: u16 = 5301;
 /// The metrics listener, on the server namespace's loopback.
 const METRICS: &str = "127.0.0.1:9153";
+/// Queries in the burst every one of which must be answered through AF_XDP.
+const BURST: u16 = 100;
 /// How long the client waits for one answer.
 const WAIT: Duration = Duration::from_secs(3);
 
@@ -43,6 +49,30 @@ const SERVER_V4: &str = "192.0.2.1";
 const CLIENT_V4: &str = "192.0.2.2";
 const SERVER_V6: &str = "2001:db8::1";
 const CLIENT_V6: &str = "2001:db8::2";
+
+/// Responses per second per client address (`rrl_rate`; `rrl_slip` is 2, the prefixes /32
+/// and /128): above what the corpus sends from [`CLIENT_V4`] or [`CLIENT_V6`] in a second.
+const RRL_RATE: usize = 50;
+/// Queries in one RRL burst: the rate, then 4 dropped and 4 slipped.
+const RRL_BURST: usize = RRL_RATE + 8;
+/// RRL bursts tried (a burst must fit in one second of the server's clock); each one from
+/// its own pair of client addresses, so it starts with empty buckets.
+const RRL_TRIES: usize = 4;
+
+/// The client addresses of RRL burst `try_` through AF_XDP (`xdp` true) or the sockets.
+fn rrl_client(family: Family, try_: usize, xdp: bool) -> String {
+    let n = if xdp { 10 + try_ } else { 20 + try_ };
+    match family {
+        Family::V4 => format!("192.0.2.{n}"),
+        Family::V6 => format!("2001:db8::{n}"),
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Family {
+    V4,
+    V6,
+}
 
 /// Two network namespaces joined by a veth pair, deleted on drop.
 struct Namespaces {
@@ -101,6 +131,14 @@ impl Namespaces {
             ])?;
             ip(&["-n", n, "link", "set", "lo", "up"])?;
             ip(&["-n", n, "link", "set", dev, "up"])?;
+        }
+        for try_ in 0..RRL_TRIES {
+            for xdp in [true, false] {
+                let v4 = format!("{}/24", rrl_client(Family::V4, try_, xdp));
+                let v6 = format!("{}/64", rrl_client(Family::V6, try_, xdp));
+                ip(&["-n", c, "addr", "add", &v4, "dev", cif])?;
+                ip(&["-n", c, "addr", "add", &v6, "dev", cif, "nodad"])?;
+            }
         }
         Ok(ns)
     }
@@ -257,6 +295,143 @@ struct Observed {
     tcp: Vec<u8>,
     /// The error a UDP datagram to a closed port brought back, per family.
     closed_port: Vec<std::io::ErrorKind>,
+    /// Per family, the RRL burst that fitted in one second of the clock, if one did.
+    rrl: Vec<(Family, Option<RrlBurst>)>,
+    /// Query frames sent to the XDP port.
+    xdp_sent: u64,
+    /// Of those, the ones that got no answer (RRL drops).
+    xdp_unanswered: u64,
+}
+
+/// The answers (`None`: dropped) to the queries of one RRL burst, through AF_XDP and through
+/// the sockets.
+#[derive(Debug)]
+struct RrlBurst {
+    xdp: Vec<Option<Vec<u8>>>,
+    sockets: Vec<Option<Vec<u8>>>,
+}
+
+/// Seconds of `CLOCK_MONOTONIC_COARSE`, the clock RRL counts its seconds on (the server runs
+/// on the same host, so it reads the same clock).
+fn coarse_seconds() -> i64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC_COARSE)
+        .expect("CLOCK_MONOTONIC_COARSE")
+        .tv_sec()
+}
+
+/// One RRL burst: a client address for each path (fresh RRL buckets) sends [`RRL_BURST`]
+/// `www A` queries without EDNS (answers under the amplification limit: a full answer is
+/// told from a slipped TC one), alternating between the paths, then a query with a valid
+/// server cookie (never limited). Each path answers in order, so whatever came before that
+/// last answer was answered and the rest dropped. The server cookies come from NXDOMAIN
+/// answers, counted in another RRL bucket. Returns the answers and whether the burst began
+/// and ended in the same second of the RRL clock. Adds the XDP path's frames sent and left
+/// unanswered to `seen`.
+fn rrl_burst(
+    seen: &mut Observed,
+    family: Family,
+    server: std::net::IpAddr,
+    try_: usize,
+) -> (RrlBurst, bool) {
+    let started = coarse_seconds();
+    let mut paths = Vec::new();
+    for (xdp, port) in [(true, XDP_PORT), (false, SOCKET_PORT)] {
+        let local = match family {
+            Family::V4 => format!("{}:0", rrl_client(family, try_, xdp)),
+            Family::V6 => format!("[{}]:0", rrl_client(family, try_, xdp)),
+        };
+        let socket = UdpSocket::bind(local.as_str()).unwrap();
+        socket.set_read_timeout(Some(WAIT)).unwrap();
+        let to = SocketAddr::new(server, port);
+        let ask = query(
+            1,
+            "nothing-here.",
+            RrType::A,
+            1232,
+            false,
+            Some(&CLIENT_COOKIE),
+        );
+        let cookie = server_cookie(&exchange(&socket, to, &ask)).expect("a server cookie");
+        paths.push((socket, to, cookie));
+    }
+    for i in 0..RRL_BURST {
+        let wire = query(100 + i as u16, "www.", RrType::A, 0, false, None);
+        for (socket, to, _) in &paths {
+            socket.send_to(&wire, *to).unwrap();
+        }
+    }
+    let mut answers = Vec::new();
+    for (socket, to, cookie) in &paths {
+        const LAST: u16 = 0xffff;
+        socket
+            .send_to(
+                &query(LAST, "www.", RrType::A, 1232, false, Some(cookie)),
+                *to,
+            )
+            .unwrap();
+        let mut got = vec![None; RRL_BURST];
+        let mut buf = vec![0u8; 65535];
+        let mut last = false;
+        // At most one datagram per query and the last one.
+        for _ in 0..=RRL_BURST {
+            let (len, from) = socket
+                .recv_from(&mut buf)
+                .unwrap_or_else(|e| panic!("RRL burst: no answer from {to}: {e}"));
+            assert_eq!(from, *to, "answer from the wrong address");
+            let id = u16::from_be_bytes([buf[0], buf[1]]);
+            if id == LAST {
+                last = true;
+                break;
+            }
+            let slot = usize::from(id.wrapping_sub(100));
+            assert!(
+                slot < RRL_BURST && got[slot].is_none(),
+                "RRL burst: stray id {id}"
+            );
+            got[slot] = Some(buf[..len].to_vec());
+        }
+        assert!(last, "RRL burst: more answers than queries from {to}");
+        answers.push(got);
+    }
+    let xdp_answers = answers.remove(0);
+    seen.xdp_sent += 2 + RRL_BURST as u64;
+    seen.xdp_unanswered += xdp_answers.iter().filter(|a| a.is_none()).count() as u64;
+    let burst = RrlBurst {
+        xdp: xdp_answers,
+        sockets: answers.remove(0),
+    };
+    (burst, coarse_seconds() == started)
+}
+
+/// What RRL does to the `i`-th response (from 0) of a burst within one second: the rate
+/// goes out, then with slip 2 every second one over the rate is a TC answer and the others
+/// are dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rrl {
+    Sent,
+    Slipped,
+    Dropped,
+}
+
+fn expected_rrl(i: usize) -> Rrl {
+    match (i + 1).checked_sub(RRL_RATE) {
+        None | Some(0) => Rrl::Sent,
+        Some(over) if over.is_multiple_of(2) => Rrl::Slipped,
+        Some(_) => Rrl::Dropped,
+    }
+}
+
+/// What an RRL burst's answer (or its absence) shows.
+fn rrl_outcome(answer: &Option<Vec<u8>>) -> Rrl {
+    let Some(wire) = answer else {
+        return Rrl::Dropped;
+    };
+    let m = common::parse_response(wire);
+    match (m.flags & pqdns_core::wire::FLAG_TC != 0, m.answers.len()) {
+        (false, 1) => Rrl::Sent,
+        (true, 0) => Rrl::Slipped,
+        other => panic!("neither an answer nor a slipped one: {other:?} {m:?}"),
+    }
 }
 
 /// Turns off TX checksum offload on `interface` (`ethtool -K IFACE tx off`, through the
@@ -303,9 +478,9 @@ fn tx_checksums_in_software(interface: &str) {
 fn client(server_v4: &str, server_v6: &str, interface: &str) -> Observed {
     tx_checksums_in_software(interface);
     let mut seen = Observed::default();
-    for (family, server, local) in [
-        ("IPv4", server_v4, format!("{CLIENT_V4}:0")),
-        ("IPv6", server_v6, format!("[{CLIENT_V6}]:0")),
+    for (family, kind, server, local) in [
+        ("IPv4", Family::V4, server_v4, format!("{CLIENT_V4}:0")),
+        ("IPv6", Family::V6, server_v6, format!("[{CLIENT_V6}]:0")),
     ] {
         let socket = UdpSocket::bind(local.as_str()).unwrap();
         socket.set_read_timeout(Some(WAIT)).unwrap();
@@ -328,6 +503,7 @@ fn client(server_v4: &str, server_v6: &str, interface: &str) -> Observed {
             loop {
                 let a = exchange(&socket, xdp, &wire);
                 let b = exchange(&socket, sockets, &wire);
+                seen.xdp_sent += 1;
                 tries -= 1;
                 if a == b || tries == 0 {
                     seen.pairs.push((family, name, a, b));
@@ -335,6 +511,31 @@ fn client(server_v4: &str, server_v6: &str, interface: &str) -> Observed {
                 }
             }
         }
+        // A burst larger than one batch of the serving loop (64) and than what one wake-up
+        // of the kernel sends in copy mode (32), with a server cookie (not rate-limited):
+        // every query is answered, none left behind on the TX ring.
+        let burst = query(0, "www.", RrType::A, 1232, true, Some(&cookie));
+        for id in 0..BURST {
+            let mut wire = burst.clone();
+            wire[..2].copy_from_slice(&(1000 + id).to_be_bytes());
+            socket.send_to(&wire, xdp).unwrap();
+        }
+        seen.xdp_sent += u64::from(BURST);
+        let mut answered = vec![false; usize::from(BURST)];
+        let mut buf = vec![0u8; 65535];
+        for _ in 0..BURST {
+            let (_, from) = socket
+                .recv_from(&mut buf)
+                .unwrap_or_else(|e| panic!("{family} burst: an answer is missing: {e}"));
+            assert_eq!(from, xdp, "answer from the wrong address");
+            let id = u16::from_be_bytes([buf[0], buf[1]]).wrapping_sub(1000);
+            assert!(id < BURST, "{family} burst: stray id {id}");
+            answered[usize::from(id)] = true;
+        }
+        assert!(
+            answered.iter().all(|a| *a),
+            "{family} burst: an answer came twice"
+        );
         // Nothing listens on port 9: the kernel answers ICMP port unreachable, which a
         // connected socket reports as "connection refused".
         let probe = UdpSocket::bind(local.as_str()).unwrap();
@@ -344,6 +545,11 @@ fn client(server_v4: &str, server_v6: &str, interface: &str) -> Observed {
         let mut buf = [0u8; 16];
         seen.closed_port
             .push(probe.recv(&mut buf).map(|_| ()).unwrap_err().kind());
+        let burst = (0..RRL_TRIES).find_map(|try_| {
+            let (burst, one_second) = rrl_burst(&mut seen, kind, ip, try_);
+            one_second.then_some(burst)
+        });
+        seen.rrl.push((kind, burst));
     }
     // TCP to the XDP port: the XDP program passes it to the kernel.
     let to = SocketAddr::new(server_v4.parse().unwrap(), XDP_PORT);
@@ -392,7 +598,8 @@ fn xdp_answers_are_byte_identical_to_socket_answers_over_ipv4_and_ipv6() {
              key_directory = \"keys\"\n[server]\n\
              udp = [\"{SERVER_V4}:{SOCKET_PORT}\", \"[{SERVER_V6}]:{SOCKET_PORT}\"]\n\
              tcp = [\"{SERVER_V4}:{XDP_PORT}\"]\ndot = []\ndoh = []\n\
-             cookie_secret = \"e5e973e5a6b2a43f48e7dc849e37bfcf\"\n",
+             cookie_secret = \"e5e973e5a6b2a43f48e7dc849e37bfcf\"\n\
+             rrl_rate = {RRL_RATE}\nrrl_slip = 2\nrrl_ipv4_prefix = 32\nrrl_ipv6_prefix = 128\n",
             common::ORIGIN
         ),
     )
@@ -458,9 +665,12 @@ fn xdp_answers_are_byte_identical_to_socket_answers_over_ipv4_and_ipv6() {
             .and_then(|n| n.trim().parse().ok())
             .unwrap_or_else(|| panic!("no {key} in /metrics:\n{metrics}"))
     };
-    let xdp_queries = seen.pairs.len() as u64;
-    assert!(counter("redirected") >= xdp_queries, "{metrics}");
-    assert_eq!(counter("answered"), counter("redirected"), "{metrics}");
+    assert!(counter("redirected") >= seen.xdp_sent, "{metrics}");
+    assert_eq!(
+        counter("answered"),
+        counter("redirected") - seen.xdp_unanswered,
+        "every frame answered but those RRL dropped: {metrics}"
+    );
     assert!(counter("passed") > 0, "{metrics}");
     for outcome in ["unreadable", "oversize", "tx_ring_full"] {
         assert_eq!(counter(outcome), 0, "{outcome}: {metrics}");
@@ -482,6 +692,22 @@ fn xdp_answers_are_byte_identical_to_socket_answers_over_ipv4_and_ipv6() {
             m.flags & pqdns_core::wire::FLAG_QR != 0,
             "{family} {name}: not a response"
         );
+    }
+    for (family, burst) in &seen.rrl {
+        let burst = burst.as_ref().unwrap_or_else(|| {
+            panic!("{family:?}: no RRL burst within one second in {RRL_TRIES} tries")
+        });
+        for (i, (xdp, sockets)) in burst.xdp.iter().zip(&burst.sockets).enumerate() {
+            assert_eq!(
+                xdp, sockets,
+                "{family:?} RRL burst query {i}: the AF_XDP path differs from the sockets"
+            );
+            assert_eq!(
+                rrl_outcome(xdp),
+                expected_rrl(i),
+                "{family:?} RRL burst query {i}"
+            );
+        }
     }
     assert_eq!(
         seen.closed_port,

@@ -75,7 +75,8 @@ pub struct XdpStats {
     pub unreadable: u64,
     /// Answers dropped because they do not fit one frame of the interface's MTU.
     pub oversize: u64,
-    /// Answers dropped because the TX ring or the frames in reserve were full.
+    /// Answers made later (deferred, several datagrams) dropped for want of a free frame
+    /// (answers to queries in hand wait for room on the TX ring instead).
     pub tx_ring_full: u64,
     /// Frames the kernel dropped because an RX ring was full.
     pub rx_ring_full: u64,
@@ -286,8 +287,11 @@ impl<S: Service> Worker<S> {
         let mut batches = 0u32;
         while !self.stop.load(Ordering::Relaxed) {
             self.socket.refill();
-            self.socket.receive(BATCH, &mut received);
-            outgoing.clear();
+            // Answers the TX ring had no room for last time go first; while they wait, fewer
+            // queries are taken (the rest wait on the RX ring, where the kernel counts what
+            // overflows as `rx_ring_full`).
+            let room = BATCH - u32::try_from(outgoing.len()).unwrap_or(BATCH);
+            self.socket.receive(room, &mut received);
             if !received.is_empty() {
                 let snapshot = self.service.snapshot();
                 for desc in &received {
@@ -311,16 +315,14 @@ impl<S: Service> Worker<S> {
                     outgoing.push(desc);
                 }
             }
+            // What the TX ring does not take now (the kernel has not sent enough yet, e.g. a
+            // veth peer that is behind) stays in `outgoing`, at most one batch, for the next
+            // round.
             let taken = self.socket.transmit(&outgoing);
-            for desc in &outgoing[taken..] {
-                self.socket.release(desc.addr);
-            }
+            outgoing.drain(..taken);
             self.counters
                 .answered
                 .fetch_add(taken as u64, Ordering::Relaxed);
-            self.counters
-                .tx_ring_full
-                .fetch_add((outgoing.len() - taken) as u64, Ordering::Relaxed);
             batches = batches.wrapping_add(1);
             let idle = received.is_empty() && !late_sent;
             // The kernel's drop counters: read when idle, and every KERNEL_COUNTERS batches
@@ -329,15 +331,15 @@ impl<S: Service> Worker<S> {
                 self.update_kernel_counters();
             }
             if idle {
-                self.wait();
+                self.wait(!outgoing.is_empty());
             }
         }
     }
 
     /// Sleeps until a frame arrives, for [`LATE_POLL`] while answers sent later are in flight
-    /// and [`POLL_INTERVAL`] otherwise.
-    fn wait(&self) {
-        let busy = self.deferral.in_flight.available_permits() < self.deferral.max;
+    /// or answers wait for room on the TX ring (`backlog`), and [`POLL_INTERVAL`] otherwise.
+    fn wait(&self, backlog: bool) {
+        let busy = backlog || self.deferral.in_flight.available_permits() < self.deferral.max;
         let timeout = if busy { LATE_POLL } else { POLL_INTERVAL };
         let mut fd = libc::pollfd {
             fd: self.socket.fd(),

@@ -26,6 +26,10 @@ const RX_RING: u32 = 1024;
 const TX_RING: u32 = 1024;
 /// Frames kept out of the fill ring for answers sent later (deferred, several datagrams).
 pub const RESERVE: usize = 64;
+/// Most wake-ups of the kernel per [`XskSocket::transmit`]: in copy mode one wake-up
+/// (`sendto`) sends at most 32 frames (the kernel's `TX_BATCH_SIZE`, net/xdp/xsk.c), so this
+/// many empty a full TX ring.
+const MAX_KICKS: u32 = TX_RING / 32;
 
 /// The UMEM's memory: an anonymous private mapping, unmapped on drop.
 struct Area {
@@ -221,13 +225,14 @@ impl XskSocket {
         self.free.push(addr - addr % u64::from(FRAME_SIZE));
     }
 
-    /// Queues frames for transmission and wakes the kernel if it asks to be; returns how many
-    /// the TX ring took (the others stay with the caller).
+    /// Queues frames for transmission (none: only sends what is still queued) and wakes the
+    /// kernel while it asks to be and frames wait on the TX ring, at most [`MAX_KICKS`] times
+    /// and while each wake-up sends some; returns how many frames the TX ring took (the
+    /// others stay with the caller).
     pub fn transmit(&mut self, descs: &[XdpDesc]) -> usize {
-        if descs.is_empty() {
-            return 0;
-        }
-        let n = {
+        let n = if descs.is_empty() {
+            0
+        } else {
             let mut tx = self
                 .tx
                 .transmit(u32::try_from(descs.len()).unwrap_or(u32::MAX));
@@ -235,8 +240,20 @@ impl XskSocket {
             tx.commit();
             n
         };
-        if self.tx.needs_wakeup() {
+        // One wake-up per batch is not enough in copy mode: a batch larger than what one
+        // wake-up sends would leave frames on the ring, the ring would fill under load and
+        // answers be dropped (and frames left there when the load stops would never go out).
+        let mut waiting = self.tx.pending();
+        for _ in 0..MAX_KICKS {
+            if waiting == 0 || !self.tx.needs_wakeup() {
+                break;
+            }
             self.tx.wake();
+            let now = self.tx.pending();
+            if now >= waiting {
+                break;
+            }
+            waiting = now;
         }
         n
     }
