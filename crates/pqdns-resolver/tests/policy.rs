@@ -502,3 +502,37 @@ fn sighup_reload_under_a_thousand_queries_per_second_loses_none() {
     let dig = service.dig(&["nas.home.arpa.", "A", "+short"]);
     assert_eq!(dig.text.trim(), "192.0.2.2", "{}", dig.text);
 }
+
+#[test]
+fn check_reads_the_policy_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("resolver.toml");
+    let anchor = common::service::unused_anchor(dir.path());
+    let check = |text: &str| {
+        replace(&config, text);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_pqdns-resolver"))
+            .args(["--check", "--forward", "127.0.0.1:9", "--trust-anchor"])
+            .arg(&anchor)
+            .arg("--config")
+            .arg(&config)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code(), text)
+    };
+    // Options and tables side by side.
+    let (code, text) = check(&format!("cache-size = 8\n{LOCAL}"));
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("configuration ok"), "{text}");
+    let (code, text) =
+        check("cache-size = 8\n[[access-control]]\nprefix = \"::1\"\naction = \"open\"\n");
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("resolver.toml:4:") && text.contains("open"),
+        "{text}"
+    );
+}

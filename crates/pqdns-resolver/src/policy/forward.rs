@@ -85,7 +85,7 @@ impl std::str::FromStr for Upstream {
 pub(crate) enum RouteKind {
     /// To these upstreams through `client`.
     Forward {
-        client: Client,
+        client: Box<Client>,
         servers: Vec<SocketAddr>,
     },
     /// Iteration from these servers of the zone.

@@ -249,7 +249,10 @@ impl PolicySource {
             let servers = upstreams.iter().map(|u| u.addr).collect();
             routes.push(ZoneRoute {
                 name,
-                kind: RouteKind::Forward { client, servers },
+                kind: RouteKind::Forward {
+                    client: Box::new(client),
+                    servers,
+                },
             });
         }
         for z in &tables.stub_zone {

@@ -31,7 +31,7 @@ const STUB_GLUE_PORT: u16 = 53;
 enum ZoneEntry {
     /// Its upstreams, through an exchanger of their own (transport, TLS name).
     Forward {
-        exchanger: Exchanger,
+        exchanger: Box<Exchanger>,
         servers: Vec<SocketAddr>,
     },
     /// Iteration from its servers.
@@ -105,7 +105,11 @@ impl Fetch {
         for route in routes {
             let entry = match route.kind {
                 RouteKind::Forward { client, servers } => ZoneEntry::Forward {
-                    exchanger: Exchanger::new(client, self.udp_payload, self.max_exchanges),
+                    exchanger: Box::new(Exchanger::new(
+                        *client,
+                        self.udp_payload,
+                        self.max_exchanges,
+                    )),
                     servers,
                 },
                 RouteKind::Stub { servers } => ZoneEntry::Stub { servers },
