@@ -51,7 +51,7 @@ const SYSTEM_ROOT_KEY: &str = "/usr/share/dns/root.key";
 ///   DO=1 adds the RRSIGs and denial proofs.
 ///
 /// Answers are cached (positive and negative, RFC 2308) within --cache-size. Only addresses
-/// in --allow may query (default: loopback). Each resolution is bounded in queries, referrals
+/// in --allow may query (default: loopback), or as the [[access-control]] tables say. Each resolution is bounded in queries, referrals
 /// and glueless NS names; each client address in resolutions in flight.
 ///
 /// Against reflection, as pqdns-server: every response to a query with a DNS cookie carries
@@ -72,14 +72,11 @@ const SYSTEM_ROOT_KEY: &str = "/usr/share/dns/root.key";
 struct Cli {
     /// Configuration file (TOML) whose keys are the long options below, e.g.
     /// `udp = ["192.0.2.53:53"]`, `root-hints = "root.hints"` (relative paths are relative to
-    /// the file), `require-pq = true`, and the policy tables: per-domain forwarding,
-    ///
-    ///   [[forward-zone]]
-    ///   name = "corp.example."
-    ///   upstreams = ["tls://192.0.2.1:853#dns.corp.example"]   # udp://, tcp://, tls://,
-    ///   pq-only = true                      # https://IP/dns-query, quic://; #NAME: TLS name
-    ///
-    /// stub zones (`[[stub-zone]]` name, servers = ["IP[:PORT]"]: iterate from them), local
+    /// the file), `require-pq = true`, and the policy tables: forward zones (`[[forward-zone]]`
+    /// name = "corp.example.", upstreams = ["tls://192.0.2.1:853#dns.corp.example"] with
+    /// udp://, tcp://, tls://, https://IP/dns-query or quic:// and #NAME the TLS name,
+    /// pq-only = true), stub zones (`[[stub-zone]]` name, servers = ["IP[:PORT]"]: iterate
+    /// from them), local
     /// zones (`[[local-zone]]` name, type = "static" | "refuse" | "nxdomain" | "redirect",
     /// records = ["nas.home.arpa. 3600 IN A 192.0.2.7"]) and access control
     /// (`[[access-control]]` prefix = "10.0.0.0/8", action = "allow" | "allow-snoop" |
