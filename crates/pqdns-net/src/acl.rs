@@ -30,6 +30,11 @@ pub enum PrefixError {
 }
 
 impl IpPrefix {
+    /// The prefix length, bits (32 for one IPv4 address, 128 for one IPv6 address).
+    pub fn prefix_len(&self) -> u8 {
+        self.len
+    }
+
     /// True if `ip` lies inside this prefix (IPv4-mapped IPv6 addresses count as IPv4).
     pub fn contains(&self, ip: IpAddr) -> bool {
         match (self.addr, ip.to_canonical()) {
@@ -113,6 +118,35 @@ impl AllowList {
     }
 }
 
+/// Prefixes, each with a value: the value of the longest prefix that contains an address
+/// decides (as unbound's `access-control`); the prefix given last wins between equal ones.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PrefixMap<T> {
+    entries: Vec<(IpPrefix, T)>,
+}
+
+impl<T> PrefixMap<T> {
+    /// A map of `entries`.
+    pub fn new(entries: Vec<(IpPrefix, T)>) -> PrefixMap<T> {
+        PrefixMap { entries }
+    }
+
+    /// True if it holds no prefix.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The value of the longest prefix containing `ip`, if any (a linear pass: access lists
+    /// are short).
+    pub fn longest(&self, ip: IpAddr) -> Option<&T> {
+        self.entries
+            .iter()
+            .filter(|(p, _)| p.contains(ip))
+            .max_by_key(|(p, _)| p.prefix_len())
+            .map(|(_, v)| v)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,6 +181,22 @@ mod tests {
             "10.1.2.3/8".parse::<IpPrefix>().unwrap().to_string(),
             "10.0.0.0/8"
         );
+    }
+
+    #[test]
+    fn the_longest_prefix_decides() {
+        let map = PrefixMap::new(vec![
+            ("0.0.0.0/0".parse().unwrap(), 'a'),
+            ("10.0.0.0/8".parse().unwrap(), 'b'),
+            ("10.1.0.0/16".parse().unwrap(), 'c'),
+            ("::1".parse().unwrap(), 'd'),
+        ]);
+        assert_eq!(map.longest(ip("192.0.2.1")), Some(&'a'));
+        assert_eq!(map.longest(ip("10.2.0.1")), Some(&'b'));
+        assert_eq!(map.longest(ip("10.1.0.1")), Some(&'c'));
+        assert_eq!(map.longest(ip("::ffff:10.1.0.1")), Some(&'c'));
+        assert_eq!(map.longest(ip("::1")), Some(&'d'));
+        assert_eq!(map.longest(ip("::2")), None);
     }
 
     #[test]

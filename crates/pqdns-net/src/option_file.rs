@@ -56,8 +56,15 @@ pub enum OptionFileError {
 /// give them. Exits as clap does for help, version and command-line errors; a problem in the
 /// file is printed with its file and line and exits with status 1.
 pub fn parse<T: clap::Parser>(config_id: &str) -> T {
+    parse_beside_tables(config_id, &[])
+}
+
+/// As [`parse`], for a file that also holds the tables named `tables` (e.g.
+/// `forward-zone` for `[[forward-zone]]`), which are not options: the program reads them
+/// itself.
+pub fn parse_beside_tables<T: clap::Parser>(config_id: &str, tables: &[&str]) -> T {
     let argv: Vec<OsString> = std::env::args_os().collect();
-    match merged_args(&T::command(), argv, config_id) {
+    match merged_args_beside_tables(&T::command(), argv, config_id, tables) {
         Ok(args) => T::parse_from(args),
         Err(e) => {
             eprintln!("error: {e}");
@@ -78,6 +85,19 @@ pub fn merged_args(
     argv: Vec<OsString>,
     config_id: &str,
 ) -> Result<Vec<OsString>, OptionFileError> {
+    merged_args_beside_tables(command, argv, config_id, &[])
+}
+
+/// As [`merged_args`], skipping the top-level keys `tables` (read by the program itself).
+///
+/// # Errors
+/// As [`merged_args`].
+pub fn merged_args_beside_tables(
+    command: &clap::Command,
+    argv: Vec<OsString>,
+    config_id: &str,
+    tables: &[&str],
+) -> Result<Vec<OsString>, OptionFileError> {
     let Ok(matches) = command.clone().try_get_matches_from(&argv) else {
         return Ok(argv);
     };
@@ -96,6 +116,9 @@ pub fn merged_args(
     let base = path.parent().unwrap_or(Path::new("."));
     let mut args = argv;
     for (key, value) in table {
+        if tables.contains(&key.as_str()) {
+            continue;
+        }
         let line = key_line(&text, &key);
         let setting_error = |message: String| OptionFileError::Setting {
             path: path.clone(),
@@ -272,5 +295,26 @@ mod tests {
             let e = parse(file, &[]).unwrap_err().to_string();
             assert!(e.contains(place) && e.contains(what), "{file:?}: {e}");
         }
+    }
+
+    #[test]
+    fn tables_the_program_reads_are_skipped_only_when_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.toml");
+        std::fs::write(
+            &path,
+            "cache-size = 8\n[[forward-zone]]\nname = \"corp.example.\"\n",
+        )
+        .unwrap();
+        let argv =
+            || -> Vec<OsString> { vec!["daemon".into(), "--config".into(), path.clone().into()] };
+        let args = merged_args_beside_tables(&Cli::command(), argv(), "config", &["forward-zone"])
+            .unwrap();
+        assert_eq!(Cli::try_parse_from(args).unwrap().cache_size, 8);
+        let e = merged_args(&Cli::command(), argv(), "config").unwrap_err();
+        assert!(
+            e.to_string().contains("unknown setting `forward-zone`"),
+            "{e}"
+        );
     }
 }

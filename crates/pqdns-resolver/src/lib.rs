@@ -49,6 +49,7 @@ mod flight;
 pub mod fragment;
 mod infra;
 pub mod nta;
+pub mod policy;
 mod random;
 pub mod resolve;
 pub mod root_hints;

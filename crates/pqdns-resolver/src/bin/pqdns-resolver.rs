@@ -23,6 +23,8 @@ use pqdns_net::systemd;
 use pqdns_net::tls::{CertAlgorithm, KxPolicy};
 use pqdns_net::{ListenConfig, Listeners};
 use pqdns_resolver::fragment::FragConfig;
+use pqdns_resolver::policy::forward::Upstream;
+use pqdns_resolver::policy::PolicySource;
 use pqdns_resolver::service::{RecursiveService, ServiceConfig};
 use pqdns_resolver::{
     cache, root_hints, Client, Config, Mode, Resolver, TlsOptions, Transport, TrustAnchors,
@@ -48,7 +50,7 @@ const SYSTEM_ROOT_KEY: &str = "/usr/share/dns/root.key";
 ///   DO=1 adds the RRSIGs and denial proofs.
 ///
 /// Answers are cached (positive and negative, RFC 2308) within --cache-size. Only addresses
-/// in --allow may query (default: loopback). Each resolution is bounded in queries, referrals
+/// in --allow may query (default: loopback), or as the [[access-control]] tables say. Each resolution is bounded in queries, referrals
 /// and glueless NS names; each client address in resolutions in flight.
 ///
 /// Against reflection, as pqdns-server: every response to a query with a DNS cookie carries
@@ -56,15 +58,30 @@ const SYSTEM_ROOT_KEY: &str = "/usr/share/dns/root.key";
 /// times their query's size (else TC=1) and at most --rrl-rate responses per second per
 /// network.
 ///
-/// Signals: SIGHUP re-reads the TLS certificate and key; SIGINT and SIGTERM shut down
-/// gracefully.
+/// Policy (in the --config file, beside the options): [[forward-zone]] (name, upstreams,
+/// pq-only), [[stub-zone]] (name, servers), [[local-zone]] (name, type = static | refuse |
+/// nxdomain | redirect, records) and [[access-control]] (prefix, action = allow |
+/// allow-snoop | refuse | deny); see the guide's resolver configuration page.
+///
+/// Signals: SIGHUP re-reads the TLS certificate and key and the policy tables of --config
+/// (a file with an error is refused, naming file and line, and the policy in use stays; the
+/// caches and connections stay); SIGINT and SIGTERM shut down gracefully.
 #[derive(Debug, Parser)]
 #[command(name = "pqdns-resolver", version, verbatim_doc_comment)]
 struct Cli {
     /// Configuration file (TOML) whose keys are the long options below, e.g.
     /// `udp = ["192.0.2.53:53"]`, `root-hints = "root.hints"` (relative paths are relative to
-    /// the file), `require-pq = true`. An option given on the command line wins over the
-    /// file's. Installed from the package: /etc/pqdns/pqdns-resolver.toml.
+    /// the file), `require-pq = true`, and the policy tables: forward zones (`[[forward-zone]]`
+    /// name = "corp.example.", upstreams = ["tls://192.0.2.1:853#dns.corp.example"] with
+    /// udp://, tcp://, tls://, https://IP/dns-query or quic:// and #NAME the TLS name,
+    /// pq-only = true), stub zones (`[[stub-zone]]` name, servers = ["IP[:PORT]"]: iterate
+    /// from them), local
+    /// zones (`[[local-zone]]` name, type = "static" | "refuse" | "nxdomain" | "redirect",
+    /// records = ["nas.home.arpa. 3600 IN A 192.0.2.7"]) and access control
+    /// (`[[access-control]]` prefix = "10.0.0.0/8", action = "allow" | "allow-snoop" |
+    /// "refuse" | "deny"; the longest prefix decides; excludes --allow). An option given on
+    /// the command line wins over the file's; SIGHUP re-reads the tables (options need a
+    /// restart). Installed from the package: /etc/pqdns/pqdns-resolver.toml.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
 
@@ -129,9 +146,10 @@ struct Cli {
     #[arg(long, value_name = "PORT", default_value_t = 53)]
     authority_port: u16,
 
-    /// Forward every query to an upstream resolver instead of iterating: IP:PORT (UDP, TCP
-    /// when truncated), tcp://IP:PORT, tls://IP:PORT (DoT) or https://IP:PORT/dns-query
-    /// (DoH, HTTP/2). Repeatable (all with one scheme; tried in order).
+    /// Forward every query (outside forward and stub zones) to an upstream resolver instead
+    /// of iterating: IP[:PORT] (UDP, TCP when truncated), tcp://IP[:PORT],
+    /// tls://IP[:PORT][#NAME] (DoT), https://IP[:PORT]/dns-query[#NAME] (DoH, HTTP/2) or
+    /// quic://IP[:PORT][#NAME] (DoQ). Repeatable (all with one scheme; tried in order).
     #[arg(long, value_name = "URL")]
     forward: Vec<String>,
 
@@ -315,7 +333,8 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
-    let cli: Cli = pqdns_net::option_file::parse("config");
+    let cli: Cli =
+        pqdns_net::option_file::parse_beside_tables("config", pqdns_resolver::policy::TABLES);
     let command = <Cli as clap::CommandFactory>::command;
     if let Some(code) = manual::start(&cli.daemon, command) {
         return code;
@@ -341,10 +360,11 @@ fn main() -> ExitCode {
             }
         };
     }
-    let result = setup(&cli).and_then(|(service, listen)| {
+    let result = setup(&cli).and_then(|(service, listen, policy)| {
         runtime.block_on(serve(
             service,
             listen,
+            policy,
             cli.metrics,
             cli.daemon.user.as_ref(),
         ))
@@ -359,7 +379,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// An upstream named by --forward.
 /// `--cookies`: "on" or "off" (the service never demands cookies).
 fn parse_cookie_mode(text: &str) -> Result<CookieMode, String> {
     match text {
@@ -367,25 +386,6 @@ fn parse_cookie_mode(text: &str) -> Result<CookieMode, String> {
         "off" => Ok(CookieMode::Off),
         _ => Err(format!("{text:?}: use \"on\" or \"off\"")),
     }
-}
-
-fn parse_forward(text: &str) -> Result<(Transport, SocketAddr), String> {
-    let (transport, rest) = if let Some(r) = text.strip_prefix("tls://") {
-        (Transport::Dot, r)
-    } else if let Some(r) = text.strip_prefix("https://") {
-        (Transport::Doh, r.trim_end_matches("/dns-query"))
-    } else if let Some(r) = text.strip_prefix("tcp://") {
-        (Transport::Tcp, r)
-    } else {
-        (Transport::Udp, text)
-    };
-    let addr = rest.parse().map_err(|_| {
-        format!(
-            "--forward {text:?}: expected IP:PORT, tcp://IP:PORT, tls://IP:PORT or \
-             https://IP:PORT/dns-query (IPv6 as [::1]:PORT)"
-        )
-    })?;
-    Ok((transport, addr))
 }
 
 /// A file given explicitly, else the system default if it exists.
@@ -401,9 +401,10 @@ fn or_system(given: Vec<PathBuf>, system: &str, what: &str) -> Result<Vec<PathBu
     ))
 }
 
-type Setup = (Arc<RecursiveService>, ListenConfig);
+type Setup = (Arc<RecursiveService>, ListenConfig, Option<PolicySource>);
 
 fn setup(cli: &Cli) -> Result<Setup, String> {
+    let mut forward_tls_name = cli.forward_tls_name.clone();
     let (mode, transport) = if cli.forward.is_empty() {
         let hints = match &cli.root_hints {
             Some(p) => p.clone(),
@@ -426,14 +427,20 @@ fn setup(cli: &Cli) -> Result<Setup, String> {
         let upstreams = cli
             .forward
             .iter()
-            .map(|f| parse_forward(f))
+            .map(|f| f.parse::<Upstream>().map_err(|e| format!("--forward {e}")))
             .collect::<Result<Vec<_>, _>>()?;
-        let transport = upstreams[0].0;
-        if upstreams.iter().any(|(t, _)| *t != transport) {
-            return Err("--forward: all forwarders must use one scheme".into());
+        let first = upstreams[0].clone();
+        if upstreams
+            .iter()
+            .any(|u| u.transport != first.transport || u.tls_name != first.tls_name)
+        {
+            return Err("--forward: all forwarders must use one scheme and TLS name".into());
         }
-        let addrs = upstreams.into_iter().map(|(_, a)| a).collect();
-        (Mode::ForwardAny(addrs), transport)
+        if forward_tls_name.is_none() {
+            forward_tls_name = first.tls_name;
+        }
+        let addrs = upstreams.into_iter().map(|u| u.addr).collect();
+        (Mode::ForwardAny(addrs), first.transport)
     };
     let mut anchors = TrustAnchors::default();
     for file in or_system(cli.trust_anchor.clone(), SYSTEM_ROOT_KEY, "--trust-anchor")? {
@@ -442,7 +449,7 @@ fn setup(cli: &Cli) -> Result<Setup, String> {
     let mut tls = TlsOptions::default();
     tls.pq_only = cli.forward_pq_only;
     tls.ca_files = cli.forward_ca.clone();
-    tls.server_name = cli.forward_tls_name.clone();
+    tls.server_name = forward_tls_name;
     // Opened only to serve: --check writes nothing.
     let dnstap = match (&cli.dnstap, cli.check) {
         (Some(sink), false) => Some(Arc::new(
@@ -489,6 +496,18 @@ fn setup(cli: &Cli) -> Result<Setup, String> {
     if !cli.allow.is_empty() {
         service.allow = AllowList::new(cli.allow.clone());
     }
+    let policy = cli.config.as_ref().map(|path| {
+        PolicySource::new(path.clone(), service.allow.clone(), !cli.allow.is_empty())
+            .with_upstreams(
+                Duration::from_secs(cli.timeout),
+                cli.forward_ca.clone(),
+                dnstap.clone(),
+            )
+    });
+    let loaded = match &policy {
+        Some(source) => Some(source.load().map_err(|e| e.to_string())?),
+        None => None,
+    };
     service.cache.bytes = cache_bytes - cache_bytes / 4;
     service.cache.min_ttl = cli.cache_min_ttl;
     service.cache.max_ttl = cli.cache_max_ttl;
@@ -500,6 +519,9 @@ fn setup(cli: &Cli) -> Result<Setup, String> {
     service.rrl.rate = cli.rrl_rate;
     service.amplification_limit = cli.amplification_limit;
     let service = Arc::new(RecursiveService::new(resolver, service).with_dnstap(dnstap));
+    if let Some(loaded) = loaded {
+        service.install_policy(loaded);
+    }
 
     let mut listen = ListenConfig::new(cli.tls_dir.clone());
     let pick = |given: &[SocketAddr], default: &str| {
@@ -523,13 +545,13 @@ fn setup(cli: &Cli) -> Result<Setup, String> {
     if let (Some(cert), Some(key)) = (&cli.tls_cert, &cli.tls_key) {
         listen.tls.cert_and_key = Some((cert.clone(), key.clone()));
     }
-    Ok((service, listen))
+    Ok((service, listen, policy))
 }
 
 /// `--check`: everything [`setup`] reads (root hints, trust anchors, forwarders, CA files),
 /// the TLS certificate and key if given, and the user to run as; binds and writes nothing.
 fn check(cli: &Cli) -> Result<(), String> {
-    let (_, listen) = setup(cli)?;
+    let (_, listen, _) = setup(cli)?;
     if let Some(cert) = pqdns_net::tls::check_files(&listen.tls).map_err(|e| e.to_string())? {
         print(format_args!(
             "tls certificate {} {}",
@@ -553,10 +575,12 @@ fn print(args: std::fmt::Arguments<'_>) {
     }
 }
 
-/// Binds, prints the listening addresses and serves until SIGINT or SIGTERM.
+/// Binds, prints the listening addresses and serves until SIGINT or SIGTERM; on SIGHUP
+/// re-reads the certificate and the `policy` tables.
 async fn serve(
     service: Arc<RecursiveService>,
     listen: ListenConfig,
+    policy: Option<PolicySource>,
     metrics: Option<SocketAddr>,
     user: Option<&pqdns_net::privilege::Account>,
 ) -> Result<(), String> {
@@ -603,7 +627,8 @@ async fn serve(
     }
     if let Some(l) = metrics_listener {
         let addr = l.local_addr().map_err(|e| e.to_string())?;
-        let render = move || Some(service.render_metrics());
+        let metered = Arc::clone(&service);
+        let render = move || Some(metered.render_metrics());
         tokio::spawn(pqdns_net::metrics_http::serve(
             l,
             Arc::new(render),
@@ -628,6 +653,15 @@ async fn serve(
                 match listeners.reload_tls() {
                     Ok(_) => info!("SIGHUP: TLS certificate re-read"),
                     Err(e) => warn!("SIGHUP: keeping the TLS certificate in use: {e}"),
+                }
+                if let Some(source) = &policy {
+                    match source.load() {
+                        Ok(p) => {
+                            service.install_policy(p);
+                            info!(file = %source.path().display(), "SIGHUP: policy reloaded");
+                        }
+                        Err(e) => warn!("SIGHUP: keeping the policy in use: {e}"),
+                    }
                 }
                 systemd::ready("resolving");
             }

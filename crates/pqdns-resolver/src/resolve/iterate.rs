@@ -167,12 +167,14 @@ impl Iteration {
         self.minimised.load(Relaxed)
     }
 
-    /// Walks referrals from the closest known delegation (or the roots) to a server that
+    /// Walks referrals from the closest known delegation (or the roots; or, with `base`, a
+    /// stub zone and its servers, the closest known delegation below it) to a server that
     /// answers for (qname, qtype); returns its response with out-of-zone records removed.
     pub(super) fn iterate<'a>(
         &'a self,
         fetch: &'a Fetch,
         exchanger: &'a Exchanger,
+        base: Option<(&'a Name, &'a [SocketAddr])>,
         qname: &'a Name,
         qtype: RrType,
         ctx: &'a mut Ctx,
@@ -185,8 +187,12 @@ impl Iteration {
                 qname.clone()
             };
             let known = lock(&self.delegations).closest(&start, Instant::now());
-            let (mut zone, mut servers) =
-                known.unwrap_or_else(|| (Name::root(), self.roots.clone()));
+            let (mut zone, mut servers) = match (known, base) {
+                (Some(k), Some((stub, _))) if k.0.is_subdomain_of(stub) => k,
+                (_, Some((stub, servers))) => (stub.clone(), servers.to_vec()),
+                (Some(k), None) => k,
+                (None, None) => (Name::root(), self.roots.clone()),
+            };
             let mut minimiser = Minimiser::new(self.qname_minimisation, &zone);
             let mut referrals = 0;
             // Ends: each turn returns, follows one of at most max_referrals referrals, or

@@ -246,6 +246,12 @@ impl Resolver {
         self.inner.fetch.minimised_queries()
     }
 
+    /// Replaces the forward and stub zones ([`crate::policy::forward`]) by those of
+    /// `routes`, at once for every resolution that starts later; the caches stay.
+    pub(crate) fn set_zones(&self, routes: Vec<crate::policy::forward::ZoneRoute>) {
+        self.inner.fetch.set_zones(routes);
+    }
+
     /// Resolves `qname`/`qtype` and validates the answer. The future owns what it needs
     /// (`Send + 'static`), so it can be spawned.
     ///

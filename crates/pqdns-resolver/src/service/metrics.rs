@@ -66,6 +66,8 @@ pub struct ServiceMetrics {
     limited: [AtomicU64; 3],
     /// Stale answers sent (RFC 8767).
     stale: AtomicU64,
+    /// Answers from local zones ([`crate::policy::local_zone`]).
+    local: AtomicU64,
     /// Negative answers synthesised from validated NSEC/NSEC3 records (RFC 8198).
     synthesised: AtomicU64,
 }
@@ -99,6 +101,7 @@ impl Default for ServiceMetrics {
             handshakes: counters(),
             limited: counters(),
             stale: AtomicU64::new(0),
+            local: AtomicU64::new(0),
             synthesised: AtomicU64::new(0),
         }
     }
@@ -174,6 +177,11 @@ impl ServiceMetrics {
         self.stale.fetch_add(1, Relaxed);
     }
 
+    /// An answer from a local zone.
+    pub(crate) fn local_answer(&self) {
+        self.local.fetch_add(1, Relaxed);
+    }
+
     /// A UDP response limited for `why`.
     pub(crate) fn limited(&self, why: Limited) {
         self.limited[why as usize].fetch_add(1, Relaxed);
@@ -243,6 +251,12 @@ impl ServiceMetrics {
             out,
             "pqdns_resolver_stale_answers_total {}",
             load(&self.stale)
+        );
+        out.push_str("# HELP pqdns_resolver_local_answers_total Answers from local zones, without any query upstream.\n# TYPE pqdns_resolver_local_answers_total counter\n");
+        let _ = writeln!(
+            out,
+            "pqdns_resolver_local_answers_total {}",
+            load(&self.local)
         );
         out.push_str("# HELP pqdns_resolver_synthesised_answers_total NXDOMAIN and NODATA answers synthesised from cached, validated NSEC/NSEC3 records without asking the authorities (RFC 8198).\n# TYPE pqdns_resolver_synthesised_answers_total counter\n");
         let _ = writeln!(

@@ -3,8 +3,12 @@
 //! same code as pqdns-server's).
 //!
 //! [`RecursiveService`] implements [`pqdns_net::Service`]:
-//! - a query from an address outside the allow-list gets REFUSED with EDE 18 (Prohibited)
-//!   (RFC 5358: no open resolver);
+//! - access control ([`crate::policy::access`]): a query from an address outside the
+//!   allow-list gets REFUSED with EDE 18 (Prohibited) (RFC 5358: no open resolver), or with
+//!   `[[access-control]]` tables what its longest prefix says (dropped, REFUSED, recursion, or
+//!   RD=0 from the cache only);
+//! - a name in a local zone ([`crate::policy::local_zone`]) is answered from it, without AD
+//!   and without any query upstream (nor is the answer cached);
 //! - a cache hit is answered at once, on the listener's thread, from the prepared response
 //!   ([`cache`]);
 //! - a miss is deferred: the [`Resolver`] resolves and validates it (iteratively or through a
@@ -45,12 +49,14 @@ mod query;
 mod response;
 pub mod stale;
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use std::net::IpAddr;
 
-use pqdns_core::wire::{truncate_to_question, Ede, Header, MessageWriter, Rcode, OPTION_COOKIE};
+use pqdns_core::wire::{
+    truncate_to_question, Ede, Header, MessageWriter, Rcode, FLAG_RD, OPTION_COOKIE,
+};
 use pqdns_core::{Class, RrType};
 use pqdns_net::acl::AllowList;
 use pqdns_net::cookie::{self, CookieCheck, CookieMode, Cookies, RESPONSE_COOKIE_LEN};
@@ -61,6 +67,8 @@ use pqdns_net::service::{
 };
 use pqdns_net::ConnLimiter;
 
+use crate::policy::access::Decision;
+use crate::policy::{Policy, ServicePolicy};
 use crate::resolve::Resolver;
 pub use cache::{CacheLimits, ResponseCache};
 use metrics::Limited;
@@ -137,7 +145,9 @@ impl Default for ServiceConfig {
 pub struct RecursiveService {
     resolver: Resolver,
     cache: ResponseCache,
-    allow: AllowList,
+    /// Access control and local zones, replaced as a whole by
+    /// [`RecursiveService::install_policy`].
+    policy: RwLock<Arc<ServicePolicy>>,
     /// Resolutions in flight, in all and per client prefix.
     clients: Arc<ConnLimiter>,
     metrics: ServiceMetrics,
@@ -175,7 +185,9 @@ impl RecursiveService {
         RecursiveService {
             resolver,
             cache: ResponseCache::new(config.cache),
-            allow: config.allow,
+            policy: RwLock::new(Arc::new(ServicePolicy::from(Policy::allow_list(
+                config.allow,
+            )))),
             clients: ConnLimiter::per_prefix(
                 config.max_in_flight,
                 config.max_per_client,
@@ -205,6 +217,19 @@ impl RecursiveService {
     /// The dnstap output, if on.
     pub fn dnstap(&self) -> Option<&Arc<Dnstap>> {
         self.dnstap.as_ref()
+    }
+
+    /// Puts `policy` in place of the one in use ([`crate::policy`]): the access control and
+    /// local zones at once for every query that arrives later, the forward and stub zones for
+    /// every resolution that starts later. The caches and connections stay; answers already
+    /// cached are served until they expire.
+    pub fn install_policy(&self, policy: Policy) {
+        self.resolver.set_zones(policy.routes);
+        let service = ServicePolicy {
+            access: policy.access,
+            local: policy.local,
+        };
+        *self.policy.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(service);
     }
 
     /// The resolver.
@@ -433,8 +458,15 @@ impl Service for RecursiveService {
         let limit = limit(&query, request.transport);
         let cookie = self.cookie(&query, request.client.ip());
         let data = cookie.data.as_ref();
-        if !self.allow.allows(request.client.ip()) {
-            let text = "recursion is not offered to this address";
+        let policy = self.policy.read().unwrap_or_else(|e| e.into_inner());
+        let rd = query.header.has(FLAG_RD);
+        let decision = policy.access.decide(request.client.ip(), rd);
+        let refused = match decision {
+            Decision::Drop => return Reply::Ready(ResponseInfo::new(0)),
+            Decision::Refuse(why) => Some(why),
+            Decision::Recurse | Decision::CacheOnly => None,
+        };
+        if let Some(text) = refused {
             let written = response::failure(&query, Rcode::REFUSED, Ede::PROHIBITED, text);
             let now = Instant::now();
             let len = self
@@ -447,13 +479,36 @@ impl Service for RecursiveService {
             let len = bare(query.header, Rcode::NOTIMP, edns, data, out, base);
             return Reply::Ready(self.finish(request, cookie.check, out, base, len));
         }
+        if !policy.local.is_empty() {
+            let qname = query.qname.to_name().to_lowercase();
+            if let Some(local) = policy.local.answer(&qname, query.qtype) {
+                let written =
+                    response::write(&query, local.rcode, &local.answers, &local.authority, None);
+                let now = Instant::now();
+                let len = self
+                    .cache
+                    .serve(&query, written, false, out, base, limit, now, data);
+                self.metrics.local_answer();
+                return Reply::Ready(self.finish(request, cookie.check, out, base, len));
+            }
+        }
+        drop(policy);
         let hit = self
             .cache
             .answer(&query, out, base, limit, Instant::now(), data);
         self.metrics.cache(hit.is_some());
-        match hit {
-            Some(len) => Reply::Ready(self.finish(request, cookie.check, out, base, len)),
-            None => Reply::Defer(DeferredQuery(query)),
+        match (hit, decision) {
+            (Some(len), _) => Reply::Ready(self.finish(request, cookie.check, out, base, len)),
+            (None, Decision::CacheOnly) => {
+                let text = "not in the cache: queries without RD are answered from it only";
+                let written = response::failure(&query, Rcode::SERVFAIL, Ede::OTHER, text);
+                let now = Instant::now();
+                let len = self
+                    .cache
+                    .serve(&query, written, false, out, base, limit, now, data);
+                Reply::Ready(self.finish(request, cookie.check, out, base, len))
+            }
+            (None, _) => Reply::Defer(DeferredQuery(query)),
         }
     }
 

@@ -122,6 +122,13 @@ impl Service {
         }
     }
 
+    /// Sends it the signal `name` (`HUP`, `TERM`, …) with kill(1).
+    pub fn signal(&self, name: &str) {
+        let pid = self._child.0.id().to_string();
+        let (sent, text) = run(&require("kill", "procps"), &[format!("-{name}"), pid]);
+        assert!(sent, "{text}");
+    }
+
     /// Its log so far.
     pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
