@@ -41,6 +41,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod anchor_update;
 pub mod anchors;
 pub mod answer;
 pub mod cache;
@@ -50,6 +51,7 @@ mod flight;
 pub mod fragment;
 mod infra;
 pub mod nta;
+pub mod padding;
 mod random;
 pub mod resolve;
 pub mod root_hints;
