@@ -80,6 +80,11 @@ impl TrustAnchors {
         None
     }
 
+    /// The anchored zones.
+    pub fn zones(&self) -> impl Iterator<Item = &Name> {
+        self.by_zone.keys()
+    }
+
     /// True if no anchors are configured.
     pub fn is_empty(&self) -> bool {
         self.by_zone.is_empty()

@@ -40,6 +40,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod anchor_update;
 pub mod anchors;
 pub mod answer;
 pub mod cache;
@@ -49,6 +50,7 @@ mod flight;
 pub mod fragment;
 mod infra;
 pub mod nta;
+pub mod padding;
 pub mod policy;
 mod random;
 pub mod resolve;

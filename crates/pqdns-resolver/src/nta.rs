@@ -5,9 +5,11 @@
 //! expires (RFC 7646 §8 asks for it: an NTA left in place hides the zone's repair and any
 //! later attack); once expired, the domain is validated again.
 //!
-//! The set is fixed when the resolver starts: `--nta DOMAIN` (repeatable) with
-//! `--nta-lifetime SECONDS` from then ([`DEFAULT_LIFETIME`], at most [`MAX_LIFETIME`], as
-//! BIND's `rndc nta`).
+//! The binary starts with `--nta DOMAIN` (repeatable) and `--nta-lifetime SECONDS` from then
+//! ([`DEFAULT_LIFETIME`], at most [`MAX_LIFETIME`], as BIND's `rndc nta`); an embedder adds
+//! and removes them at run time ([`crate::Resolver::add_negative_trust_anchor`],
+//! [`crate::Resolver::remove_negative_trust_anchor`]), each change applying to the next
+//! resolution.
 
 use pqdns_core::Name;
 
@@ -29,9 +31,22 @@ impl NegativeTrustAnchors {
         NegativeTrustAnchors::default()
     }
 
-    /// Adds `domain` until `expires` (UNIX seconds).
+    /// Adds `domain` until `expires` (UNIX seconds); one already there gets the new expiry.
     pub fn add(&mut self, domain: Name, expires: u64) {
+        self.entries.retain(|(d, _)| *d != domain);
         self.entries.push((domain, expires));
+    }
+
+    /// Removes `domain`; false if it was not there.
+    pub fn remove(&mut self, domain: &Name) -> bool {
+        let before = self.entries.len();
+        self.entries.retain(|(d, _)| d != domain);
+        self.entries.len() != before
+    }
+
+    /// The domains and their expiry (UNIX seconds).
+    pub fn entries(&self) -> impl Iterator<Item = (&Name, u64)> {
+        self.entries.iter().map(|(d, e)| (d, *e))
     }
 
     /// True if there are none.
@@ -76,5 +91,12 @@ mod tests {
         );
         assert_eq!(nta.covering(&n("example.com."), 0), None);
         assert_eq!(nta.covering(&n("xexample."), 0), None);
+        // Added again: the new expiry; removed: gone.
+        nta.add(n("example."), 3000);
+        assert_eq!(nta.covering(&n("www.example."), 2500), Some(&n("example.")));
+        assert_eq!(nta.entries().count(), 2);
+        assert!(nta.remove(&n("example.")));
+        assert!(!nta.remove(&n("example.")));
+        assert_eq!(nta.covering(&n("www.example."), 0), None);
     }
 }

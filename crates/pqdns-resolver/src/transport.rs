@@ -2,7 +2,9 @@
 //! framing (RFC 1035 §4.2.2), DNS-over-TLS (RFC 7858, ALPN `dot`) and DNS-over-HTTPS
 //! (RFC 8484, POST over HTTP/2). TLS uses rustls with the aws-lc-rs provider, which offers
 //! X25519MLKEM768 first; `pq_only` removes every non-hybrid group so a classical handshake
-//! fails. TCP, DoT and DoH connections are reused across queries to the same server.
+//! fails. TCP, DoT and DoH connections are reused across queries to the same server. Queries
+//! over DoT, DoH and DoQ carry EDNS padding to 128-byte blocks ([`crate::padding`], RFC 8467
+//! §4.1).
 //!
 //! Spoofing resistance (RFC 5452): every query gets a random ID from the OS CSPRNG (chosen by
 //! the caller, see `crate::random`), every UDP query its own socket bound to a random
@@ -38,6 +40,7 @@ use tokio_rustls::client::TlsStream;
 use crate::cookies::{ClientCookies, CookieMismatch};
 use crate::doq::DoqConnections;
 use crate::fragment::{FragConfig, Fragmenting};
+use crate::padding;
 use crate::random;
 
 /// Largest DNS message accepted from a server, bytes (the TCP length field's maximum).
@@ -455,7 +458,12 @@ impl Client {
             q
         });
         let query = adjusted.as_ref().unwrap_or(query);
-        let wire = query.to_wire();
+        let mut wire = query.to_wire();
+        if self.transport.as_net().is_encrypted() {
+            // RFC 8467 §4.1: queries over encrypted transports padded to 128-byte blocks.
+            let len = wire.len();
+            padding::pad(&mut wire, 0, len, padding::QUERY_BLOCK, MAX_MESSAGE);
+        }
         let mut info = ExchangeInfo {
             bytes_sent: wire.len(),
             ..ExchangeInfo::default()

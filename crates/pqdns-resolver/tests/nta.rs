@@ -2,7 +2,8 @@
 //! digest no longer matches the zone's key, as after a botched key rollover) answers SERVFAIL
 //! through the service; with a negative trust anchor at the zone (or above it) its data comes
 //! back Insecure (NOERROR, no AD); once the anchor has expired the zone is validated, and
-//! Bogus, again; an anchor elsewhere changes nothing.
+//! Bogus, again; an anchor elsewhere changes nothing. Added and removed at run time, an anchor
+//! takes effect on the next resolution of the same resolver.
 
 mod common;
 
@@ -113,4 +114,18 @@ fn a_negative_trust_anchor_makes_a_bogus_zone_insecure_until_it_expires() {
     assert!(service
         .render_metrics()
         .contains("pqdns_resolver_nta_hits_total 1\n"));
+
+    // At run time, on one resolver: Bogus; with an anchor added, Insecure; removed, Bogus.
+    let r = resolver(&[]);
+    assert!(status(&r, "www.example.").is_bogus());
+    r.add_negative_trust_anchor(name("example."), now + 60);
+    assert_eq!(
+        r.negative_trust_anchors(),
+        vec![(name("example."), now + 60)]
+    );
+    let insecure = status(&r, "www.example.");
+    assert!(matches!(insecure, Status::Insecure(_)), "{insecure}");
+    assert!(r.remove_negative_trust_anchor(&name("example.")));
+    assert!(!r.remove_negative_trust_anchor(&name("example.")));
+    assert!(status(&r, "www.example.").is_bogus());
 }

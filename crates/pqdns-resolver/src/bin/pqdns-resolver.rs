@@ -22,6 +22,7 @@ use pqdns_net::rrl;
 use pqdns_net::systemd;
 use pqdns_net::tls::{CertAlgorithm, KxPolicy};
 use pqdns_net::{ListenConfig, Listeners};
+use pqdns_resolver::anchor_update::{retry_interval, StateFile};
 use pqdns_resolver::fragment::FragConfig;
 use pqdns_resolver::policy::forward::Upstream;
 use pqdns_resolver::policy::PolicySource;
@@ -171,6 +172,16 @@ struct Cli {
     #[arg(long, value_name = "FILE")]
     trust_anchor: Vec<PathBuf>,
 
+    /// Automated updates of the trust anchors (RFC 5011), with the state of every key kept in
+    /// FILE (created if absent, written atomically; the service user must be able to write
+    /// its directory): each anchored zone's DNSKEY RRset is fetched again every
+    /// max(1 hour, min(15 days, TTL/2)); a new SEP key signed by a trusted key becomes an
+    /// anchor after 30 days of hold-down, a key published with the REVOKE bit and signing the
+    /// RRset is dropped. Once FILE holds a zone, it, not --trust-anchor, is that zone's
+    /// anchor. [default: off]
+    #[arg(long, value_name = "FILE")]
+    trust_anchor_state: Option<PathBuf>,
+
     /// Algorithm-number profile: default, oqs-bind or verisign.
     #[arg(long, default_value = "default")]
     profile: String,
@@ -221,6 +232,13 @@ struct Cli {
     #[arg(long, value_name = "SECONDS", default_value_t = pqdns_resolver::service::stale::DEFAULT_MAX_STALE,
           value_parser = clap::value_parser!(u32).range(0..=i64::from(pqdns_resolver::service::stale::MAX_MAX_STALE)))]
     serve_stale_max: u32,
+
+    /// Prefetch (as unbound's `prefetch: yes`): a cached answer asked for when less than 10 %
+    /// of its TTL is left is sent at once and refreshed from the authorities in the
+    /// background (at most 16 refreshes at once), so popular names do not drop out of the
+    /// cache. Off by default, as in unbound.
+    #[arg(long)]
+    prefetch: bool,
 
     /// Aggressive use of DNSSEC-validated cache (RFC 8198): memory, MiB, for the verified
     /// NSEC/NSEC3 records of Secure negative and wildcard answers, from which NXDOMAIN and
@@ -483,6 +501,10 @@ fn setup(cli: &Cli) -> Result<Setup, String> {
     } else {
         PqPolicy::AnyAlgorithm
     };
+    config.anchor_state = match &cli.trust_anchor_state {
+        Some(path) => Some(StateFile::open(path).map_err(|e| e.to_string())?),
+        None => None,
+    };
     config.ds_downgrade_protection = !cli.no_ds_downgrade_protection;
     config.cache = cache::Limits::new(cache_bytes / 4, cli.cache_max_ttl);
     config.aggressive_nsec_bytes = cli.aggressive_nsec_size.saturating_mul(1 << 20);
@@ -518,6 +540,7 @@ fn setup(cli: &Cli) -> Result<Setup, String> {
     service.cookie_secret = cli.cookie_secret;
     service.rrl.rate = cli.rrl_rate;
     service.amplification_limit = cli.amplification_limit;
+    service.prefetch = cli.prefetch;
     let service = Arc::new(RecursiveService::new(resolver, service).with_dnstap(dnstap));
     if let Some(loaded) = loaded {
         service.install_policy(loaded);
@@ -575,6 +598,31 @@ fn print(args: std::fmt::Arguments<'_>) {
     }
 }
 
+/// Starts the active refresh (RFC 5011 §2.3) of every anchored zone under automated updates,
+/// each in a task of its own that lives as long as the runtime.
+fn refresh_trust_anchors(resolver: &Resolver) {
+    for zone in resolver.managed_zones() {
+        let resolver = resolver.clone();
+        tokio::spawn(async move {
+            let mut original_ttl = 0;
+            loop {
+                let now = pqdns_core::time::now();
+                let wait = match resolver.refresh_trust_anchor(&zone, now).await {
+                    Ok(refresh) => {
+                        original_ttl = refresh.original_ttl;
+                        refresh.next
+                    }
+                    Err(e) => {
+                        warn!(%zone, error = %e, "trust anchor refresh (RFC 5011)");
+                        retry_interval(original_ttl, u64::MAX)
+                    }
+                };
+                tokio::time::sleep(Duration::from_secs(wait)).await;
+            }
+        });
+    }
+}
+
 /// Binds, prints the listening addresses and serves until SIGINT or SIGTERM; on SIGHUP
 /// re-reads the certificate and the `policy` tables.
 async fn serve(
@@ -601,6 +649,7 @@ async fn serve(
     let listeners = Listeners::bind(&listen, Arc::clone(&service))
         .await
         .map_err(|e| e.to_string())?;
+    refresh_trust_anchors(service.resolver());
     let metrics_addr = metrics_listener.as_ref().and_then(|l| l.local_addr().ok());
     let bound: Vec<SocketAddr> = listeners.addrs.all().chain(metrics_addr).collect();
     pqdns_net::privilege::drop_after_bind(user, &listen.tls.generated_cert_dir, &bound)

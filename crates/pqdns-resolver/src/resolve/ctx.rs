@@ -27,6 +27,9 @@ pub(super) struct Ctx {
     /// Ask for full MTL signatures (EDNS option 65050, naming the ladders held by SigTag) and
     /// bypass cached responses.
     full_signatures: Option<SigTags>,
+    /// Responses for this QTYPE (the answer chain) come from the servers, never the cache:
+    /// a refresh ([`crate::Resolver::refresh`]).
+    fresh: Option<RrType>,
     /// The (QNAME, QTYPE) and store of every response this resolution took from the cache or
     /// put in it, to confirm them when it does not end Bogus (at most [`MAX_USED`]).
     used: Vec<(Name, RrType, Stored)>,
@@ -44,6 +47,7 @@ impl Ctx {
             exchanges: Vec::new(),
             exchanges_left: work.max_exchanges,
             full_signatures: None,
+            fresh: None,
             used: Vec::new(),
             glueless: Glueless::new(work.max_glueless),
             trust,
@@ -72,9 +76,18 @@ impl Ctx {
         self.trace.push(line);
     }
 
-    /// True if this resolution asks for full MTL signatures (and bypasses the cache).
-    pub(super) fn wants_full_signatures(&self) -> bool {
-        self.full_signatures.is_some()
+    /// This resolution takes responses for `qtype` (its answer chain) from the servers only.
+    pub(super) fn fresh(self, qtype: RrType) -> Ctx {
+        Ctx {
+            fresh: Some(qtype),
+            ..self
+        }
+    }
+
+    /// True if a response for `qtype` may come from the cache: not when asking for full MTL
+    /// signatures, nor for the QTYPE of a refresh.
+    pub(super) fn may_use_cache(&self, qtype: RrType) -> bool {
+        self.full_signatures.is_none() && self.fresh != Some(qtype)
     }
 
     /// The SigTags of the ladders held, when this resolution asks for full MTL signatures.

@@ -129,7 +129,7 @@ impl Fetch {
         Box::pin(async move {
             let now = Instant::now();
             // A cached response may hold the condensed signatures that need a ladder.
-            if !ctx.wants_full_signatures() {
+            if ctx.may_use_cache(qtype) {
                 if let Some((m, stored)) = self.cache.get(qname, qtype, now) {
                     ctx.used(qname, qtype, stored);
                     return Ok(m);

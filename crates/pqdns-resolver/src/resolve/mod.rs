@@ -23,6 +23,8 @@
 //! - `trust`: trust anchors, trust per zone (remembered, computed once for concurrent
 //!   resolutions), signature checks on blocking threads, and the MTL ladders;
 //! - `validate`: from responses to an [`Answer`] — the answer chain, denial proofs, referrals;
+//! - `anchor_refresh`: active refresh of trust anchors under automated updates (RFC 5011
+//!   §2.3, [`Resolver::refresh_trust_anchor`]);
 //! - `aggressive`: NXDOMAIN and NODATA synthesised from validated NSEC/NSEC3 records kept
 //!   per zone (RFC 8198), consulted before any response is fetched;
 //! - `ctx`: what one resolution carries between them (trace, exchanges, budgets);
@@ -38,6 +40,7 @@ use pqdns_core::dnssec::validate::{Limits, PqPolicy};
 use pqdns_core::dnssec::{Profile, Provider};
 use pqdns_core::{Name, RrType};
 
+use crate::anchor_update::StateFile;
 use crate::anchors::TrustAnchors;
 use crate::answer::Answer;
 use crate::cache;
@@ -45,6 +48,7 @@ use crate::nta::NegativeTrustAnchors;
 use crate::transport::Client;
 
 mod aggressive;
+mod anchor_refresh;
 mod ctx;
 mod error;
 mod exchange;
@@ -55,6 +59,7 @@ mod trust;
 mod validate;
 
 pub use aggressive::DEFAULT_BYTES as DEFAULT_AGGRESSIVE_NSEC_BYTES;
+pub use anchor_refresh::{AnchorRefresh, AnchorRefreshError};
 pub use error::{Lame, LimitReached, ResolveError};
 pub use minimise::{MAX_MINIMISE_COUNT, MINIMISE_ONE_LAB};
 /// Where queries go.
@@ -146,6 +151,10 @@ pub struct Config {
     /// Negative trust anchors (RFC 7646): names at and below them are Insecure, not
     /// validated, until each expires. None by default.
     pub negative_trust_anchors: NegativeTrustAnchors,
+    /// Automated updates of the trust anchors (RFC 5011, [`crate::anchor_update`]) with
+    /// their state in this file, refreshed by [`Resolver::refresh_trust_anchor`]; `None`
+    /// (default): the anchors are fixed.
+    pub anchor_state: Option<StateFile>,
 }
 
 /// EDNS(0) UDP payload size advertised by default, bytes (the DNS Flag Day 2020 value).
@@ -176,6 +185,7 @@ impl Config {
             aggressive_nsec_bytes: aggressive::DEFAULT_BYTES,
             qname_minimisation: true,
             negative_trust_anchors: NegativeTrustAnchors::new(),
+            anchor_state: None,
         }
     }
 }
@@ -241,6 +251,26 @@ impl Resolver {
         self.inner.trust.nta_hits()
     }
 
+    /// Adds a negative trust anchor (RFC 7646) at `domain` until `expires` (UNIX seconds), or
+    /// gives an existing one that expiry; the next resolutions treat names at and below it as
+    /// Insecure. Answers already in a service's cache stay there until their TTL runs out.
+    pub fn add_negative_trust_anchor(&self, domain: Name, expires: u64) {
+        self.inner.trust.negative().add(domain, expires);
+    }
+
+    /// Removes the negative trust anchor at `domain` (RFC 7646 §6: the zone is repaired):
+    /// the next resolutions validate names below it again. False if there was none.
+    pub fn remove_negative_trust_anchor(&self, domain: &Name) -> bool {
+        self.inner.trust.negative().remove(domain)
+    }
+
+    /// The negative trust anchors in force or expired but not removed, with their expiry
+    /// (UNIX seconds).
+    pub fn negative_trust_anchors(&self) -> Vec<(Name, u64)> {
+        let negative = self.inner.trust.negative();
+        negative.entries().map(|(d, e)| (d.clone(), e)).collect()
+    }
+
     /// Minimised queries sent so far (RFC 9156; iterative mode), for metrics.
     pub fn minimised_queries(&self) -> u64 {
         self.inner.fetch.minimised_queries()
@@ -263,6 +293,32 @@ impl Resolver {
         qname: &Name,
         qtype: RrType,
     ) -> impl Future<Output = Result<Answer, ResolveError>> + Send + 'static {
+        self.run(qname, qtype, false)
+    }
+
+    /// As [`Resolver::resolve`], but the answer chain (the responses for `qtype` at `qname`
+    /// and at the CNAME targets) is asked of the servers, not taken from the cache of raw
+    /// responses nor synthesised from cached denials (RFC 8198); the zones' keys and
+    /// delegations may come from the cache. For prefetch: a cached answer near its expiry is
+    /// replaced by a fresh one ([`crate::service::prefetch`]).
+    ///
+    /// # Errors
+    /// As [`Resolver::resolve`].
+    pub fn refresh(
+        &self,
+        qname: &Name,
+        qtype: RrType,
+    ) -> impl Future<Output = Result<Answer, ResolveError>> + Send + 'static {
+        self.run(qname, qtype, true)
+    }
+
+    /// [`Resolver::resolve`], or with `fresh` [`Resolver::refresh`].
+    fn run(
+        &self,
+        qname: &Name,
+        qtype: RrType,
+        fresh: bool,
+    ) -> impl Future<Output = Result<Answer, ResolveError>> + Send + 'static {
         let inner = self.inner.clone();
         let qname = qname.clone();
         async move {
@@ -273,7 +329,7 @@ impl Resolver {
                 aggressive,
             } = &*inner;
             validate::Validation::new(fetch, trust, aggressive, config.work.max_cnames)
-                .answer(&config.work, qname, qtype)
+                .answer(&config.work, qname, qtype, fresh)
                 .await
         }
     }

@@ -20,7 +20,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use pqdns_core::dnssec::denial::{prove, Claim, VerifiedDenial};
@@ -36,6 +36,7 @@ use tokio::sync::Semaphore;
 use super::ctx::Ctx;
 use super::fetch::Fetch;
 use super::{lock, BoxFuture, Clock, Config, MAX_LADDERS};
+use crate::anchor_update::{Change, ManagedAnchors};
 use crate::anchors::TrustAnchors;
 use crate::flight::Flights;
 use crate::nta::NegativeTrustAnchors;
@@ -58,8 +59,11 @@ enum ZoneTrust {
 /// Trust for every resolution of one resolver.
 pub(super) struct Trust {
     anchors: TrustAnchors,
+    /// The RFC 5011 state of the anchored zones' keys and its file, when automated updates
+    /// are on ([`Config::anchor_state`]): a zone with a state takes its anchor from it.
+    managed: Option<(std::path::PathBuf, Mutex<ManagedAnchors>)>,
     /// Negative trust anchors (RFC 7646).
-    negative: NegativeTrustAnchors,
+    negative: Mutex<NegativeTrustAnchors>,
     /// Zones found Insecure through a negative trust anchor.
     nta_hits: AtomicU64,
     memo: TrustMemo,
@@ -156,7 +160,11 @@ impl Trust {
     pub(super) fn new(config: &Config) -> Trust {
         Trust {
             anchors: config.anchors.clone(),
-            negative: config.negative_trust_anchors.clone(),
+            managed: config
+                .anchor_state
+                .as_ref()
+                .map(|s| (s.path.clone(), Mutex::new(s.anchors.clone()))),
+            negative: Mutex::new(config.negative_trust_anchors.clone()),
             nta_hits: AtomicU64::new(0),
             memo: TrustMemo::new(),
             profile: config.profile.clone(),
@@ -168,6 +176,12 @@ impl Trust {
             verify_slots: Semaphore::new(config.verify_threads.max(1)),
             ladders: Arc::new(Mutex::new(LadderCache::new(MAX_LADDERS))),
         }
+    }
+
+    /// The negative trust anchors, to change at run time (RFC 7646 §6: added and removed by
+    /// the operator); a change applies to the next resolution.
+    pub(super) fn negative(&self) -> MutexGuard<'_, NegativeTrustAnchors> {
+        lock(&self.negative)
     }
 
     /// Zones found Insecure through a negative trust anchor so far.
@@ -200,6 +214,74 @@ impl Trust {
     /// The closest trust anchor at or above `name`.
     pub(super) fn anchor(&self, name: &Name) -> Option<&Name> {
         self.anchors.closest(name)
+    }
+
+    /// The DS RDATA anchored at exactly `zone`: from its RFC 5011 state if it has one, else
+    /// as configured.
+    fn anchor_ds(&self, zone: &Name) -> Option<Vec<Vec<u8>>> {
+        let configured = self.anchors.ds_for(zone)?;
+        let managed = self
+            .managed
+            .as_ref()
+            .and_then(|(_, m)| lock(m).ds_for(zone));
+        Some(managed.unwrap_or_else(|| configured.to_vec()))
+    }
+
+    /// True if `zone` has a configured trust anchor and automated updates are on.
+    pub(super) fn is_managed(&self, zone: &Name) -> bool {
+        self.managed.is_some() && self.anchors.ds_for(zone).is_some()
+    }
+
+    /// Forgets the trust remembered for `zone`, so the next resolution establishes it from
+    /// the anchors again.
+    pub(super) fn forget(&self, zone: &Name) {
+        lock(&self.memo.entries).remove(zone);
+    }
+
+    /// Applies `zone`'s DNSKEY RRset `rrset`, validated from its anchors at `now` (UNIX
+    /// seconds), to its RFC 5011 state ([`ManagedAnchors::observe`]; `self_signed_revoked`
+    /// lists the revoked keys whose signature over the RRset verified) and writes the state
+    /// file if anything changed. Returns the changes.
+    ///
+    /// # Errors
+    /// Writing the state file failed (the state in memory is updated all the same).
+    pub(super) fn observe_anchor(
+        &self,
+        zone: &Name,
+        rrset: &[Vec<u8>],
+        self_signed_revoked: &[Vec<u8>],
+        now: u64,
+    ) -> std::io::Result<Vec<Change>> {
+        let (Some((path, managed)), Some(configured)) = (&self.managed, self.anchors.ds_for(zone))
+        else {
+            return Ok(Vec::new());
+        };
+        let mut m = lock(managed);
+        let revoked = |k: &[u8]| self_signed_revoked.iter().any(|r| r == k);
+        let changes = m.observe(zone, rrset, configured, revoked, now);
+        if !changes.is_empty() {
+            m.save(path)?;
+        }
+        Ok(changes)
+    }
+
+    /// True if a signature by the DNSKEY `key` of `rrset`'s owner (RDATA as published, its
+    /// flags included in the key tag) over `rrset` verifies; on a blocking thread.
+    pub(super) async fn signed_by(&self, key: Vec<u8>, rrset: UnverifiedRRset) -> bool {
+        let mut validator = Validator::new(
+            &self.profile,
+            &self.provider,
+            self.clock.unix(),
+            self.limits,
+            PqPolicy::AnyAlgorithm,
+        );
+        let _permit = self.verify_slots.acquire().await;
+        tokio::task::spawn_blocking(move || {
+            let keys = danger::trust_anchor_dnskeys(&rrset.owner, &[key]);
+            validator.verify_rrset(&keys, &rrset).is_ok()
+        })
+        .await
+        .unwrap_or(false)
     }
 
     /// Runs signature checks on a blocking thread with the resolution's validator (so its work
@@ -408,7 +490,10 @@ impl Trust {
             }
             // RFC 7646 §2: below a negative trust anchor in force, as if unsigned. Checked
             // before the memo, which may hold the zone's trust from before (or after) it.
-            if let Some(nta) = self.negative.covering(zone, self.clock.unix()) {
+            let nta = lock(&self.negative)
+                .covering(zone, self.clock.unix())
+                .cloned();
+            if let Some(nta) = nta {
                 self.nta_hits.fetch_add(1, Relaxed);
                 ctx.note(format!("{zone}: below the negative trust anchor {nta}"));
                 let trust = ZoneTrust::Insecure(Reason::new(
@@ -456,12 +541,12 @@ impl Trust {
         depth: usize,
     ) -> (ZoneTrust, u32) {
         let fail = |text: String| (ZoneTrust::Bogus(bogus(Ede::DNSSEC_BOGUS, text)), 0);
-        let ds = if let Some(anchor) = self.anchors.ds_for(zone) {
+        let ds = if let Some(anchor) = self.anchor_ds(zone) {
             ctx.note(format!(
                 "{zone} DS: {} record(s) from the trust anchor",
                 anchor.len()
             ));
-            danger::trust_anchor_ds(zone, anchor.to_vec())
+            danger::trust_anchor_ds(zone, anchor)
         } else {
             let Some(anchor) = self.anchors.closest(zone).cloned() else {
                 return fail(format!("no trust anchor at or above {zone}"));

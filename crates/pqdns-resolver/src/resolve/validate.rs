@@ -309,21 +309,27 @@ impl<'a> Validation<'a> {
         }
     }
 
-    /// Resolves and validates (qname, qtype) into an [`Answer`] within `work`.
+    /// Resolves and validates (qname, qtype) into an [`Answer`] within `work`; `fresh`: with
+    /// the answer chain asked of the servers, not taken from the cache nor synthesised from
+    /// cached denials ([`crate::Resolver::refresh`]).
     pub(super) async fn answer(
         &self,
         work: &WorkLimits,
         qname: Name,
         qtype: RrType,
+        fresh: bool,
     ) -> Result<Answer, ResolveError> {
         // RFC 8198: a negative answer the validated denial records already prove.
-        if let Some(answer) = self.aggressive.answer(&qname, qtype, Instant::now()) {
-            return Ok(answer);
+        if !fresh {
+            if let Some(answer) = self.aggressive.answer(&qname, qtype, Instant::now()) {
+                return Ok(answer);
+            }
         }
-        let local = self.trust.local();
-        let (answer, ladder_missing) = self
-            .answer_in(qname.clone(), qtype, Ctx::new(work, local))
-            .await?;
+        let mut ctx = Ctx::new(work, self.trust.local());
+        if fresh {
+            ctx = ctx.fresh(qtype);
+        }
+        let (answer, ladder_missing) = self.answer_in(qname.clone(), qtype, ctx).await?;
         self.aggressive.learn(&answer, Instant::now());
         if answer.status().is_bogus() && ladder_missing {
             // A condensed MTL signature whose ladder is not held (a zone re-signed since its

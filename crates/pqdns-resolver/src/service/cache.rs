@@ -26,6 +26,7 @@
 //!   ones (hash order), until the new one fits.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
@@ -93,6 +94,10 @@ struct Prepared {
     expires: Instant,
     /// Until when it may be served stale (`expires` unless its data was validated).
     stale_until: Instant,
+    /// NOERROR or NXDOMAIN: worth a prefetch ([`super::prefetch`]).
+    answered: bool,
+    /// A hit has claimed its prefetch.
+    prefetch_claimed: AtomicBool,
 }
 
 impl Prepared {
@@ -260,9 +265,47 @@ impl ResponseCache {
         now: Instant,
         cookie: Option<&[u8; RESPONSE_COOKIE_LEN]>,
     ) -> Option<usize> {
+        self.answer_hit(query, out, base, limit, now, cookie, false)
+            .map(|(len, _)| len)
+    }
+
+    /// As [`ResponseCache::answer`]; with `prefetch`, also says whether this hit claimed the
+    /// entry's refresh ([`super::prefetch`]: an answer in the last tenth of its lifetime, not
+    /// claimed before; each entry is claimed once).
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the serving path's buffers and limits, passed without allocating"
+    )]
+    pub(crate) fn answer_hit(
+        &self,
+        query: &ClientQuery,
+        out: &mut Vec<u8>,
+        base: usize,
+        limit: usize,
+        now: Instant,
+        cookie: Option<&[u8; RESPONSE_COOKIE_LEN]>,
+        prefetch: bool,
+    ) -> Option<(usize, bool)> {
         self.with_entry(query, |entry| {
-            (entry.expires > now).then(|| entry.write(query, out, base, limit, now, cookie, false))
+            if entry.expires <= now {
+                return None;
+            }
+            let len = entry.write(query, out, base, limit, now, cookie, false);
+            let claim = prefetch
+                && entry.answered
+                && super::prefetch::due(entry.stored, entry.expires, now)
+                && !entry.prefetch_claimed.swap(true, Ordering::AcqRel);
+            Some((len, claim))
         })
+    }
+
+    /// Gives back the refresh of `query`'s entry claimed by [`ResponseCache::answer_hit`]
+    /// (none could run): a later hit may claim it.
+    pub(crate) fn unclaim_prefetch(&self, query: &ClientQuery) {
+        let _ = self.with_entry(query, |entry| {
+            entry.prefetch_claimed.store(false, Ordering::Release);
+            Some(())
+        });
     }
 
     /// True if the entry for `query` has expired at `now` but may still be served stale
@@ -434,6 +477,8 @@ impl ResponseCache {
             stored: now,
             expires,
             stale_until: expires + Duration::from_secs(u64::from(stale)),
+            answered,
+            prefetch_claimed: AtomicBool::new(false),
         })
     }
 }

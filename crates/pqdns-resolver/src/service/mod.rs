@@ -45,6 +45,7 @@
 pub mod cache;
 mod compact;
 pub mod metrics;
+pub mod prefetch;
 mod query;
 mod response;
 pub mod stale;
@@ -67,6 +68,7 @@ use pqdns_net::service::{
 };
 use pqdns_net::ConnLimiter;
 
+use crate::padding;
 use crate::policy::access::Decision;
 use crate::policy::{Policy, ServicePolicy};
 use crate::resolve::Resolver;
@@ -112,6 +114,11 @@ pub struct ServiceConfig {
     /// Largest UDP response to a client without a valid server cookie, as a multiple of the
     /// query's length in bytes; 0: no limit. Default [`rrl::DEFAULT_AMPLIFICATION_LIMIT`] (3).
     pub amplification_limit: u32,
+    /// Prefetch ([`prefetch`]): refresh a cached answer asked for in the last tenth of its
+    /// lifetime. Default off, as in unbound.
+    pub prefetch: bool,
+    /// Refreshes running at once, at most (default [`prefetch::DEFAULT_MAX_PREFETCHES`]).
+    pub max_prefetches: usize,
 }
 
 /// Default [`ServiceConfig::max_per_client`].
@@ -137,6 +144,8 @@ impl Default for ServiceConfig {
             rrl: RrlSettings::default(),
             amplification_limit: rrl::DEFAULT_AMPLIFICATION_LIMIT,
             client_response_timer: stale::DEFAULT_CLIENT_RESPONSE_TIMER,
+            prefetch: false,
+            max_prefetches: prefetch::DEFAULT_MAX_PREFETCHES,
         }
     }
 }
@@ -162,6 +171,8 @@ pub struct RecursiveService {
     dnstap: Option<Arc<Dnstap>>,
     /// See [`ServiceConfig::client_response_timer`].
     client_response_timer: Duration,
+    /// Refreshes of cached answers near their expiry; `None` when prefetch is off.
+    prefetches: Option<prefetch::Prefetches>,
 }
 
 /// How a query's COOKIE option checked, and our COOKIE option data for its response.
@@ -205,6 +216,9 @@ impl RecursiveService {
             amplification_limit: config.amplification_limit,
             dnstap: None,
             client_response_timer: config.client_response_timer,
+            prefetches: config
+                .prefetch
+                .then(|| prefetch::Prefetches::new(config.max_prefetches)),
         }
     }
 
@@ -269,6 +283,16 @@ impl RecursiveService {
             "pqdns_resolver_nta_hits_total {}\n",
             self.resolver.nta_hits()
         ));
+        text.push_str(
+            "# HELP pqdns_resolver_prefetches_total Cached answers refreshed before their \
+             expiry (prefetch).\n# TYPE pqdns_resolver_prefetches_total counter\n",
+        );
+        text.push_str(&format!(
+            "pqdns_resolver_prefetches_total {}\n",
+            self.prefetches
+                .as_ref()
+                .map_or(0, prefetch::Prefetches::started)
+        ));
         text
     }
 
@@ -297,7 +321,7 @@ impl RecursiveService {
         let refresh = tokio::spawn(async move {
             let result = service.resolve(&query).await;
             if let Ok(written) = &result {
-                service.cache.store(&query, written.clone(), Instant::now());
+                service.cache.store(&query, written.clone(), now());
             }
             result
         });
@@ -329,15 +353,19 @@ impl RecursiveService {
     /// `query_len` bytes whose cookie checked as `check`, and counts it; returns the length
     /// to send (0: nothing). See the module documentation: for clients without a valid
     /// server cookie, the amplification limit, then response-rate limiting (within the
-    /// prefix's rate the response goes; beyond it, it is dropped or cut to TC).
+    /// prefix's rate the response goes; beyond it, it is dropped or cut to TC). Over DoT,
+    /// DoH and DoQ, a response to a query with a Padding option is padded ([`crate::padding`]).
     fn finish(
         &self,
         request: &Request<'_>,
         check: CookieCheck,
-        out: &mut [u8],
+        out: &mut Vec<u8>,
         base: usize,
         mut len: usize,
     ) -> ResponseInfo {
+        if request.transport.is_encrypted() && len > 0 && padding::requested(request.message) {
+            len = padding::pad(out, base, len, padding::RESPONSE_BLOCK, MAX_STREAM_RESPONSE);
+        }
         let udp = request.transport == Transport::Udp;
         if udp && len > 0 && check != CookieCheck::Valid {
             let query_len = request.message.len();
@@ -372,6 +400,12 @@ impl RecursiveService {
     }
 }
 
+/// Now, on the runtime's clock (tokio's, which tests pause and step; the system's monotonic
+/// clock outside a runtime and in builds without tokio's test utilities).
+fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
+}
+
 /// The largest response `transport` carries for `query`, bytes.
 fn limit(query: &ClientQuery, transport: Transport) -> usize {
     if transport == Transport::Udp {
@@ -392,9 +426,10 @@ enum Outcome {
 }
 
 /// A cache miss [`RecursiveService::respond`] deferred: the query as it was parsed there, so
-/// [`Service::respond_later`] reads the request's bytes no more.
+/// [`Service::respond_later`] reads the request's bytes no more; with a slot, a cache hit that
+/// claimed its refresh ([`prefetch`]).
 #[derive(Debug)]
-pub struct DeferredQuery(ClientQuery);
+pub struct DeferredQuery(ClientQuery, Option<prefetch::Slot>);
 
 /// QTYPEs answered NOTIMP: the meta-TYPEs 128-254 (RFC 6895 §3.1: AXFR, IXFR, MAILA, MAILB
 /// and unassigned), which a recursive resolver does not pass on. ANY (255) is resolved: RFC
@@ -468,10 +503,9 @@ impl Service for RecursiveService {
         };
         if let Some(text) = refused {
             let written = response::failure(&query, Rcode::REFUSED, Ede::PROHIBITED, text);
-            let now = Instant::now();
             let len = self
                 .cache
-                .serve(&query, written, false, out, base, limit, now, data);
+                .serve(&query, written, false, out, base, limit, now(), data);
             return Reply::Ready(self.finish(request, cookie.check, out, base, len));
         }
         if query.qclass != Class::IN || is_meta_qtype(query.qtype) {
@@ -493,12 +527,23 @@ impl Service for RecursiveService {
             }
         }
         drop(policy);
+        let prefetch = self.prefetches.is_some();
         let hit = self
             .cache
-            .answer(&query, out, base, limit, Instant::now(), data);
+            .answer_hit(&query, out, base, limit, now(), data, prefetch);
         self.metrics.cache(hit.is_some());
         match (hit, decision) {
-            (Some(len), _) => Reply::Ready(self.finish(request, cookie.check, out, base, len)),
+            (Some((len, true)), _) => match self.prefetches.as_ref().and_then(|p| p.try_slot()) {
+                // Answered again from the cache in `respond_later`, which spawns the refresh.
+                Some(slot) => Reply::Defer(DeferredQuery(query, Some(slot))),
+                None => {
+                    self.cache.unclaim_prefetch(&query);
+                    Reply::Ready(self.finish(request, cookie.check, out, base, len))
+                }
+            },
+            (Some((len, false)), _) => {
+                Reply::Ready(self.finish(request, cookie.check, out, base, len))
+            }
             (None, Decision::CacheOnly) => {
                 let text = "not in the cache: queries without RD are answered from it only";
                 let written = response::failure(&query, Rcode::SERVFAIL, Ede::OTHER, text);
@@ -508,31 +553,43 @@ impl Service for RecursiveService {
                     .serve(&query, written, false, out, base, limit, now, data);
                 Reply::Ready(self.finish(request, cookie.check, out, base, len))
             }
-            (None, _) => Reply::Defer(DeferredQuery(query)),
+            (None, _) => Reply::Defer(DeferredQuery(query, None)),
         }
     }
 
     async fn respond_later(
         self: Arc<Self>,
         request: OwnedRequest,
-        DeferredQuery(query): DeferredQuery,
+        DeferredQuery(query, prefetch): DeferredQuery,
         mut out: Vec<u8>,
         base: usize,
     ) -> (Vec<u8>, ResponseInfo) {
         let limit = limit(&query, request.transport);
+        if let Some(slot) = prefetch {
+            let cookie = self.cookie(&query, request.client.ip());
+            let data = cookie.data.as_ref();
+            if let Some(len) = self
+                .cache
+                .answer(&query, &mut out, base, limit, now(), data)
+            {
+                self.spawn_prefetch(query, slot);
+                let info = self.finish(&request.as_request(), cookie.check, &mut out, base, len);
+                return (out, info);
+            }
+            // Expired meanwhile: resolved as a miss.
+        }
         let Some(_slot) = self.clients.try_acquire(request.client.ip()) else {
             let text = "too many queries in progress (from this network or in all)";
             let written = response::failure(&query, Rcode::SERVFAIL, Ede::OTHER, text);
             let cookie = self.cookie(&query, request.client.ip());
-            let now = Instant::now();
             let data = cookie.data.as_ref();
             let len = self
                 .cache
-                .serve(&query, written, false, &mut out, base, limit, now, data);
+                .serve(&query, written, false, &mut out, base, limit, now(), data);
             let info = self.finish(&request.as_request(), cookie.check, &mut out, base, len);
             return (out, info);
         };
-        let outcome = if self.cache.has_stale(&query, Instant::now()) {
+        let outcome = if self.cache.has_stale(&query, now()) {
             self.fresh_or_stale(query).await
         } else {
             match self.resolve(&query).await {
@@ -541,7 +598,7 @@ impl Service for RecursiveService {
         };
         // The cookie when the answer goes out: the secret may have rotated meanwhile.
         let cookie = self.cookie(&query, request.client.ip());
-        let (now, data) = (Instant::now(), cookie.data.as_ref());
+        let (now, data) = (now(), cookie.data.as_ref());
         let stale = match outcome {
             Outcome::Stale(_) => self
                 .cache
