@@ -90,10 +90,8 @@ fn authority(rt: &tokio::runtime::Runtime, answer: Arc<Mutex<Vec<Record>>>) -> S
 
 /// A resolver forwarding to `server` with `anchors`, and RFC 5011 state in `state` if given.
 fn resolver(server: SocketAddr, anchors: &TrustAnchors, state: Option<&Path>) -> Resolver {
-    let config = Config {
-        anchor_state: state.map(|p| StateFile::open(p).unwrap()),
-        ..Config::new(Mode::Forward(server), anchors.clone())
-    };
+    let mut config = Config::new(Mode::Forward(server), anchors.clone());
+    config.anchor_state = state.map(|p| StateFile::open(p).unwrap());
     Resolver::new(config, udp_client(Duration::from_secs(3)))
 }
 

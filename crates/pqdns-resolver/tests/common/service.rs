@@ -123,7 +123,7 @@ impl Service {
     }
 
     /// Sends it the signal `name` (`HUP`, `TERM`, …) with kill(1).
-    pub fn signal(&self, name: &str) {
+    pub(crate) fn signal(&self, name: &str) {
         let pid = self._child.0.id().to_string();
         let (sent, text) = run(&require("kill", "procps"), &[format!("-{name}"), pid]);
         assert!(sent, "{text}");
