@@ -492,6 +492,11 @@ fn sighup_reload_under_a_thousand_queries_per_second_loses_none() {
     assert!(answers[first_new..]
         .iter()
         .all(|a| a.as_deref() == Some("192.0.2.2")));
+    // For the report: queries (≈ ms at this rate) from the SIGHUP to the first new answer.
+    eprintln!(
+        "{QUERIES} queries, 0 lost; old policy {old}, new {new}; the new one answered from \
+         query {first_new} (SIGHUP sent after query 1000)"
+    );
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !service.log().contains("keeping the policy in use") {
         assert!(std::time::Instant::now() < deadline, "{}", service.log());
