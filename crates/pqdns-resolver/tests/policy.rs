@@ -113,19 +113,21 @@ fn load(
 
 #[test]
 fn forward_zone_over_dot_and_stub_zone_beside_iteration() {
-    // corp.example. is served only by this pqdns-server, reached over DoT.
+    // corp.example. is served only by this pqdns-server, reached over DoT (q.corp.example.
+    // over DoQ, h.corp.example. over DoH: the longest suffix decides); it counts what it
+    // answers per transport.
     let corp = common::serve(
         ZoneSpec {
             origin: "corp.example.",
             records: "@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 192.0.2.1\n\
-                      www A 192.0.2.80\n",
+                      www A 192.0.2.80\nq A 192.0.2.81\nh A 192.0.2.82\n",
             algorithms: &[],
             denial: "nsec",
         },
         true,
-        |_| {},
+        |s| s.metrics = Some("127.0.0.1:0".parse().unwrap()),
     );
-    let dot = corp.dot.unwrap();
+    let (dot, doq, doh) = (corp.dot.unwrap(), corp.doq.unwrap(), corp.doh.unwrap());
     let cert = corp.dir.path().join("keys/pqdns-server.crt");
     let rt = common::runtime();
     let (logs, port) = rt.block_on(servers_at(&[
@@ -148,6 +150,10 @@ fn forward_zone_over_dot_and_stub_zone_beside_iteration() {
         &format!(
             "[[forward-zone]]\nname = \"corp.example.\"\n\
              upstreams = [\"tls://{dot}#localhost\"]\npq-only = true\n\
+             [[forward-zone]]\nname = \"q.corp.example.\"\n\
+             upstreams = [\"quic://{doq}#localhost\"]\n\
+             [[forward-zone]]\nname = \"h.corp.example.\"\n\
+             upstreams = [\"https://{doh}/dns-query#localhost\"]\n\
              [[stub-zone]]\nname = \"lab.example.\"\nservers = [\"{LAB}:{port}\"]\n"
         ),
         vec![cert],
@@ -164,6 +170,31 @@ fn forward_zone_over_dot_and_stub_zone_beside_iteration() {
         get("www.corp.example."),
         (Rcode::NOERROR, false, vec!["192.0.2.80".into()])
     );
+    assert_eq!(
+        get("q.corp.example."),
+        (Rcode::NOERROR, false, vec!["192.0.2.81".into()])
+    );
+    assert_eq!(
+        get("h.corp.example."),
+        (Rcode::NOERROR, false, vec!["192.0.2.82".into()])
+    );
+    let by_transport = |t: &str| -> f64 {
+        let label = format!("pqdns_queries_total{{transport=\"{t}\"");
+        corp.stats()
+            .iter()
+            .filter(|(n, _)| n.starts_with(&label))
+            .map(|(_, v)| v)
+            .sum()
+    };
+    let counts: Vec<f64> = ["dot", "doq", "doh", "udp", "tcp"]
+        .iter()
+        .map(|t| by_transport(t))
+        .collect();
+    assert!(
+        counts[0] >= 1.0 && counts[1] >= 1.0 && counts[2] >= 1.0 && counts[3] + counts[4] == 0.0,
+        "corp.example.'s server answered dot, doq, doh, udp, tcp: {counts:?}"
+    );
+    eprintln!("corp.example.'s server answered dot, doq, doh, udp, tcp: {counts:?}");
     // Iteration from the stub zone's server, not from the root.
     assert_eq!(
         get("www.lab.example."),
@@ -492,6 +523,11 @@ fn sighup_reload_under_a_thousand_queries_per_second_loses_none() {
     assert!(answers[first_new..]
         .iter()
         .all(|a| a.as_deref() == Some("192.0.2.2")));
+    // For the report: queries (≈ ms at this rate) from the SIGHUP to the first new answer.
+    eprintln!(
+        "{QUERIES} queries, 0 lost; old policy {old}, new {new}; the new one answered from \
+         query {first_new} (SIGHUP sent after query 1000)"
+    );
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !service.log().contains("keeping the policy in use") {
         assert!(std::time::Instant::now() < deadline, "{}", service.log());

@@ -61,6 +61,18 @@ impl Served {
         self.handle.as_ref().unwrap().catalog()
     }
 
+    /// The server's counters (`pqdns_queries_total{transport=…}` …) as name and value; the
+    /// server must have been configured with a metrics address.
+    pub fn stats(&self) -> Vec<(String, f64)> {
+        let handle = self.handle.as_ref().unwrap();
+        handle
+            .stats()
+            .unwrap()
+            .into_iter()
+            .map(|c| (c.name, c.value))
+            .collect()
+    }
+
     /// When the served signatures are due for refresh (UNIX seconds).
     pub(crate) fn refresh_due(&self) -> Option<u64> {
         self.handle.as_ref().unwrap().refresh_due()
