@@ -63,7 +63,7 @@ impl Served {
 
     /// The server's counters (`pqdns_queries_total{transport=…}` …) as name and value; the
     /// server must have been configured with a metrics address.
-    pub fn stats(&self) -> Vec<(String, f64)> {
+    pub(crate) fn stats(&self) -> Vec<(String, f64)> {
         let handle = self.handle.as_ref().unwrap();
         handle
             .stats()
