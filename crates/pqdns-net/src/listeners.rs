@@ -173,7 +173,8 @@ pub enum ListenError {
     Tls(#[from] TlsError),
 }
 
-/// Addresses actually bound, per transport.
+/// Addresses actually bound, per transport: one type for every program serving with
+/// pqdns-net (the authoritative server's `ServerHandle::addrs` is one too).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct BoundAddrs {
@@ -187,15 +188,19 @@ pub struct BoundAddrs {
     pub doh: Vec<SocketAddr>,
     /// DoQ endpoints (UDP).
     pub doq: Vec<SocketAddr>,
+    /// The metrics listener ([`crate::metrics_http`]), if the program runs one: set by the
+    /// program; [`Listeners`] leave it as it is.
+    pub metrics: Option<SocketAddr>,
 }
 
 impl BoundAddrs {
-    /// Every bound address, all transports.
+    /// Every bound address, all transports and the metrics listener.
     pub fn all(&self) -> impl Iterator<Item = SocketAddr> + '_ {
         [&self.udp, &self.tcp, &self.dot, &self.doh, &self.doq]
             .into_iter()
             .flatten()
             .copied()
+            .chain(self.metrics)
     }
 }
 
@@ -590,7 +595,10 @@ impl Listeners {
             }
         }
         self.config = config;
-        let mut addrs = BoundAddrs::default();
+        let mut addrs = BoundAddrs {
+            metrics: self.addrs.metrics,
+            ..BoundAddrs::default()
+        };
         for r in &self.running {
             let list = match r.transport {
                 Transport::Udp => &mut addrs.udp,

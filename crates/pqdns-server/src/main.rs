@@ -545,13 +545,7 @@ async fn serve(
         handle.reload_configuration_from(&file, beside);
         handle.reload_settings_with(source);
     }
-    let a = &handle.addrs;
-    let bound: Vec<SocketAddr> = [&a.udp, &a.tcp, &a.dot, &a.doh, &a.doq]
-        .into_iter()
-        .flatten()
-        .copied()
-        .chain(a.metrics)
-        .collect();
+    let bound: Vec<SocketAddr> = handle.addrs.all().collect();
     let control = match &control_path {
         Some(path) => Some(bind_control(path, account.as_ref())?),
         None => None,

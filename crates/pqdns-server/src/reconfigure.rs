@@ -3,7 +3,7 @@
 //!
 //! Changed live, with a configuration file ([`ServerHandle::reload_configuration_from`]):
 //! - the zones ([`crate::provisioning`]): `[[zone]]` tables added and removed, and a zone whose
-//!   `primaries` were added or removed changes role ([`crate::secondary::Secondaries::follow`]);
+//!   `primaries` were added or removed changes role (its refresh task started or stopped);
 //! - the listen addresses of `[server]` ([`LIVE_KEYS`]: `udp`, `tcp`, `dot`, `doh`, `doq`;
 //!   [`pqdns_net::listen_change`]), when the handle knows how to read the settings
 //!   ([`ServerHandle::reload_settings_with`], as pqdns-server does). The addresses added are

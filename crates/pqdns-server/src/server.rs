@@ -77,36 +77,14 @@ pub enum ServerError {
     },
 }
 
-/// Addresses actually bound, per transport.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct BoundAddrs {
-    /// UDP sockets.
-    pub udp: Vec<SocketAddr>,
-    /// TCP listeners.
-    pub tcp: Vec<SocketAddr>,
-    /// DoT listeners.
-    pub dot: Vec<SocketAddr>,
-    /// DoH listeners.
-    pub doh: Vec<SocketAddr>,
-    /// DoQ endpoints (UDP).
-    pub doq: Vec<SocketAddr>,
-    /// The metrics listener, if configured.
-    pub metrics: Option<SocketAddr>,
-}
+/// Addresses actually bound, per transport, and the metrics listener's.
+pub use pqdns_net::BoundAddrs;
 
-impl BoundAddrs {
-    /// The addresses of `listeners`, and `metrics`.
-    fn new(listeners: &pqdns_net::BoundAddrs, metrics: Option<SocketAddr>) -> BoundAddrs {
-        let a = listeners;
-        BoundAddrs {
-            udp: a.udp.clone(),
-            tcp: a.tcp.clone(),
-            dot: a.dot.clone(),
-            doh: a.doh.clone(),
-            doq: a.doq.clone(),
-            metrics,
-        }
-    }
+/// The addresses of `listeners`, with `metrics`.
+fn with_metrics(listeners: &BoundAddrs, metrics: Option<SocketAddr>) -> BoundAddrs {
+    let mut addrs = listeners.clone();
+    addrs.metrics = metrics;
+    addrs
 }
 
 /// A running server.
@@ -216,7 +194,7 @@ impl Server {
         };
         let listeners = Listeners::bind(&s.listen_config(), Arc::clone(&service)).await?;
         let xdp = crate::xdp::start(s, &listeners.addrs.udp, &service).map_err(ServerError::Xdp)?;
-        let addrs = BoundAddrs::new(
+        let addrs = with_metrics(
             &listeners.addrs,
             metrics_listener.as_ref().map(|(addr, _)| *addr),
         );
@@ -449,7 +427,7 @@ impl ServerHandle {
 
     /// The addresses listened on now (changed by reloads), and the metrics listener's.
     pub fn listening(&self) -> BoundAddrs {
-        BoundAddrs::new(&self.lock_listeners().addrs, self.addrs.metrics)
+        with_metrics(&self.lock_listeners().addrs, self.addrs.metrics)
     }
 
     /// Reads, keys and signs every zone (on blocking threads); on success the new zones
