@@ -435,8 +435,7 @@ impl StateFile {
 pub fn query_interval(original_ttl: u32, signature_left: u64) -> u64 {
     (u64::from(original_ttl) / 2)
         .min(signature_left / 2)
-        .min(MAX_QUERY_INTERVAL)
-        .max(MIN_QUERY_INTERVAL)
+        .clamp(MIN_QUERY_INTERVAL, MAX_QUERY_INTERVAL)
 }
 
 /// Seconds until the next try after a failed refresh (RFC 5011 §2.3):
@@ -444,8 +443,7 @@ pub fn query_interval(original_ttl: u32, signature_left: u64) -> u64 {
 pub fn retry_interval(original_ttl: u32, signature_left: u64) -> u64 {
     (u64::from(original_ttl) / 10)
         .min(signature_left / 10)
-        .min(MAX_RETRY_INTERVAL)
-        .max(MIN_QUERY_INTERVAL)
+        .clamp(MIN_QUERY_INTERVAL, MAX_RETRY_INTERVAL)
 }
 
 #[cfg(test)]
@@ -548,17 +546,23 @@ mod tests {
         let zone: Name = "example.".parse().unwrap();
         let (old, new) = (key(257, 1), key(257, 2));
         let mut m = ManagedAnchors::new();
-        m.observe(&zone, &[old.clone()], &[ds(&zone, &old)], |_| false, 0);
+        m.observe(
+            &zone,
+            std::slice::from_ref(&old),
+            &[ds(&zone, &old)],
+            |_| false,
+            0,
+        );
         // The REVOKE bit without the revoked key's signature: ignored (§2.1), the key is
         // missing, still an anchor.
         m.observe(&zone, &[revoked(&old)], &[], |_| false, 10);
         assert_eq!(m.state(&zone, &old), Some(KeyState::Missing));
         assert_eq!(m.ds_for(&zone).unwrap().len(), 1);
-        m.observe(&zone, &[old.clone()], &[], |_| false, 20);
+        m.observe(&zone, std::slice::from_ref(&old), &[], |_| false, 20);
         assert_eq!(m.state(&zone, &old), Some(KeyState::Valid));
         // A pending key that disappears starts over (KeyRem).
         m.observe(&zone, &[old.clone(), new.clone()], &[], |_| false, 100);
-        m.observe(&zone, &[old.clone()], &[], |_| false, 200);
+        m.observe(&zone, std::slice::from_ref(&old), &[], |_| false, 200);
         assert_eq!(m.state(&zone, &new), None);
         m.observe(&zone, &[old.clone(), new.clone()], &[], |_| false, 300);
         m.observe(

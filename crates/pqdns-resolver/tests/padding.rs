@@ -103,7 +103,7 @@ fn encrypted_responses_and_queries_are_padded_to_their_blocks() {
     for _ in 0..2 {
         let out = ask(&["+tls", "+padding"], "www.example.");
         let len = received(&out);
-        assert!(len % 468 == 0 && len > 0, "{len} B:\n{}", out.text);
+        assert!(len.is_multiple_of(468) && len > 0, "{len} B:\n{}", out.text);
         assert!(out.text.contains("PADDING:"), "{}", out.text);
     }
     // Not padded: TCP with +padding, DoT without it (kdig pads over TLS unless told not
@@ -114,7 +114,7 @@ fn encrypted_responses_and_queries_are_padded_to_their_blocks() {
         assert!(!out.text.contains("PADDING"), "{}", out.text);
     }
     assert_eq!(received(&tcp), received(&plain));
-    assert!(received(&tcp) % 468 != 0, "{}", tcp.text);
+    assert!(!received(&tcp).is_multiple_of(468), "{}", tcp.text);
 
     a.terminate();
     let out = std::process::Command::new("timeout")

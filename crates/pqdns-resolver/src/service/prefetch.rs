@@ -4,8 +4,8 @@
 //! cache when their TTL runs out. Off by default (as in unbound).
 //!
 //! - One refresh per cache entry: the first hit in the last tenth of its lifetime claims the
-//!   entry ([`super::cache::ResponseCache::answer_hit`]); later hits are plain hits. The
-//!   refreshed answer replaces the entry, with a new lifetime.
+//!   entry (`ResponseCache::answer_hit`); later hits are plain hits. The refreshed answer
+//!   replaces the entry, with a new lifetime.
 //! - At most [`ServiceConfig::max_prefetches`](super::ServiceConfig::max_prefetches) refreshes
 //!   run at once; a hit due for prefetch when they are all busy is a plain hit (a later one
 //!   may prefetch).
