@@ -7,10 +7,11 @@
 #   benches/online/run.sh        # from the workspace root
 #
 # Builds the example (cargo build --release -p pqdns-server --example online_bench), then
-# writes docs/bench/denial.csv (sizes), docs/bench/online-speed.csv (speed) and
-# docs/bench/denial.svg (the plot; .png with rsvg-convert), and prints both tables. Knobs (environment): THREADS=2
-# threads for the rates (the cores), DURATION=3 seconds per arm and round, CARGO_TARGET_DIR
-# as cargo's.
+# writes docs/bench/denial.csv (sizes), docs/bench/online-speed.csv (speed; further runs in
+# online-speed-2.csv, ...) and the plots docs/bench/denial.svg and docs/bench/online-speed.svg
+# (.png with rsvg-convert), and prints the tables. Knobs (environment): THREADS=2 threads for
+# the rates (the cores), DURATION=3 seconds per arm and round, RUNS=3 speed runs (of three
+# rounds each), CARGO_TARGET_DIR as cargo's.
 #
 # Everything runs in one process per part, bounded by DURATION x arms x rounds; nothing is
 # left running.
@@ -20,6 +21,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 THREADS=${THREADS:-2}
 DURATION=${DURATION:-3}
+RUNS=${RUNS:-3}
 OUT=$ROOT/docs/bench
 
 (cd "$ROOT" && cargo build --release -p pqdns-server --example online_bench)
@@ -29,8 +31,18 @@ echo "# machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d:
 echo "# $(date -u +%Y-%m-%dT%H:%MZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
 "$BIN" sizes >"$OUT/denial.csv"
 column -s, -t "$OUT/denial.csv"
-"$BIN" speed "$THREADS" "$DURATION" >"$OUT/online-speed.csv"
-column -s, -t "$OUT/online-speed.csv"
+SPEED=()
+for run in $(seq 1 "$RUNS"); do
+  csv=$OUT/online-speed.csv
+  if [ "$run" -gt 1 ]; then csv=$OUT/online-speed-$run.csv; fi
+  "$BIN" speed "$THREADS" "$DURATION" >"$csv"
+  column -s, -t "$csv" | grep -E 'cold_vs_raw|hit_vs_presigned'
+  SPEED+=("$csv")
+done
 python3 "$ROOT/benches/online/plot.py" "$OUT/denial.csv" "$OUT/denial.svg"
-if command -v rsvg-convert >/dev/null; then rsvg-convert "$OUT/denial.svg" -o "$OUT/denial.png"; fi
-echo "wrote $OUT/denial.csv $OUT/online-speed.csv $OUT/denial.svg"
+python3 "$ROOT/benches/online/plot_speed.py" "$OUT/online-speed.svg" "${SPEED[@]}"
+if command -v rsvg-convert >/dev/null; then
+  rsvg-convert "$OUT/denial.svg" -o "$OUT/denial.png"
+  rsvg-convert "$OUT/online-speed.svg" -o "$OUT/online-speed.png"
+fi
+echo "wrote $OUT/denial.csv ${SPEED[*]} $OUT/denial.svg $OUT/online-speed.svg"

@@ -401,15 +401,29 @@ impl Ord for Name {
     /// strings, a missing label sorting first.
     fn cmp(&self, other: &Name) -> Ordering {
         let (a, b) = (&*self.wire, &*other.wire);
+        if a == b {
+            return Ordering::Equal;
+        }
         let (na, nb) = (label_count_of(a), label_count_of(b));
-        // Align the rightmost labels: skip the extra leftmost labels of the longer name.
-        let (a_rest, b_rest) = (
+        // Align the rightmost labels: skip the extra leftmost labels of the longer name. Then
+        // one pass left to right over the aligned labels: the rightmost pair that differs
+        // decides; none, and the name with fewer labels sorts first.
+        let (mut i, mut j) = (
             skip_labels(a, na.saturating_sub(nb)),
             skip_labels(b, nb.saturating_sub(na)),
         );
-        match cmp_aligned(a_rest, b_rest, na.min(nb)) {
-            Ordering::Equal => na.cmp(&nb),
-            ord => ord,
+        let mut decisive = None;
+        while a[i] != 0 {
+            let (x, y) = (label_at(a, i), label_at(b, j));
+            if !x.eq_ignore_ascii_case(y) {
+                decisive = Some((x, y));
+            }
+            i += 1 + x.len();
+            j += 1 + y.len();
+        }
+        match decisive {
+            Some((x, y)) => cmp_label(x, y),
+            None => na.cmp(&nb),
         }
     }
 }
@@ -419,26 +433,19 @@ fn label_count_of(wire: &[u8]) -> usize {
     let (mut n, mut pos) = (0, 0);
     while wire[pos] != 0 {
         n += 1;
-        pos += 1 + wire[pos] as usize;
+        pos += 1 + usize::from(wire[pos]);
     }
     n
 }
 
-/// `wire` after its first `n` labels.
-fn skip_labels(wire: &[u8], n: usize) -> &[u8] {
-    (0..n).fold(wire, |w, _| &w[1 + w[0] as usize..])
+/// The offset in `wire` after its first `n` labels.
+fn skip_labels(wire: &[u8], n: usize) -> usize {
+    (0..n).fold(0, |pos, _| pos + 1 + usize::from(wire[pos]))
 }
 
-/// Canonical order of two wire names of `n` labels each: the rightmost labels first.
-fn cmp_aligned(a: &[u8], b: &[u8], n: usize) -> Ordering {
-    if n == 0 {
-        return Ordering::Equal;
-    }
-    let (la, lb) = (1 + a[0] as usize, 1 + b[0] as usize);
-    match cmp_aligned(&a[la..], &b[lb..], n - 1) {
-        Ordering::Equal => cmp_label(&a[1..la], &b[1..lb]),
-        ord => ord,
-    }
+/// The label (without its length octet) at offset `at` of `wire`.
+fn label_at(wire: &[u8], at: usize) -> &[u8] {
+    &wire[at + 1..at + 1 + usize::from(wire[at])]
 }
 
 /// Two labels as lowercase byte strings (RFC 4034 §6.1); names of one zone share their
@@ -536,7 +543,7 @@ mod tests {
             labels.reverse();
             labels
         };
-        let names: Vec<Name> = [
+        let mut names: Vec<Name> = [
             ".",
             "a.",
             "A.",
@@ -562,6 +569,11 @@ mod tests {
         .iter()
         .map(|s| n(s))
         .collect();
+        // The most labels a name can have (127, 255 octets), and names that differ only far left.
+        for first in ["a.", "b.", "B."] {
+            names.push(n(&format!("{first}{}", "a.".repeat(126))));
+        }
+        names.push(n(&"a.".repeat(126)));
         for a in &names {
             for b in &names {
                 assert_eq!(a.cmp(b), reference(a).cmp(&reference(b)), "{a} vs {b}");

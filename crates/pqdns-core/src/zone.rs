@@ -24,6 +24,16 @@ pub struct RRset {
     pub rrsig_ttl: u32,
 }
 
+impl RRset {
+    /// For a SOA RRset, the TTL of negative answers and NSEC/NSEC3 records: min(SOA TTL, SOA
+    /// MINIMUM) in seconds (RFC 2308 §5, RFC 9077 §3); 0 without a well-formed SOA record.
+    /// [`Zone::negative_ttl`] for a zone's own, for a caller that holds its SOA RRset already.
+    pub fn negative_ttl(&self) -> u32 {
+        let minimum = self.rdatas.first().and_then(|r| Soa::parse(r));
+        self.ttl.min(minimum.map_or(0, |s| s.minimum))
+    }
+}
+
 /// All RRsets at one owner name, by type. RRSIG is never a key: signatures sit in their RRset.
 pub type Node = BTreeMap<RrType, RRset>;
 
@@ -395,10 +405,8 @@ impl Zone {
     /// (RFC 2308 §5, RFC 9077 §3).
     pub fn negative_ttl(&self) -> u32 {
         // One lookup of the apex (every negative answer asks).
-        self.rrset(&self.origin, RrType::SOA).map_or(0, |set| {
-            let minimum = set.rdatas.first().and_then(|r| Soa::parse(r));
-            set.ttl.min(minimum.map_or(0, |s| s.minimum))
-        })
+        self.rrset(&self.origin, RrType::SOA)
+            .map_or(0, RRset::negative_ttl)
     }
 
     /// The RRset of (`name`, `rtype`), if it has data.

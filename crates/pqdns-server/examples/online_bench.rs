@@ -13,7 +13,8 @@
 //! that do not exist and 100 NODATA questions each. One CSV row per (algorithm, denial, kind):
 //! smallest, median and largest answer and the share of answers that fit 1232 bytes.
 //!
-//! `speed THREADS SECONDS`: per algorithm (ECDSA P-256, ML-DSA-44, Falcon-512), THREADS
+//! `speed THREADS SECONDS [ALGORITHM]`: per algorithm (ECDSA P-256, ML-DSA-44, Falcon-512, or
+//! only ALGORITHM, e.g. for a profile of one algorithm's arms), THREADS
 //! threads for SECONDS each of (a) the raw primitive (`SigningKey::sign` of a 100-byte
 //! message, the zone's own key) and (b) cold online answers (every query a new name: one NSEC
 //! signed per answer, the SOA's signature cached), as operations per CPU second of the
@@ -237,13 +238,17 @@ fn cpu_per_answer(catalog: &Catalog, packet: &[u8], n: u32) -> f64 {
     (cpu() - cpu0).as_nanos() as f64 / f64::from(n)
 }
 
-fn speed(dir: &Path, threads: usize, seconds: f64) {
+fn speed(dir: &Path, threads: usize, seconds: f64, only: Option<&str>) {
     println!("algorithm,round,metric,value,unit");
-    for (algorithm, alg) in [
+    let algorithms = [
         ("ECDSAP256SHA256", Algorithm::EcdsaP256Sha256),
         ("ML-DSA-44", Algorithm::MlDsa44),
         ("Falcon-512", Algorithm::Falcon512),
-    ] {
+    ];
+    for (algorithm, alg) in algorithms
+        .into_iter()
+        .filter(|(name, _)| only.is_none_or(|o| o == *name))
+    {
         let origin: pqdns_core::Name = ORIGIN.parse().expect("origin");
         let key = ZoneKey::generate(
             &origin,
@@ -303,8 +308,9 @@ fn main() {
         "speed" => {
             let threads = args.next().map_or(2, |s| s.parse().expect("threads"));
             let seconds = args.next().map_or(3.0, |s| s.parse().expect("seconds"));
-            speed(dir.path(), threads, seconds);
+            let only = args.next();
+            speed(dir.path(), threads, seconds, only.as_deref());
         }
-        other => panic!("unknown mode {other}: sizes or speed THREADS SECONDS"),
+        other => panic!("unknown mode {other}: sizes or speed THREADS SECONDS [ALGORITHM]"),
     }
 }

@@ -252,6 +252,7 @@ fn answer_query(
         authority: Vec::new(),
         additional: Vec::new(),
         min_ttl: [None; 2],
+        negative_ttl: None,
     };
     let rcode = lookup.run(w, &qname, q.qtype);
     *cache_ttl = lookup.min_ttl[0].or(lookup.min_ttl[1]);
@@ -318,6 +319,8 @@ struct Lookup<'z> {
     additional: Vec<Item<'z>>,
     /// Smallest TTL written in the answer and in the authority section, in seconds.
     min_ttl: [Option<u32>; 2],
+    /// The zone's negative TTL once a negative answer has looked up the SOA, in seconds.
+    negative_ttl: Option<u32>,
 }
 
 impl<'z> Lookup<'z> {
@@ -660,7 +663,9 @@ impl<'z> Lookup<'z> {
         }
         if let Some(o) = &mut self.online {
             // RFC 9824 §3: one NSEC made for the query (none for a wildcard answer).
-            let nsec = online::compact_nsec(&self.zone.zone, denial);
+            let zone = &self.zone.zone;
+            let ttl = self.negative_ttl.unwrap_or_else(|| zone.negative_ttl());
+            let nsec = online::compact_nsec(zone, denial, ttl);
             let too_long = nsec.is_none() && !matches!(denial, Denial::WildcardAnswer { .. });
             o.failed |= too_long;
             o.nsec = nsec;
@@ -681,7 +686,9 @@ impl<'z> Lookup<'z> {
         {
             // RFC 2308 §3: the TTL of the SOA in a negative answer is the minimum of its TTL and
             // its MINIMUM field.
-            self.push_authority(apex, RrType::SOA, set, Some(zone.negative_ttl()));
+            let ttl = set.negative_ttl();
+            self.negative_ttl = Some(ttl);
+            self.push_authority(apex, RrType::SOA, set, Some(ttl));
         }
         self.proof(denial);
     }

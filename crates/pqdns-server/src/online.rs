@@ -30,7 +30,7 @@
 //! (counted), so that a flood of new names (each a signature) never delays answers whose
 //! signatures are cached.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -252,43 +252,44 @@ impl OnlineSigning {
         mode: Mode<'_>,
         now: u64,
     ) -> Option<Arc<Signed>> {
-        let key = cache_key(zone, owner, rtype, set);
-        if let Some(signed) = self.cache.get(&key).filter(|s| now < s.fresh_until) {
-            self.hits.fetch_add(1, Relaxed);
-            return Some(signed);
-        }
-        self.misses.fetch_add(1, Relaxed);
-        if let Mode::Defer(pending) = mode {
-            pending.set(true);
-            return None;
-        }
-        let inception = now.saturating_sub(zone.inception_offset);
-        let expiration = now + zone.validity;
-        let made = sign_online(
-            &zone.origin,
-            owner,
-            rtype,
-            set.ttl,
-            &set.rdatas,
-            &zone.keys,
-            &zone.tags,
-            (inception, expiration),
-        );
-        match made {
-            Ok(rrsigs) => {
-                self.signatures.fetch_add(rrsigs.len() as u64, Relaxed);
-                let signed = Arc::new(Signed {
-                    rrsigs,
-                    fresh_until: expiration.saturating_sub(zone.refresh),
-                });
-                self.cache.insert(key, Arc::clone(&signed));
-                Some(signed)
+        with_cache_key(zone, owner, rtype, set, |key| {
+            if let Some(signed) = self.cache.get(key).filter(|s| now < s.fresh_until) {
+                self.hits.fetch_add(1, Relaxed);
+                return Some(signed);
             }
-            Err(error) => {
-                log_failure(&zone.origin, &error);
-                None
+            self.misses.fetch_add(1, Relaxed);
+            if let Mode::Defer(pending) = mode {
+                pending.set(true);
+                return None;
             }
-        }
+            let inception = now.saturating_sub(zone.inception_offset);
+            let expiration = now + zone.validity;
+            let made = sign_online(
+                &zone.origin,
+                owner,
+                rtype,
+                set.ttl,
+                &set.rdatas,
+                &zone.keys,
+                &zone.tags,
+                (inception, expiration),
+            );
+            match made {
+                Ok(rrsigs) => {
+                    self.signatures.fetch_add(rrsigs.len() as u64, Relaxed);
+                    let signed = Arc::new(Signed {
+                        rrsigs,
+                        fresh_until: expiration.saturating_sub(zone.refresh),
+                    });
+                    self.cache.insert(Box::from(key), Arc::clone(&signed));
+                    Some(signed)
+                }
+                Err(error) => {
+                    log_failure(&zone.origin, &error);
+                    None
+                }
+            }
+        })
     }
 
     /// Appends the Prometheus series of online signing to `out`.
@@ -334,20 +335,41 @@ fn log_failure(origin: &Name, error: &SignError) {
     tracing::warn!(zone = %origin, %error, "online signing failed: the answer is SERVFAIL");
 }
 
-/// Everything an RRSIG signs, after the zone's key set: the cache key.
-fn cache_key(zone: &OnlineZone, owner: &Name, rtype: RrType, set: &RRset) -> Box<[u8]> {
-    let rdata_bytes: usize = set.rdatas.iter().map(|r| r.len() + 2).sum();
-    // Exactly the key's length: one allocation, kept as the boxed slice.
-    let mut key = Vec::with_capacity(8 + owner.as_wire().len() + 6 + rdata_bytes);
-    key.extend_from_slice(&zone.key_set.to_be_bytes());
-    key.extend(owner.as_wire().iter().map(u8::to_ascii_lowercase));
-    key.extend_from_slice(&rtype.0.to_be_bytes());
-    key.extend_from_slice(&set.ttl.to_be_bytes());
-    for rdata in &set.rdatas {
-        key.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
-        key.extend_from_slice(rdata);
-    }
-    key.into_boxed_slice()
+thread_local! {
+    /// This thread's buffer for the cache key being looked up ([`with_cache_key`]): a hit
+    /// allocates nothing, a miss copies the key it stores.
+    static CACHE_KEY: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Bytes of [`CACHE_KEY`] kept between lookups; a larger buffer (a large RRset's key) is given
+/// back after use.
+const CACHE_KEY_KEPT: usize = 16 << 10;
+
+/// Calls `f` with the cache key of an RRset: everything its RRSIG signs, after the zone's key
+/// set (owner in lower case, type, TTL, each RDATA with its length).
+fn with_cache_key<R>(
+    zone: &OnlineZone,
+    owner: &Name,
+    rtype: RrType,
+    set: &RRset,
+    f: impl FnOnce(&[u8]) -> R,
+) -> R {
+    CACHE_KEY.with_borrow_mut(|key| {
+        key.clear();
+        key.extend_from_slice(&zone.key_set.to_be_bytes());
+        owner.write_canonical(key);
+        key.extend_from_slice(&rtype.0.to_be_bytes());
+        key.extend_from_slice(&set.ttl.to_be_bytes());
+        for rdata in &set.rdatas {
+            key.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+            key.extend_from_slice(rdata);
+        }
+        let result = f(key);
+        if key.capacity() > CACHE_KEY_KEPT {
+            *key = Vec::new();
+        }
+        result
+    })
 }
 
 /// Whether the online signer signs `rtype` at `owner` in `zone`: authoritative data, and at a
@@ -375,11 +397,16 @@ pub(crate) fn transferred(apex: &Name, owner: &Name, rtype: RrType) -> bool {
     !(signers || apex_keys && owner == apex)
 }
 
-/// The NSEC RRset of a compact denial (RFC 9824 §3) proving `denial` in `zone` (TTL the
-/// negative-caching TTL, RFC 9077 §3): owner and type bitmap as the module doc says. `None`
+/// The NSEC RRset of a compact denial (RFC 9824 §3) proving `denial` in `zone`, with TTL `ttl`
+/// (the zone's negative-caching TTL, RFC 9077 §3, in seconds): owner and type bitmap as the
+/// module doc says. `None`
 /// for a wildcard answer (signed as QNAME's own data, it needs no proof) and for a QNAME too
 /// long to have a successor `\000.<QNAME>` (over 253 octets).
-pub(crate) fn compact_nsec(zone: &pqdns_core::Zone, denial: Denial<'_>) -> Option<(Name, RRset)> {
+pub(crate) fn compact_nsec(
+    zone: &pqdns_core::Zone,
+    denial: Denial<'_>,
+    ttl: u32,
+) -> Option<(Name, RRset)> {
     let types_at = |name: &Name| -> Vec<RrType> {
         zone.nodes.get(name).map_or_else(Vec::new, |node| {
             node.iter()
@@ -404,11 +431,17 @@ pub(crate) fn compact_nsec(zone: &pqdns_core::Zone, denial: Denial<'_>) -> Optio
     types.sort();
     types.dedup();
     let owner = owner.to_lowercase();
-    let next = owner.prepend_label(&[0]).ok()?;
-    let mut rdata = next.as_wire().to_vec();
+    // The next name `\000.<owner>`, written straight into the RDATA, then the type bitmap
+    // (room for its first window, at most 34 bytes).
+    if owner.wire_len() + 2 > pqdns_core::name::MAX_NAME_LEN {
+        return None;
+    }
+    let mut rdata = Vec::with_capacity(2 + owner.wire_len() + 34);
+    rdata.extend_from_slice(&[1, 0]);
+    rdata.extend_from_slice(owner.as_wire());
     pqdns_core::rdata::write_type_bitmap(&mut rdata, &types);
     let set = RRset {
-        ttl: zone.negative_ttl(),
+        ttl,
         rdatas: vec![rdata],
         ..RRset::default()
     };
@@ -435,7 +468,8 @@ mod tests {
     }
 
     fn nsec(denial: Denial<'_>) -> (Name, Name, Vec<RrType>, u32) {
-        let (owner, set) = compact_nsec(&zone(), denial).unwrap();
+        let zone = zone();
+        let (owner, set) = compact_nsec(&zone, denial, zone.negative_ttl()).unwrap();
         let (next, used) = Name::read_uncompressed(&set.rdatas[0]).unwrap();
         let types = read_type_bitmap(&set.rdatas[0][used..]).unwrap();
         (owner, next, types, set.ttl)
@@ -496,10 +530,30 @@ mod tests {
         });
         assert_eq!(owner, q);
         assert_eq!(types, [RrType::MX, RrType::RRSIG, RrType::NSEC]);
+        // The successor of a 253-octet QNAME is 255 octets long; a longer QNAME has none.
+        let qname = |last: usize| {
+            let label = |c: &str| c.repeat(63);
+            let (a, b, c, d) = (label("a"), label("b"), label("c"), "d".repeat(last));
+            n(&format!("{a}.{b}.{c}.{d}.example."))
+        };
+        let longest = qname(51);
+        assert_eq!(longest.wire_len(), 253);
+        let (_, next, _, _) = nsec(Denial::NxDomain {
+            qname: &longest,
+            closest_encloser: &ce,
+        });
+        assert_eq!(next.wire_len(), 255);
+        assert_eq!(&next.as_wire()[2..], longest.as_wire());
+        let too_long = qname(52);
+        let denial = Denial::NxDomain {
+            qname: &too_long,
+            closest_encloser: &ce,
+        };
+        assert!(compact_nsec(&zone(), denial, 300).is_none());
         let answer = Denial::WildcardAnswer {
             qname: &q,
             closest_encloser: &ce,
         };
-        assert!(compact_nsec(&zone(), answer).is_none());
+        assert!(compact_nsec(&zone(), answer, 300).is_none());
     }
 }

@@ -96,8 +96,38 @@ pub fn signed_data<'r>(
     class: Class,
     rdatas: impl IntoIterator<Item = &'r [u8]>,
 ) -> Vec<u8> {
-    let mut canonical: Vec<Vec<u8>> = rdatas
+    // The fields and one RR; write_rr reserves room for each RR's RDATA.
+    let mut out = Vec::with_capacity(18 + fields.signer.wire_len() + owner.wire_len() + 10);
+    write_signed_data(fields, owner, class, rdatas, &mut out);
+    out
+}
+
+/// [`signed_data`] written into `out`, which is cleared first: a signer that reuses one buffer
+/// (online signing) allocates nothing per signature once it is large enough. An RRset of one
+/// RR is written and canonicalized in place; only larger ones are copied to be sorted.
+pub fn write_signed_data<'r>(
+    fields: &RrsigFields,
+    owner: &Name,
+    class: Class,
+    rdatas: impl IntoIterator<Item = &'r [u8]>,
+    out: &mut Vec<u8>,
+) {
+    out.clear();
+    fields.write(out);
+    let mut rdatas = rdatas.into_iter();
+    let (first, second) = (rdatas.next(), rdatas.next());
+    let Some(second) = second else {
+        if let Some(only) = first {
+            write_rr(out, fields, owner, class, only);
+            let start = out.len() - only.len();
+            canonicalize_rdata(fields.type_covered, &mut out[start..]);
+        }
+        return;
+    };
+    let mut canonical: Vec<Vec<u8>> = first
         .into_iter()
+        .chain([second])
+        .chain(rdatas)
         .map(|r| {
             let mut c = r.to_vec();
             canonicalize_rdata(fields.type_covered, &mut c);
@@ -106,22 +136,20 @@ pub fn signed_data<'r>(
         .collect();
     canonical.sort();
     canonical.dedup();
-    let mut owner_wire = Vec::with_capacity(owner.wire_len());
-    owner.write_canonical(&mut owner_wire);
-    let per_rr = owner_wire.len() + 10;
-    let size =
-        18 + fields.signer.wire_len() + canonical.iter().map(|r| per_rr + r.len()).sum::<usize>();
-    let mut out = Vec::with_capacity(size);
-    fields.write(&mut out);
     for rdata in &canonical {
-        out.extend_from_slice(&owner_wire);
-        out.extend(fields.type_covered.0.to_be_bytes());
-        out.extend(class.0.to_be_bytes());
-        out.extend(fields.original_ttl.to_be_bytes());
-        out.extend((rdata.len() as u16).to_be_bytes());
-        out.extend_from_slice(rdata);
+        write_rr(out, fields, owner, class, rdata);
     }
-    out
+}
+
+/// Appends one RR of the signed data: owner lowercased, type, class, original TTL, RDATA.
+fn write_rr(out: &mut Vec<u8>, fields: &RrsigFields, owner: &Name, class: Class, rdata: &[u8]) {
+    out.reserve(owner.wire_len() + 10 + rdata.len());
+    owner.write_canonical(out);
+    out.extend(fields.type_covered.0.to_be_bytes());
+    out.extend(class.0.to_be_bytes());
+    out.extend(fields.original_ttl.to_be_bytes());
+    out.extend((rdata.len() as u16).to_be_bytes());
+    out.extend_from_slice(rdata);
 }
 
 /// For a signature whose labels field is smaller than the owner's label count, the wildcard
@@ -206,5 +234,17 @@ mod tests {
             b"\x01a\x07example\x00"
         );
         assert_eq!(&data[data.len() - 11..], b"\x01b\x07example\x00");
+        // One RR is canonicalized where it is written, in a buffer holding other data.
+        let mut reused = data.clone();
+        write_signed_data(
+            &fields,
+            &"EXAMPLE.".parse().unwrap(),
+            Class::IN,
+            [b.as_wire()],
+            &mut reused,
+        );
+        assert_eq!(reused.len(), first_rr + 19 + 11);
+        assert_eq!(&reused[..first_rr + 19], &data[..first_rr + 19]);
+        assert_eq!(&reused[first_rr + 19..], b"\x01b\x07example\x00");
     }
 }

@@ -24,7 +24,7 @@ use super::mtl::series::{SeriesError, SeriesStore};
 use super::mtl::{MtlParams, MtlSignature, MtlSigner, SeriesId};
 use super::nsec3::{hashed_owner_name, Nsec3Params, MAX_ITERATIONS};
 use super::provider::CryptoError;
-use super::rrsig::{label_count, signed_data, Rrsig, RrsigFields};
+use super::rrsig::{label_count, signed_data, write_signed_data, Rrsig, RrsigFields};
 use crate::name::Name;
 use crate::rr::{Class, RrType};
 use crate::wire::rdata::Rrsig as RrsigView;
@@ -462,36 +462,64 @@ pub fn sign_online(
     tags: &[u16],
     (inception, expiration): (u64, u64),
 ) -> Result<Vec<Vec<u8>>, SignError> {
-    let mut algorithms: Vec<SecAlg> = keys.iter().map(|k| k.number).collect();
-    algorithms.sort();
-    algorithms.dedup();
-    let mut sigs = Vec::with_capacity(algorithms.len());
-    for alg in algorithms {
-        for (key, &key_tag) in signers(keys, tags, alg, rtype) {
-            if MtlParams::of(key.key.algorithm()).is_some() {
-                continue;
+    ONLINE_SIGNED_DATA.with_borrow_mut(|data| {
+        let mut sigs = Vec::with_capacity(keys.len());
+        // Per algorithm in ascending order, as sign_zone: the smallest one above the last.
+        let mut last: Option<SecAlg> = None;
+        while let Some(alg) = keys
+            .iter()
+            .map(|k| k.number)
+            .filter(|a| last.is_none_or(|l| *a > l))
+            .min()
+        {
+            last = Some(alg);
+            for (key, &key_tag) in signers(keys, tags, alg, rtype) {
+                if MtlParams::of(key.key.algorithm()).is_some() {
+                    continue;
+                }
+                let fields = RrsigFields {
+                    type_covered: rtype,
+                    algorithm: key.number,
+                    labels: label_count(owner),
+                    original_ttl: ttl,
+                    expiration: expiration as u32,
+                    inception: inception as u32,
+                    key_tag,
+                    signer: origin.clone(),
+                };
+                write_signed_data(
+                    &fields,
+                    owner,
+                    Class::IN,
+                    rdatas.iter().map(Vec::as_slice),
+                    data,
+                );
+                let sig = key.key.sign(data).map_err(|source| SignError::Crypto {
+                    owner: owner.clone(),
+                    rtype,
+                    source,
+                })?;
+                sigs.push(fields.rdata(&sig));
             }
-            let fields = RrsigFields {
-                type_covered: rtype,
-                algorithm: key.number,
-                labels: label_count(owner),
-                original_ttl: ttl,
-                expiration: expiration as u32,
-                inception: inception as u32,
-                key_tag,
-                signer: origin.clone(),
-            };
-            let data = signed_data(&fields, owner, Class::IN, rdatas.iter().map(Vec::as_slice));
-            let sig = key.key.sign(&data).map_err(|source| SignError::Crypto {
-                owner: owner.clone(),
-                rtype,
-                source,
-            })?;
-            sigs.push(fields.rdata(&sig));
         }
-    }
-    Ok(sigs)
+        if data.capacity() > ONLINE_SIGNED_DATA_KEPT {
+            *data = Vec::new();
+        }
+        Ok(sigs)
+    })
 }
+
+thread_local! {
+    /// This thread's buffer for the data an online signature covers ([`sign_online`]), reused
+    /// so that a signature allocates nothing for it.
+    static ONLINE_SIGNED_DATA: std::cell::RefCell<Vec<u8>> = const {
+        std::cell::RefCell::new(Vec::new())
+    };
+}
+
+/// Bytes of [`ONLINE_SIGNED_DATA`] kept between signatures; a larger buffer (a large RRset's)
+/// is given back after use.
+const ONLINE_SIGNED_DATA_KEPT: usize = 16 << 10;
 
 /// An RRset an MTL key signs ([`sign_series`]).
 struct MtlRrset {
@@ -1128,5 +1156,45 @@ mod tests {
             .all(|&e| e >= p.expiration - DAY && e <= p.expiration));
         assert_eq!(stats.earliest_expiration, expirations.first().copied());
         assert_valid(&z, now);
+    }
+
+    /// Online signatures made one after the other on one thread, which reuses one buffer for
+    /// the signed data, each cover their own RRset: a large TXT RRset, then a one-record A
+    /// RRset (it would cover the TXT's bytes too if the buffer kept them), then the TXT again,
+    /// each verified over the signed data built afresh.
+    #[test]
+    fn online_signatures_in_sequence_cover_their_own_rrsets() {
+        let k = key(KeyRole::Csk);
+        let tags = [k.key_tag()];
+        let scheme = Provider::default_provider()
+            .scheme(Algorithm::EcdsaP256Sha256)
+            .unwrap();
+        let owner: Name = "WWW.Example.".parse().unwrap();
+        let txt: Vec<Vec<u8>> = (0..40)
+            .map(|i| {
+                let text = format!("record {i} of a large RRset");
+                [&[text.len() as u8][..], text.as_bytes()].concat()
+            })
+            .collect();
+        let a = vec![vec![192, 0, 2, 7]];
+        let now = crate::time::now();
+        for (rtype, rdatas) in [(RrType::TXT, &txt), (RrType::A, &a), (RrType::TXT, &txt)] {
+            let window = (now - 3600, now + DAY);
+            let keys = std::slice::from_ref(&k);
+            let sigs =
+                sign_online(&origin(), &owner, rtype, 300, rdatas, keys, &tags, window).unwrap();
+            assert_eq!(sigs.len(), 1);
+            let rrsig = Rrsig::parse(&sigs[0]).unwrap();
+            assert_eq!(rrsig.fields.type_covered, rtype);
+            let data = signed_data(
+                &rrsig.fields,
+                &owner,
+                Class::IN,
+                rdatas.iter().map(Vec::as_slice),
+            );
+            scheme
+                .verify(k.key.public_key(), &data, rrsig.signature)
+                .unwrap_or_else(|e| panic!("{rtype} after another RRset: {e}"));
+        }
     }
 }
