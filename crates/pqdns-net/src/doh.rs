@@ -297,7 +297,8 @@ fn status(code: StatusCode, text: &'static str) -> Response<Full<Bytes>> {
 /// What a DoH request carries, decided from its method, URI and Content-Type before any body
 /// is read ([`decode_request`]).
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Decoded {
+#[cfg_attr(not(fuzzing), allow(unreachable_pub))] // `pqdns_net::fuzzing` re-exports it
+pub enum Decoded {
     /// GET or HEAD: the DNS message decoded from the `dns` parameter (at most
     /// [`MAX_REQUEST`] bytes).
     Message(Vec<u8>),
@@ -315,7 +316,8 @@ pub(crate) enum Decoded {
 ///
 /// Not public API (the module is private); reachable from the fuzz targets under
 /// `cfg(fuzzing)` through `pqdns_net::fuzzing`.
-pub(crate) fn decode_request(
+#[cfg_attr(not(fuzzing), allow(unreachable_pub))]
+pub fn decode_request(
     method: &Method,
     uri: &http::Uri,
     content_type: Option<&header::HeaderValue>,

@@ -226,7 +226,7 @@ impl XskSocket {
     }
 
     /// Queues frames for transmission (none: only sends what is still queued) and wakes the
-    /// kernel while it asks to be and frames wait on the TX ring, at most [`MAX_KICKS`] times
+    /// kernel while it asks to be and frames wait on the TX ring, at most `MAX_KICKS` times
     /// and while each wake-up sends some; returns how many frames the TX ring took (the
     /// others stay with the caller).
     pub fn transmit(&mut self, descs: &[XdpDesc]) -> usize {
