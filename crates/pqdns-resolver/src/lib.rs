@@ -21,7 +21,8 @@
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! // Trust anchor: the DS pqdns-server wrote for the default zone.
 //! let anchors = TrustAnchors::read("keys/example.com.ds".as_ref())?;
-//! let tls = TlsOptions { ca_files: vec!["keys/pqdns-server.crt".into()], ..TlsOptions::default() };
+//! let mut tls = TlsOptions::default();
+//! tls.ca_files = vec!["keys/pqdns-server.crt".into()];
 //! let client = Client::new(Transport::Dot, Duration::from_secs(3), tls)?;
 //! let mode = Mode::Forward("127.0.0.1:8853".parse()?);
 //! let resolver = Resolver::new(Config::new(mode, anchors), client);

@@ -36,7 +36,7 @@
 //! let (catalog, _reports) = load_all(&zones, pqdns_core::time::now())?;
 //! let mut settings = Settings::new("keys".into());
 //! settings.udp = vec!["127.0.0.1:5353".parse()?];
-//! let server = Server::bind(ServerConfig { zones, settings }, catalog).await?;
+//! let server = Server::bind(ServerConfig::new(zones, settings), catalog).await?;
 //! println!("serving on {:?}", server.addrs.udp);
 //! server.shutdown().await;
 //! # Ok(())
