@@ -6,6 +6,7 @@ mod common;
 
 use std::path::Path;
 
+use common::dnstap_frames;
 use common::service::{unused_anchor, Service};
 use pqdns_test_support::systemd::analyze_unit;
 
@@ -258,17 +259,7 @@ fn dnstap_logs_client_queries_and_responses() {
         assert_eq!(out.status(), "REFUSED", "{}", out.text);
     }
     s.terminate();
-    let out = std::process::Command::new("timeout")
-        .args(["30", "dnstap-read", "-y"])
-        .arg(&tap)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = dnstap_frames(&tap);
     let frames: Vec<&str> = text.split("\n---").collect();
     let count = |what: &str| frames.iter().filter(|f| f.contains(what)).count();
     assert_eq!(count("type: CLIENT_QUERY"), 2, "{text}");

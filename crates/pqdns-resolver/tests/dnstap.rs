@@ -11,8 +11,8 @@ mod common;
 use std::net::SocketAddr;
 
 use common::hierarchy::{build_with, serve, Leaf, Running, LEAF_IP, ROOT_IP, TIERS, TLD_IP};
-use common::runtime;
 use common::service::Service;
+use common::{dnstap_frames, runtime};
 use pqdns_test_support::hierarchy::write_root_hints;
 use pqdns_test_support::peers::{kdig, require};
 use pqdns_test_support::ports::free_dual_port_on;
@@ -81,17 +81,7 @@ fn dnstap_read_decodes_client_and_resolver_messages() {
     }
     s.terminate();
 
-    let out = std::process::Command::new("timeout")
-        .args(["30", "dnstap-read", "-y"])
-        .arg(&tap)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "dnstap-read: {}{text}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = dnstap_frames(&tap);
     let frames: Vec<&str> = text.split("\n---").collect();
     let of = |kind: &str| -> Vec<&str> {
         let line = format!("type: {kind}\n");

@@ -16,21 +16,11 @@ use pqdns_core::RrType;
 use pqdns_resolver::service::{RecursiveService, ServiceConfig};
 use pqdns_resolver::{Config, Mode, NegativeTrustAnchors, Resolver, TrustAnchors};
 
-use common::{name, resolve_in_service, serve, udp_client, ZoneSpec};
+use common::{name, resolve_in_service, serve_www_example, udp_client};
 
 #[test]
 fn a_negative_trust_anchor_makes_a_bogus_zone_insecure_until_it_expires() {
-    let served = serve(
-        ZoneSpec {
-            origin: "example.",
-            records: "@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 192.0.2.1\n\
-                      www A 192.0.2.2\n",
-            algorithms: &["ECDSAP256SHA256"],
-            denial: "nsec",
-        },
-        false,
-        |_| {},
-    );
+    let served = serve_www_example();
     let zone = name("example.");
     let mut wrong = TrustAnchors::default();
     for ds in served.anchors.ds_for(&zone).unwrap() {

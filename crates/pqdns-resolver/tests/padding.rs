@@ -14,7 +14,7 @@ mod common;
 use pqdns_test_support::peers::{kdig, require, DigOutput};
 
 use common::service::Service;
-use common::{serve, ZoneSpec};
+use common::{dnstap_frames, serve_www_example};
 
 /// The byte count kdig reports for the response (`;; Received N B`).
 fn received(out: &DigOutput) -> usize {
@@ -45,17 +45,7 @@ fn sizes(text: &str, kind: &str) -> Vec<usize> {
 #[test]
 fn encrypted_responses_and_queries_are_padded_to_their_blocks() {
     require("dnstap-read", "bind9-dnsutils");
-    let served = serve(
-        ZoneSpec {
-            origin: "example.",
-            records: "@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 192.0.2.1\n\
-                      www A 192.0.2.2\n",
-            algorithms: &["ECDSAP256SHA256"],
-            denial: "nsec",
-        },
-        false,
-        |_| {},
-    );
+    let served = serve_www_example();
     let d = served.dir.path();
     let anchor = d.join("keys/example.ds");
     let anchor = anchor.to_str().unwrap();
@@ -117,17 +107,7 @@ fn encrypted_responses_and_queries_are_padded_to_their_blocks() {
     assert!(!received(&tcp).is_multiple_of(468), "{}", tcp.text);
 
     a.terminate();
-    let out = std::process::Command::new("timeout")
-        .args(["30", "dnstap-read", "-y"])
-        .arg(&tap)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = dnstap_frames(&tap);
     // B's queries to A over DoT (BIND 9.18 prints DoT as UDP) and A's responses to them.
     let queries = sizes(&text, "CLIENT_QUERY");
     let responses = sizes(&text, "CLIENT_RESPONSE");

@@ -21,7 +21,7 @@ use pqdns_net::service::{Reply, Request, Service, Transport};
 use pqdns_resolver::service::{RecursiveService, ServiceConfig};
 use pqdns_resolver::{Config, Mode, Resolver};
 
-use common::{counting_relay, serve, udp_client, ZoneSpec};
+use common::{counting_relay, serve_www_example, udp_client};
 
 /// How `ask` was answered.
 #[derive(Debug, PartialEq, Eq)]
@@ -75,17 +75,7 @@ fn prefetches(s: &RecursiveService) -> u64 {
 
 #[test]
 fn a_cached_answer_near_expiry_is_refreshed_in_the_background() {
-    let served = serve(
-        ZoneSpec {
-            origin: "example.",
-            records: "@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 192.0.2.1\n\
-                      www A 192.0.2.2\n",
-            algorithms: &["ECDSAP256SHA256"],
-            denial: "nsec",
-        },
-        false,
-        |_| {},
-    );
+    let served = serve_www_example();
     let (relay, count) = counting_relay(&served.rt, served.addr);
     let service = |prefetch: bool| {
         let config = Config::new(Mode::Forward(relay), served.anchors.clone());

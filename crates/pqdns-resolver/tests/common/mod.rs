@@ -96,6 +96,39 @@ pub(crate) fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// Serves `example.` (SOA, NS, `www A 192.0.2.2`), signed with ECDSA P-256 and NSEC, on
+/// 127.0.0.1 over UDP and TCP.
+pub(crate) fn serve_www_example() -> Served {
+    serve(
+        ZoneSpec {
+            origin: "example.",
+            records: "@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 192.0.2.1\n\
+                      www A 192.0.2.2\n",
+            algorithms: &["ECDSAP256SHA256"],
+            denial: "nsec",
+        },
+        false,
+        |_| {},
+    )
+}
+
+/// The dnstap file `tap` as `dnstap-read -y` prints it (YAML documents, `---` between
+/// frames); panics with dnstap-read's error output if it fails (bounded by `timeout 30`).
+pub(crate) fn dnstap_frames(tap: &std::path::Path) -> String {
+    let out = std::process::Command::new("timeout")
+        .args(["30", "dnstap-read", "-y"])
+        .arg(tap)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "dnstap-read: {}{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Serves `zone` on 127.0.0.1; `configure` may change the settings (fragmentation, …).
 /// With `tls`, DoT, DoH and DoQ listen too, with a self-signed certificate in `dir/keys`.
 pub(crate) fn serve(
