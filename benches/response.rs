@@ -50,7 +50,7 @@ fn response(c: &mut Criterion) {
                 recursion_desired: false,
             };
             let wire = query_wire(&parse_query(qname, Some("A")).unwrap(), 0x4242, edns);
-            for (t, transport) in [("udp", Transport::Udp), ("stream", Transport::Stream)] {
+            for (t, transport) in [("udp", Transport::Udp), ("stream", Transport::Tcp)] {
                 let id = BenchmarkId::new(format!("{label}/{t}"), alg);
                 group.bench_with_input(id, &wire, |b, wire| {
                     b.iter(|| respond(&catalog, wire, transport, LOCALHOST, 1232, &mut out, 0).len)

@@ -34,7 +34,7 @@ static CATALOG: LazyLock<Catalog> = LazyLock::new(|| {
 
 fuzz_target!(|packet: &[u8]| {
     let mut out = Vec::new();
-    for transport in [Transport::Udp, Transport::Stream] {
+    for transport in [Transport::Udp, Transport::Tcp] {
         let outcome = respond(&CATALOG, packet, transport, LOCALHOST, 1232, &mut out, 0);
         if let Err(e) = check_response(packet, transport, 1232, &out, &outcome) {
             panic!("{e}");

@@ -227,15 +227,7 @@ fn answer_bytes(
                 Some(edns.clone()),
             )
             .to_wire();
-            let o = respond(
-                catalog,
-                &query,
-                Transport::Stream,
-                client,
-                1232,
-                &mut out,
-                0,
-            );
+            let o = respond(catalog, &query, Transport::Tcp, client, 1232, &mut out, 0);
             assert!(!o.truncated && o.len > 0, "{qname} {qtype}: {o:?}");
             o.len
         })

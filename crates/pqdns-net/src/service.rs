@@ -33,9 +33,10 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-/// The transport a query arrived on.
+/// The transport a query arrived on, or a client sends on. One enum for the listeners, the
+/// server's and the resolver's pipelines, metrics and dnstap; it is exhaustive on purpose, so
+/// a new transport makes every `match` over it decide what to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum Transport {
     /// UDP (RFC 1035 §4.2.1): responses are limited by EDNS (RFC 6891) and may be truncated.
     Udp,
@@ -50,6 +51,21 @@ pub enum Transport {
 }
 
 impl Transport {
+    /// Every transport, in the order of [`Transport::index`].
+    pub const ALL: [Transport; 5] = [
+        Transport::Udp,
+        Transport::Tcp,
+        Transport::Dot,
+        Transport::Doh,
+        Transport::Doq,
+    ];
+
+    /// The transport's position in [`Transport::ALL`] (0 to 4), for per-transport counter
+    /// arrays such as metrics.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
     /// True for the stream transports (TCP, DoT, DoH, DoQ): messages up to 65535 bytes, no
     /// truncation.
     pub fn is_stream(self) -> bool {

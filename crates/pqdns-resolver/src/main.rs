@@ -18,6 +18,7 @@ use pqdns_core::frag::edns::Fragmentation;
 use pqdns_core::wire::Rcode;
 use pqdns_core::{outln, stdout, Name, Record, RrType};
 use pqdns_resolver::fragment::FragConfig;
+use pqdns_resolver::transport::default_port;
 use pqdns_resolver::{
     Answer, AnswerRRset, Client, Config, Mode, Resolver, TlsOptions, Transport, TrustAnchors,
 };
@@ -221,7 +222,7 @@ fn parse_args(
                 .parse::<SocketAddr>()
                 .or_else(|_| {
                     s.parse::<IpAddr>()
-                        .map(|ip| SocketAddr::new(ip, transport.default_port()))
+                        .map(|ip| SocketAddr::new(ip, default_port(transport)))
                 })
                 .map_err(|_| format!("bad server {s:?}: use @IP or @IP:PORT ([v6]:PORT)"))?;
             server = Some(addr);
@@ -444,7 +445,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
     }
     let mode = if cli.roots.is_empty() {
         let addr = server
-            .unwrap_or_else(|| SocketAddr::new([127, 0, 0, 1].into(), transport.default_port()));
+            .unwrap_or_else(|| SocketAddr::new([127, 0, 0, 1].into(), default_port(transport)));
         Mode::Forward(addr)
     } else {
         Mode::Iterative {

@@ -106,7 +106,7 @@ fn set_counter(query: &mut [u8], i: u64) {
 
 /// The length of the answer to `packet` over a stream (never cut).
 fn answer_len(catalog: &Catalog, packet: &[u8], out: &mut Vec<u8>) -> usize {
-    respond(catalog, packet, Transport::Stream, CLIENT, 1232, out, 0).len
+    respond(catalog, packet, Transport::Tcp, CLIENT, 1232, out, 0).len
 }
 
 fn sizes(dir: &Path) {

@@ -45,6 +45,8 @@ use pqdns_core::wire::{
 };
 use pqdns_core::zone::{Node, RRset};
 use pqdns_core::{Class, Name, RrType};
+/// The transport a query arrived on (the type [`respond`] takes), from pqdns-net.
+pub use pqdns_net::Transport;
 
 use crate::catalog::{Catalog, MtlLadder, ServedZone};
 use crate::cookie::CookieCheck;
@@ -62,15 +64,6 @@ pub const MAX_ADDITIONAL_TARGETS: usize = 16;
 pub const MAX_STREAM_MESSAGE: usize = 65535;
 /// Default EDNS UDP payload size we offer and accept, in bytes (DNS Flag Day 2020).
 pub const DEFAULT_UDP_PAYLOAD: u16 = 1232;
-
-/// How the response will travel: UDP is limited by EDNS, streams by the 16-bit length.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Transport {
-    /// Datagrams: responses are limited and may be truncated (TC).
-    Udp,
-    /// TCP, TLS or HTTPS: up to 65535 bytes.
-    Stream,
-}
 
 /// What happened to one query (for logs and metrics).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,7 +88,9 @@ pub struct Outcome {
 /// Answers the query in `packet` from `catalog`, writing the response into `out[base..]`
 /// (`out` is truncated to `base` first; the bytes before `base` are left alone, e.g. for a TCP
 /// length prefix). `client` is the query's source address (for DNS cookies, [`crate::cookie`]);
-/// `udp_payload` is our EDNS UDP payload size in bytes.
+/// `udp_payload` is our EDNS UDP payload size in bytes. `transport` is the one the query
+/// arrived on: a UDP response is limited by EDNS (RFC 6891) and may be truncated (TC); the
+/// stream transports take up to [`MAX_STREAM_MESSAGE`] bytes.
 ///
 /// This is the server's request pipeline without its network policy (zone transfers, UDP
 /// fragmentation, the amplification limit, RRL): a prepared answer, or one parse, the

@@ -30,7 +30,9 @@ use pqdns_core::wire::{
 };
 use pqdns_core::RrType;
 
-use crate::answer::{Outcome, Transport};
+use pqdns_net::Transport;
+
+use crate::answer::Outcome;
 use crate::cookie::{self, CookieCheck};
 
 /// Default memory budget of one catalog's prepared answers, in bytes.
@@ -83,7 +85,7 @@ fn write_key(
     }
     let start = buf.len();
     let flags = u16::from_be_bytes([packet[2], packet[3]]) & !(FLAG_RD | FLAG_CD);
-    buf.push(u8::from(transport == Transport::Stream));
+    buf.push(u8::from(transport.is_stream()));
     buf.extend_from_slice(&udp_payload.to_be_bytes());
     buf.extend_from_slice(&flags.to_be_bytes());
     // The QNAME, packet[12..end], sits 1 byte further in the key (3 bytes in front, ID out).
@@ -283,7 +285,9 @@ mod tests {
     use pqdns_core::{Name, RrType};
 
     use super::*;
-    use crate::answer::{respond, Transport};
+    use pqdns_net::Transport;
+
+    use crate::answer::respond;
     use crate::catalog::Catalog;
     use crate::request::{parse, tests::build};
     use pqdns_test_support::{with_option, LOCALHOST};
@@ -354,7 +358,7 @@ big    TXT  \"612345678901234567890123456789012345678901234567890123456789012345
         let mut expected = Vec::new();
         for &(name, qtype) in QUESTIONS {
             for &edns in EDNS {
-                for transport in [Transport::Udp, Transport::Stream] {
+                for transport in [Transport::Udp, Transport::Tcp] {
                     let shouted = name.to_ascii_uppercase();
                     let packet = variant(&shouted, qtype, edns);
                     expected.push((answer(&fresh, &packet, transport), packet, transport));
@@ -412,7 +416,7 @@ big    TXT  \"612345678901234567890123456789012345678901234567890123456789012345
         assert!(no_do.len() > plain.len(), "OPT only with EDNS");
         let big = build("big.example.", RrType::TXT, Some((512, true)));
         let udp = answer(&cat, &big, Transport::Udp);
-        let tcp = answer(&cat, &big, Transport::Stream);
+        let tcp = answer(&cat, &big, Transport::Tcp);
         assert!(udp[2] & 0x02 != 0 && tcp[2] & 0x02 == 0, "TC over UDP only");
         assert_eq!(answer(&cat, &big, Transport::Udp), udp);
     }

@@ -506,7 +506,7 @@ fn truncation_drops_whole_rrsets() {
     );
     assert!(!m.tc());
     assert_eq!(m.sections[0].len(), 7);
-    let m = ask_with(&cat, "big.example.", RrType::TXT, None, Transport::Stream);
+    let m = ask_with(&cat, "big.example.", RrType::TXT, None, Transport::Tcp);
     assert!(!m.tc());
     assert_eq!(m.sections[0].len(), 6);
 }
@@ -610,7 +610,7 @@ fn ask_stream(cat: &Catalog, packet: &[u8]) -> Msg {
     respond(
         cat,
         packet,
-        Transport::Stream,
+        Transport::Tcp,
         LOCALHOST,
         DEFAULT_UDP_PAYLOAD,
         &mut out,

@@ -19,7 +19,7 @@ use pqdns_core::wire::{
     MessageWriter, Rcode, EDNS_CO, EDNS_DO, HEADER_LEN, OPTION_COOKIE, OPTION_NSID,
 };
 
-use crate::answer::{Outcome, Transport, MAX_STREAM_MESSAGE};
+use crate::answer::{Outcome, MAX_STREAM_MESSAGE};
 use crate::catalog::Catalog;
 use crate::cookie::{CookieCheck, RESPONSE_COOKIE_LEN};
 use crate::request::{Auth, Exchange};
@@ -39,9 +39,10 @@ pub(crate) fn open<'b, 'o>(
     out: &'b mut Vec<u8>,
     base: usize,
 ) -> MessageWriter<'b, 'o> {
-    let limit = match x.transport {
-        Transport::Stream => MAX_STREAM_MESSAGE,
-        Transport::Udp => q.udp_payload().min(x.udp_payload).into(),
+    let limit = if x.transport.is_stream() {
+        MAX_STREAM_MESSAGE
+    } else {
+        q.udp_payload().min(x.udp_payload).into()
     };
     let limit = usize::max(limit.saturating_sub(x.tsig_room), HEADER_LEN);
     let mut w = MessageWriter::response(out, base, limit, q.header);

@@ -39,7 +39,9 @@ use pqdns_core::wire::{NameBuf, Rcode, FLAG_CD, FLAG_RD, FLAG_TC, MIN_UDP_PAYLOA
 use pqdns_core::{Class, RrType};
 use tracing::debug;
 
-use crate::answer::{self, Outcome, Prepare, Transport};
+use pqdns_net::Transport;
+
+use crate::answer::{self, Outcome, Prepare};
 use crate::catalog::Catalog;
 use crate::cookie::{CookieCheck, RESPONSE_COOKIE_LEN};
 use crate::request::{Auth, Exchange};
@@ -135,7 +137,7 @@ impl Fragmenter {
         }
         drop(cache);
         let x = Exchange {
-            transport: Transport::Stream,
+            transport: Transport::Tcp,
             client: Ipv4Addr::UNSPECIFIED.into(),
             udp_payload,
             tsig_room: 0,

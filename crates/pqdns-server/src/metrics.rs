@@ -54,44 +54,24 @@ use pqdns_net::{HandshakeFailure, Transport};
 
 use crate::service::Authoritative;
 
-/// The transport a query arrived on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Proto {
-    /// UDP.
-    Udp = 0,
-    /// TCP.
-    Tcp = 1,
-    /// DNS over TLS.
-    Dot = 2,
-    /// DNS over HTTPS.
-    Doh = 3,
-    /// DNS over QUIC.
-    Doq = 4,
+/// The encrypted transports (DoT, DoH, DoQ) as (counter index, metric label).
+fn encrypted() -> impl Iterator<Item = (usize, &'static str)> {
+    Transport::ALL
+        .into_iter()
+        .filter(|t| t.is_encrypted())
+        .map(|t| (t.index(), t.name()))
 }
 
-impl Proto {
-    /// The metrics label of a listener transport (`None` for transports not counted here).
-    pub fn of(transport: Transport) -> Option<Proto> {
-        match transport {
-            Transport::Udp => Some(Proto::Udp),
-            Transport::Tcp => Some(Proto::Tcp),
-            Transport::Dot => Some(Proto::Dot),
-            Transport::Doh => Some(Proto::Doh),
-            Transport::Doq => Some(Proto::Doq),
-            _ => None,
-        }
-    }
+/// The stream transports (TCP, DoT, DoH, DoQ) as (counter index, metric label).
+fn streams() -> impl Iterator<Item = (usize, &'static str)> {
+    Transport::ALL
+        .into_iter()
+        .filter(|t| t.is_stream())
+        .map(|t| (t.index(), t.name()))
 }
 
-const PROTOS: [(Proto, &str); N_PROTOS] = [
-    (Proto::Udp, "udp"),
-    (Proto::Tcp, "tcp"),
-    (Proto::Dot, "dot"),
-    (Proto::Doh, "doh"),
-    (Proto::Doq, "doq"),
-];
-/// Number of [`Proto`] values.
-const N_PROTOS: usize = 5;
+/// Number of transports counted ([`Transport::ALL`]).
+const N_TRANSPORTS: usize = Transport::ALL.len();
 
 /// QTYPEs counted by name; the others count as `other`, unparsable queries as `none`.
 const QTYPES: [(RrType, &str); 24] = [
@@ -144,13 +124,13 @@ const SIZE_SLOTS: usize = SIZE_BUCKETS.len() + 1;
 /// All counters; see the module doc. About 12 KiB.
 #[derive(Debug)]
 pub struct Metrics {
-    queries: [[[AtomicU64; RCODE_SLOTS]; QTYPE_SLOTS]; N_PROTOS],
-    truncated: [AtomicU64; N_PROTOS],
-    sizes: [[AtomicU64; SIZE_SLOTS]; N_PROTOS],
-    size_sum: [AtomicU64; N_PROTOS],
-    handshakes: [[AtomicU64; GROUP_SLOTS]; N_PROTOS],
-    handshake_failures: [[AtomicU64; HandshakeFailure::ALL.len()]; N_PROTOS],
-    refused: [AtomicU64; N_PROTOS],
+    queries: [[[AtomicU64; RCODE_SLOTS]; QTYPE_SLOTS]; N_TRANSPORTS],
+    truncated: [AtomicU64; N_TRANSPORTS],
+    sizes: [[AtomicU64; SIZE_SLOTS]; N_TRANSPORTS],
+    size_sum: [AtomicU64; N_TRANSPORTS],
+    handshakes: [[AtomicU64; GROUP_SLOTS]; N_TRANSPORTS],
+    handshake_failures: [[AtomicU64; HandshakeFailure::ALL.len()]; N_TRANSPORTS],
+    refused: [AtomicU64; N_TRANSPORTS],
     reset_floods: AtomicU64,
     /// UDP responses withheld by RRL: [dropped, sent truncated].
     rate_limited: [AtomicU64; 2],
@@ -213,13 +193,13 @@ impl Metrics {
     /// message length in bytes.
     pub fn response(
         &self,
-        proto: Proto,
+        transport: Transport,
         qtype: Option<RrType>,
         rcode: Rcode,
         truncated: bool,
         len: usize,
     ) {
-        let p = proto as usize;
+        let p = transport.index();
         let q = match qtype {
             Some(t) => QTYPES
                 .iter()
@@ -235,12 +215,12 @@ impl Metrics {
         if truncated {
             self.truncated[p].fetch_add(1, Relaxed);
         }
-        self.message(proto, len);
+        self.message(transport, len);
     }
 
     /// Counts the size of one more message of a multi-message response (a zone transfer).
-    pub fn message(&self, proto: Proto, len: usize) {
-        let p = proto as usize;
+    pub fn message(&self, transport: Transport, len: usize) {
+        let p = transport.index();
         let b = SIZE_BUCKETS
             .iter()
             .position(|limit| len <= *limit)
@@ -250,18 +230,18 @@ impl Metrics {
     }
 
     /// Counts a completed TLS handshake and its negotiated key exchange group.
-    pub fn handshake(&self, proto: Proto, group: Option<rustls::NamedGroup>) {
-        self.handshakes[proto as usize][group_slot(group)].fetch_add(1, Relaxed);
+    pub fn handshake(&self, transport: Transport, group: Option<rustls::NamedGroup>) {
+        self.handshakes[transport.index()][group_slot(group)].fetch_add(1, Relaxed);
     }
 
     /// Counts a failed or timed-out TLS handshake.
-    pub fn handshake_failure(&self, proto: Proto, reason: HandshakeFailure) {
-        self.handshake_failures[proto as usize][reason as usize].fetch_add(1, Relaxed);
+    pub fn handshake_failure(&self, transport: Transport, reason: HandshakeFailure) {
+        self.handshake_failures[transport.index()][reason as usize].fetch_add(1, Relaxed);
     }
 
     /// Counts a stream connection closed at once because a connection cap was reached.
-    pub fn connection_refused(&self, proto: Proto) {
-        self.refused[proto as usize].fetch_add(1, Relaxed);
+    pub fn connection_refused(&self, transport: Transport) {
+        self.refused[transport.index()].fetch_add(1, Relaxed);
     }
 
     /// Counts an HTTP/2 connection closed for a stream reset flood.
@@ -310,8 +290,8 @@ impl Metrics {
         let mut out = String::with_capacity(8192);
         let load = |c: &AtomicU64| c.load(Relaxed);
         out.push_str("# HELP pqdns_queries_total DNS responses sent, by transport, query type and response code.\n# TYPE pqdns_queries_total counter\n");
-        for (p, name) in PROTOS {
-            for (q, per_qtype) in self.queries[p as usize].iter().enumerate() {
+        for (p, name) in Transport::ALL.map(|t| (t.index(), t.name())) {
+            for (q, per_qtype) in self.queries[p].iter().enumerate() {
                 let qtype = QTYPES
                     .get(q)
                     .map_or_else(|| QTYPE_LABELS_EXTRA[q - QTYPES.len()], |(_, l)| l);
@@ -329,18 +309,18 @@ impl Metrics {
             }
         }
         out.push_str("# HELP pqdns_truncated_responses_total Responses sent with the TC bit set.\n# TYPE pqdns_truncated_responses_total counter\n");
-        for (p, name) in PROTOS {
-            let n = load(&self.truncated[p as usize]);
+        for (p, name) in Transport::ALL.map(|t| (t.index(), t.name())) {
+            let n = load(&self.truncated[p]);
             let _ = writeln!(
                 out,
                 "pqdns_truncated_responses_total{{transport=\"{name}\"}} {n}"
             );
         }
         out.push_str("# HELP pqdns_response_bytes Size of DNS response messages in bytes.\n# TYPE pqdns_response_bytes histogram\n");
-        for (p, name) in PROTOS {
-            let sum = load(&self.size_sum[p as usize]);
+        for (p, name) in Transport::ALL.map(|t| (t.index(), t.name())) {
+            let sum = load(&self.size_sum[p]);
             let labels = format!("transport=\"{name}\"");
-            let sizes = &self.sizes[p as usize];
+            let sizes = &self.sizes[p];
             write_histogram(
                 &mut out,
                 "pqdns_response_bytes",
@@ -351,8 +331,8 @@ impl Metrics {
             );
         }
         out.push_str("# HELP pqdns_tls_handshakes_total Completed TLS handshakes by negotiated key exchange group.\n# TYPE pqdns_tls_handshakes_total counter\n");
-        for (p, name) in [PROTOS[2], PROTOS[3], PROTOS[4]] {
-            for (g, c) in self.handshakes[p as usize].iter().enumerate() {
+        for (p, name) in encrypted() {
+            for (g, c) in self.handshakes[p].iter().enumerate() {
                 let group = group_label(g);
                 let n = load(c);
                 let _ = writeln!(
@@ -362,9 +342,9 @@ impl Metrics {
             }
         }
         out.push_str("# HELP pqdns_tls_handshake_failures_total TLS handshakes that failed or timed out, by reason.\n# TYPE pqdns_tls_handshake_failures_total counter\n");
-        for (p, name) in [PROTOS[2], PROTOS[3], PROTOS[4]] {
+        for (p, name) in encrypted() {
             for reason in HandshakeFailure::ALL {
-                let n = load(&self.handshake_failures[p as usize][reason as usize]);
+                let n = load(&self.handshake_failures[p][reason as usize]);
                 let _ = writeln!(
                     out,
                     "pqdns_tls_handshake_failures_total{{transport=\"{name}\",reason=\"{}\"}} {n}",
@@ -373,8 +353,8 @@ impl Metrics {
             }
         }
         out.push_str("# HELP pqdns_connections_refused_total Stream connections closed at once because a connection cap was reached.\n# TYPE pqdns_connections_refused_total counter\n");
-        for (p, name) in &PROTOS[1..] {
-            let n = load(&self.refused[*p as usize]);
+        for (p, name) in streams() {
+            let n = load(&self.refused[p]);
             let _ = writeln!(
                 out,
                 "pqdns_connections_refused_total{{transport=\"{name}\"}} {n}"
@@ -454,21 +434,21 @@ mod tests {
     #[test]
     fn counts_land_under_their_labels() {
         let m = Metrics::default();
-        m.response(Proto::Udp, Some(RrType::A), Rcode::NOERROR, false, 100);
-        m.response(Proto::Udp, Some(RrType::A), Rcode::NOERROR, true, 1232);
+        m.response(Transport::Udp, Some(RrType::A), Rcode::NOERROR, false, 100);
+        m.response(Transport::Udp, Some(RrType::A), Rcode::NOERROR, true, 1232);
         m.response(
-            Proto::Dot,
+            Transport::Dot,
             Some(RrType(999)),
             Rcode::NXDOMAIN,
             false,
             70_000,
         );
-        m.response(Proto::Tcp, None, Rcode::FORMERR, false, 12);
-        m.handshake(Proto::Dot, Some(rustls::NamedGroup::X25519MLKEM768));
-        m.handshake(Proto::Doq, Some(rustls::NamedGroup::X25519MLKEM768));
-        m.handshake(Proto::Doh, Some(rustls::NamedGroup::FFDHE2048));
-        m.handshake_failure(Proto::Doh, HandshakeFailure::NoSharedGroup);
-        m.connection_refused(Proto::Dot);
+        m.response(Transport::Tcp, None, Rcode::FORMERR, false, 12);
+        m.handshake(Transport::Dot, Some(rustls::NamedGroup::X25519MLKEM768));
+        m.handshake(Transport::Doq, Some(rustls::NamedGroup::X25519MLKEM768));
+        m.handshake(Transport::Doh, Some(rustls::NamedGroup::FFDHE2048));
+        m.handshake_failure(Transport::Doh, HandshakeFailure::NoSharedGroup);
+        m.connection_refused(Transport::Dot);
         m.reset_flood();
         m.reset_flood();
         let text = m.render();

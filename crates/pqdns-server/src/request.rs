@@ -11,7 +11,9 @@ use pqdns_core::wire::tsig::{self, Digest, Key, KeyRing, Mac, Rejection, Signed}
 use pqdns_core::wire::{Opcode, WireError};
 use pqdns_core::RrType;
 
-use crate::answer::{Outcome, Transport};
+use pqdns_net::Transport;
+
+use crate::answer::Outcome;
 use crate::catalog::Catalog;
 use crate::cookie::{self, CookieCheck, CookieMode};
 use crate::finish;

@@ -58,7 +58,7 @@ use crate::cookie::{self, CookieCheck, CookieMode, Cookies};
 use crate::finish;
 use crate::fragment::{self, Fragmenter};
 use crate::identity::Identity;
-use crate::metrics::{Metrics, Proto, TsigFailure};
+use crate::metrics::{Metrics, TsigFailure};
 use crate::online::{self, OnlineSigning, SigningTask};
 use crate::request::{self, Exchange, Tsig};
 use crate::rrl::{self, Rrl, Verdict};
@@ -195,10 +195,7 @@ impl Authoritative {
     /// The pipeline's view of `request`, with online signing in `signing` mode.
     fn exchange<'a>(&self, request: &Request<'_>, signing: online::Mode<'a>) -> Exchange<'a> {
         Exchange {
-            transport: match request.transport {
-                Transport::Udp => answer::Transport::Udp,
-                _ => answer::Transport::Stream,
-            },
+            transport: request.transport,
             client: request.client.ip(),
             udp_payload: self.udp_payload.max(MIN_UDP_PAYLOAD),
             tsig_room: 0,
@@ -251,10 +248,10 @@ impl Authoritative {
         let malformed = outcome
             .error
             .is_some_and(|e| !matches!(e, ParseError::Opcode(_) | ParseError::EdnsVersion(_)));
-        if let (Some(m), Some(proto)) = (&self.metrics, Proto::of(transport)) {
+        if let Some(m) = &self.metrics {
             if outcome.len > 0 && !(malformed && transport == Transport::Doh) {
                 m.response(
-                    proto,
+                    transport,
                     outcome.qtype,
                     outcome.rcode,
                     outcome.truncated,
@@ -359,7 +356,7 @@ impl Authoritative {
                 return Handled::Transfer(Messages::Zone(ZoneTransfer {
                     xfr,
                     client: request.client,
-                    proto: Proto::of(request.transport),
+                    transport: request.transport,
                     metrics: self.metrics.clone(),
                 }));
             }
@@ -371,7 +368,7 @@ impl Authoritative {
         };
         // 6. Dispatch: fragment requests (UDP), then the QUERY handler. Answers to signed
         // requests are not fragmented and not stored for replay (each is signed anew).
-        let udp = x.transport == answer::Transport::Udp;
+        let udp = x.transport == Transport::Udp;
         if udp && signer.is_none() {
             if let Some(o) = fragment::answer_request(frag, catalog, &q, &auth, x, out) {
                 return Handled::Answer(o, Vec::new(), false);
@@ -543,23 +540,11 @@ impl Service for Authoritative {
         match *event {
             Event::Handshake {
                 transport, group, ..
-            } => {
-                if let Some(p) = Proto::of(transport) {
-                    m.handshake(p, group);
-                }
-            }
+            } => m.handshake(transport, group),
             Event::HandshakeFailed {
                 transport, reason, ..
-            } => {
-                if let Some(p) = Proto::of(transport) {
-                    m.handshake_failure(p, reason);
-                }
-            }
-            Event::ConnectionRefused { transport, .. } => {
-                if let Some(p) = Proto::of(transport) {
-                    m.connection_refused(p);
-                }
-            }
+            } => m.handshake_failure(transport, reason),
+            Event::ConnectionRefused { transport, .. } => m.connection_refused(transport),
             Event::ResetFlood { .. } => m.reset_flood(),
             _ => {}
         }
@@ -608,7 +593,7 @@ impl Transfer for PushedFragments {
         out.truncate(base);
         out.extend_from_slice(datagram);
         if let (Some(m), true) = (&self.metrics, self.sent > 0) {
-            m.message(Proto::Udp, datagram.len());
+            m.message(Transport::Udp, datagram.len());
         }
         self.sent += 1;
         Some(datagram.len())
@@ -631,18 +616,24 @@ impl Transfer for PushedFragments {
 pub struct ZoneTransfer {
     xfr: axfr::Transfer,
     client: SocketAddr,
-    proto: Option<Proto>,
+    transport: Transport,
     metrics: Option<Arc<Metrics>>,
 }
 
 impl Transfer for ZoneTransfer {
     fn next_message(&mut self, out: &mut Vec<u8>, base: usize) -> Option<usize> {
         let len = self.xfr.next_message(out, base)?;
-        if let (Some(m), Some(proto)) = (&self.metrics, self.proto) {
+        if let Some(m) = &self.metrics {
             if self.xfr.messages() == 1 {
-                m.response(proto, Some(self.xfr.qtype()), self.xfr.rcode(), false, len);
+                m.response(
+                    self.transport,
+                    Some(self.xfr.qtype()),
+                    self.xfr.rcode(),
+                    false,
+                    len,
+                );
             } else {
-                m.message(proto, len);
+                m.message(self.transport, len);
             }
         }
         Some(len)

@@ -11,7 +11,7 @@ use pqdns_test_support::LOCALHOST;
 
 use std::path::PathBuf;
 
-use pqdns_net::{Reply, Request, Service, Transfer, Transport as NetTransport};
+use pqdns_net::{Reply, Request, Service, Transfer, Transport};
 
 use super::*;
 use crate::answer::respond;
@@ -74,7 +74,7 @@ fn pushing_wire(s: &Authoritative, packet: &[u8]) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     match s.respond(
         &s.snapshot(),
-        &Request::new(packet, client, NetTransport::Udp),
+        &Request::new(packet, client, Transport::Udp),
         &mut out,
         0,
     ) {
@@ -106,7 +106,7 @@ fn over_tcp(catalog: &Catalog, q: &Message, scheme: u8) -> Message {
     let o = respond(
         catalog,
         &q.to_wire(),
-        Transport::Stream,
+        Transport::Tcp,
         LOCALHOST,
         PAYLOAD,
         &mut out,
