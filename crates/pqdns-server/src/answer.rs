@@ -95,6 +95,8 @@ pub struct Outcome {
 /// This is the server's request pipeline without its network policy (zone transfers, UDP
 /// fragmentation, the amplification limit, RRL): a prepared answer, or one parse, the
 /// acceptability check, DNS cookies and this engine, each the same function the server runs.
+/// Only OPCODE QUERY is answered: NOTIFY and UPDATE (RFC 1996, RFC 2136) need the server's
+/// secondary and update policy, so here they get NOTIMP like any other OPCODE.
 pub fn respond(
     catalog: &Catalog,
     packet: &[u8],

@@ -448,12 +448,16 @@ fn refused_notimp_formerr_badvers() {
     let m = ask(&cat, "www.example.org.", RrType::A, false);
     assert_eq!(m.rcode, Rcode::REFUSED);
     assert!(!m.aa());
-    let mut packet = build("www.example.", RrType::A, Some((1232, false)));
-    packet[2] = 2 << 3; // STATUS opcode
     let mut out = Vec::new();
-    let outcome = respond(&cat, &packet, Transport::Udp, LOCALHOST, 1232, &mut out, 0);
-    assert_eq!(outcome.rcode, Rcode::NOTIMP);
-    assert_eq!(decode(&out).rcode, Rcode::NOTIMP);
+    // STATUS, and NOTIFY and UPDATE too: `respond` has only the QUERY handler, so it must not
+    // answer an UPDATE (or a NOTIFY) as if it were a query.
+    for opcode in [2, 4, 5] {
+        let mut packet = build("www.example.", RrType::A, Some((1232, false)));
+        packet[2] = opcode << 3;
+        let outcome = respond(&cat, &packet, Transport::Udp, LOCALHOST, 1232, &mut out, 0);
+        assert_eq!(outcome.rcode, Rcode::NOTIMP, "opcode {opcode}");
+        assert_eq!(decode(&out).rcode, Rcode::NOTIMP, "opcode {opcode}");
+    }
     let mut packet = build("www.example.", RrType::A, Some((1232, false)));
     packet[5] = 0;
     let outcome = respond(&cat, &packet, Transport::Udp, LOCALHOST, 1232, &mut out, 0);

@@ -77,13 +77,15 @@ pub(crate) fn replay(
     Some(outcome)
 }
 
-/// Stages 1–2: parses `packet` once and applies the shared acceptability check; `compact` is
-/// the RR type of ARRF's compact RRFRAG records (fragment requests), when fragmentation is on.
+/// Stages 1–2 for a caller that has only the QUERY handler ([`crate::answer::respond`]):
+/// parses `packet` once and applies the shared acceptability check, accepting OPCODE QUERY
+/// alone, so an UPDATE or NOTIFY gets NOTIMP instead of a query's answer; `compact` is the RR
+/// type of ARRF's compact RRFRAG records (fragment requests), when fragmentation is on.
 ///
 /// # Errors
 /// [`Malformed`], which [`finish::reject`] answers (FORMERR, NOTIMP, BADVERS or nothing).
 pub(crate) fn parse(packet: &[u8], compact: Option<RrType>) -> Result<Query<'_>, Malformed> {
-    parse_with(packet, compact, OPCODES)
+    parse_with(packet, compact, &[Opcode::QUERY])
 }
 
 /// [`parse`] accepting the OPCODEs `opcodes`.
