@@ -49,7 +49,8 @@ run() { # label, client prefix command...
     wait $s
     awk -F, -v q="$q" -v l="$label" -v load="$(cut -d' ' -f1 /proc/loadavg)" '
         $3 == "task-clock" { tc = $1 } $3 ~ /sched_switch/ { sw = $1 } $3 ~ /recvmmsg/ { rc = $1 }
-        END { printf "%-14s queries %8d  cpu %.2f us/query  switches %6.1f per 1000 queries  %.1f datagrams per recvmmsg  load %s\n",
+        END { if (q == 0 || rc == 0) { print l ": no queries answered"; exit 1 }
+              printf "%-14s queries %8d  cpu %.2f us/query  switches %6.1f per 1000 queries  %.1f datagrams per recvmmsg  load %s\n",
               l, q, tc * 1000 / q, sw * 1000 / q, q / rc, load }' "$stat"
 }
 for i in $(seq "$PAIRS"); do
