@@ -662,7 +662,8 @@ fn reload_with(
 /// Bogus leaf answers SERVFAIL until an insecure domain (a `[[domain-insecure]]` table, then
 /// `insecure = true` on a stub zone) or a negative trust anchor from the file covers it —
 /// NOERROR without AD, the Secure sibling still AD — and SERVFAIL again once the table is
-/// gone, each on SIGHUP (the answer cache emptied with the change).
+/// gone, each on SIGHUP (the answer cache emptied with the change); a negative trust anchor
+/// whose time has passed is removed by the binary and logged as expired.
 #[test]
 fn local_answers_are_authoritative_and_insecure_domains_and_ntas_follow_sighup() {
     let dir = tempfile::tempdir().unwrap();
@@ -734,17 +735,20 @@ fn local_answers_are_authoritative_and_insecure_domains_and_ntas_follow_sighup()
     );
 
     // 3. A negative trust anchor from the file, for an hour (RFC 3339 UTC), then removed.
-    let t = pqdns_core::time::to_yyyymmddhhmmss(pqdns_core::time::now() + 3600);
-    let nta = format!(
-        "{LOCAL}\n[[negative-trust-anchor]]\nname = \"expired.tld.\"\n\
-         until = {}-{}-{}T{}:{}:{}Z\n",
-        &t[..4],
-        &t[4..6],
-        &t[6..8],
-        &t[8..10],
-        &t[10..12],
-        &t[12..]
-    );
+    let nta_until = |secs: u64| {
+        let t = pqdns_core::time::to_yyyymmddhhmmss(secs);
+        format!(
+            "{LOCAL}\n[[negative-trust-anchor]]\nname = \"expired.tld.\"\n\
+             until = {}-{}-{}T{}:{}:{}Z\n",
+            &t[..4],
+            &t[4..6],
+            &t[6..8],
+            &t[8..10],
+            &t[10..12],
+            &t[12..]
+        )
+    };
+    let nta = nta_until(pqdns_core::time::now() + 3600);
     reload_with(&service, &config, &nta, 5);
     insecure("[[negative-trust-anchor]]");
     assert!(service.metric("pqdns_resolver_nta_hits_total") >= 1);
@@ -756,4 +760,19 @@ fn local_answers_are_authoritative_and_insecure_domains_and_ntas_follow_sighup()
             && log.contains("negative trust anchor removed (RFC 7646)"),
         "{log}"
     );
+
+    // 4. One whose time has come: the binary's expiry task, woken by the reload, removes it
+    // and logs it; it never applied.
+    assert!(!log.contains("expired (RFC 7646)"), "{log}");
+    let ended = nta_until(pqdns_core::time::now() - 1);
+    reload_with(&service, &config, &ended, 7);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !service
+        .log()
+        .contains("negative trust anchor expired (RFC 7646)")
+    {
+        assert!(std::time::Instant::now() < deadline, "{}", service.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    bogus("[[negative-trust-anchor]] past its time");
 }
