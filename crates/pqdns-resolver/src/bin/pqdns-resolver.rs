@@ -88,9 +88,9 @@ struct Cli {
     /// zone: the zones at and below it are Insecure, never validated, as unbound's
     /// domain-insecure) and negative trust anchors (`[[negative-trust-anchor]]` name =
     /// "broken.example.", until = 2026-11-27T12:00:00Z: an offset date-time at most a week
-    /// ahead; Insecure until then, RFC 7646; removed and logged when it passes). An option given on
-    /// the command line wins over the file's; SIGHUP re-reads the tables (options need a
-    /// restart). Installed from the package: /etc/pqdns/pqdns-resolver.toml.
+    /// ahead; Insecure until then, RFC 7646; removed and logged when it passes). An option
+    /// given on the command line wins over the file's; SIGHUP re-reads the tables (options
+    /// need a restart). Installed from the package: /etc/pqdns/pqdns-resolver.toml.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
 
