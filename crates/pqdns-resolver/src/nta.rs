@@ -6,10 +6,14 @@
 //! later attack); once expired, the domain is validated again.
 //!
 //! The binary starts with `--nta DOMAIN` (repeatable) and `--nta-lifetime SECONDS` from then
-//! ([`DEFAULT_LIFETIME`], at most [`MAX_LIFETIME`], as BIND's `rndc nta`); an embedder adds
-//! and removes them at run time ([`crate::Resolver::add_negative_trust_anchor`],
+//! ([`DEFAULT_LIFETIME`], at most [`MAX_LIFETIME`], as BIND's `rndc nta`); the operator adds
+//! and removes them at run time in the configuration file (`[[negative-trust-anchor]]` with
+//! `name` and `until`, an absolute time at most [`MAX_LIFETIME`] ahead, applied on SIGHUP:
+//! [`crate::policy`]); an embedder adds and removes them at run time
+//! ([`crate::Resolver::add_negative_trust_anchor`],
 //! [`crate::Resolver::remove_negative_trust_anchor`]), each change applying to the next
-//! resolution.
+//! resolution. An expired anchor no longer applies at once; the binary also removes it then
+//! ([`NegativeTrustAnchors::expire`]) and logs it.
 
 use pqdns_core::Name;
 
@@ -52,6 +56,20 @@ impl NegativeTrustAnchors {
     /// True if there are none.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+
+    /// Removes the anchors expired at `now` (UNIX seconds) and returns them.
+    pub fn expire(&mut self, now: u64) -> Vec<Name> {
+        let (gone, kept) = std::mem::take(&mut self.entries)
+            .into_iter()
+            .partition(|(_, expires)| *expires <= now);
+        self.entries = kept;
+        gone.into_iter().map(|(d, _)| d).collect()
+    }
+
+    /// The earliest expiry (UNIX seconds), if any.
+    pub fn next_expiry(&self) -> Option<u64> {
+        self.entries.iter().map(|(_, e)| *e).min()
     }
 
     /// The closest negative trust anchor at or above `name` still in force at `now` (UNIX
@@ -98,5 +116,19 @@ mod tests {
         assert!(nta.remove(&n("example.")));
         assert!(!nta.remove(&n("example.")));
         assert_eq!(nta.covering(&n("www.example."), 0), None);
+    }
+
+    #[test]
+    fn expire_removes_exactly_those_whose_end_has_come() {
+        let mut nta = NegativeTrustAnchors::new();
+        nta.add(n("a."), 100);
+        nta.add(n("b."), 200);
+        assert_eq!(nta.next_expiry(), Some(100));
+        assert!(nta.expire(99).is_empty());
+        assert_eq!(nta.expire(100), vec![n("a.")]);
+        assert_eq!(nta.next_expiry(), Some(200));
+        assert_eq!(nta.covering(&n("x.b."), 150), Some(&n("b.")));
+        assert_eq!(nta.expire(1000), vec![n("b.")]);
+        assert!(nta.is_empty() && nta.next_expiry().is_none());
     }
 }

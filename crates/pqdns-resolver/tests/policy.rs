@@ -572,3 +572,207 @@ fn check_reads_the_policy_tables() {
         "{text}"
     );
 }
+
+/// The tiers of [`iterating_with_a_bogus_leaf`]'s hierarchy, apart from the other test
+/// files' addresses.
+const BOGUS_TIERS: common::hierarchy::Tiers = common::hierarchy::Tiers {
+    root: "127.0.4.2",
+    tld: "127.0.4.3",
+};
+const BOGUS_LEAF_IP: &str = "127.0.4.4";
+const BOGUS_EXPIRED_IP: &str = "127.0.4.5";
+
+/// A `pqdns-resolver` process iterating from the root of a hierarchy whose leaf `secure.tld.`
+/// is Secure and whose leaf `expired.tld.` is Bogus (its signatures expired), with the policy
+/// file `config` (holding [`LOCAL`]); the servers, the process and the port of the
+/// authorities.
+fn iterating_with_a_bogus_leaf(
+    dir: &std::path::Path,
+    config: &std::path::Path,
+) -> (common::hierarchy::Running, common::service::Service, u16) {
+    use common::hierarchy::{build_at, serve_with_expired_last, Leaf, Running};
+    let leaves = [
+        Leaf {
+            name: "secure",
+            algorithms: &["ECDSAP256SHA256"],
+            denial: "nsec",
+            ip: BOGUS_LEAF_IP,
+            extra: "",
+        },
+        Leaf {
+            name: "expired",
+            algorithms: &["ECDSAP256SHA256"],
+            denial: "nsec",
+            ip: BOGUS_EXPIRED_IP,
+            extra: "",
+        },
+    ];
+    let h = build_at(BOGUS_TIERS, &leaves, "ECDSAP256SHA256", "ML-DSA-44", "");
+    let rt = common::runtime();
+    let port = pqdns_test_support::ports::free_dual_port_on(BOGUS_TIERS.root.parse().unwrap());
+    let handles =
+        serve_with_expired_last(&rt, &h, BOGUS_TIERS, BOGUS_LEAF_IP, BOGUS_EXPIRED_IP, port);
+    let hints = pqdns_test_support::hierarchy::write_root_hints(dir, BOGUS_TIERS.root);
+    let anchor = dir.join("root.ds");
+    std::fs::write(&anchor, format!("{}\n", h.root_ds_text)).unwrap();
+    replace(config, LOCAL);
+    let port_text = port.to_string();
+    let service = common::service::Service::start(
+        dir,
+        "iterating",
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--root-hints",
+            hints.to_str().unwrap(),
+            "--authority-port",
+            &port_text,
+            "--trust-anchor",
+            anchor.to_str().unwrap(),
+            "--timeout",
+            "2",
+        ],
+    );
+    (Running { rt, handles }, service, port)
+}
+
+/// Replaces the policy file by `text`, sends SIGHUP and waits (at most 10 s) for the
+/// `reloads`-th "policy reloaded" in the log.
+fn reload_with(
+    service: &common::service::Service,
+    config: &std::path::Path,
+    text: &str,
+    reloads: usize,
+) {
+    replace(config, text);
+    service.signal("HUP");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while service.log().matches("SIGHUP: policy reloaded").count() < reloads {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no reload {reloads}:\n{}",
+            service.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Issue 29 through the binary, with dig as the client: local answers of every type have AA
+/// and never AD, with and without RD, while an iterated Secure answer has AD and not AA; a
+/// Bogus leaf answers SERVFAIL until an insecure domain (a `[[domain-insecure]]` table, then
+/// `insecure = true` on a stub zone) or a negative trust anchor from the file covers it —
+/// NOERROR without AD, the Secure sibling still AD — and SERVFAIL again once the table is
+/// gone, each on SIGHUP (the answer cache emptied with the change); a negative trust anchor
+/// whose time has passed is removed by the binary and logged as expired.
+#[test]
+fn local_answers_are_authoritative_and_insecure_domains_and_ntas_follow_sighup() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("resolver.toml");
+    let (_running, service, port) = iterating_with_a_bogus_leaf(dir.path(), &config);
+
+    // 1. AA on local answers, +rec and +norec; never AD (dig sets AD in its queries).
+    for rd in ["+rec", "+norec"] {
+        for (qname, status) in [
+            ("nas.home.arpa.", "NOERROR"),
+            ("nope.home.arpa.", "NXDOMAIN"),
+            ("x.ads.example.", "REFUSED"),
+            ("a.gone.example.", "NXDOMAIN"),
+            ("deep.portal.example.", "NOERROR"),
+        ] {
+            let out = service.dig(&[rd, "+dnssec", qname, "A"]);
+            assert_eq!(out.status(), status, "{qname} {rd}:\n{}", out.text);
+            assert!(
+                out.has_flag("aa") && !out.has_flag("ad"),
+                "{qname} {rd}: AA, no AD:\n{}",
+                out.text
+            );
+        }
+    }
+    let secure = |what: &str| {
+        let out = service.dig(&["+dnssec", "www.secure.tld.", "A"]);
+        assert_eq!(out.status(), "NOERROR", "{what}:\n{}", out.text);
+        assert!(
+            out.has_flag("ad") && !out.has_flag("aa"),
+            "{what}: iterated, Secure: AD, no AA:\n{}",
+            out.text
+        );
+    };
+    secure("iterated");
+    let bogus = |what: &str| {
+        let out = service.dig(&["+dnssec", "www.expired.tld.", "A"]);
+        assert_eq!(out.status(), "SERVFAIL", "{what}:\n{}", out.text);
+    };
+    let insecure = |what: &str| {
+        let out = service.dig(&["+dnssec", "www.expired.tld.", "A"]);
+        assert_eq!(out.status(), "NOERROR", "{what}:\n{}", out.text);
+        assert!(
+            !out.has_flag("ad") && out.has("ANSWER", "www.expired.tld.", "A"),
+            "{what}: the data, without AD:\n{}",
+            out.text
+        );
+        secure(what);
+    };
+    bogus("validated");
+
+    // 2. Insecure domains: a table, removed, then the stub-zone flag.
+    let table = format!("{LOCAL}\n[[domain-insecure]]\nname = \"Expired.TLD.\"\n");
+    reload_with(&service, &config, &table, 1);
+    insecure("[[domain-insecure]]");
+    reload_with(&service, &config, LOCAL, 2);
+    bogus("[[domain-insecure]] removed");
+    let stub = format!(
+        "{LOCAL}\n[[stub-zone]]\nname = \"expired.tld.\"\nservers = [\"{BOGUS_EXPIRED_IP}:{port}\"]\n\
+         insecure = true\n"
+    );
+    reload_with(&service, &config, &stub, 3);
+    insecure("stub zone, insecure = true");
+    reload_with(&service, &config, LOCAL, 4);
+    bogus("stub zone removed");
+    assert_eq!(
+        service.metric("pqdns_resolver_nta_hits_total"),
+        0,
+        "insecure domains are not negative trust anchors"
+    );
+
+    // 3. A negative trust anchor from the file, for an hour (RFC 3339 UTC), then removed.
+    let nta_until = |secs: u64| {
+        let t = pqdns_core::time::to_yyyymmddhhmmss(secs);
+        format!(
+            "{LOCAL}\n[[negative-trust-anchor]]\nname = \"expired.tld.\"\n\
+             until = {}-{}-{}T{}:{}:{}Z\n",
+            &t[..4],
+            &t[4..6],
+            &t[6..8],
+            &t[8..10],
+            &t[10..12],
+            &t[12..]
+        )
+    };
+    let nta = nta_until(pqdns_core::time::now() + 3600);
+    reload_with(&service, &config, &nta, 5);
+    insecure("[[negative-trust-anchor]]");
+    assert!(service.metric("pqdns_resolver_nta_hits_total") >= 1);
+    reload_with(&service, &config, LOCAL, 6);
+    bogus("[[negative-trust-anchor]] removed");
+    let log = service.log();
+    assert!(
+        log.contains("negative trust anchor added (RFC 7646)")
+            && log.contains("negative trust anchor removed (RFC 7646)"),
+        "{log}"
+    );
+
+    // 4. One whose time has come: the binary's expiry task, woken by the reload, removes it
+    // and logs it; it never applied.
+    assert!(!log.contains("expired (RFC 7646)"), "{log}");
+    let ended = nta_until(pqdns_core::time::now() - 1);
+    reload_with(&service, &config, &ended, 7);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !service
+        .log()
+        .contains("negative trust anchor expired (RFC 7646)")
+    {
+        assert!(std::time::Instant::now() < deadline, "{}", service.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    bogus("[[negative-trust-anchor]] past its time");
+}

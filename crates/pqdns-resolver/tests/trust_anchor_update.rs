@@ -190,3 +190,112 @@ fn a_ksk_roll_is_followed_through_hold_down_and_revocation_across_restarts() {
         "no automated updates without a state file"
     );
 }
+
+/// Waits (at most 60 s) until `service`'s log has `n` lines of RFC 5011 key-state changes.
+fn key_state_changes(service: &common::service::Service, n: usize) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while service
+        .log()
+        .matches("trust anchor key state (RFC 5011)")
+        .count()
+        < n
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "fewer than {n} key-state changes:\n{}",
+            service.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The RFC 5011 loop of the `pqdns-resolver` binary (`--trust-anchor-state`), end to end: its
+/// first active refresh, at start-up (RFC 5011 §2.3), finds `example.` publishing a new KSK
+/// beside the anchored one, signed by both, and writes the state file (atomically: nothing
+/// else is left in its directory) with the anchored key Valid and the new one AddPend since
+/// then. Stopped, its state aged by the 30-day hold-down (as if it had been down that long)
+/// and started again, the binary reads the state back and its first refresh makes the new key
+/// Valid — a binary that had ignored the file would have seeded it AddPend again.
+#[test]
+fn the_binary_follows_a_new_ksk_and_reads_its_state_back_after_a_restart() {
+    use common::service::Service;
+    let origin = name("example.");
+    let (profile, provider) = (Profile::default_profile(), Provider::default_provider());
+    let key = |role| {
+        ZoneKey::generate(
+            &origin,
+            Algorithm::EcdsaP256Sha256,
+            role,
+            &profile,
+            &provider,
+            300,
+        )
+        .unwrap()
+    };
+    let (old, new) = (key(KeyRole::Ksk), key(KeyRole::Ksk));
+    let (old_key, new_key) = (old.dnskey_rdata(), new.dnskey_rdata());
+    let mut keys = vec![old, key(KeyRole::Zsk)];
+    // The anchor file: the old KSK's DS only.
+    let (before, _) = dnskey_answer(&keys);
+    let dir = tempfile::tempdir().unwrap();
+    let anchor = dir.path().join("example.ds");
+    let ds: String = sep_ds_records(&before)
+        .iter()
+        .map(|r| format!("{r}\n"))
+        .collect();
+    std::fs::write(&anchor, ds).unwrap();
+    keys.insert(1, new);
+    let rt = runtime();
+    let server = authority(&rt, Arc::new(Mutex::new(dnskey_answer(&keys).1)));
+    let state_dir = dir.path().join("state");
+    std::fs::create_dir(&state_dir).unwrap();
+    let state = state_dir.join("anchors.state");
+    let forward = server.to_string();
+    let args = [
+        "--forward",
+        forward.as_str(),
+        "--trust-anchor",
+        anchor.to_str().unwrap(),
+        "--trust-anchor-state",
+        state.to_str().unwrap(),
+    ];
+
+    let started = pqdns_core::time::now();
+    let mut first = Service::start(dir.path(), "first", &args);
+    key_state_changes(&first, 2);
+    let read = StateFile::open(&state).unwrap().anchors;
+    assert_eq!(read.state(&origin, &old_key), Some(KeyState::Valid));
+    let Some(KeyState::AddPend { since }) = read.state(&origin, &new_key) else {
+        panic!("{}", std::fs::read_to_string(&state).unwrap());
+    };
+    assert!(
+        (started..=pqdns_core::time::now()).contains(&since),
+        "{since}"
+    );
+    let names: Vec<_> = std::fs::read_dir(&state_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, vec!["anchors.state"], "no temporary file left");
+    first.terminate();
+
+    // Thirty days and a second later, as far as the state is concerned.
+    let text = std::fs::read_to_string(&state).unwrap();
+    let aged = text.replace(
+        &format!(" ADDPEND {since} "),
+        &format!(" ADDPEND {} ", since - ADD_HOLD_DOWN - 1),
+    );
+    assert_ne!(aged, text);
+    std::fs::write(&state, aged).unwrap();
+    let second = Service::start(dir.path(), "second", &args);
+    key_state_changes(&second, 1);
+    let read = StateFile::open(&state).unwrap().anchors;
+    assert_eq!(read.state(&origin, &old_key), Some(KeyState::Valid));
+    assert_eq!(
+        read.state(&origin, &new_key),
+        Some(KeyState::Valid),
+        "{}",
+        second.log()
+    );
+    assert_eq!(read.ds_for(&origin).unwrap().len(), 2);
+}

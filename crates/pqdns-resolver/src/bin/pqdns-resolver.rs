@@ -60,13 +60,16 @@ const SYSTEM_ROOT_KEY: &str = "/usr/share/dns/root.key";
 /// network.
 ///
 /// Policy (in the --config file, beside the options): [[forward-zone]] (name, upstreams,
-/// pq-only), [[stub-zone]] (name, servers), [[local-zone]] (name, type = static | refuse |
-/// nxdomain | redirect, records) and [[access-control]] (prefix, action = allow |
-/// allow-snoop | refuse | deny); see the guide's resolver configuration page.
+/// pq-only, insecure), [[stub-zone]] (name, servers, insecure), [[local-zone]] (name, type =
+/// static | refuse | nxdomain | redirect, records; answered with AA, never AD),
+/// [[access-control]] (prefix, action = allow | allow-snoop | refuse | deny),
+/// [[domain-insecure]] (name) and [[negative-trust-anchor]] (name, until); see the guide's
+/// resolver configuration page.
 ///
 /// Signals: SIGHUP re-reads the TLS certificate and key and the policy tables of --config
 /// (a file with an error is refused, naming file and line, and the policy in use stays; the
-/// caches and connections stay); SIGINT and SIGTERM shut down gracefully.
+/// caches and connections stay, but a change of insecure domains or negative trust anchors
+/// empties the answer cache); SIGINT and SIGTERM shut down gracefully.
 #[derive(Debug, Parser)]
 #[command(name = "pqdns-resolver", version, verbatim_doc_comment)]
 struct Cli {
@@ -80,9 +83,14 @@ struct Cli {
     /// zones (`[[local-zone]]` name, type = "static" | "refuse" | "nxdomain" | "redirect",
     /// records = ["nas.home.arpa. 3600 IN A 192.0.2.7"]) and access control
     /// (`[[access-control]]` prefix = "10.0.0.0/8", action = "allow" | "allow-snoop" |
-    /// "refuse" | "deny"; the longest prefix decides; excludes --allow). An option given on
-    /// the command line wins over the file's; SIGHUP re-reads the tables (options need a
-    /// restart). Installed from the package: /etc/pqdns/pqdns-resolver.toml.
+    /// "refuse" | "deny"; the longest prefix decides; excludes --allow), insecure domains
+    /// (`[[domain-insecure]]` name = "lab.example.", or insecure = true on a forward or stub
+    /// zone: the zones at and below it are Insecure, never validated, as unbound's
+    /// domain-insecure) and negative trust anchors (`[[negative-trust-anchor]]` name =
+    /// "broken.example.", until = 2026-11-27T12:00:00Z: an offset date-time at most a week
+    /// ahead; Insecure until then, RFC 7646; removed and logged when it passes). An option
+    /// given on the command line wins over the file's; SIGHUP re-reads the tables (options
+    /// need a restart). Installed from the package: /etc/pqdns/pqdns-resolver.toml.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
 
@@ -260,7 +268,8 @@ struct Cli {
     nta: Vec<Name>,
 
     /// How long the --nta domains stay negative trust anchors, seconds from start (RFC 7646
-    /// §8: they expire). At most 604800 (one week).
+    /// §8: they expire). At most 604800 (one week). To add and remove negative trust anchors
+    /// while running: [[negative-trust-anchor]] tables in --config and SIGHUP.
     #[arg(long, value_name = "SECONDS", default_value_t = pqdns_resolver::nta::DEFAULT_LIFETIME,
           value_parser = clap::value_parser!(u32).range(1..=i64::from(pqdns_resolver::nta::MAX_LIFETIME)))]
     nta_lifetime: u32,
@@ -623,6 +632,34 @@ fn refresh_trust_anchors(resolver: &Resolver) {
     }
 }
 
+/// Removes the negative trust anchors (of --nta and of the --config file) as they expire
+/// (RFC 7646 §8), logging each, and then empties the answer cache: answers made Insecure by
+/// an anchor must not outlive it. `reloaded` wakes it when a reload may have brought new
+/// anchors; otherwise it sleeps until the next expiry.
+async fn expire_negative_trust_anchors(
+    service: Arc<RecursiveService>,
+    reloaded: Arc<tokio::sync::Notify>,
+) {
+    loop {
+        let now = pqdns_core::time::now();
+        let resolver = service.resolver();
+        if !resolver.expire_negative_trust_anchors(now).is_empty() {
+            service.cache().clear();
+        }
+        // Without any, a reload is what brings one (an anchor of a file read meanwhile may
+        // have ended already: at once).
+        let wait = resolver
+            .next_negative_trust_anchor_expiry()
+            .map_or(u64::from(pqdns_resolver::nta::MAX_LIFETIME), |at| {
+                at.saturating_sub(now)
+            });
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(wait)) => {}
+            () = reloaded.notified() => {}
+        }
+    }
+}
+
 /// Binds, prints the listening addresses and serves until SIGINT or SIGTERM; on SIGHUP
 /// re-reads the certificate and the `policy` tables.
 async fn serve(
@@ -650,6 +687,11 @@ async fn serve(
         .await
         .map_err(|e| e.to_string())?;
     refresh_trust_anchors(service.resolver());
+    let reloaded = Arc::new(tokio::sync::Notify::new());
+    tokio::spawn(expire_negative_trust_anchors(
+        Arc::clone(&service),
+        Arc::clone(&reloaded),
+    ));
     let metrics_addr = metrics_listener.as_ref().and_then(|l| l.local_addr().ok());
     let bound: Vec<SocketAddr> = listeners.addrs.all().chain(metrics_addr).collect();
     pqdns_net::privilege::drop_after_bind(user, &listen.tls.generated_cert_dir, &bound)
@@ -707,6 +749,7 @@ async fn serve(
                     match source.load() {
                         Ok(p) => {
                             service.install_policy(p);
+                            reloaded.notify_one();
                             info!(file = %source.path().display(), "SIGHUP: policy reloaded");
                         }
                         Err(e) => warn!("SIGHUP: keeping the policy in use: {e}"),

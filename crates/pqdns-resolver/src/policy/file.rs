@@ -18,6 +18,10 @@ pub(super) struct Tables {
     pub(super) local_zone: Vec<LocalZone>,
     #[serde(default)]
     pub(super) access_control: Vec<Access>,
+    #[serde(default)]
+    pub(super) domain_insecure: Vec<DomainInsecure>,
+    #[serde(default)]
+    pub(super) negative_trust_anchor: Vec<NegativeTrustAnchor>,
 }
 
 /// `[[forward-zone]]`.
@@ -29,6 +33,9 @@ pub(super) struct ForwardZone {
     /// Only hybrid post-quantum TLS key exchanges with these upstreams.
     #[serde(default)]
     pub(super) pq_only: bool,
+    /// The zone is an insecure domain ([`super::insecure`]).
+    #[serde(default)]
+    pub(super) insecure: bool,
 }
 
 /// `[[stub-zone]]`.
@@ -37,6 +44,9 @@ pub(super) struct ForwardZone {
 pub(super) struct StubZone {
     pub(super) name: Spanned<String>,
     pub(super) servers: Spanned<Vec<Spanned<String>>>,
+    /// The zone is an insecure domain ([`super::insecure`]).
+    #[serde(default)]
+    pub(super) insecure: bool,
 }
 
 /// `[[local-zone]]`.
@@ -56,6 +66,39 @@ pub(super) struct LocalZone {
 pub(super) struct Access {
     pub(super) prefix: Spanned<String>,
     pub(super) action: Spanned<String>,
+}
+
+/// `[[domain-insecure]]`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub(super) struct DomainInsecure {
+    pub(super) name: Spanned<String>,
+}
+
+/// `[[negative-trust-anchor]]`: until when, an offset date-time (RFC 3339).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub(super) struct NegativeTrustAnchor {
+    pub(super) name: Spanned<String>,
+    pub(super) until: Spanned<toml::value::Datetime>,
+}
+
+/// UNIX seconds of a TOML offset date-time (`2026-11-27T12:00:00Z`, or with `+01:00`);
+/// `None` for a local date or time, which names no instant.
+pub(super) fn unix_seconds(t: &toml::value::Datetime) -> Option<u64> {
+    let (Some(date), Some(time), Some(offset)) = (t.date, t.time, t.offset) else {
+        return None;
+    };
+    let text = format!(
+        "{:04}{:02}{:02}{:02}{:02}{:02}",
+        date.year, date.month, date.day, time.hour, time.minute, time.second
+    );
+    let utc_as_local = pqdns_core::time::from_yyyymmddhhmmss(&text)?;
+    let east = match offset {
+        toml::value::Offset::Z => 0,
+        toml::value::Offset::Custom { minutes } => i64::from(minutes) * 60,
+    };
+    u64::try_from(i64::try_from(utc_as_local).ok()? - east).ok()
 }
 
 /// The line (from 1) of byte `offset` in `text`.

@@ -3,6 +3,12 @@
 //! §5.1), without any query upstream and never with AD (the data is not validated; RFC 4035
 //! §3.2.3 sets AD only for data the validator found Secure).
 //!
+//! Every local answer — data, NODATA, NXDOMAIN, REFUSED, redirected — has AA set: the
+//! resolver is the authority for the local data (RFC 1035 §4.1.1: AA says "the responding
+//! name server is an authority for the domain name in question section"), as unbound answers
+//! its `local-zone` types (QR, AA and RA in every local answer, its REFUSED included).
+//! Iterated and forwarded answers never have AA.
+//!
 //! The closest enclosing local zone of QNAME decides, by its type:
 //! - every type first answers from its records: records of QTYPE (or a CNAME) owned by QNAME
 //!   are the answer; a QNAME that owns other records, or has records below it (an empty

@@ -1,12 +1,14 @@
 //! Resolver policy (issue 29): per-domain forward and stub zones ([`forward`]), local zones
-//! ([`local_zone`]) and access control per client prefix ([`access`]), read from the tables of
-//! the configuration file beside its options:
+//! ([`local_zone`]), access control per client prefix ([`access`]), insecure domains
+//! ([`insecure`]) and negative trust anchors ([`crate::nta`], RFC 7646), read from the tables
+//! of the configuration file beside its options:
 //!
 //! ```toml
 //! [[forward-zone]]
 //! name = "corp.example."
 //! upstreams = ["tls://192.0.2.1:853#dns.corp.example"]
 //! pq-only = true
+//! insecure = true          # an insecure domain (also on [[stub-zone]])
 //!
 //! [[stub-zone]]
 //! name = "lab.example."
@@ -20,17 +22,27 @@
 //! [[access-control]]
 //! prefix = "10.0.0.0/8"
 //! action = "allow"         # or "allow-snoop", "refuse", "deny"
+//!
+//! [[domain-insecure]]
+//! name = "lab.example."
+//!
+//! [[negative-trust-anchor]]
+//! name = "broken.example."
+//! until = 2026-11-27T12:00:00Z   # an offset date-time, at most a week ahead
 //! ```
 //!
 //! A [`PolicySource`] reads the file ([`PolicySource::load`]); an error names the file and the
 //! line. [`crate::service::RecursiveService::install_policy`] puts a [`Policy`] in place as a
 //! whole, while queries run: the answer cache, the cache of raw responses and open
-//! connections stay. The program does this at start and on SIGHUP; a file that does not load
-//! leaves the policy in use as it was.
+//! connections stay — but when the insecure domains or the negative trust anchors change, the
+//! answer cache is emptied, as answers validated under the old rules must not be served. The
+//! program does this at start and on SIGHUP; a file that does not load leaves the policy in
+//! use as it was.
 
 pub mod access;
 mod file;
 pub mod forward;
+pub mod insecure;
 pub mod local_zone;
 
 use std::collections::HashSet;
@@ -44,13 +56,22 @@ use pqdns_core::Name;
 use pqdns_net::acl::{AllowList, IpPrefix, PrefixMap};
 use pqdns_net::dnstap::Dnstap;
 
+use crate::nta::{NegativeTrustAnchors, MAX_LIFETIME};
 use crate::transport::{Client, TlsOptions, Transport};
 use access::{AccessControl, Action};
 use forward::{RouteKind, Upstream, ZoneRoute};
+use insecure::InsecureDomains;
 use local_zone::{LocalType, LocalZone, LocalZones};
 
 /// The top-level keys of the policy tables, which the option parser leaves alone.
-pub const TABLES: &[&str] = &["forward-zone", "stub-zone", "local-zone", "access-control"];
+pub const TABLES: &[&str] = &[
+    "forward-zone",
+    "stub-zone",
+    "local-zone",
+    "access-control",
+    "domain-insecure",
+    "negative-trust-anchor",
+];
 
 /// Most tables of each kind in one file (with [`MAX_LOCAL_RECORDS`] and [`MAX_SERVERS`], a
 /// bound on what a file can make the resolver hold).
@@ -89,15 +110,20 @@ pub struct Policy {
     pub(crate) access: AccessControl,
     pub(crate) local: LocalZones,
     pub(crate) routes: Vec<ZoneRoute>,
+    pub(crate) insecure: InsecureDomains,
+    pub(crate) negative: NegativeTrustAnchors,
 }
 
 impl Policy {
-    /// No forward, stub or local zone, and the allow-list `allow` (answered whatever RD).
+    /// No forward, stub or local zone, insecure domain or negative trust anchor, and the
+    /// allow-list `allow` (answered whatever RD).
     pub fn allow_list(allow: AllowList) -> Policy {
         Policy {
             access: AccessControl::AllowList(allow),
             local: LocalZones::default(),
             routes: Vec::new(),
+            insecure: InsecureDomains::default(),
+            negative: NegativeTrustAnchors::new(),
         }
     }
 }
@@ -178,11 +204,18 @@ impl PolicySource {
         self.parse(&text)
     }
 
-    /// Checks the tables of `text` (the file's contents).
+    /// Checks the tables of `text` (the file's contents), negative trust anchors' times
+    /// against the real clock.
     ///
     /// # Errors
     /// As [`PolicySource::load`].
     pub fn parse(&self, text: &str) -> Result<Policy, PolicyError> {
+        self.parse_at(text, pqdns_core::time::now())
+    }
+
+    /// [`PolicySource::parse`] at `now` (UNIX seconds): a negative trust anchor may end at
+    /// most [`MAX_LIFETIME`] after it.
+    fn parse_at(&self, text: &str, now: u64) -> Result<Policy, PolicyError> {
         let at = |offset: usize, message: String| PolicyError::Setting {
             path: self.path.clone(),
             line: file::line_of(text, offset),
@@ -196,6 +229,8 @@ impl PolicySource {
             tables.stub_zone.len(),
             tables.local_zone.len(),
             tables.access_control.len(),
+            tables.domain_insecure.len(),
+            tables.negative_trust_anchor.len(),
         ];
         if counts.iter().any(|n| *n > MAX_TABLES) {
             return Err(at(0, format!("more than {MAX_TABLES} tables of one kind")));
@@ -208,8 +243,15 @@ impl PolicySource {
         };
         let mut routed = HashSet::new();
         let mut routes = Vec::new();
+        let mut insecure = Vec::new();
+        for d in &tables.domain_insecure {
+            insecure.push(zone_name(&d.name)?);
+        }
         for z in &tables.forward_zone {
             let name = zone_name(&z.name)?;
+            if z.insecure {
+                insecure.push(name.clone());
+            }
             let list = z.upstreams.get_ref();
             if list.is_empty() || list.len() > MAX_SERVERS {
                 let m = format!("{name}: give 1 to {MAX_SERVERS} upstreams");
@@ -257,6 +299,9 @@ impl PolicySource {
         }
         for z in &tables.stub_zone {
             let name = zone_name(&z.name)?;
+            if z.insecure {
+                insecure.push(name.clone());
+            }
             let list = z.servers.get_ref();
             if list.is_empty() || list.len() > MAX_SERVERS {
                 let m = format!("{name}: give 1 to {MAX_SERVERS} servers");
@@ -345,10 +390,33 @@ impl PolicySource {
                 .collect::<Result<Vec<_>, PolicyError>>()?;
             AccessControl::Table(PrefixMap::new(entries))
         };
+        let mut negative = NegativeTrustAnchors::new();
+        for t in &tables.negative_trust_anchor {
+            let name = zone_name(&t.name)?;
+            let until = t.until.span().start;
+            let Some(expires) = file::unix_seconds(t.until.get_ref()) else {
+                let m = "until: give a date, time and offset, e.g. 2026-11-27T12:00:00Z".into();
+                return Err(at(until, m));
+            };
+            if expires > now.saturating_add(u64::from(MAX_LIFETIME)) {
+                let m = format!(
+                    "{name}: until is more than {MAX_LIFETIME} s (one week) ahead; negative \
+                     trust anchors expire (RFC 7646)"
+                );
+                return Err(at(until, m));
+            }
+            if negative.entries().any(|(d, _)| *d == name) {
+                let m = format!("{name}: a second negative trust anchor of this name");
+                return Err(at(t.name.span().start, m));
+            }
+            negative.add(name, expires);
+        }
         Ok(Policy {
             access,
             local,
             routes,
+            insecure: InsecureDomains::new(insecure),
+            negative,
         })
     }
 }
@@ -379,6 +447,58 @@ mod tests {
         );
         assert!(!p.local.is_empty());
         assert!(matches!(p.access, AccessControl::Table(_)));
+        assert!(p.insecure.is_empty() && p.negative.is_empty());
+    }
+
+    #[test]
+    fn insecure_domains_and_negative_trust_anchors() {
+        let now = 1_800_000_000; // 2027-01-15T08:00:00Z
+        let text = "[[forward-zone]]\nname = \"Corp.Example.\"\nupstreams = [\"192.0.2.1\"]\ninsecure = true\n\
+            [[stub-zone]]\nname = \"lab.example.\"\nservers = [\"192.0.2.53\"]\n\
+            [[domain-insecure]]\nname = \"test.\"\n\
+            [[negative-trust-anchor]]\nname = \"broken.example.\"\nuntil = 2027-01-15T09:00:00Z\n\
+            [[negative-trust-anchor]]\nname = \"other.example.\"\nuntil = 2027-01-15T10:00:00+02:00\n";
+        let p = source().parse_at(text, now).unwrap();
+        let names = |v: &[&str]| v.iter().map(|n| n.parse().unwrap()).collect::<Vec<Name>>();
+        assert_eq!(p.insecure.names(), names(&["corp.example.", "test."]));
+        let ntas: Vec<(Name, u64)> = p.negative.entries().map(|(d, e)| (d.clone(), e)).collect();
+        assert_eq!(
+            ntas,
+            vec![
+                ("broken.example.".parse().unwrap(), now + 3600),
+                ("other.example.".parse().unwrap(), now),
+            ]
+        );
+        let cases = [
+            (
+                "[[negative-trust-anchor]]\nname = \"x.\"\nuntil = 2027-01-22T08:00:01Z\n",
+                3,
+                "one week",
+            ),
+            (
+                "[[negative-trust-anchor]]\nname = \"x.\"\nuntil = 2027-01-15T09:00:00\n",
+                3,
+                "offset",
+            ),
+            ("[[negative-trust-anchor]]\nname = \"x.\"\n", 1, "until"),
+            (
+                "[[negative-trust-anchor]]\nname = \"x.\"\nuntil = 2027-01-15T09:00:00Z\n\
+              [[negative-trust-anchor]]\nname = \"X.\"\nuntil = 2027-01-15T09:00:00Z\n",
+                5,
+                "second",
+            ),
+            ("[[domain-insecure]]\nname = \"x..\"\n", 2, "x.."),
+        ];
+        for (text, line, what) in cases {
+            let e = source().parse_at(text, now).err().unwrap().to_string();
+            assert!(
+                e.contains(&format!("r.toml:{line}:")) && e.contains(what),
+                "{text:?}: {e}"
+            );
+        }
+        // At a week exactly: accepted.
+        let week = "[[negative-trust-anchor]]\nname = \"x.\"\nuntil = 2027-01-22T08:00:00Z\n";
+        assert!(source().parse_at(week, now).is_ok());
     }
 
     #[test]

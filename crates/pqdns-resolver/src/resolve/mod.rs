@@ -271,6 +271,28 @@ impl Resolver {
         negative.entries().map(|(d, e)| (d.clone(), e)).collect()
     }
 
+    /// Removes the negative trust anchors expired at `now` (UNIX seconds), whatever their
+    /// source (RFC 7646 §8: they expire), logging each; returns them. An expired anchor no
+    /// longer applies in any case; this forgets it.
+    pub fn expire_negative_trust_anchors(&self, now: u64) -> Vec<Name> {
+        self.inner.trust.expire_negative(now)
+    }
+
+    /// When the next negative trust anchor expires (UNIX seconds), if there is one.
+    pub fn next_negative_trust_anchor_expiry(&self) -> Option<u64> {
+        self.inner.trust.next_negative_expiry()
+    }
+
+    /// Puts the configuration file's insecure domains and negative trust anchors in place of
+    /// the previous file's ([`crate::policy`]); true if they changed.
+    pub(crate) fn set_configured_trust(
+        &self,
+        insecure: crate::policy::insecure::InsecureDomains,
+        negative: NegativeTrustAnchors,
+    ) -> bool {
+        self.inner.trust.set_configured(insecure, negative)
+    }
+
     /// Minimised queries sent so far (RFC 9156; iterative mode), for metrics.
     pub fn minimised_queries(&self) -> u64 {
         self.inner.fetch.minimised_queries()

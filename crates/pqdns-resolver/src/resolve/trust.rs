@@ -40,6 +40,7 @@ use crate::anchor_update::{Change, ManagedAnchors};
 use crate::anchors::TrustAnchors;
 use crate::flight::Flights;
 use crate::nta::NegativeTrustAnchors;
+use crate::policy::insecure::InsecureDomains;
 use crate::ttl_map::TtlMap;
 
 /// Most zone cuts walked when establishing trust.
@@ -62,8 +63,11 @@ pub(super) struct Trust {
     /// The RFC 5011 state of the anchored zones' keys and its file, when automated updates
     /// are on ([`Config::anchor_state`]): a zone with a state takes its anchor from it.
     managed: Option<(std::path::PathBuf, Mutex<ManagedAnchors>)>,
-    /// Negative trust anchors (RFC 7646).
+    /// Negative trust anchors (RFC 7646) of the command line and the embedder.
     negative: Mutex<NegativeTrustAnchors>,
+    /// The configuration file's insecure domains and negative trust anchors
+    /// ([`crate::policy`]), replaced as a whole at each reload.
+    configured: Mutex<(InsecureDomains, NegativeTrustAnchors)>,
     /// Zones found Insecure through a negative trust anchor.
     nta_hits: AtomicU64,
     memo: TrustMemo,
@@ -165,6 +169,7 @@ impl Trust {
                 .as_ref()
                 .map(|s| (s.path.clone(), Mutex::new(s.anchors.clone()))),
             negative: Mutex::new(config.negative_trust_anchors.clone()),
+            configured: Mutex::default(),
             nta_hits: AtomicU64::new(0),
             memo: TrustMemo::new(),
             profile: config.profile.clone(),
@@ -182,6 +187,75 @@ impl Trust {
     /// the operator); a change applies to the next resolution.
     pub(super) fn negative(&self) -> MutexGuard<'_, NegativeTrustAnchors> {
         lock(&self.negative)
+    }
+
+    /// Puts the configuration file's `insecure` domains and `negative` trust anchors in place
+    /// of the previous file's, logging each anchor added or removed; true if anything
+    /// changed.
+    pub(super) fn set_configured(
+        &self,
+        insecure: InsecureDomains,
+        negative: NegativeTrustAnchors,
+    ) -> bool {
+        let mut configured = lock(&self.configured);
+        let (old_insecure, old_negative) = &*configured;
+        for (domain, until) in negative.entries() {
+            if !old_negative
+                .entries()
+                .any(|(d, e)| d == domain && e == until)
+            {
+                let until = pqdns_core::time::to_display(until);
+                tracing::info!(%domain, %until, "negative trust anchor added (RFC 7646)");
+            }
+        }
+        for (domain, _) in old_negative.entries() {
+            if !negative.entries().any(|(d, _)| d == domain) {
+                tracing::info!(%domain, "negative trust anchor removed (RFC 7646)");
+            }
+        }
+        let changed = *old_insecure != insecure || *old_negative != negative;
+        if changed {
+            let domains: Vec<String> = insecure.names().iter().map(Name::to_string).collect();
+            tracing::info!(domains = ?domains, "insecure domains in force");
+        }
+        *configured = (insecure, negative);
+        changed
+    }
+
+    /// Removes the negative trust anchors (of every source) expired at `now` (UNIX seconds),
+    /// logging each; returns them.
+    pub(super) fn expire_negative(&self, now: u64) -> Vec<Name> {
+        let mut gone = lock(&self.negative).expire(now);
+        gone.append(&mut lock(&self.configured).1.expire(now));
+        for domain in &gone {
+            tracing::info!(%domain, "negative trust anchor expired (RFC 7646)");
+        }
+        gone
+    }
+
+    /// The earliest expiry of a negative trust anchor (UNIX seconds), if any.
+    pub(super) fn next_negative_expiry(&self) -> Option<u64> {
+        let runtime = lock(&self.negative).next_expiry();
+        let file = lock(&self.configured).1.next_expiry();
+        runtime.into_iter().chain(file).min()
+    }
+
+    /// Why `zone` is Insecure without validation, if it is: at or below an insecure domain,
+    /// or a negative trust anchor in force (RFC 7646 §2: "as if it were unsigned"), counted.
+    fn exempt(&self, zone: &Name) -> Option<Reason> {
+        let now = self.clock.unix();
+        let configured = lock(&self.configured);
+        if let Some(domain) = configured.0.covering(zone) {
+            let text = format!("{zone} is at or below the insecure domain {domain}");
+            return Some(Reason::new(Ede::OTHER, text));
+        }
+        let nta = lock(&self.negative)
+            .covering(zone, now)
+            .or_else(|| configured.1.covering(zone, now))
+            .cloned()?;
+        self.nta_hits.fetch_add(1, Relaxed);
+        let text = format!("{zone} is at or below the negative trust anchor {nta} (RFC 7646)");
+        Some(Reason::new(Ede::OTHER, text))
     }
 
     /// Zones found Insecure through a negative trust anchor so far.
@@ -488,18 +562,11 @@ impl Trust {
             if let Some(t) = ctx.trust().zones.get(zone) {
                 return t.clone();
             }
-            // RFC 7646 §2: below a negative trust anchor in force, as if unsigned. Checked
-            // before the memo, which may hold the zone's trust from before (or after) it.
-            let nta = lock(&self.negative)
-                .covering(zone, self.clock.unix())
-                .cloned();
-            if let Some(nta) = nta {
-                self.nta_hits.fetch_add(1, Relaxed);
-                ctx.note(format!("{zone}: below the negative trust anchor {nta}"));
-                let trust = ZoneTrust::Insecure(Reason::new(
-                    Ede::OTHER,
-                    format!("{zone} is at or below the negative trust anchor {nta} (RFC 7646)"),
-                ));
+            // Below an insecure domain or a negative trust anchor in force, as if unsigned.
+            // Checked before the memo, which may hold the zone's trust from before (or after).
+            if let Some(reason) = self.exempt(zone) {
+                ctx.note(reason.text.clone());
+                let trust = ZoneTrust::Insecure(reason);
                 ctx.trust().zones.insert(zone.clone(), trust.clone());
                 return trust;
             }

@@ -421,6 +421,17 @@ impl ResponseCache {
         shard.map.insert(key.as_bytes().into(), prepared);
     }
 
+    /// Drops every entry: for a change of what validation concludes (insecure domains,
+    /// negative trust anchors; [`crate::policy`]), after which no answer validated under the
+    /// old rules may be served, stale or not.
+    pub fn clear(&self) {
+        for shard in &self.shards {
+            let mut shard = shard.write().unwrap_or_else(|e| e.into_inner());
+            shard.map.clear();
+            shard.bytes = 0;
+        }
+    }
+
     /// Memory charged to entries now, bytes.
     pub fn bytes(&self) -> usize {
         self.shards

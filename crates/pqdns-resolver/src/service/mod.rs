@@ -236,9 +236,16 @@ impl RecursiveService {
     /// Puts `policy` in place of the one in use ([`crate::policy`]): the access control and
     /// local zones at once for every query that arrives later, the forward and stub zones for
     /// every resolution that starts later. The caches and connections stay; answers already
-    /// cached are served until they expire.
+    /// cached are served until they expire — unless the insecure domains or negative trust
+    /// anchors changed: then the answer cache is emptied.
     pub fn install_policy(&self, policy: Policy) {
         self.resolver.set_zones(policy.routes);
+        if self
+            .resolver
+            .set_configured_trust(policy.insecure, policy.negative)
+        {
+            self.cache.clear();
+        }
         let service = ServicePolicy {
             access: policy.access,
             local: policy.local,
@@ -517,7 +524,8 @@ impl Service for RecursiveService {
             let qname = query.qname.to_name().to_lowercase();
             if let Some(local) = policy.local.answer(&qname, query.qtype) {
                 let written =
-                    response::write(&query, local.rcode, &local.answers, &local.authority, None);
+                    response::write(&query, local.rcode, &local.answers, &local.authority, None)
+                        .authoritative();
                 let now = Instant::now();
                 let len = self
                     .cache

@@ -23,8 +23,8 @@ use pqdns_core::dnssec::validate::Status;
 use pqdns_core::message::Message;
 use pqdns_core::wire::rdata::Soa;
 use pqdns_core::wire::{
-    Ede, Header, MessageWriter, Rcode, Section, EDNS_CO, EDNS_DO, FLAG_CD, FLAG_QR, FLAG_RA,
-    OPTION_EDE,
+    Ede, Header, MessageWriter, Rcode, Section, EDNS_CO, EDNS_DO, FLAG_AA, FLAG_CD, FLAG_QR,
+    FLAG_RA, OPTION_EDE,
 };
 use pqdns_core::{Record, RrType};
 
@@ -188,6 +188,13 @@ fn unvalidated(query: &ClientQuery, answer: &Answer, secure: bool) -> Written {
 impl Written {
     fn secure(mut self, secure: bool) -> Written {
         self.secure = secure;
+        self
+    }
+
+    /// With AA set (RFC 1035 §4.1.1: the responder is an authority for the QNAME), for the
+    /// answers of local zones ([`crate::policy::local_zone`]).
+    pub(crate) fn authoritative(mut self) -> Written {
+        self.message[2] |= (FLAG_AA >> 8) as u8;
         self
     }
 }
