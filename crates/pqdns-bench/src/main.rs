@@ -237,8 +237,10 @@ enum Cmd {
     },
     /// Recursor report (docs/bench/recursor.md): pqdns-resolver beside unbound on one
     /// hierarchy served by in-process pqdns-servers on port 53 of 127.0.4.x (run as root):
-    /// resolver CPU per validated cache hit over UDP and DoT, and cold validated resolution
-    /// time and bytes per leaf algorithm with and without ARRF; CSV, JSON, Markdown, charts.
+    /// resolver CPU per validated cache hit over UDP and DoT and per NXDOMAIN synthesised from
+    /// cached NSEC records (RFC 8198) over UDP, both resolvers on one thread, and cold
+    /// validated resolution time and bytes per leaf algorithm with and without ARRF; CSV,
+    /// JSON, Markdown, charts.
     Recursor {
         /// Seconds of each measured load run.
         #[arg(long, default_value_t = 5.0)]

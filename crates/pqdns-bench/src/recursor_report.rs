@@ -7,6 +7,9 @@
 //!   names of an ECDSA-signed zone with DO and RD over UDP and over DoT (one persistent
 //!   connection per worker), alternating between the two resolvers for `rounds` rounds, and
 //!   reads each resolver's CPU time from /proc: server CPU microseconds per answered query.
+//!   Both run with one thread (unbound's `num-threads: 1`, pqdns-resolver's `--threads 1`).
+//!   A third cell asks, after one validated NXDOMAIN, distinct names of the same NSEC span
+//!   once each over UDP: NXDOMAIN synthesised from the cached NSEC records (RFC 8198).
 //! - **Cold resolution**: a fresh validating resolver (the library the service runs) resolves
 //!   `www` of a leaf signed with each algorithm from the root, iteratively over UDP, with ARRF
 //!   fragments offered and without (TC=1, then TCP): wall time and DNS bytes from the
@@ -109,6 +112,8 @@ pub struct ColdRow {
 pub struct Report {
     /// The machine.
     pub machine: String,
+    /// /proc/loadavg before the run (1, 5 and 15 minutes).
+    pub load_average: String,
     /// Cache-hit load runs.
     pub cache: Vec<CacheRow>,
     /// Cold resolutions.
@@ -123,6 +128,9 @@ pub type Error = String;
 /// # Errors
 /// A missing binary, or a resolver that does not answer as expected.
 pub fn run(plan: &Plan) -> Result<Report, Error> {
+    let load_average = std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|e| format!("unknown ({e})"));
     let binary = sibling_binary("pqdns-resolver").ok_or(
         "pqdns-resolver is not built next to pqdns-bench: cargo build --release -p pqdns-resolver",
     )?;
@@ -166,6 +174,7 @@ pub fn run(plan: &Plan) -> Result<Report, Error> {
     }
     Ok(Report {
         machine: crate::matrix_report::machine(),
+        load_average,
         cache,
         cold,
     })
@@ -211,6 +220,9 @@ fn cache_rows(
         // unbound serves DoT with the same self-signed certificate: it must cover its address.
         "--tls-name",
         UNBOUND_IP,
+        // The same thread count as unbound's `num-threads: 1`.
+        "--threads",
+        "1",
     ];
     let (child, rx) = spawn(binary, &args, d, &log);
     let pqdns = KillOnDrop(child);
@@ -252,21 +264,38 @@ fn cache_rows(
         .collect::<Result<Vec<_>, _>>()?;
     let client = crate::resolver_report::runtime();
     let mut rows = Vec::new();
+    let mut nx_seed = 0x9e37_79b9_7f4a_7c15_u64;
     for round in 0..=plan.rounds {
         for (&concurrency, (name, addr, pid)) in plan
             .concurrency
             .iter()
             .flat_map(|c| resolvers.iter().map(move |r| (c, *r)))
         {
-            for (transport, target) in [
-                (LoadTransport::Udp, addr),
-                (LoadTransport::Dot, SocketAddr::new(addr.ip(), DOT_PORT)),
-            ] {
+            let dot = SocketAddr::new(addr.ip(), DOT_PORT);
+            let cells = [
+                (CACHE_UDP, LoadTransport::Udp, addr),
+                (CACHE_DOT, LoadTransport::Dot, dot),
+                (NXDOMAIN_UDP, LoadTransport::Udp, addr),
+            ];
+            for (cell, transport, target) in cells {
+                let nxdomain = cell == NXDOMAIN_UDP;
+                if nxdomain && round == 0 {
+                    continue;
+                }
                 // Round 0 is the warm-up: every name into the cache, connections up.
                 let limit = if round == 0 {
                     Limit::Count(2 * HOSTS as u64)
+                } else if nxdomain {
+                    Limit::Count(nx_names(plan.seconds) as u64)
                 } else {
                     Limit::Duration(Duration::from_secs_f64(plan.seconds))
+                };
+                let queries = if nxdomain {
+                    nx_seed = nx_seed.wrapping_add(0x6a09_e667_f3bc_c909);
+                    warm_nxdomain(name, addr, nx_seed)?;
+                    nx_queries(nx_seed, nx_names(plan.seconds))?
+                } else {
+                    queries.clone()
                 };
                 let cfg = LoadConfig {
                     target,
@@ -275,7 +304,7 @@ fn cache_rows(
                     concurrency,
                     rate: None,
                     limit,
-                    queries: queries.clone(),
+                    queries,
                     edns: QueryOptions {
                         udp_payload: Some(1232),
                         dnssec_ok: true,
@@ -295,21 +324,66 @@ fn cache_rows(
                 if round == 0 {
                     continue;
                 }
-                let noerror = r.rcodes.get(&0).copied().unwrap_or(0);
+                // The expected RCODE: NOERROR for the cached names, NXDOMAIN for the others.
+                let rcode = if nxdomain { 3 } else { 0 };
+                let expected = r.rcodes.get(&rcode).copied().unwrap_or(0);
                 rows.push(CacheRow {
                     resolver: name.into(),
-                    transport: format!("{transport:?}").to_lowercase(),
+                    transport: cell.into(),
                     concurrency,
                     round,
                     qps: r.qps,
                     p50_ms: r.latency.p50_ms,
                     server_cpu_us_per_query: r.server_cpu_us_per_query.unwrap_or(f64::NAN),
-                    failures: r.answered - noerror + r.errors + r.timeouts,
+                    failures: r.answered - expected + r.errors + r.timeouts,
                 });
             }
         }
     }
     Ok(rows)
+}
+
+/// Cell names: cache hits over UDP and DoT, and NXDOMAIN synthesised from cached NSEC
+/// records (RFC 8198) over UDP.
+const CACHE_UDP: &str = "udp";
+const CACHE_DOT: &str = "dot";
+const NXDOMAIN_UDP: &str = "udp-nxdomain";
+/// Queries per second assumed to size the synthesised-NXDOMAIN runs: each run asks
+/// `seconds × NX_RATE` distinct names once each (about as long as a cache-hit run).
+const NX_RATE: f64 = 50_000.0;
+
+/// Names asked in one synthesised-NXDOMAIN run of about `seconds`.
+fn nx_names(seconds: f64) -> usize {
+    (seconds * NX_RATE).clamp(1.0, 10_000_000.0) as usize
+}
+
+/// `count` distinct names of `ecdsa.tld.` that do not exist, all in the span of the NSEC
+/// record `h99` → `ns` (pseudo-random labels `j…` from `seed`, xorshift64*); type A.
+fn nx_queries(seed: u64, count: usize) -> Result<Vec<crate::query_source::QuerySpec>, Error> {
+    let mut x = seed | 1;
+    (0..count)
+        .map(|i| {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            let label = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
+            parse_query(&format!("j{label:x}{i:x}.ecdsa.tld."), Some("A"))
+        })
+        .collect()
+}
+
+/// One validated NXDOMAIN in the span [`nx_queries`] asks from (resolved, or synthesised if
+/// the span is still cached): the resolver then holds the NSEC records that prove the others.
+fn warm_nxdomain(name: &str, addr: SocketAddr, seed: u64) -> Result<(), Error> {
+    let qname = format!("j{seed:x}.ecdsa.tld.");
+    let out = dig(addr, &["+recurse", "+dnssec", &qname, "A"]);
+    if out.status() != "NXDOMAIN" || !out.has_flag("ad") {
+        return Err(format!(
+            "{name}: no validated NXDOMAIN for {qname}:\n{}",
+            out.text
+        ));
+    }
+    Ok(())
 }
 
 fn cold_rows(anchors: &TrustAnchors, queries: usize) -> Result<Vec<ColdRow>, Error> {
@@ -420,7 +494,7 @@ fn cells(report: &Report) -> Vec<(&'static str, usize)> {
     let mut levels: Vec<usize> = report.cache.iter().map(|r| r.concurrency).collect();
     levels.sort_unstable();
     levels.dedup();
-    ["udp", "dot"]
+    [CACHE_UDP, CACHE_DOT, NXDOMAIN_UDP]
         .into_iter()
         .flat_map(|t| levels.iter().map(move |&c| (t, c)))
         .collect()
@@ -470,18 +544,40 @@ pub fn markdown(report: &Report, plan: &Plan, command: &str, output: &Path) -> S
         "Command: `{command}` (as root: the authorities listen on port 53 of 127.0.4.x). \
          Machine: {}. Each cache-hit cell is the median of {} runs of {} s with {:?} closed-loop \
          workers, the two resolvers alternating; a warm-up run puts the {HOSTS} names in each cache first. \
-         Both resolvers ran with their defaults (unbound 1.17 from Debian 12, one thread; \
-         pqdns-resolver with the runtime's default worker threads).\n\n",
-        report.machine, plan.rounds, plan.seconds, plan.concurrency
+         Same thread count: unbound 1.17 from Debian 12 with `num-threads: 1`, pqdns-resolver \
+         with `--threads 1` (one runtime worker, for DoT and resolutions; UDP has its one \
+         serving thread as always). Load average before the run: {}.\n\n",
+        report.machine, plan.rounds, plan.seconds, plan.concurrency, report.load_average
     ));
     md.push_str("## Cache hits: resolver CPU per validated answer (DO=1, RD=1)\n\n");
-    md.push_str("| transport | workers | pqdns-resolver µs/query | unbound µs/query | ratio (goal ≤ 0.8) |\n|---|---:|---:|---:|---:|\n");
+    md.push_str(&format!(
+        "`udp` and `dot`: the {HOSTS} cached names. `udp-nxdomain`: after one validated \
+         NXDOMAIN, distinct names of the same NSEC span (`j….ecdsa.tld.`, between `h99` and \
+         `ns`), each asked once, {} per run: answers synthesised from the cached NSEC records \
+         (RFC 8198; both resolvers do it, unbound's `aggressive-nsec: yes` is its default).\n\n",
+        nx_names(plan.seconds)
+    ));
+    md.push_str("| cell | workers | pqdns-resolver µs/query | unbound µs/query | ratio (goal ≤ 0.6) |\n|---|---:|---:|---:|---:|\n");
     for (transport, c) in cells(report) {
         let ours = cache_cpu(&report.cache, "pqdns-resolver", transport, c);
         let theirs = cache_cpu(&report.cache, "unbound", transport, c);
         md.push_str(&format!(
             "| {transport} | {c} | {ours:.1} | {theirs:.1} | {:.2} |\n",
             ours / theirs
+        ));
+    }
+    for c in report
+        .cache
+        .iter()
+        .map(|r| r.concurrency)
+        .collect::<std::collections::BTreeSet<_>>()
+    {
+        let hit = cache_cpu(&report.cache, "pqdns-resolver", CACHE_UDP, c);
+        let nx = cache_cpu(&report.cache, "pqdns-resolver", NXDOMAIN_UDP, c);
+        md.push_str(&format!(
+            "\npqdns-resolver, {c} workers: synthesised NXDOMAIN / cache hit over UDP = \
+             **{:.2}** (goal ≤ 1).\n",
+            nx / hit
         ));
     }
     md.push_str(&format!("\n![CPU per cache hit]({stem}-cache.png)\n\n"));

@@ -22,7 +22,7 @@ use pqdns_resolver::service::{RecursiveService, ServiceConfig};
 use pqdns_resolver::{Answer, Config, Mode, Resolver, TrustAnchors};
 use pqdns_test_support::signed_zone;
 
-use common::{counting_relay, name, opt_out_zone, resolve_in_service, serve_signed, udp_client};
+use common::{ask_service, counting_relay, name, opt_out_zone, serve_signed, udp_client};
 
 /// Names under test, and SOA MINIMUM 60 below the records' TTL of 300: synthesised answers
 /// live min(NSEC TTL, SOA TTL, SOA MINIMUM) = 60 s (RFC 9077 §3).
@@ -66,11 +66,21 @@ fn nsec_span_answers_a_thousand_names_without_a_query() {
         resolver(relay, served.anchors.clone()),
         ServiceConfig::default(),
     ));
-    let ask = |qname: &str, t: RrType| {
-        let out = rt.block_on(resolve_in_service(&service, qname, t));
+    // The response's RCODE, AD and authority TTLs, and whether the service answered at once
+    // on its serving thread (a synthesised answer) rather than through a resolution task.
+    let ask_at_once = |qname: &str, t: RrType| {
+        let (out, at_once) = rt.block_on(ask_service(&service, qname, t));
         let v = MessageView::parse(&out).unwrap();
         let ttls: Vec<u32> = v.records(Section::Authority).map(|r| r.ttl()).collect();
-        (v.rcode(), v.header().has(FLAG_AD), ttls)
+        (v.rcode(), v.header().has(FLAG_AD), ttls, at_once)
+    };
+    let ask = |qname: &str, t: RrType| {
+        let (rcode, ad, ttls, at_once) = ask_at_once(qname, t);
+        assert!(
+            !at_once,
+            "{qname}: answered at once, but it needs a resolution"
+        );
+        (rcode, ad, ttls)
     };
     // One validated NXDOMAIN: the NSEC a.example. → m.example. covers it, the apex's NSEC
     // (example. → a.example.) covers the wildcard *.example.
@@ -81,23 +91,31 @@ fn nsec_span_answers_a_thousand_names_without_a_query() {
         warm >= 2,
         "the NXDOMAIN and the zone's DNSKEY were asked for"
     );
-    // 1,000 names in the same span (between a. and m., and below a.), each resolved (the
-    // service's response cache has none of them): NXDOMAIN with AD, no query.
+    // 1,000 names in the same span (between a. and m., and below a.), none in the service's
+    // response cache: NXDOMAIN with AD, no query, each answered at once where cache hits are
+    // (no resolution task). Asked twice: synthesised answers are not cached, the second
+    // round is synthesised again.
     let mut gen = Names(0x9e37_79b9_7f4a_7c15);
-    for i in 0..1000 {
-        let qname = match i % 3 {
+    let names: Vec<String> = (0..1000)
+        .map(|i| match i % 3 {
             0 => format!("b{:x}.example.", gen.next()),
             1 => format!("l{:x}.example.", gen.next()),
             _ => format!("x{:x}.a.example.", gen.next()),
-        };
-        let (rcode, ad, ttls) = ask(&qname, RrType::A);
-        assert_eq!((rcode, ad), (Rcode::NXDOMAIN, true), "{qname}");
+        })
+        .collect();
+    for qname in names.iter().chain(&names) {
+        let (rcode, ad, ttls, at_once) = ask_at_once(qname, RrType::A);
+        assert_eq!(
+            (rcode, ad, at_once),
+            (Rcode::NXDOMAIN, true, true),
+            "{qname}"
+        );
         assert!(ttls.iter().all(|t| *t <= 60), "{qname}: TTLs {ttls:?}");
     }
     assert_eq!(asked.load(Ordering::SeqCst), warm, "no query for the span");
     // NODATA at a name the cache holds an NSEC for.
-    let (rcode, ad, _) = ask("a.example.", RrType::TXT);
-    assert_eq!((rcode, ad), (Rcode::NOERROR, true));
+    let (rcode, ad, _, at_once) = ask_at_once("a.example.", RrType::TXT);
+    assert_eq!((rcode, ad, at_once), (Rcode::NOERROR, true, true));
     assert_eq!(
         asked.load(Ordering::SeqCst),
         warm,
@@ -106,7 +124,7 @@ fn nsec_span_answers_a_thousand_names_without_a_query() {
     assert!(service
         .metrics()
         .render()
-        .contains("pqdns_resolver_synthesised_answers_total 1001\n"));
+        .contains("pqdns_resolver_synthesised_answers_total 2001\n"));
     // Outside the span (between m. and z.): asked for, and then its span is known too.
     let (rcode, _, _) = ask("n.example.", RrType::A);
     assert_eq!(rcode, Rcode::NXDOMAIN);

@@ -330,6 +330,12 @@ struct Cli {
     #[arg(long, value_name = "MODE", default_value = "arrf")]
     fragmentation: Fragmentation,
 
+    /// Worker threads of the runtime that serves TCP, DoT, DoH and DoQ and runs resolutions
+    /// (as unbound's `num-threads`; UDP cache hits are answered on one serving thread per UDP
+    /// address besides them). [default: the available cores]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: Option<u16>,
+
     /// Timeout of one exchange with an authority or forwarder, seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 3)]
     timeout: u64,
@@ -366,10 +372,11 @@ fn main() -> ExitCode {
     if let Some(code) = manual::start(&cli.daemon, command) {
         return code;
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(threads) = cli.threads {
+        runtime.worker_threads(usize::from(threads));
+    }
+    let runtime = match runtime.enable_all().build() {
         Ok(r) => r,
         Err(e) => {
             error!("starting the runtime: {e}");

@@ -334,6 +334,17 @@ impl Resolver {
         self.run(qname, qtype, true)
     }
 
+    /// The answer for `qname`/`qtype` that the validated NSEC/NSEC3 records kept for
+    /// aggressive use already prove (RFC 8198 §5: a Secure NXDOMAIN, NODATA or wildcard
+    /// expansion), found without any query and without waiting; `None` when they prove none.
+    /// [`Resolver::resolve`] gives the same answer first; a service calls this where it
+    /// answers its cache hits, so a synthesised answer needs no task and no wait.
+    pub fn synthesise(&self, qname: &Name, qtype: RrType) -> Option<Answer> {
+        self.inner
+            .aggressive
+            .answer(qname, qtype, std::time::Instant::now())
+    }
+
     /// [`Resolver::resolve`], or with `fresh` [`Resolver::refresh`].
     fn run(
         &self,

@@ -10,7 +10,8 @@
 //! - a name in a local zone ([`crate::policy::local_zone`]) is answered from it, without AD
 //!   and without any query upstream (nor is the answer cached);
 //! - a cache hit is answered at once, on the listener's thread, from the prepared response
-//!   ([`cache`]);
+//!   ([`cache`]); so is a miss that the resolver's validated NSEC/NSEC3 records already
+//!   answer (RFC 8198, [`Resolver::synthesise`]; such answers are not cached here);
 //! - a miss is deferred: the [`Resolver`] resolves and validates it (iteratively or through a
 //!   forwarder), `response` writes the RFC 4035 §3.2 response, and the cache keeps it.
 //!
@@ -319,6 +320,18 @@ impl RecursiveService {
         }
     }
 
+    /// The response to `query` synthesised from the resolver's validated NSEC/NSEC3 records
+    /// (RFC 8198, [`Resolver::synthesise`]), written at once on the serving thread; `None`
+    /// when they prove no answer (the query is resolved as any other miss). Not kept in the
+    /// answer cache: the denial records answer every name of their span, and a flood of
+    /// random names (RFC 8198 §1) would otherwise push the popular answers out of it.
+    fn synthesise(&self, query: &ClientQuery) -> Option<response::Written> {
+        let qname = query.qname.to_name();
+        let answer = self.resolver.synthesise(&qname, query.qtype)?;
+        self.metrics.resolution(&answer);
+        Some(response::from_answer(query, &answer))
+    }
+
     /// RFC 8767 §5 for a query whose cached answer is stale: resolves it in a task of its own,
     /// which stores the answer it gets (also after we stop waiting); a fresh answer if it
     /// comes within the client response timer, else — or when the resolution fails — the
@@ -561,6 +574,15 @@ impl Service for RecursiveService {
                     .serve(&query, written, false, out, base, limit, now, data);
                 Reply::Ready(self.finish(request, cookie.check, out, base, len))
             }
+            (None, Decision::Recurse) => match self.synthesise(&query) {
+                Some(written) => {
+                    let len =
+                        self.cache
+                            .serve(&query, written, false, out, base, limit, now(), data);
+                    Reply::Ready(self.finish(request, cookie.check, out, base, len))
+                }
+                None => Reply::Defer(DeferredQuery(query, None)),
+            },
             (None, _) => Reply::Defer(DeferredQuery(query, None)),
         }
     }

@@ -415,12 +415,26 @@ pub(crate) fn opt_out_zone() -> Served {
 }
 
 /// The response of the in-process resolver service `s` to `name` `qtype` with DO over TCP
-/// from 127.0.0.1, resolved (the query must not be answered from the service's cache).
+/// from 127.0.0.1, resolved (the query must not be answered at once by the service: neither
+/// from its cache nor synthesised, RFC 8198).
 pub(crate) async fn resolve_in_service(
     s: &std::sync::Arc<pqdns_resolver::service::RecursiveService>,
     name: &str,
     qtype: RrType,
 ) -> Vec<u8> {
+    let (out, at_once) = ask_service(s, name, qtype).await;
+    assert!(!at_once, "{name}: answered at once by the service");
+    out
+}
+
+/// The response of the in-process resolver service `s` to `name` `qtype` with DO over TCP
+/// from 127.0.0.1, and whether the service answered at once (on the serving thread:
+/// `Service::respond`) rather than deferred it to a resolution (`Service::respond_later`).
+pub(crate) async fn ask_service(
+    s: &std::sync::Arc<pqdns_resolver::service::RecursiveService>,
+    name: &str,
+    qtype: RrType,
+) -> (Vec<u8>, bool) {
     use pqdns_core::message::{Message, Question};
     use pqdns_net::service::{Reply, Request, Service, Transport};
     let question = Question {
@@ -432,12 +446,18 @@ pub(crate) async fn resolve_in_service(
     let packet = Message::query(9, question, true, edns).to_wire();
     let request = Request::new(&packet, "127.0.0.1:5301".parse().unwrap(), Transport::Tcp);
     let mut out = Vec::new();
-    let Reply::Defer(deferred) = s.respond(&(), &request, &mut out, 0) else {
-        panic!("{name}: answered at once from the service's cache");
-    };
-    let (mut out, info) = std::sync::Arc::clone(s)
-        .respond_later(request.to_owned(), deferred, out, 0)
-        .await;
-    out.truncate(info.len);
-    out
+    match s.respond(&(), &request, &mut out, 0) {
+        Reply::Ready(info) => {
+            out.truncate(info.len);
+            (out, true)
+        }
+        Reply::Defer(deferred) => {
+            let (mut out, info) = std::sync::Arc::clone(s)
+                .respond_later(request.to_owned(), deferred, out, 0)
+                .await;
+            out.truncate(info.len);
+            (out, false)
+        }
+        _ => panic!("{name}: neither an answer nor a deferred query"),
+    }
 }
