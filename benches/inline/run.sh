@@ -27,12 +27,12 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 
 echo "algorithm,hosts,start_cpu_s,start_wall_s,first_ixfr_cpu_s,changes,cpu_per_ixfr_s,signatures_per_ixfr,whole_keeping_cpu_s,whole_keeping_wall_s,whole_renewing_cpu_s,whole_renewing_wall_s,renewing_over_ixfr,keeping_over_ixfr" >"$CSV"
 cd "$ROOT"
-cargo test --release -p pqdns-server --test secondary --no-run
+cargo test --release -p pqdns-server --test integration --no-run
 for alg in $ALGS; do
     PQDNS_IXFR_BENCH_HOSTS=$HOSTS PQDNS_IXFR_BENCH_ALG=$alg \
         PQDNS_IXFR_BENCH_CHANGES=$CHANGES PQDNS_IXFR_BENCH_CSV=$CSV \
-        cargo test --release -p pqdns-server --test secondary -- --ignored --nocapture --exact \
-        measure_one_ixfr_against_a_whole_signing
+        cargo test --release -p pqdns-server --test integration -- --ignored --nocapture --exact \
+        secondary::measure_one_ixfr_against_a_whole_signing
 done
 
 python3 - "$CSV" "$PLOT" <<'PY'

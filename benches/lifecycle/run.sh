@@ -34,12 +34,12 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 
 echo "algorithm,hosts,full_cpu_s,full_wall_s,first_update_cpu_s,first_update_wall_s,updates,cpu_per_update_s,p50_ms,p99_ms,updates_per_s,full_over_update" >"$CSV"
 cd "$ROOT"
-cargo test --release -p pqdns-server --test update --no-run
+cargo test --release -p pqdns-server --test integration --no-run
 for alg in $ALGS; do
     PQDNS_UPDATE_BENCH_HOSTS=$HOSTS PQDNS_UPDATE_BENCH_ALG=$alg \
         PQDNS_UPDATE_BENCH_UPDATES=$UPDATES PQDNS_UPDATE_BENCH_CSV=$CSV \
-        cargo test --release -p pqdns-server --test update -- --ignored --nocapture --exact \
-        measure_one_update_against_a_full_signing
+        cargo test --release -p pqdns-server --test integration -- --ignored --nocapture --exact \
+        update::measure_one_update_against_a_full_signing
 done
 
 SECONDARY_CSV=${CSV%.csv}-secondary.csv
@@ -47,8 +47,8 @@ echo "algorithm,hosts,updates,p50_ms,p99_ms,max_ms" >"$SECONDARY_CSV"
 PQDNS_UPDATE_BENCH_HOSTS=$HOSTS PQDNS_UPDATE_BENCH_ALG=ML-DSA-44 \
     PQDNS_UPDATE_BENCH_UPDATES=${SECONDARY_UPDATES:-100} \
     PQDNS_UPDATE_BENCH_SECONDARY_CSV=$SECONDARY_CSV \
-    cargo test --release -p pqdns-server --test update -- --ignored --nocapture --exact \
-    measure_update_to_a_knot_secondary
+    cargo test --release -p pqdns-server --test integration -- --ignored --nocapture --exact \
+    update::measure_update_to_a_knot_secondary
 
 python3 - "$CSV" "$PLOT" <<'PY'
 import csv, sys

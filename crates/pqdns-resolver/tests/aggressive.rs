@@ -5,7 +5,7 @@
 //! at all; a name outside the span still goes to the authority; an NSEC3 opt-out span is
 //! never used (each name there is asked for, and stays Insecure).
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -14,7 +14,7 @@ use pqdns_core::wire::Rcode;
 use pqdns_core::RrType;
 use pqdns_resolver::{Config, Lame, Mode, ResolveError, Resolver, TrustAnchors};
 
-mod common;
+use crate::common;
 use common::name;
 use common::scripted::{a, ns, rec, reply, servers_at, Behaviour, Log};
 

@@ -12,7 +12,7 @@ use pqdns_core::message::{Message, Question};
 use pqdns_core::wire::Edns;
 use pqdns_core::{Class, RrType};
 
-mod common;
+use crate::common;
 use common::service::Service;
 use common::{serve, ZoneSpec};
 

@@ -14,7 +14,7 @@ use pqdns_core::RrType;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, UdpSocket};
 
-mod common;
+use crate::common;
 use common::{serve_toml, Served};
 use pqdns_server::settings::{CertAlgorithm, Settings};
 

@@ -9,7 +9,7 @@ use pqdns_core::wire::Rcode;
 use pqdns_core::RrType;
 use pqdns_resolver::{Config, Mode, Resolver};
 
-mod common;
+use crate::common;
 use common::{name, opt_out_zone, udp_client, Served};
 
 fn forwarder(served: &Served) -> Resolver {

@@ -4,7 +4,7 @@
 //! under `cookies = "require"` the BADCOOKIE answer to a first query is retried with the
 //! learnt cookie. A response whose COOKIE option carries another client cookie is refused.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::Duration;

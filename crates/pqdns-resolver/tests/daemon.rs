@@ -2,7 +2,7 @@
 //! `/proc`, and the shipped unit file checked by `systemd-analyze`. The notification protocol
 //! is pqdns-net's `systemd` module, tested through pqdns-server (its `tests/daemon.rs`).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -6,7 +6,7 @@
 //! authority, with that authority's address and port and the zone it was asked for. Every
 //! wait is bounded.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 

@@ -16,7 +16,7 @@
 //! - for the record, unbound 1.17 (which does not know algorithm 18) beside it, on a hierarchy
 //!   whose `tld.` is ECDSA: it accepts the stripped answer as Secure.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU8, Ordering};

@@ -13,7 +13,7 @@
 //!
 //! Every wait is a bounded polling loop; every peer is killed on drop.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -16,7 +16,7 @@ use pqdns_resolver::fragment::FragConfig;
 use pqdns_resolver::{Client, Config, ExchangeInfo, Mode, Resolver, TlsOptions, Transport};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 
-mod common;
+use crate::common;
 use common::{serve as serve_zone, Served, ZoneSpec};
 
 const RECORDS: &str =

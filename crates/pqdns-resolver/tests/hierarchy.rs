@@ -4,7 +4,7 @@
 //! DS alone, over UDP, TCP, DoT and DoH, in forwarding and iterative mode; plus Bogus cases
 //! (wrong anchor, expired signatures, require-pq) and agreement with BIND's delv.
 
-mod common;
+use crate::common;
 
 use common::hierarchy::{
     anchors, build, build_with, local, serve, Leaf, Running, LEAF_IP, LEAVES, ROOT_IP, TLD_IP,

@@ -14,7 +14,7 @@ use pqdns_resolver::transport::TransportError;
 use pqdns_resolver::{Client, Config, Mode, Resolver, TlsOptions, Transport, TrustAnchors};
 use tokio::net::UdpSocket;
 
-mod common;
+use crate::common;
 
 /// Starts a UDP responder that turns each query into `reply(query)` (or stays silent).
 async fn responder(reply: fn(&[u8]) -> Option<Vec<u8>>) -> SocketAddr {

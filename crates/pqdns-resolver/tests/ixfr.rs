@@ -14,7 +14,7 @@
 //!
 //! Every wait is bounded; knotd runs as a child process killed on drop.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};

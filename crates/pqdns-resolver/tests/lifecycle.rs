@@ -12,7 +12,7 @@
 //! `ServerHandle::load_zones_at` signs at the simulated time, `ServerHandle::refresh_due` is
 //! the schedule.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -6,7 +6,7 @@
 //! answers are the same either way; a server that answers NXDOMAIN for an empty non-terminal
 //! gets the full question next (relaxed mode), and the answer is still found.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

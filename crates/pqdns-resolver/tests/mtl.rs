@@ -8,7 +8,7 @@
 //! re-signed (a new ladder), answers already held still validate, and the first condensed
 //! signature of the new ladder makes the resolver ask once with EDNS option 65050.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! Bogus, again; an anchor elsewhere changes nothing. Added and removed at run time, an anchor
 //! takes effect on the next resolution of the same resolver.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

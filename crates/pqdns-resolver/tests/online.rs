@@ -9,7 +9,7 @@
 //! 9824 §5 gives it: NXDOMAIN without DO, NXDOMAIN with CO echoed for DO and CO, NOERROR
 //! with the NXNAME proof for DO alone.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -9,7 +9,7 @@
 //!   multiples of 128 bytes, and A's responses to them to multiples of 468; A's own queries
 //!   over UDP, and its responses to kdig over UDP, are not padded.
 
-mod common;
+use crate::common;
 
 use pqdns_test_support::peers::{kdig, require, DigOutput};
 

@@ -3,7 +3,7 @@
 //! authorities; local zones of each type answered with zero upstream queries; access control
 //! per client prefix; and a SIGHUP reload of `pqdns-resolver` while 1,000 queries/s run.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;

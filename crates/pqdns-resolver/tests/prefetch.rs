@@ -8,7 +8,7 @@
 //! the name is still a cache hit, answered at once with no query upstream. With prefetch
 //! off, the same query after the TTL is a miss that waits for the authority.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

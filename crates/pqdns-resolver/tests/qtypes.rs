@@ -4,7 +4,7 @@
 //! sends, unvalidated (nothing signs a signature, RFC 4035 §2.2), without the validation
 //! queries that would make it Bogus.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::Duration;

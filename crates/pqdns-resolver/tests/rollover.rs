@@ -18,7 +18,7 @@
 //! less simulated time than the signatures' inception offset) finds the child Secure while the
 //! DS names the ECDSA key and Insecure (an algorithm it does not know) after, never Bogus.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -13,7 +13,7 @@
 //! - hostile authorities (a referral loop, 100 NS names without glue, a silent server, one
 //!   answering garbage) end in SERVFAIL within bounds while other clients are answered.
 
-mod common;
+use crate::common;
 
 use std::net::{SocketAddr, UdpSocket};
 use std::path::Path;

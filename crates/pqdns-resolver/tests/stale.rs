@@ -6,7 +6,7 @@
 //! name never answered gets SERVFAIL; a Bogus answer (a service with a wrong trust anchor) is
 //! never kept for serving stale.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -18,7 +18,7 @@ use pqdns_core::{Record, RrType};
 use pqdns_resolver::{AnswerRRset, Config, Mode, Resolver, Section, TrustAnchors};
 use tokio::net::UdpSocket;
 
-mod common;
+use crate::common;
 use common::{name, serve, udp_client, Served, ZoneSpec};
 
 const RECORDS: &str = "@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 192.0.2.1\n\

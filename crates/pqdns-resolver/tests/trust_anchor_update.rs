@@ -12,7 +12,7 @@
 //! 5. the old KSK is withdrawn: a resolver restarted from the state file validates the zone
 //!    through the new KSK (Secure) while one with the configured anchor alone finds it Bogus.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::path::Path;

@@ -10,7 +10,7 @@
 //! listen on port 53 of their own loopback addresses (127.0.1.x): the test needs to bind
 //! privileged ports (root, as on CI).
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 

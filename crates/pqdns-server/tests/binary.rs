@@ -5,7 +5,7 @@
 //! changed zone file by itself, and SIGTERM stopping it.
 //! Every wait is bounded.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::path::Path;

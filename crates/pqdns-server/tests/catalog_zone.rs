@@ -20,7 +20,7 @@
 //! TSIG on every transfer and NOTIFY. Every wait is a bounded polling loop; every peer is
 //! killed on drop.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

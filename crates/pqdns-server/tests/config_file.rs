@@ -3,7 +3,7 @@
 //! working directory; SIGHUP re-reads an inline zone; `--check` reads the same file and
 //! places its errors at file:line. Every wait is bounded.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

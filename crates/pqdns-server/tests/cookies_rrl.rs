@@ -3,7 +3,7 @@
 //! rate (the rest dropped or sent as truncated stubs), while the same burst with a valid server
 //! cookie, or over TCP, is answered in full; `cookies = "require"` answers BADCOOKIE.
 
-mod common;
+use crate::common;
 
 use std::net::{SocketAddr, UdpSocket};
 use std::time::Duration;

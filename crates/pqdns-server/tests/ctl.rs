@@ -25,7 +25,7 @@
 //!
 //! Every wait is bounded; every server is killed on drop.
 
-mod common;
+use crate::common;
 
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};

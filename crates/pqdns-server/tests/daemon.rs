@@ -3,7 +3,7 @@
 //! binding port 53 (checked in `/proc`), and the shipped unit file checked by
 //! `systemd-analyze`. Every wait is bounded.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! P-256. delv exits 0 even when validation fails, so the output is checked; a wrong trust
 //! anchor must not validate, which shows the check can fail.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::path::Path;

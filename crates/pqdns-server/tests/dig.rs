@@ -3,7 +3,7 @@
 //! with NSEC3 proofs, referrals with glue and DS (or the no-DS proof), wildcards, CNAMEs,
 //! REFUSED outside the zone, NSID and CH TXT identity when configured, and truncation of a post-quantum DNSKEY RRset over UDP.
 
-mod common;
+use crate::common;
 
 use common::{dig, kdig, TestServer, ORIGIN};
 use pqdns_server::settings::KxPolicy;

@@ -3,7 +3,7 @@
 //! the file: one AUTH_QUERY and one AUTH_RESPONSE per query, with the querier's address and
 //! the DNS messages. Every wait is bounded.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -10,7 +10,7 @@
 //!
 //! All traffic stays on 127.0.0.0/8; every wait is bounded.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::process::Command;

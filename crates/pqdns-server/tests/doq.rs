@@ -5,7 +5,7 @@
 //! not 0 closes the connection (§4.2.1); under `pq-only` both clients are refused and counted
 //! with reason no-shared-group.
 
-mod common;
+use crate::common;
 
 use common::{go_doq, http_get, kdig, python_client, TestServer, ORIGIN};
 use pqdns_server::settings::KxPolicy;

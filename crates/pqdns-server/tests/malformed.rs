@@ -2,7 +2,7 @@
 //! answer at all, never anything else, and the server still answers a good query afterwards.
 //! Every receive is bounded by a timeout and the corpus is finite.
 
-mod common;
+use crate::common;
 
 use std::net::UdpSocket;
 use std::time::Duration;

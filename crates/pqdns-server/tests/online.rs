@@ -9,7 +9,7 @@
 //! unsigned zone, as Knot's onlinesign transfers it. Validation by pqdns's
 //! validator, delv and unbound: pqdns-resolver's tests/online.rs.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, UdpSocket};

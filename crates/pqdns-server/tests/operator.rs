@@ -1,7 +1,7 @@
 //! `pqdns-server` as operators run it: a closed standard output, the root zone's DS file name,
 //! pre-signed zone data, and DNSKEYs left in zone data to sign. Every wait is bounded.
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::net::SocketAddr;

@@ -7,7 +7,7 @@
 //! `pqdns` (mode 0660); `dpkg -r` then removes the programs and leaves the keys. The machine is left as
 //! found: the package purged, and the user and state removed if this test made them.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};

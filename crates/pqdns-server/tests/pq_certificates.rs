@@ -6,7 +6,7 @@
 //! classical certificates, each with an info log line and a reason in
 //! `pqdns_tls_handshake_failures_total`.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::process::Child;

@@ -35,7 +35,7 @@
 //!
 //! Every wait is a bounded polling loop; every peer is killed on drop.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

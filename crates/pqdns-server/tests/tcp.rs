@@ -2,7 +2,7 @@
 //! on one connection; the per-address connection cap closes the extra connection; an idle
 //! connection is closed after the idle timeout. Reads are bounded by socket timeouts.
 
-mod common;
+use crate::common;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;

@@ -4,7 +4,7 @@
 //! a classical-only client, and a refused handshake for that client under the pq-only policy.
 //! Also the DoH status codes and Cache-Control of RFC 8484.
 
-mod common;
+use crate::common;
 
 use common::{dig, go, kdig, TestServer, ORIGIN};
 use pqdns_server::settings::KxPolicy;

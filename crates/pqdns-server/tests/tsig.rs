@@ -17,7 +17,7 @@
 //!
 //! Every client runs under `timeout`; the UDP socket reads are bounded.
 
-mod common;
+use crate::common;
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;

@@ -30,7 +30,7 @@
 //!
 //! Every client runs under `timeout`.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::net::{SocketAddr, UdpSocket};

@@ -22,6 +22,11 @@
 
 #![cfg(feature = "xdp")]
 
+#[allow(
+    dead_code,
+    unused_imports,
+    reason = "this binary uses only RECORDS of the harness the integration binary shares"
+)]
 mod common;
 
 use std::fs::File;

@@ -12,7 +12,7 @@
 //!
 //! Every wait is bounded; NSD runs as a child process killed on drop.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};

@@ -24,7 +24,7 @@
 //!   4. Separators: BIND aligns with tabs and spaces; fields are compared split at white space
 //!      outside quoted strings (`fields`).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -2,8 +2,6 @@
 //! signed with fresh keys, on 127.0.0.1 (UDP and TCP on one port, optionally DoT and DoH),
 //! and the trust anchor for it.
 
-#![allow(dead_code)] // each test crate uses a different part
-
 pub(crate) mod hierarchy;
 pub(crate) mod scripted;
 pub(crate) mod service;

@@ -2,11 +2,6 @@
 //! port 0 serving a freshly keyed and signed test zone, and runners for real clients (dig,
 //! kdig, delv, a Go TLS client) that are bounded in time and fail loudly when missing.
 
-#![allow(
-    dead_code,
-    reason = "each test binary uses a different part of the harness"
-)]
-
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
