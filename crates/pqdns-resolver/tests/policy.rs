@@ -736,17 +736,11 @@ fn local_answers_are_authoritative_and_insecure_domains_and_ntas_follow_sighup()
 
     // 3. A negative trust anchor from the file, for an hour (RFC 3339 UTC), then removed.
     let nta_until = |secs: u64| {
-        let t = pqdns_core::time::to_yyyymmddhhmmss(secs);
-        format!(
-            "{LOCAL}\n[[negative-trust-anchor]]\nname = \"expired.tld.\"\n\
-             until = {}-{}-{}T{}:{}:{}Z\n",
-            &t[..4],
-            &t[4..6],
-            &t[6..8],
-            &t[8..10],
-            &t[10..12],
-            &t[12..]
-        )
+        // "YYYY-MM-DD HH:MM:SS UTC" as RFC 3339: "YYYY-MM-DDTHH:MM:SSZ".
+        let t = pqdns_core::time::to_display(secs)
+            .replace(" UTC", "Z")
+            .replacen(' ', "T", 1);
+        format!("{LOCAL}\n[[negative-trust-anchor]]\nname = \"expired.tld.\"\nuntil = {t}\n")
     };
     let nta = nta_until(pqdns_core::time::now() + 3600);
     reload_with(&service, &config, &nta, 5);

@@ -88,6 +88,40 @@ fn authority(rt: &tokio::runtime::Runtime, answer: Arc<Mutex<Vec<Record>>>) -> S
     addr
 }
 
+/// The keys of a KSK roll for `example.` (ECDSA P-256): the published set (the old KSK, then a
+/// ZSK), the new KSK still to publish, and the two KSKs' DNSKEY RDATA (wire format).
+struct Roll {
+    keys: Vec<ZoneKey>,
+    new: ZoneKey,
+    old_key: Vec<u8>,
+    new_key: Vec<u8>,
+}
+
+impl Roll {
+    fn generate(origin: &Name) -> Roll {
+        let (profile, provider) = (Profile::default_profile(), Provider::default_provider());
+        let key = |role| {
+            ZoneKey::generate(
+                origin,
+                Algorithm::EcdsaP256Sha256,
+                role,
+                &profile,
+                &provider,
+                300,
+            )
+            .unwrap()
+        };
+        let (old, new) = (key(KeyRole::Ksk), key(KeyRole::Ksk));
+        let (old_key, new_key) = (old.dnskey_rdata(), new.dnskey_rdata());
+        Roll {
+            keys: vec![old, key(KeyRole::Zsk)],
+            new,
+            old_key,
+            new_key,
+        }
+    }
+}
+
 /// A resolver forwarding to `server` with `anchors`, and RFC 5011 state in `state` if given.
 fn resolver(server: SocketAddr, anchors: &TrustAnchors, state: Option<&Path>) -> Resolver {
     let mut config = Config::new(Mode::Forward(server), anchors.clone());
@@ -98,21 +132,12 @@ fn resolver(server: SocketAddr, anchors: &TrustAnchors, state: Option<&Path>) ->
 #[test]
 fn a_ksk_roll_is_followed_through_hold_down_and_revocation_across_restarts() {
     let origin = name("example.");
-    let (profile, provider) = (Profile::default_profile(), Provider::default_provider());
-    let key = |role| {
-        ZoneKey::generate(
-            &origin,
-            Algorithm::EcdsaP256Sha256,
-            role,
-            &profile,
-            &provider,
-            300,
-        )
-        .unwrap()
-    };
-    let (old, new) = (key(KeyRole::Ksk), key(KeyRole::Ksk));
-    let (old_key, new_key) = (old.dnskey_rdata(), new.dnskey_rdata());
-    let mut keys = vec![old, key(KeyRole::Zsk)];
+    let Roll {
+        mut keys,
+        new,
+        old_key,
+        new_key,
+    } = Roll::generate(&origin);
     let (zone, first) = dnskey_answer(&keys);
     // The configured anchor: the old KSK's DS, as an operator's file holds it.
     let mut anchors = TrustAnchors::default();
@@ -220,21 +245,12 @@ fn key_state_changes(service: &common::service::Service, n: usize) {
 fn the_binary_follows_a_new_ksk_and_reads_its_state_back_after_a_restart() {
     use common::service::Service;
     let origin = name("example.");
-    let (profile, provider) = (Profile::default_profile(), Provider::default_provider());
-    let key = |role| {
-        ZoneKey::generate(
-            &origin,
-            Algorithm::EcdsaP256Sha256,
-            role,
-            &profile,
-            &provider,
-            300,
-        )
-        .unwrap()
-    };
-    let (old, new) = (key(KeyRole::Ksk), key(KeyRole::Ksk));
-    let (old_key, new_key) = (old.dnskey_rdata(), new.dnskey_rdata());
-    let mut keys = vec![old, key(KeyRole::Zsk)];
+    let Roll {
+        mut keys,
+        new,
+        old_key,
+        new_key,
+    } = Roll::generate(&origin);
     // The anchor file: the old KSK's DS only.
     let (before, _) = dnskey_answer(&keys);
     let dir = tempfile::tempdir().unwrap();
