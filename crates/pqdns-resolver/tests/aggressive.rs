@@ -7,6 +7,7 @@
 
 use crate::common;
 
+use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,9 +16,10 @@ use pqdns_core::dnssec::nsec3::{owner_hash, Nsec3Params};
 use pqdns_core::dnssec::sign::Denial;
 use pqdns_core::dnssec::validate::Status;
 use pqdns_core::dnssec::Algorithm;
+use pqdns_core::message::Message;
 use pqdns_core::wire::rdata::Soa;
 use pqdns_core::wire::{MessageView, Rcode, Section, FLAG_AD};
-use pqdns_core::{Name, RrType};
+use pqdns_core::{Name, Record, RrType};
 use pqdns_resolver::service::{RecursiveService, ServiceConfig};
 use pqdns_resolver::{Answer, Config, Mode, Resolver, TrustAnchors};
 use pqdns_test_support::signed_zone;
@@ -52,6 +54,41 @@ fn resolve(rt: &tokio::runtime::Runtime, r: &Resolver, qname: &str, t: RrType) -
     rt.block_on(r.resolve(&name(qname), t)).unwrap()
 }
 
+/// Owner (lowercase), type and RDATA of each record, in a set.
+fn record_set<'a>(
+    records: impl IntoIterator<Item = &'a Record>,
+) -> BTreeSet<(String, RrType, Vec<u8>)> {
+    records
+        .into_iter()
+        .map(|r| (r.owner.to_string().to_lowercase(), r.rtype, r.rdata.clone()))
+        .collect()
+}
+
+/// Checks `out`, the service's response to `qname` `qtype` answered at once, against the
+/// answer the resolver synthesises for it: the question as the client spelled it, the RCODE,
+/// and the authority records with their RRSIGs. Most such responses are a response kept for
+/// another name of the same denial proof, with this question spliced in.
+fn assert_synthesised_response(service: &RecursiveService, out: &[u8], qname: &str, t: RrType) {
+    let m = Message::parse(out).unwrap_or_else(|e| panic!("{qname}: {e}"));
+    assert_eq!(m.questions.len(), 1, "{qname}");
+    assert_eq!(
+        m.questions[0].qname.as_wire(),
+        name(qname).as_wire(),
+        "{qname}"
+    );
+    assert_eq!(m.questions[0].qtype, t, "{qname}");
+    let a = service.resolver().synthesise(&name(qname), t).unwrap();
+    assert_eq!(m.rcode(), a.rcode(), "{qname}");
+    let expected: Vec<Record> = a
+        .authority()
+        .iter()
+        .flat_map(|s| [s.records(), s.rrsig_records()])
+        .flatten()
+        .collect();
+    assert_eq!(record_set(&m.authority), record_set(&expected), "{qname}");
+    assert!(m.answers.is_empty(), "{qname}");
+}
+
 #[test]
 fn nsec_span_answers_a_thousand_names_without_a_query() {
     let served = serve_signed(signed_zone(
@@ -70,6 +107,9 @@ fn nsec_span_answers_a_thousand_names_without_a_query() {
     // on its serving thread (a synthesised answer) rather than through a resolution task.
     let ask_at_once = |qname: &str, t: RrType| {
         let (out, at_once) = rt.block_on(ask_service(&service, qname, t));
+        if at_once {
+            assert_synthesised_response(&service, &out, qname, t);
+        }
         let v = MessageView::parse(&out).unwrap();
         let ttls: Vec<u32> = v.records(Section::Authority).map(|r| r.ttl()).collect();
         (v.rcode(), v.header().has(FLAG_AD), ttls, at_once)
@@ -96,11 +136,13 @@ fn nsec_span_answers_a_thousand_names_without_a_query() {
     // (no resolution task). Asked twice: synthesised answers are not cached, the second
     // round is synthesised again.
     let mut gen = Names(0x9e37_79b9_7f4a_7c15);
+    // Some in capitals: the response is the same but for the question, spelled as asked.
     let names: Vec<String> = (0..1000)
-        .map(|i| match i % 3 {
+        .map(|i| match i % 4 {
             0 => format!("b{:x}.example.", gen.next()),
             1 => format!("l{:x}.example.", gen.next()),
-            _ => format!("x{:x}.a.example.", gen.next()),
+            2 => format!("x{:x}.a.example.", gen.next()),
+            _ => format!("X{:X}.A.Example.", gen.next()),
         })
         .collect();
     for qname in names.iter().chain(&names) {
@@ -133,6 +175,14 @@ fn nsec_span_answers_a_thousand_names_without_a_query() {
     let (rcode, ad, _) = ask("a.example.", RrType::A);
     assert_eq!((rcode, ad), (Rcode::NOERROR, true));
     assert_eq!(asked.load(Ordering::SeqCst), warm + 2);
+    // A negative trust anchor over the zone (RFC 7646): the records validated before it make
+    // no Secure answer any more; the next name is asked for, and is Insecure (no AD).
+    let resolver = service.resolver();
+    resolver.add_negative_trust_anchor(name("example."), u64::from(u32::MAX));
+    assert!(resolver.synthesise(&name(&names[0]), RrType::A).is_none());
+    let (rcode, ad, _) = ask("b1.example.", RrType::A);
+    assert_eq!((rcode, ad), (Rcode::NXDOMAIN, false));
+    assert_eq!(asked.load(Ordering::SeqCst), warm + 3);
 }
 
 /// The NSEC3 record of `denial` (hashed owner, next hashed owner) covering `hash`.
@@ -201,6 +251,22 @@ fn nsec3_span_without_opt_out_answers_a_thousand_names_without_a_query() {
         let soa = a.authority()[0].records();
         let minimum = Soa::parse(&soa[0].rdata).unwrap().minimum;
         assert!(soa[0].ttl <= minimum, "{n}");
+    }
+    assert_eq!(asked.load(Ordering::SeqCst), warm, "no query for the span");
+    // The same through a service: warmed by one resolution, then each name answered at once
+    // (most from the response kept for the proof) and as the resolver synthesises it.
+    let service = Arc::new(RecursiveService::new(
+        resolver(relay, served.anchors.clone()),
+        ServiceConfig::default(),
+    ));
+    let (_, at_once) = rt.block_on(ask_service(&service, "nope.example.", RrType::A));
+    assert!(!at_once);
+    let warm = asked.load(Ordering::SeqCst);
+    for n in &names {
+        let qname = n.to_string();
+        let (out, at_once) = rt.block_on(ask_service(&service, &qname, RrType::A));
+        assert!(at_once, "{qname}");
+        assert_synthesised_response(&service, &out, &qname, RrType::A);
     }
     assert_eq!(asked.load(Ordering::SeqCst), warm, "no query for the span");
 }

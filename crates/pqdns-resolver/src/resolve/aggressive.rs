@@ -282,10 +282,43 @@ fn covering<'m, K: Ord>(map: &'m BTreeMap<K, Held>, key: &K, now: Instant) -> Op
         .filter(|h| h.live(now))
 }
 
-/// The records a proof for `qname` would use, and whether `qname` itself has a record.
+/// The kept records that prove a name absent, or a type absent at it (NXDOMAIN or NODATA),
+/// and how they prove it: two queries with equal keys get the same synthesised response but
+/// for the question (RFC 8198 §5), so a service may keep that response once written
+/// ([`crate::service`]) and answer the next name of the span by splicing its question in.
+///
+/// Made only after the checks that make this true for each name: the records are live, the
+/// covering NSEC (or NSEC3, for the next closer name) covers the name itself in canonical
+/// (hash) order, no cut or DNAME above it, and no kept wildcard RRset that would expand to it.
+/// Everything else the proof of [`pqdns_core::dnssec::denial::prove`] looks at follows from
+/// the records and the closest encloser, which the key holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct DenialProof {
+    /// The records' store numbers (unique for the life of the cache, so a record replaced or
+    /// forgotten makes a new key), [`NO_RECORD`] in unused places.
+    records: [u64; 3],
+    /// The closest encloser (RFC 4035 §5.4, RFC 5155 §7.2.1) by its label count, and for NSEC
+    /// whether it is an ancestor of the covering record's owner (else of its next name): with
+    /// the covering record, that names it. Zero for an exact match (NODATA at the name).
+    encloser: (usize, bool),
+    /// The name itself has a record (NODATA at it).
+    exact: bool,
+    /// NSEC: the name is an ancestor of the covering record's next name, an empty
+    /// non-terminal (RFC 8198 §5.2 NODATA); else it does not exist.
+    empty_non_terminal: bool,
+    qtype: RrType,
+}
+
+/// An unused place in [`DenialProof::records`].
+const NO_RECORD: u64 = u64::MAX;
+
+/// The records a proof for `qname` would use, whether `qname` itself has a record, and the
+/// closest encloser and empty non-terminal as [`DenialProof`] holds them.
 struct Chosen<'a> {
     sets: Vec<&'a Held>,
     exact: bool,
+    encloser: (usize, bool),
+    empty_non_terminal: bool,
 }
 
 impl Chosen<'_> {
@@ -295,6 +328,32 @@ impl Chosen<'_> {
                 sets.push(h);
             }
         }
+    }
+
+    /// The key of the proof these records give for `qtype`.
+    fn proof(&self, qtype: RrType) -> DenialProof {
+        let mut records = [NO_RECORD; 3];
+        for (slot, h) in records.iter_mut().zip(&self.sets) {
+            *slot = h.seq;
+        }
+        DenialProof {
+            records,
+            encloser: self.encloser,
+            exact: self.exact,
+            empty_non_terminal: self.empty_non_terminal,
+            qtype,
+        }
+    }
+}
+
+/// True if the NSEC or NSEC3 span from `owner` to `next` covers `name` (strictly between, in
+/// canonical or hash order; the last span wraps around to the first: RFC 4034 §4.1.1, RFC
+/// 5155 §3.1.7).
+fn spans<T: Ord + ?Sized>(owner: &T, next: &T, name: &T) -> bool {
+    if owner < next {
+        owner < name && name < next
+    } else {
+        owner < name || name < next
     }
 }
 
@@ -322,32 +381,49 @@ fn choose_nsec<'a>(
     let mut sets = Vec::new();
     if let Some(h) = z.nsec.get(qname).filter(|h| h.live(now)) {
         Chosen::push(&mut sets, Some(h));
-        return Some(Chosen { sets, exact: true });
+        return Some(Chosen {
+            sets,
+            exact: true,
+            encloser: (0, false),
+            empty_non_terminal: false,
+        });
     }
     let cover = covering(&z.nsec, qname, now)?;
     Chosen::push(&mut sets, Some(cover));
-    // The closest encloser: the longest ancestor of qname that is an ancestor of the covering
-    // NSEC's owner or next name (RFC 4035 §5.4).
     let next = cover
         .set
         .rdatas()
         .first()
         .and_then(|r| Name::read_uncompressed(r).ok())
         .map(|(n, _)| n)?;
+    let owner = cover.set.owner();
+    if !spans(owner, &next, qname) {
+        // A gap in what is kept: the record after this one is not held.
+        return None;
+    }
+    // The closest encloser: the longest ancestor of qname that is an ancestor of the covering
+    // NSEC's owner or next name (RFC 4035 §5.4).
     let mut ce = qname.parent();
     while let Some(c) = &ce {
-        if cover.set.owner().is_subdomain_of(c) || next.is_subdomain_of(c) {
+        if owner.is_subdomain_of(c) || next.is_subdomain_of(c) {
             break;
         }
         ce = c.parent();
     }
-    let wildcard = ce?.prepend_label(b"*").ok()?;
+    let ce = ce?;
+    let encloser = (ce.label_count(), owner.is_subdomain_of(&ce));
+    let wildcard = ce.prepend_label(b"*").ok()?;
     let at_wildcard = z.nsec.get(&wildcard).filter(|h| h.live(now));
     Chosen::push(
         &mut sets,
         at_wildcard.or_else(|| covering(&z.nsec, &wildcard, now)),
     );
-    Some(Chosen { sets, exact: false })
+    Some(Chosen {
+        sets,
+        exact: false,
+        encloser,
+        empty_non_terminal: next.is_subdomain_of(qname),
+    })
 }
 
 /// NSEC3 records for `qname` in `z`: the one matching it (NODATA), else the closest encloser
@@ -372,7 +448,12 @@ fn choose_nsec3<'a>(
             return None;
         }
         Chosen::push(&mut sets, Some(h));
-        return Some(Chosen { sets, exact: true });
+        return Some(Chosen {
+            sets,
+            exact: true,
+            encloser: (0, false),
+            empty_non_terminal: false,
+        });
     }
     let mut next_closer = qname.clone();
     let mut cur = qname.parent();
@@ -392,14 +473,29 @@ fn choose_nsec3<'a>(
     }
     Chosen::push(&mut sets, Some(ce_record));
     let hash = params.hash(&next_closer).to_vec();
-    Chosen::push(&mut sets, Some(covering(&z.nsec3, &hash, now)?));
+    let cover = covering(&z.nsec3, &hash, now)?;
+    let owner = owner_hash(cover.set.owner())?;
+    let next = cover.set.rdatas().first().and_then(|r| {
+        let (_, _, rest) = Nsec3Params::parse(r)?;
+        rest.get(1..1 + usize::from(*rest.first()?))
+    })?;
+    if !spans(owner.as_slice(), next, hash.as_slice()) {
+        // A gap in what is kept: the record after this one is not held.
+        return None;
+    }
+    Chosen::push(&mut sets, Some(cover));
     let wildcard = ce.prepend_label(b"*").ok()?;
     let hash = params.hash(&wildcard).to_vec();
     Chosen::push(
         &mut sets,
         matching(&wildcard).or_else(|| covering(&z.nsec3, &hash, now)),
     );
-    Some(Chosen { sets, exact: false })
+    Some(Chosen {
+        sets,
+        exact: false,
+        encloser: (ce.label_count(), false),
+        empty_non_terminal: false,
+    })
 }
 
 impl Aggressive {
@@ -409,6 +505,19 @@ impl Aggressive {
             state: Mutex::new(State::default()),
             max_bytes,
         }
+    }
+
+    /// Forgets every kept record: for a change of what validation concludes (a new negative
+    /// trust anchor or insecure domain), after which records validated under the old rules
+    /// must not make Secure answers. Store numbers go on from where they were, so a
+    /// [`DenialProof`] made before never matches a record kept after.
+    pub(super) fn clear(&self) {
+        let mut st = lock(&self.state);
+        let next_seq = st.next_seq;
+        *st = State {
+            next_seq,
+            ..State::default()
+        };
     }
 
     /// Keeps the NSEC/NSEC3 records of `answer`'s denial proofs if it is Secure, with their
@@ -494,35 +603,49 @@ impl Aggressive {
     }
 
     /// A Secure NXDOMAIN or NODATA answer for (`qname`, `qtype`) proven by kept records of
-    /// the closest zone holding `qname`, if they prove one.
+    /// the closest zone holding `qname`, or a wildcard expansion they prove, if they prove one.
     pub(super) fn answer(&self, qname: &Name, qtype: RrType, now: Instant) -> Option<Answer> {
-        if self.max_bytes == 0
-            || matches!(
-                qtype,
-                RrType::DS | RrType::ANY | RrType::RRSIG | RrType::NSEC | RrType::NSEC3
-            )
-        {
+        self.answer_with_proof(qname, qtype, now).map(|(a, _)| a)
+    }
+
+    /// The key of the NXDOMAIN or NODATA proof [`Aggressive::answer`] would give for
+    /// (`qname`, `qtype`) at `now`, without building the answer: the records are chosen and
+    /// checked, the proof is not run again. `None` when the kept records prove no such
+    /// answer, or when `qname` would get a wildcard expansion.
+    pub(super) fn proof(&self, qname: &Name, qtype: RrType, now: Instant) -> Option<DenialProof> {
+        if !self.answers(qtype) {
             return None;
         }
         let qname = qname.to_lowercase();
         let st = lock(&self.state);
-        let mut cur = Some(qname.clone());
-        let (zone, z) = loop {
-            let n = cur?;
-            if let Some(z) = st.zones.get(&n) {
-                break (n, z);
-            }
-            cur = n.parent();
-        };
-        if let Some(expanded) = expand(&zone, z, &qname, qtype, now) {
-            return Some(expanded);
+        let (zone, z) = zone_of(&st, &qname)?;
+        if expansion(zone, z, &qname, qtype, now).is_some() {
+            return None;
         }
-        let soa = z.soa.as_ref().filter(|h| h.live(now))?;
-        let chosen = if z.params.is_some() {
-            choose_nsec3(&zone, z, &qname, now)?
-        } else {
-            choose_nsec(&zone, z, &qname, now)?
-        };
+        let (_, chosen) = denial_records(zone, z, &qname, now)?;
+        Some(chosen.proof(qtype))
+    }
+
+    /// As [`Aggressive::answer`], with the key of the NXDOMAIN or NODATA proof the answer rests
+    /// on ([`Aggressive::proof`]; `None` for a wildcard expansion), found under the same lock.
+    pub(super) fn answer_with_proof(
+        &self,
+        qname: &Name,
+        qtype: RrType,
+        now: Instant,
+    ) -> Option<(Answer, Option<DenialProof>)> {
+        if !self.answers(qtype) {
+            return None;
+        }
+        let qname = qname.to_lowercase();
+        let st = lock(&self.state);
+        let (zone, z) = zone_of(&st, &qname)?;
+        let found = expansion(zone, z, &qname, qtype, now);
+        if let Some(expanded) = found.and_then(|f| expand(zone, &qname, qtype, &f, now)) {
+            return Some((expanded, None));
+        }
+        let (soa, chosen) = denial_records(zone, z, &qname, now)?;
+        let proof = chosen.proof(qtype);
         let expires = chosen
             .sets
             .iter()
@@ -539,6 +662,7 @@ impl Aggressive {
             .collect();
         let soa = soa.set.clone().with_ttl_at_most(left);
         let exact = chosen.exact;
+        let zone = zone.clone();
         drop(st);
         let nodata = prove(&zone, &qname, Claim::NoData(qtype), &sets).ok();
         let (rcode, denial) = match nodata {
@@ -571,28 +695,66 @@ impl Aggressive {
                 .first()
                 .map_or(RrType::NSEC, VerifiedRRset::rtype),
         );
-        Some(synthesised(
-            qname,
-            qtype,
-            status,
-            Vec::new(),
-            authority,
-            denial,
-            chain,
-        ))
+        let answer = synthesised(qname, qtype, status, Vec::new(), authority, denial, chain);
+        Some((answer, Some(proof)))
+    }
+
+    /// True if answers for `qtype` may be synthesised at all.
+    fn answers(&self, qtype: RrType) -> bool {
+        self.max_bytes != 0
+            && !matches!(
+                qtype,
+                RrType::DS | RrType::ANY | RrType::RRSIG | RrType::NSEC | RrType::NSEC3
+            )
     }
 }
 
-/// A Secure answer for (`qname`, `qtype`) expanded from a kept wildcard RRset of `z` (RFC 8198
-/// §5.3): the closest kept `*.<encloser>` RRset of type `qtype` above `qname`, with the kept
-/// NSEC covering `qname` or NSEC3 covering its next closer name as the expansion proof.
-fn expand(
+/// The closest zone holding `qname` (lowercase) that has kept records, with them.
+fn zone_of<'s>(st: &'s State, qname: &Name) -> Option<(&'s Name, &'s ZoneDenials)> {
+    let mut cur = Some(qname.clone());
+    loop {
+        let n = cur?;
+        if let Some((zone, z)) = st.zones.get_key_value(&n) {
+            return Some((zone, z));
+        }
+        cur = n.parent();
+    }
+}
+
+/// The live SOA of `z` and the NSEC or NSEC3 records for a denial proof for `qname`.
+fn denial_records<'z>(
     zone: &Name,
-    z: &ZoneDenials,
+    z: &'z ZoneDenials,
+    qname: &Name,
+    now: Instant,
+) -> Option<(&'z Held, Chosen<'z>)> {
+    let soa = z.soa.as_ref().filter(|h| h.live(now))?;
+    let chosen = if z.params.is_some() {
+        choose_nsec3(zone, z, qname, now)?
+    } else {
+        choose_nsec(zone, z, qname, now)?
+    };
+    Some((soa, chosen))
+}
+
+/// A kept wildcard RRset that would expand to `qname`, and its expansion proof's record.
+struct Expansion<'z> {
+    /// The closest encloser: the wildcard's parent.
+    source: Name,
+    wildcard: &'z Held,
+    /// The NSEC covering `qname`, or the NSEC3 covering its next closer name.
+    cover: &'z Held,
+}
+
+/// The closest kept `*.<encloser>` RRset of type `qtype` of `z` above `qname`, with the kept
+/// NSEC covering `qname` or NSEC3 covering its next closer name, if both are live.
+fn expansion<'z>(
+    zone: &Name,
+    z: &'z ZoneDenials,
     qname: &Name,
     qtype: RrType,
     now: Instant,
-) -> Option<Answer> {
+) -> Option<Expansion<'z>> {
     if z.wildcards.is_empty() {
         return None;
     }
@@ -611,6 +773,27 @@ fn expand(
         Some(params) => covering(&z.nsec3, &params.hash(&next_closer).to_vec(), now)?,
         None => covering(&z.nsec, qname, now)?,
     };
+    Some(Expansion {
+        source,
+        wildcard,
+        cover,
+    })
+}
+
+/// A Secure answer for (`qname`, `qtype`) expanded from a kept wildcard RRset (RFC 8198
+/// §5.3), with the kept record of `found` as the expansion proof.
+fn expand(
+    zone: &Name,
+    qname: &Name,
+    qtype: RrType,
+    found: &Expansion<'_>,
+    now: Instant,
+) -> Option<Answer> {
+    let Expansion {
+        source,
+        wildcard,
+        cover,
+    } = found;
     let expires = wildcard.expires.min(cover.expires);
     let left = u32::try_from(expires.saturating_duration_since(now).as_secs()).ok()?;
     if left == 0 {
@@ -719,16 +902,17 @@ mod tests {
 
     /// example. signed with NSEC (SOA MINIMUM 60, TTLs 300), its SOA and NSEC RRsets verified.
     fn verified() -> (VerifiedRRset, Vec<VerifiedRRset>) {
-        let origin = n("example.");
         let text = "@ 300 SOA ns hostmaster 1 7200 3600 1209600 60\n@ 300 NS ns\n\
                     ns 300 A 192.0.2.1\na 300 A 192.0.2.2\nm 300 A 192.0.2.3\n\
                     sub 300 NS ns.sub\nns.sub 300 A 192.0.2.4\n";
-        let zone = pqdns_test_support::signed_zone(
-            &origin,
-            text,
-            &[Algorithm::EcdsaP256Sha256],
-            Denial::Nsec,
-        );
+        verified_zone(text, Denial::Nsec)
+    }
+
+    /// example. from `text` signed with `denial`: its SOA and NSEC or NSEC3 RRsets, verified.
+    fn verified_zone(text: &str, denial: Denial) -> (VerifiedRRset, Vec<VerifiedRRset>) {
+        let origin = n("example.");
+        let zone =
+            pqdns_test_support::signed_zone(&origin, text, &[Algorithm::EcdsaP256Sha256], denial);
         let dnskeys = zone.nodes[&origin][&RrType::DNSKEY].rdatas.clone();
         let keys = danger::trust_anchor_dnskeys(&origin, &dnskeys);
         let mut v = Validator::new(
@@ -743,7 +927,7 @@ mod tests {
         for set in UnverifiedRRset::group(&zone.records()) {
             match set.rtype {
                 RrType::SOA => soa = Some(v.verify_rrset(&keys, &set).unwrap()),
-                RrType::NSEC => nsec.push(v.verify_rrset(&keys, &set).unwrap()),
+                RrType::NSEC | RrType::NSEC3 => nsec.push(v.verify_rrset(&keys, &set).unwrap()),
                 _ => {}
             }
         }
@@ -837,5 +1021,169 @@ mod tests {
         off.learn(&nxdomain("b.example.", &soa, &nsec), t0);
         assert!(lock(&off.state).zones.is_empty());
         assert!(off.answer(&n("c.example."), RrType::A, t0).is_none());
+    }
+
+    /// The records of an answer's authority section, with their RRSIGs, in a set.
+    fn authority(a: &Answer) -> std::collections::BTreeSet<(String, RrType, Vec<u8>)> {
+        a.authority()
+            .iter()
+            .flat_map(|s| [s.records(), s.rrsig_records()])
+            .flatten()
+            .map(|r| (r.owner.to_string(), r.rtype, r.rdata))
+            .collect()
+    }
+
+    /// The promise a service relies on when it splices a new question into a response kept
+    /// per proof: names with equal [`DenialProof`]s get the same answer (RCODE and authority
+    /// records; or all none), and [`Aggressive::proof`] finds the key
+    /// [`Aggressive::answer_with_proof`] gives. Over NSEC and NSEC3 chains with empty
+    /// non-terminals, a delegation, deep names and names of the delegation's side.
+    #[test]
+    fn names_with_one_proof_key_get_one_answer() {
+        let text = "@ 300 SOA ns hostmaster 1 7200 3600 1209600 60\n@ 300 NS ns\n\
+                    ns 300 A 192.0.2.1\na 300 A 192.0.2.2\nb.c 300 A 192.0.2.3\n\
+                    m 300 A 192.0.2.3\nx.y.z 300 A 192.0.2.5\nsub 300 NS ns.sub\n\
+                    ns.sub 300 A 192.0.2.4\n";
+        let bases = [
+            "example.",
+            "a.example.",
+            "c.example.",
+            "b.c.example.",
+            "m.example.",
+            "z.example.",
+            "y.z.example.",
+            "x.y.z.example.",
+            "sub.example.",
+            "ns.example.",
+            "ns.sub.example.",
+        ];
+        let mut gen = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut label = move || {
+            gen ^= gen >> 12;
+            gen ^= gen << 25;
+            gen ^= gen >> 27;
+            let v = gen.wrapping_mul(0x2545_f491_4f6c_dd1d);
+            // A first letter spread over the alphabet, so names fall in every span.
+            format!("{}{:x}", char::from(b'a' + (v % 26) as u8), v >> 40)
+        };
+        let mut names: Vec<Name> = bases.iter().map(|b| n(b)).collect();
+        for b in bases {
+            for _ in 0..40 {
+                names.push(n(&format!("{}.{b}", label())));
+                names.push(n(&format!("{}.{}.{b}", label(), label())));
+            }
+        }
+        type Seen = Option<(Rcode, std::collections::BTreeSet<(String, RrType, Vec<u8>)>)>;
+        for denial in [Denial::Nsec, Denial::Nsec3(Nsec3Params::default())] {
+            let (soa, sets) = verified_zone(text, denial.clone());
+            let cache = Aggressive::new(DEFAULT_BYTES);
+            let t0 = Instant::now();
+            cache.learn(&nxdomain("nope.example.", &soa, &sets), t0);
+            let mut groups: HashMap<DenialProof, Vec<(Seen, String)>> = HashMap::new();
+            let mut proven = 0;
+            for qname in &names {
+                for qtype in [RrType::A, RrType::TXT] {
+                    let key = cache.proof(qname, qtype, t0);
+                    let answer = cache.answer_with_proof(qname, qtype, t0);
+                    if let Some((_, k)) = &answer {
+                        assert_eq!(key, *k, "{qname} {qtype}");
+                        proven += 1;
+                    }
+                    if let Some(key) = key {
+                        let seen = answer.map(|(a, _)| (a.rcode(), authority(&a)));
+                        let group = groups.entry(key).or_default();
+                        group.push((seen, format!("{qname} {qtype}")));
+                    }
+                }
+            }
+            for group in groups.values() {
+                let (first, by) = &group[0];
+                for (seen, name) in group {
+                    assert_eq!(seen, first, "{name} and {by} share a key ({denial:?})");
+                }
+            }
+            // Not vacuous: most names are proven, and keys are shared.
+            let shared = groups.values().filter(|g| g.len() > 1 && g[0].0.is_some());
+            assert!(proven > names.len(), "{proven} answers ({denial:?})");
+            assert!(shared.count() > 8, "{} keys ({denial:?})", groups.len());
+            // Below the delegation, nothing.
+            assert_eq!(cache.proof(&n("q.sub.example."), RrType::A, t0), None);
+        }
+    }
+
+    /// A covering record chosen by the range lookup proves nothing past its next name: with
+    /// only the records of one proof kept, a name beyond them has no key (else a response
+    /// kept for that key would be served for it) and no answer.
+    #[test]
+    fn a_name_past_the_kept_records_has_no_proof() {
+        let (soa, nsec) = verified();
+        // Only the apex's NSEC (example. → a.example.) and a.example.'s (→ m.example.).
+        let apex_and_a: Vec<VerifiedRRset> = nsec
+            .iter()
+            .filter(|s| matches!(s.owner().to_string().as_str(), "example." | "a.example."))
+            .cloned()
+            .collect();
+        assert_eq!(apex_and_a.len(), 2);
+        let cache = Aggressive::new(DEFAULT_BYTES);
+        let t0 = Instant::now();
+        cache.learn(&nxdomain("b.example.", &soa, &apex_and_a), t0);
+        assert!(cache.proof(&n("c.example."), RrType::A, t0).is_some());
+        // After m.example.: a.example.'s NSEC is the greatest kept owner below it.
+        for past in ["n.example.", "x.m.example.", "zz.example."] {
+            assert_eq!(cache.proof(&n(past), RrType::A, t0), None, "{past}");
+            assert!(cache.answer(&n(past), RrType::A, t0).is_none(), "{past}");
+        }
+    }
+
+    /// As [`a_name_past_the_kept_records_has_no_proof`], for NSEC3: with only the three
+    /// records of one closest encloser proof kept, a name whose next closer hash falls beyond
+    /// the covering record's span has no key and no answer; one inside it has both.
+    #[test]
+    fn a_next_closer_hash_past_the_kept_records_has_no_proof() {
+        let text = "@ 300 SOA ns hostmaster 1 7200 3600 1209600 60\n@ 300 NS ns\n\
+                    ns 300 A 192.0.2.1\na 300 A 192.0.2.2\nm 300 A 192.0.2.3\n\
+                    z 300 A 192.0.2.4\n";
+        let params = Nsec3Params::default();
+        let (soa, sets) = verified_zone(text, Denial::Nsec3(params.clone()));
+        let span = |set: &VerifiedRRset| {
+            let owner = owner_hash(set.owner()).unwrap();
+            let (_, _, rest) = Nsec3Params::parse(&set.rdatas()[0]).unwrap();
+            (owner, rest[1..1 + usize::from(rest[0])].to_vec())
+        };
+        let covers = |set: &VerifiedRRset, name: &str| {
+            let (owner, next) = span(set);
+            spans(owner.as_slice(), &next, params.hash(&n(name)).as_slice())
+        };
+        let matches = |set: &VerifiedRRset, name: &str| span(set).0 == params.hash(&n(name));
+        let proof: Vec<VerifiedRRset> = sets
+            .iter()
+            .filter(|s| {
+                matches(s, "example.") || covers(s, "nope.example.") || covers(s, "*.example.")
+            })
+            .cloned()
+            .collect();
+        assert!(proof.len() <= 3 && proof.len() < sets.len());
+        let cover = sets.iter().find(|s| covers(s, "nope.example.")).unwrap();
+        let cache = Aggressive::new(DEFAULT_BYTES);
+        let t0 = Instant::now();
+        cache.learn(&nxdomain("nope.example.", &soa, &proof), t0);
+        let (mut inside, mut outside) = (0, 0);
+        for i in 0..200 {
+            let name = format!("q{i}.example.");
+            let key = cache.proof(&n(&name), RrType::A, t0);
+            let answer = cache.answer(&n(&name), RrType::A, t0);
+            if covers(cover, &name) {
+                inside += 1;
+                assert!(key.is_some() && answer.is_some(), "{name}");
+            } else if !proof.iter().any(|s| covers(s, &name) || matches(s, &name)) {
+                outside += 1;
+                assert_eq!(key, None, "{name}");
+                assert!(answer.is_none(), "{name}");
+            }
+        }
+        assert!(
+            inside > 0 && outside > 0,
+            "{inside} inside, {outside} outside"
+        );
     }
 }

@@ -58,6 +58,7 @@ mod minimise;
 mod trust;
 mod validate;
 
+pub(crate) use aggressive::DenialProof;
 pub use aggressive::DEFAULT_BYTES as DEFAULT_AGGRESSIVE_NSEC_BYTES;
 pub use anchor_refresh::{AnchorRefresh, AnchorRefreshError};
 pub use error::{Lame, LimitReached, ResolveError};
@@ -253,9 +254,12 @@ impl Resolver {
 
     /// Adds a negative trust anchor (RFC 7646) at `domain` until `expires` (UNIX seconds), or
     /// gives an existing one that expiry; the next resolutions treat names at and below it as
-    /// Insecure. Answers already in a service's cache stay there until their TTL runs out.
+    /// Insecure, and the NSEC/NSEC3 records kept for synthesis (RFC 8198), validated before,
+    /// are forgotten. Answers already in a service's cache stay there until their TTL runs
+    /// out.
     pub fn add_negative_trust_anchor(&self, domain: Name, expires: u64) {
         self.inner.trust.negative().add(domain, expires);
+        self.inner.aggressive.clear();
     }
 
     /// Removes the negative trust anchor at `domain` (RFC 7646 §6: the zone is repaired):
@@ -284,13 +288,18 @@ impl Resolver {
     }
 
     /// Puts the configuration file's insecure domains and negative trust anchors in place of
-    /// the previous file's ([`crate::policy`]); true if they changed.
+    /// the previous file's ([`crate::policy`]); true if they changed, and then the NSEC/NSEC3
+    /// records kept for synthesis (RFC 8198), validated under the old ones, are forgotten.
     pub(crate) fn set_configured_trust(
         &self,
         insecure: crate::policy::insecure::InsecureDomains,
         negative: NegativeTrustAnchors,
     ) -> bool {
-        self.inner.trust.set_configured(insecure, negative)
+        let changed = self.inner.trust.set_configured(insecure, negative);
+        if changed {
+            self.inner.aggressive.clear();
+        }
+        changed
     }
 
     /// Minimised queries sent so far (RFC 9156; iterative mode), for metrics.
@@ -343,6 +352,28 @@ impl Resolver {
         self.inner
             .aggressive
             .answer(qname, qtype, std::time::Instant::now())
+    }
+
+    /// As [`Resolver::synthesise`], with the key of the NXDOMAIN or NODATA proof the answer
+    /// rests on (`None` for a wildcard expansion): a service keeps the response it writes
+    /// under that key ([`crate::service`]).
+    pub(crate) fn synthesise_with_proof(
+        &self,
+        qname: &Name,
+        qtype: RrType,
+    ) -> Option<(Answer, Option<DenialProof>)> {
+        self.inner
+            .aggressive
+            .answer_with_proof(qname, qtype, std::time::Instant::now())
+    }
+
+    /// The key of the NXDOMAIN or NODATA proof [`Resolver::synthesise`] would give now, found
+    /// without building the answer (the records are chosen and checked against `qname`);
+    /// `None` when there is none.
+    pub(crate) fn denial_proof(&self, qname: &Name, qtype: RrType) -> Option<DenialProof> {
+        self.inner
+            .aggressive
+            .proof(qname, qtype, std::time::Instant::now())
     }
 
     /// [`Resolver::resolve`], or with `fresh` [`Resolver::refresh`].

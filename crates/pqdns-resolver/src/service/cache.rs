@@ -24,14 +24,26 @@
 //!   [`ENTRY_OVERHEAD`]. The cache is split in [`SHARDS`] shards, each with its share; a full
 //!   shard drops its entries past use (expired, and past their stale window), then arbitrary
 //!   ones (hash order), until the new one fits.
+//! - Synthesised answers (RFC 8198) are not kept per QNAME: a flood of random names of one
+//!   span would push the popular answers out. They are kept per denial proof instead
+//!   ([`crate::resolve::DenialProof`]: the kept NSEC/NSEC3 records and closest encloser that
+//!   prove the name absent), written with uncompressed names, so the next name the same proof
+//!   covers is answered by splicing its question into the kept bytes. These live apart, in
+//!   at most 1/[`PROVEN_SHARE`] of the bytes, never go stale, and are used only after the
+//!   resolver has checked the new name against the records ([`crate::Resolver`]'s
+//!   `denial_proof`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use pqdns_core::wire::{replay, Rcode, FLAG_AD, FLAG_RD, FLAG_TC, OPTION_COOKIE};
+use pqdns_core::wire::{replay, Rcode, FLAG_AD, FLAG_RD, FLAG_TC, HEADER_LEN, OPTION_COOKIE};
 use pqdns_net::cookie::RESPONSE_COOKIE_LEN;
+use quick_cache::sync::Cache as QuickCache;
+use quick_cache::Weighter;
+
+use crate::resolve::DenialProof;
 
 use super::query::ClientQuery;
 use super::response::Written;
@@ -46,6 +58,9 @@ pub const ENTRY_OVERHEAD: usize = 96;
 pub const SHARDS: usize = 16;
 /// Longest key: 5 bytes of flags, type and class, and a 255-byte name.
 const MAX_KEY: usize = 5 + 255;
+/// The responses kept per denial proof get at most 1/`PROVEN_SHARE` of
+/// [`CacheLimits::bytes`], the shards the rest.
+pub const PROVEN_SHARE: usize = 16;
 
 /// Cache settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,6 +146,19 @@ impl Prepared {
         out.truncate(base);
         let m = &self.message;
         let qend = usize::from(self.question_end);
+        // The query's question goes in place of the stored one: the same bytes but for the
+        // QNAME's case for an entry of the query's key; another name of the same proof for a
+        // response kept per denial proof, whose later names are uncompressed.
+        let qname = query.qname.as_wire();
+        let question_end = HEADER_LEN + qname.len() + 4;
+        let moved = |at: u16| base + question_end + usize::from(at) - qend;
+        let head = |out: &mut Vec<u8>| {
+            out.extend_from_slice(&m[..HEADER_LEN]);
+            out.extend_from_slice(qname);
+            out.extend_from_slice(&query.qtype.0.to_be_bytes());
+            out.extend_from_slice(&query.qclass.0.to_be_bytes());
+        };
+        let body = &m[qend..];
         let cookie = cookie.filter(|_| self.opt_at.is_some());
         let ede: &[u8] = if stale && self.opt_at.is_some() {
             &STALE_EDE_OPTION
@@ -140,13 +168,14 @@ impl Prepared {
         let extra = cookie.map_or(0, |c| 4 + c.len()) + ede.len();
         // Where the OPT record starts in `out`.
         let opt_at;
-        if m.len() + extra <= limit {
-            opt_at = self.opt_at.map(|at| base + usize::from(at));
-            out.extend_from_slice(m);
+        if question_end + body.len() + extra <= limit {
+            opt_at = self.opt_at.map(moved);
+            head(out);
+            out.extend_from_slice(body);
             let elapsed = u32::try_from(now.saturating_duration_since(self.stored).as_secs())
                 .unwrap_or(u32::MAX);
             for &at in self.ttl_offsets.iter() {
-                let at = base + usize::from(at);
+                let at = moved(at);
                 let ttl = u32::from_be_bytes([out[at], out[at + 1], out[at + 2], out[at + 3]]);
                 let ttl = if stale {
                     STALE_ANSWER_TTL
@@ -157,9 +186,9 @@ impl Prepared {
             }
         } else {
             // Too large for the client: header, question and OPT, with TC (RFC 6891 §7).
-            out.extend_from_slice(&m[..qend]);
+            head(out);
             let opt = self.opt_at.map_or(&[][..], |at| &m[usize::from(at)..]);
-            opt_at = (!opt.is_empty()).then_some(base + qend);
+            opt_at = (!opt.is_empty()).then_some(base + question_end);
             out.extend_from_slice(opt);
             out[base + 6..base + 12].copy_from_slice(&[0, 0, 0, 0, 0, u8::from(!opt.is_empty())]);
             out[base + 2] |= (FLAG_TC >> 8) as u8;
@@ -177,9 +206,8 @@ impl Prepared {
                 }
             }
         }
-        // ID, RD and the QNAME as the client spelled it (same length: the key matched it
-        // lowercased); AD for Secure data to clients that want it (RFC 6840 §5.7-5.8).
-        let qname = query.qname.as_wire();
+        // ID and RD (the question is the client's already); AD for Secure data to clients
+        // that want it (RFC 6840 §5.7-5.8).
         replay::patch_for_query(&mut out[base..], query.header, FLAG_RD, qname);
         if self.secure && query.wants_ad() {
             out[base + 3] |= FLAG_AD as u8;
@@ -198,7 +226,67 @@ struct Shard {
 #[derive(Debug)]
 pub struct ResponseCache {
     shards: Vec<RwLock<Shard>>,
+    /// Responses synthesised from denial proofs (RFC 8198), by proof and the query bits.
+    proven: QuickCache<ProvenKey, Arc<Proven>, ByBytes>,
     limits: CacheLimits,
+}
+
+/// Where [`ResponseCache::serve`] keeps the response it serves.
+#[derive(Debug)]
+pub(crate) enum Keep {
+    /// Nowhere.
+    Not,
+    /// Under the query's key.
+    ForQuery,
+    /// Under the denial proof it was synthesised from (written with
+    /// [`super::response::Names::Uncompressed`]), with the DNSSEC algorithms that validated
+    /// its records (for metrics).
+    ForProof(DenialProof, Box<[u8]>),
+}
+
+/// The key of a response kept per denial proof: the proof (QTYPE included) and the query
+/// bits that change its content.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct ProvenKey {
+    proof: DenialProof,
+    flags: u8,
+    qclass: u16,
+}
+
+impl ProvenKey {
+    fn of(query: &ClientQuery, proof: DenialProof) -> ProvenKey {
+        ProvenKey {
+            proof,
+            flags: Key::flags(query),
+            qclass: query.qclass.0,
+        }
+    }
+}
+
+/// A response kept per denial proof.
+#[derive(Debug)]
+pub(crate) struct Proven {
+    prepared: Prepared,
+    /// The DNSSEC algorithms that validated its records.
+    algorithms: Box<[u8]>,
+}
+
+impl Proven {
+    /// The DNSSEC algorithm numbers that validated its records.
+    pub(crate) fn algorithms(&self) -> &[u8] {
+        &self.algorithms
+    }
+}
+
+/// Weighs a [`Proven`] by its bytes.
+#[derive(Clone, Debug)]
+struct ByBytes;
+
+impl Weighter<ProvenKey, Arc<Proven>> for ByBytes {
+    fn weight(&self, _key: &ProvenKey, entry: &Arc<Proven>) -> u64 {
+        let size = entry.prepared.size(std::mem::size_of::<ProvenKey>());
+        u64::try_from(size + entry.algorithms.len()).unwrap_or(u64::MAX)
+    }
 }
 
 /// The key of a query: flags, QTYPE, QCLASS, lowercased QNAME.
@@ -208,12 +296,17 @@ struct Key {
 }
 
 impl Key {
-    fn of(query: &ClientQuery) -> Key {
-        let mut bytes = [0; MAX_KEY];
-        bytes[0] = u8::from(query.dnssec_ok())
+    /// The query bits that change a response's content.
+    fn flags(query: &ClientQuery) -> u8 {
+        u8::from(query.dnssec_ok())
             | u8::from(query.checking_disabled()) << 1
             | u8::from(query.edns.is_some()) << 2
-            | u8::from(query.compact_ok()) << 3;
+            | u8::from(query.compact_ok()) << 3
+    }
+
+    fn of(query: &ClientQuery) -> Key {
+        let mut bytes = [0; MAX_KEY];
+        bytes[0] = Key::flags(query);
         bytes[1..3].copy_from_slice(&query.qtype.0.to_be_bytes());
         bytes[3..5].copy_from_slice(&query.qclass.0.to_be_bytes());
         let name = query.qname.as_wire();
@@ -246,8 +339,11 @@ impl Key {
 impl ResponseCache {
     /// An empty cache with `limits`.
     pub fn new(limits: CacheLimits) -> ResponseCache {
+        let proven = limits.bytes / PROVEN_SHARE;
+        let items = (proven / 1024).clamp(16, 1 << 16);
         ResponseCache {
             shards: (0..SHARDS).map(|_| RwLock::default()).collect(),
+            proven: QuickCache::with_weighter(items, proven as u64, ByBytes),
             limits,
         }
     }
@@ -348,9 +444,37 @@ impl ResponseCache {
         f(shard.map.get(key.as_bytes())?)
     }
 
+    /// As [`ResponseCache::answer`], for the response kept for `proof` ([`Keep::ForProof`]),
+    /// with `query`'s question spliced in: its length and the DNSSEC algorithms that validated
+    /// it. The caller has had `proof` from the resolver for this query's name and type just
+    /// now: that is what makes the kept response true for it.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the serving path's buffers and limits, passed without allocating"
+    )]
+    pub(crate) fn answer_proven(
+        &self,
+        query: &ClientQuery,
+        proof: DenialProof,
+        out: &mut Vec<u8>,
+        base: usize,
+        limit: usize,
+        now: Instant,
+        cookie: Option<&[u8; RESPONSE_COOKIE_LEN]>,
+    ) -> Option<(usize, Arc<Proven>)> {
+        let entry = self.proven.get(&ProvenKey::of(query, proof))?;
+        if entry.prepared.expires <= now {
+            return None;
+        }
+        let len = entry
+            .prepared
+            .write(query, out, base, limit, now, cookie, false);
+        Some((len, entry))
+    }
+
     /// Writes the response to `query` from `written` at `out[base..]`, at most `limit` bytes,
-    /// with `cookie`, as [`ResponseCache::answer`] would, and with `store` keeps it (without
-    /// the cookie) for later queries. Returns the length (0 if an offset of `written` does
+    /// with `cookie`, as [`ResponseCache::answer`] would, and keeps it (without the cookie)
+    /// for later queries as `keep` says. Returns the length (0 if an offset of `written` does
     /// not fit 16 bits, which a message of at most 65535 bytes cannot: nothing is sent).
     #[expect(
         clippy::too_many_arguments,
@@ -360,19 +484,30 @@ impl ResponseCache {
         &self,
         query: &ClientQuery,
         written: Written,
-        store: bool,
+        keep: Keep,
         out: &mut Vec<u8>,
         base: usize,
         limit: usize,
         now: Instant,
         cookie: Option<&[u8; RESPONSE_COOKIE_LEN]>,
     ) -> usize {
-        let Some(prepared) = self.prepare(written, now) else {
+        let Some(mut prepared) = self.prepare(written, now) else {
             return 0;
         };
         let len = prepared.write(query, out, base, limit, now, cookie, false);
-        if store {
-            self.insert(query, prepared, now);
+        match keep {
+            Keep::Not => {}
+            Keep::ForQuery => self.insert(query, prepared, now),
+            Keep::ForProof(proof, algorithms) => {
+                // Never stale: the records' expiry bounds it.
+                prepared.stale_until = prepared.expires;
+                let entry = Proven {
+                    prepared,
+                    algorithms,
+                };
+                self.proven
+                    .insert(ProvenKey::of(query, proof), Arc::new(entry));
+            }
         }
         len
     }
@@ -389,7 +524,7 @@ impl ResponseCache {
     fn insert(&self, query: &ClientQuery, prepared: Prepared, now: Instant) {
         let key = Key::of(query);
         let size = prepared.size(key.len);
-        let share = self.limits.bytes / SHARDS;
+        let share = (self.limits.bytes - self.limits.bytes / PROVEN_SHARE) / SHARDS;
         if prepared.stale_until <= now || size > share {
             return;
         }
@@ -425,6 +560,7 @@ impl ResponseCache {
     /// negative trust anchors; [`crate::policy`]), after which no answer validated under the
     /// old rules may be served, stale or not.
     pub fn clear(&self) {
+        self.proven.clear();
         for shard in &self.shards {
             let mut shard = shard.write().unwrap_or_else(|e| e.into_inner());
             shard.map.clear();
@@ -434,10 +570,11 @@ impl ResponseCache {
 
     /// Memory charged to entries now, bytes.
     pub fn bytes(&self) -> usize {
+        let proven = usize::try_from(self.proven.weight()).unwrap_or(usize::MAX);
         self.shards
             .iter()
             .map(|s| s.read().unwrap_or_else(|e| e.into_inner()).bytes)
-            .sum()
+            .fold(proven, usize::saturating_add)
     }
 
     /// Caps a response's TTLs and keeps what serving it patches, as [`Written::layout`]
@@ -498,7 +635,7 @@ impl ResponseCache {
 mod tests {
     use super::*;
     use crate::service::query::{parse, Parsed};
-    use crate::service::response::write;
+    use crate::service::response::{write, Names};
     use pqdns_core::message::{Message, Question};
     use pqdns_core::wire::{Edns, Header, MessageView, Section, FLAG_RA};
     use pqdns_core::{Class, Name, Record, RrType};
@@ -552,7 +689,7 @@ mod tests {
         let mut no_do = Edns::dnssec_ok(1232);
         no_do.flags = 0;
         let q = query(name, 0, edns.then_some(no_do));
-        let mut w = write(&q, rcode, &a, &soa, None);
+        let mut w = write(&q, rcode, &a, &soa, None, Names::Compressed);
         w.secure = true;
         w
     }
@@ -567,7 +704,7 @@ mod tests {
         now: Instant,
     ) -> Vec<u8> {
         let mut out = Vec::new();
-        let len = cache.serve(q, w, true, &mut out, 0, limit, now, None);
+        let len = cache.serve(q, w, Keep::ForQuery, &mut out, 0, limit, now, None);
         out.truncate(len);
         out
     }
@@ -589,7 +726,7 @@ mod tests {
         let len = cache.serve(
             &stored,
             response("www.example.", 2, 300, true),
-            true,
+            Keep::ForQuery,
             &mut out,
             2,
             65_535,
@@ -787,7 +924,7 @@ mod tests {
         let len = cache.serve(
             &q,
             response("c.example.", 3, 60, true),
-            true,
+            Keep::ForQuery,
             &mut out,
             0,
             65_535,
@@ -862,7 +999,7 @@ mod tests {
         cache.serve(
             &q2,
             response("other.example.", 1, 60, false),
-            false,
+            Keep::Not,
             &mut out,
             0,
             512,

@@ -107,6 +107,20 @@ impl Default for ServiceMetrics {
     }
 }
 
+/// The DNSSEC algorithm numbers of the signatures that made `answer`'s Secure RRsets Secure,
+/// each once, in ascending order.
+pub(crate) fn secure_algorithms(answer: &Answer) -> Box<[u8]> {
+    let mut seen = [false; 256];
+    for set in answer.answers().iter().chain(answer.authority()) {
+        if let AnswerRRset::Secure(v) = set {
+            for alg in v.algorithms() {
+                seen[usize::from(alg.0)] = true;
+            }
+        }
+    }
+    (0..=u8::MAX).filter(|&a| seen[usize::from(a)]).collect()
+}
+
 impl ServiceMetrics {
     /// A response with `rcode` sent over `transport`.
     pub(crate) fn response(&self, transport: Transport, rcode: Rcode) {
@@ -134,17 +148,7 @@ impl ServiceMetrics {
             _ => 3,
         };
         if status == 0 {
-            let mut seen = [false; 256];
-            for set in answer.answers().iter().chain(answer.authority()) {
-                if let AnswerRRset::Secure(v) = set {
-                    for alg in v.algorithms() {
-                        seen[usize::from(alg.0)] = true;
-                    }
-                }
-            }
-            for (alg, _) in seen.iter().enumerate().filter(|(_, s)| **s) {
-                self.validations[0][alg].fetch_add(1, Relaxed);
-            }
+            self.secure(&secure_algorithms(answer));
         } else {
             self.validations[status][0].fetch_add(1, Relaxed);
         }
@@ -153,6 +157,20 @@ impl ServiceMetrics {
         }
         if answer.synthesised() {
             self.synthesised.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// A Secure answer synthesised again from a response kept for its denial proof (RFC
+    /// 8198), whose records were validated with `algorithms` (as [`secure_algorithms`]).
+    pub(crate) fn synthesised_again(&self, algorithms: &[u8]) {
+        self.secure(algorithms);
+        self.synthesised.fetch_add(1, Relaxed);
+    }
+
+    /// A Secure answer validated with `algorithms` (DNSSEC algorithm numbers).
+    fn secure(&self, algorithms: &[u8]) {
+        for &alg in algorithms {
+            self.validations[0][usize::from(alg)].fetch_add(1, Relaxed);
         }
     }
 

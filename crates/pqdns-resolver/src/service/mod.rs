@@ -73,10 +73,12 @@ use crate::padding;
 use crate::policy::access::Decision;
 use crate::policy::{Policy, ServicePolicy};
 use crate::resolve::Resolver;
+use cache::Keep;
 pub use cache::{CacheLimits, ResponseCache};
 use metrics::Limited;
 pub use metrics::ServiceMetrics;
 use query::{ClientQuery, CookieOption, Parsed};
+use response::Names;
 pub use response::RESPONSE_UDP_PAYLOAD;
 
 /// Largest message over a stream transport, bytes.
@@ -311,7 +313,7 @@ impl RecursiveService {
         match self.resolver.resolve(&qname, query.qtype).await {
             Ok(answer) => {
                 self.metrics.resolution(&answer);
-                Ok(response::from_answer(query, &answer))
+                Ok(response::from_answer(query, &answer, Names::Compressed))
             }
             Err(e) => {
                 tracing::debug!(%qname, qtype = %query.qtype, error = %e, "resolution failed");
@@ -320,16 +322,46 @@ impl RecursiveService {
         }
     }
 
-    /// The response to `query` synthesised from the resolver's validated NSEC/NSEC3 records
-    /// (RFC 8198, [`Resolver::synthesise`]), written at once on the serving thread; `None`
-    /// when they prove no answer (the query is resolved as any other miss). Not kept in the
-    /// answer cache: the denial records answer every name of their span, and a flood of
-    /// random names (RFC 8198 §1) would otherwise push the popular answers out of it.
-    fn synthesise(&self, query: &ClientQuery) -> Option<response::Written> {
+    /// Writes the response to `query` synthesised from the resolver's validated NSEC/NSEC3
+    /// records (RFC 8198, [`Resolver::synthesise`]) at `out[base..]`, at once on the serving
+    /// thread; its length, or `None` when they prove no answer (the query is resolved as any
+    /// other miss). Not kept under the QNAME: the denial records answer every name of their
+    /// span, and a flood of random names (RFC 8198 §1) would push the popular answers out of
+    /// the cache. A negative answer is kept under its denial proof instead, so the next name
+    /// the same proof covers costs a proof check and a copy, like a cache hit.
+    fn synthesise(
+        &self,
+        query: &ClientQuery,
+        out: &mut Vec<u8>,
+        base: usize,
+        limit: usize,
+        now: Instant,
+        cookie: Option<&[u8; RESPONSE_COOKIE_LEN]>,
+    ) -> Option<usize> {
         let qname = query.qname.to_name();
-        let answer = self.resolver.synthesise(&qname, query.qtype)?;
+        if let Some(proof) = self.resolver.denial_proof(&qname, query.qtype) {
+            let kept = self
+                .cache
+                .answer_proven(query, proof, out, base, limit, now, cookie);
+            if let Some((len, kept)) = kept {
+                self.metrics.synthesised_again(kept.algorithms());
+                return Some(len);
+            }
+        }
+        let (answer, proof) = self.resolver.synthesise_with_proof(&qname, query.qtype)?;
         self.metrics.resolution(&answer);
-        Some(response::from_answer(query, &answer))
+        let (names, keep) = match proof {
+            Some(proof) => (
+                Names::Uncompressed,
+                Keep::ForProof(proof, metrics::secure_algorithms(&answer)),
+            ),
+            None => (Names::Compressed, Keep::Not),
+        };
+        let written = response::from_answer(query, &answer, names);
+        Some(
+            self.cache
+                .serve(query, written, keep, out, base, limit, now, cookie),
+        )
     }
 
     /// RFC 8767 §5 for a query whose cached answer is stale: resolves it in a task of its own,
@@ -525,7 +557,7 @@ impl Service for RecursiveService {
             let written = response::failure(&query, Rcode::REFUSED, Ede::PROHIBITED, text);
             let len = self
                 .cache
-                .serve(&query, written, false, out, base, limit, now(), data);
+                .serve(&query, written, Keep::Not, out, base, limit, now(), data);
             return Reply::Ready(self.finish(request, cookie.check, out, base, len));
         }
         if query.qclass != Class::IN || is_meta_qtype(query.qtype) {
@@ -536,13 +568,20 @@ impl Service for RecursiveService {
         if !policy.local.is_empty() {
             let qname = query.qname.to_name().to_lowercase();
             if let Some(local) = policy.local.answer(&qname, query.qtype) {
-                let written =
-                    response::write(&query, local.rcode, &local.answers, &local.authority, None)
-                        .authoritative();
+                let (answers, authority) = (&local.answers, &local.authority);
+                let written = response::write(
+                    &query,
+                    local.rcode,
+                    answers,
+                    authority,
+                    None,
+                    Names::Compressed,
+                )
+                .authoritative();
                 let now = Instant::now();
                 let len = self
                     .cache
-                    .serve(&query, written, false, out, base, limit, now, data);
+                    .serve(&query, written, Keep::Not, out, base, limit, now, data);
                 self.metrics.local_answer();
                 return Reply::Ready(self.finish(request, cookie.check, out, base, len));
             }
@@ -571,18 +610,15 @@ impl Service for RecursiveService {
                 let now = Instant::now();
                 let len = self
                     .cache
-                    .serve(&query, written, false, out, base, limit, now, data);
+                    .serve(&query, written, Keep::Not, out, base, limit, now, data);
                 Reply::Ready(self.finish(request, cookie.check, out, base, len))
             }
-            (None, Decision::Recurse) => match self.synthesise(&query) {
-                Some(written) => {
-                    let len =
-                        self.cache
-                            .serve(&query, written, false, out, base, limit, now(), data);
-                    Reply::Ready(self.finish(request, cookie.check, out, base, len))
+            (None, Decision::Recurse) => {
+                match self.synthesise(&query, out, base, limit, now(), data) {
+                    Some(len) => Reply::Ready(self.finish(request, cookie.check, out, base, len)),
+                    None => Reply::Defer(DeferredQuery(query, None)),
                 }
-                None => Reply::Defer(DeferredQuery(query, None)),
-            },
+            }
             (None, _) => Reply::Defer(DeferredQuery(query, None)),
         }
     }
@@ -613,9 +649,16 @@ impl Service for RecursiveService {
             let written = response::failure(&query, Rcode::SERVFAIL, Ede::OTHER, text);
             let cookie = self.cookie(&query, request.client.ip());
             let data = cookie.data.as_ref();
-            let len = self
-                .cache
-                .serve(&query, written, false, &mut out, base, limit, now(), data);
+            let len = self.cache.serve(
+                &query,
+                written,
+                Keep::Not,
+                &mut out,
+                base,
+                limit,
+                now(),
+                data,
+            );
             let info = self.finish(&request.as_request(), cookie.check, &mut out, base, len);
             return (out, info);
         };
@@ -640,19 +683,27 @@ impl Service for RecursiveService {
                 self.metrics.stale_answer();
                 len
             }
-            (None, Outcome::Store(written)) => self
-                .cache
-                .serve(&query, written, true, &mut out, base, limit, now, data),
-            (None, Outcome::Send(written) | Outcome::Stale(Some(written))) => self
-                .cache
-                .serve(&query, written, false, &mut out, base, limit, now, data),
+            (None, Outcome::Store(written)) => self.cache.serve(
+                &query,
+                written,
+                Keep::ForQuery,
+                &mut out,
+                base,
+                limit,
+                now,
+                data,
+            ),
+            (None, Outcome::Send(written) | Outcome::Stale(Some(written))) => {
+                self.cache
+                    .serve(&query, written, Keep::Not, &mut out, base, limit, now, data)
+            }
             (None, Outcome::Stale(None)) => {
                 // The stale entry went meanwhile (evicted, or past its window).
                 let text = "no answer within the client response timer (RFC 8767 §5)";
                 let written =
                     response::failure(&query, Rcode::SERVFAIL, Ede::NO_REACHABLE_AUTHORITY, text);
                 self.cache
-                    .serve(&query, written, false, &mut out, base, limit, now, data)
+                    .serve(&query, written, Keep::Not, &mut out, base, limit, now, data)
             }
         };
         let info = self.finish(&request.as_request(), cookie.check, &mut out, base, len);

@@ -101,7 +101,8 @@ impl RecursiveService {
             match service.resolver.refresh(&qname, query.qtype).await {
                 Ok(answer) => {
                     service.metrics.resolution(&answer);
-                    let written = response::from_answer(&query, &answer);
+                    let written =
+                        response::from_answer(&query, &answer, response::Names::Compressed);
                     let rcode = written.layout.rcode;
                     if rcode == Rcode::NOERROR || rcode == Rcode::NXDOMAIN {
                         service.cache.store(&query, written, now());

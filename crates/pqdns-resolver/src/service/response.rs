@@ -76,11 +76,22 @@ pub(crate) struct Layout {
     pub(crate) negative_ttl: Option<u32>,
 }
 
-/// The response to `query` from a resolution's `answer`.
-pub(crate) fn from_answer(query: &ClientQuery, answer: &Answer) -> Written {
+/// How the names of a response are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Names {
+    /// Compressed (RFC 1035 §4.1.4), also against the question.
+    Compressed,
+    /// Uncompressed: the bytes after the question do not depend on it, so the response can be
+    /// served to another question spliced in ([`super::cache`]: the responses kept per denial
+    /// proof).
+    Uncompressed,
+}
+
+/// The response to `query` from a resolution's `answer`, with `names`.
+pub(crate) fn from_answer(query: &ClientQuery, answer: &Answer, names: Names) -> Written {
     let secure = answer.status().is_secure();
     if query.checking_disabled() {
-        return unvalidated(query, answer, secure);
+        return unvalidated(query, answer, secure, names);
     }
     if let Status::Bogus(reason) = answer.status() {
         return failure(query, Rcode::SERVFAIL, reason.ede, &reason.text);
@@ -127,7 +138,7 @@ pub(crate) fn from_answer(query: &ClientQuery, answer: &Answer) -> Written {
     let validated = matches!(answer.status(), Status::Secure(_) | Status::Insecure(_));
     Written {
         validated,
-        ..write(query, rcode, &answers, &authority, None).secure(secure)
+        ..write(query, rcode, &answers, &authority, None, names).secure(secure)
     }
 }
 
@@ -143,12 +154,12 @@ pub(crate) fn from_error(query: &ClientQuery, error: &ResolveError) -> Written {
 /// A response without data: `rcode` with EDE `ede` and `text` (SERVFAIL, or REFUSED for
 /// clients outside the allow-list).
 pub(crate) fn failure(query: &ClientQuery, rcode: Rcode, ede: Ede, text: &str) -> Written {
-    write(query, rcode, &[], &[], Some((ede, text)))
+    write(query, rcode, &[], &[], Some((ede, text)), Names::Compressed)
 }
 
 /// CD: the data of every response the resolution used (the answer, then each CNAME
 /// target's), and the last one's authority section for a negative or wildcard answer.
-fn unvalidated(query: &ClientQuery, answer: &Answer, secure: bool) -> Written {
+fn unvalidated(query: &ClientQuery, answer: &Answer, secure: bool, names: Names) -> Written {
     let dnssec = query.dnssec_ok();
     let shown = |r: &Record| {
         dnssec
@@ -182,7 +193,7 @@ fn unvalidated(query: &ClientQuery, answer: &Answer, secure: bool) -> Written {
         .unwrap_or_default();
     let received = messages.last().map_or(Rcode::SERVFAIL, Message::rcode);
     let rcode = compact::rcode(query, received, answer.denials());
-    write(query, rcode, &answers, &authority, None).secure(secure)
+    write(query, rcode, &answers, &authority, None, names).secure(secure)
 }
 
 impl Written {
@@ -199,14 +210,15 @@ impl Written {
     }
 }
 
-/// Writes the message (not Secure): question as the client sent it, the records, OPT with
-/// `ede` if the query had EDNS; records its [`Layout`] on the way.
+/// Writes the message (not Secure): question as the client sent it, the records with
+/// `names`, OPT with `ede` if the query had EDNS; records its [`Layout`] on the way.
 pub(crate) fn write(
     query: &ClientQuery,
     rcode: Rcode,
     answers: &[Record],
     authority: &[Record],
     ede: Option<(Ede, &str)>,
+    names: Names,
 ) -> Written {
     // RFC 8914 §2: INFO-CODE, then EXTRA-TEXT (UTF-8, not NUL-terminated).
     let mut option = Vec::new();
@@ -226,6 +238,9 @@ pub(crate) fn write(
     };
     let mut out = Vec::with_capacity(512);
     let mut w = MessageWriter::new(&mut out, 0, MAX_RESPONSE, header);
+    if names == Names::Uncompressed {
+        w = w.without_compression();
+    }
     // The question and OPT fit: the query came in a message of at most 65535 bytes.
     let _fits = w.question(query.qname.as_wire(), query.qtype, query.qclass);
     let mut layout = Layout {
@@ -273,6 +288,7 @@ pub(crate) fn write(
                 &[],
                 &[],
                 Some((Ede::OTHER, "answer too large")),
+                names,
             );
         }
     }
@@ -376,13 +392,22 @@ mod tests {
             .collect();
         for edns in [None, Some(Edns::dnssec_ok(1232))] {
             let q = query("WwW.Example.", edns.clone());
+            let c = Names::Compressed;
             let shapes = [
-                write(&q, Rcode::NOERROR, &chain, &[], None),
-                write(&q, Rcode::NOERROR, &chain, &authority, None),
-                write(&q, Rcode::NXDOMAIN, &[], &authority, None),
-                write(&q, Rcode::NOERROR, &[], &[], None),
+                write(&q, Rcode::NOERROR, &chain, &[], None, c),
+                write(&q, Rcode::NOERROR, &chain, &authority, None, c),
+                write(&q, Rcode::NXDOMAIN, &[], &authority, None, c),
+                write(&q, Rcode::NOERROR, &[], &[], None, c),
                 failure(&q, Rcode::SERVFAIL, Ede::DNSSEC_BOGUS, "bogus"),
-                write(&q, Rcode::NOERROR, &huge, &[], None),
+                write(&q, Rcode::NOERROR, &huge, &[], None, c),
+                write(
+                    &q,
+                    Rcode::NOERROR,
+                    &chain,
+                    &authority,
+                    None,
+                    Names::Uncompressed,
+                ),
             ];
             for (i, w) in shapes.iter().enumerate() {
                 assert_eq!(w.layout, parsed(&w.message), "shape {i}, EDNS {edns:?}");
@@ -392,6 +417,13 @@ mod tests {
             assert_eq!(shapes[0].layout.ttl_offsets.len(), 3);
             assert_eq!(shapes[4].layout.opt_at.is_some(), edns.is_some());
             assert_eq!(shapes[5].layout.rcode, Rcode::SERVFAIL, "too large");
+            // Uncompressed: no pointer anywhere, so longer by what compression saved.
+            let body = &shapes[6].message[shapes[6].layout.question_end..];
+            assert!(shapes[6].message.len() > shapes[1].message.len());
+            assert!(
+                !body.windows(2).any(|w| w == [0xc0, 0x0c]),
+                "no pointer to the QNAME"
+            );
         }
     }
 }

@@ -54,7 +54,7 @@ mod tests {
 
     use super::*;
     use crate::service::query::{parse, Parsed};
-    use crate::service::response::{failure, write};
+    use crate::service::response::{failure, write, Names};
     use crate::service::tests::{ask, query};
     use crate::service::{CacheLimits, RecursiveService, ServiceConfig};
     use crate::{Client, Config, Mode, Resolver, TlsOptions, TrustAnchors};
@@ -101,7 +101,7 @@ mod tests {
             ttl: TTL,
             rdata: vec![192, 0, 2, 1],
         };
-        let mut w = write(&q, Rcode::NOERROR, &[a], &[], None);
+        let mut w = write(&q, Rcode::NOERROR, &[a], &[], None, Names::Compressed);
         w.secure = validated;
         w.validated = validated;
         s.cache.store(&q, w, ago(age));
