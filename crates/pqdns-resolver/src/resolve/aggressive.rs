@@ -35,6 +35,7 @@
 //! ([`Aggressive::answer`]) and feeds it every Secure answer ([`Aggressive::learn`]).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ops::Bound;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -42,6 +43,7 @@ use pqdns_core::dnssec::denial::{prove, Claim, Coverage, VerifiedDenial};
 use pqdns_core::dnssec::nsec3::{owner_hash, Nsec3Params, FLAG_OPT_OUT, HASH_SHA1};
 use pqdns_core::dnssec::validate::{conclude, Status, VerifiedRRset};
 use pqdns_core::message::Message;
+use pqdns_core::name::NameRef;
 use pqdns_core::rdata::read_type_bitmap;
 use pqdns_core::wire::rdata::Soa;
 use pqdns_core::wire::{Rcode, FLAG_AA, FLAG_QR};
@@ -82,12 +84,84 @@ enum Key {
     Wildcard(Name, RrType),
 }
 
+/// A name as a byte string whose plain byte order is the canonical order of names (RFC 4034
+/// §6.1): the labels right to left, each lowercased and ended by `00 00`, a zero octet inside
+/// a label written `00 01` (so a label sorts before the longer labels it begins, and a name
+/// before the names below it). The kept NSEC records are ordered by it: a range lookup then
+/// compares bytes, not labels.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+struct Canonical(Box<[u8]>);
+
+impl Canonical {
+    fn of(name: &Name) -> Canonical {
+        Canonical::of_wire(name.as_wire())
+    }
+
+    /// The key of the uncompressed wire name `wire` (checked by the caller).
+    fn of_wire(wire: &[u8]) -> Canonical {
+        // Label starts, left to right (at most 127 labels in 255 octets).
+        let mut starts = [0_u8; 128];
+        let (mut count, mut pos) = (0, 0);
+        while let Some(&len) = wire.get(pos).filter(|l| **l != 0) {
+            starts[count] = pos as u8;
+            count += 1;
+            pos += 1 + usize::from(len);
+        }
+        // Each label's length octet becomes two terminator octets: one more per label, less
+        // the root's (more only for zero octets inside labels, which are rare).
+        let mut key = Vec::with_capacity(wire.len() + count - 1);
+        for &start in starts[..count].iter().rev() {
+            let start = usize::from(start);
+            let label = wire.get(start + 1..start + 1 + usize::from(wire[start]));
+            for &b in label.unwrap_or_default() {
+                match b {
+                    0 => key.extend_from_slice(&[0, 1]),
+                    b => key.push(b.to_ascii_lowercase()),
+                }
+            }
+            key.extend_from_slice(&[0, 0]);
+        }
+        Canonical(key.into_boxed_slice())
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for Canonical {
+    fn borrow(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// Where each label of the [`Canonical`] key `key` ends (after its terminator), from the
+/// label below the root on: the keys of its ancestors are the prefixes ending there.
+fn label_ends(key: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        while i + 1 < key.len() {
+            let (b, next) = (key[i], key[i + 1]);
+            i += if b == 0 { 2 } else { 1 };
+            if b == 0 && next == 0 {
+                return Some(i);
+            }
+        }
+        None
+    })
+}
+
+/// Labels two [`Canonical`] keys share from the root: the label count of the names' closest
+/// common ancestor.
+fn common_labels(a: &[u8], b: &[u8]) -> usize {
+    label_ends(a)
+        .take_while(|&end| b.get(..end) == Some(&a[..end]))
+        .count()
+}
+
 /// One zone's kept records.
-#[derive(Default)]
 struct ZoneDenials {
+    /// The zone's name (lowercase).
+    name: Name,
     soa: Option<Held>,
-    /// NSEC RRsets by owner, canonical order (`Name`'s `Ord`).
-    nsec: BTreeMap<Name, Held>,
+    /// NSEC RRsets by owner, in canonical order.
+    nsec: BTreeMap<Canonical, Held>,
     /// NSEC3 RRsets by the binary hash of their owner, for `params`.
     nsec3: BTreeMap<Vec<u8>, Held>,
     /// The NSEC3 chain's salt and iterations (Opt-Out cleared).
@@ -97,10 +171,21 @@ struct ZoneDenials {
 }
 
 impl ZoneDenials {
+    fn new(name: Name) -> ZoneDenials {
+        ZoneDenials {
+            name,
+            soa: None,
+            nsec: BTreeMap::new(),
+            nsec3: BTreeMap::new(),
+            params: None,
+            wildcards: HashMap::new(),
+        }
+    }
+
     fn slot(&mut self, key: &Key) -> Option<&mut Held> {
         match key {
             Key::Soa => self.soa.as_mut(),
-            Key::Nsec(n) => self.nsec.get_mut(n),
+            Key::Nsec(n) => self.nsec.get_mut(&Canonical::of(n)),
             Key::Nsec3(h) => self.nsec3.get_mut(h),
             Key::Wildcard(n, t) => self.wildcards.get_mut(&(n.clone(), *t)),
         }
@@ -109,7 +194,7 @@ impl ZoneDenials {
     fn remove(&mut self, key: &Key) -> Option<Held> {
         match key {
             Key::Soa => self.soa.take(),
-            Key::Nsec(n) => self.nsec.remove(n),
+            Key::Nsec(n) => self.nsec.remove(&Canonical::of(n)),
             Key::Nsec3(h) => self.nsec3.remove(h),
             Key::Wildcard(n, t) => self.wildcards.remove(&(n.clone(), *t)),
         }
@@ -118,7 +203,7 @@ impl ZoneDenials {
     fn insert(&mut self, key: Key, held: Held) -> Option<Held> {
         match key {
             Key::Soa => self.soa.replace(held),
-            Key::Nsec(n) => self.nsec.insert(n, held),
+            Key::Nsec(n) => self.nsec.insert(Canonical::of(&n), held),
             Key::Nsec3(h) => self.nsec3.insert(h, held),
             Key::Wildcard(n, t) => self.wildcards.insert((n, t), held),
         }
@@ -135,7 +220,9 @@ impl ZoneDenials {
 /// Everything kept, and the order it was stored in.
 #[derive(Default)]
 struct State {
-    zones: HashMap<Name, ZoneDenials>,
+    /// By the zone's [`Canonical`] key: a name's zone is the kept key that is the longest
+    /// prefix of its own at a label end.
+    zones: HashMap<Canonical, ZoneDenials>,
     bytes: usize,
     /// (zone, key, seq) per store, oldest first; an entry whose seq no longer matches the
     /// held record's was replaced since and is skipped.
@@ -161,11 +248,7 @@ impl State {
             bytes,
             seq,
         };
-        let old = self
-            .zones
-            .entry(zone.clone())
-            .or_default()
-            .insert(key.clone(), held);
+        let old = self.zone_mut(zone).insert(key.clone(), held);
         self.bytes = self.bytes + bytes - old.map_or(0, |o| o.bytes);
         self.order.push_back((zone.clone(), key, seq));
     }
@@ -190,7 +273,7 @@ impl State {
             let zones = &mut self.zones;
             self.order.retain(|(zone, key, seq)| {
                 zones
-                    .get_mut(zone)
+                    .get_mut(&Canonical::of(zone))
                     .and_then(|z| z.slot(key))
                     .is_some_and(|h| h.seq == *seq)
             });
@@ -199,7 +282,8 @@ impl State {
 
     /// Removes the record at (`zone`, `key`) (only if it is the store `seq`, when given).
     fn forget(&mut self, zone: &Name, key: &Key, seq: Option<u64>) {
-        let Some(z) = self.zones.get_mut(zone) else {
+        let zone = Canonical::of(zone);
+        let Some(z) = self.zones.get_mut(&zone) else {
             return;
         };
         if seq.is_some_and(|s| z.slot(key).is_none_or(|h| h.seq != s)) {
@@ -210,21 +294,28 @@ impl State {
             let all = z.soa.iter().chain(z.nsec.values()).chain(z.nsec3.values());
             let all = all.chain(z.wildcards.values());
             self.bytes -= all.map(|h| h.bytes).sum::<usize>();
-            self.zones.remove(zone);
+            self.zones.remove(&zone);
             return;
         }
         if let Some(h) = z.remove(key) {
             self.bytes -= h.bytes;
         }
         if z.is_empty() {
-            self.zones.remove(zone);
+            self.zones.remove(&zone);
         }
+    }
+
+    /// `zone`'s kept records, made empty if there are none.
+    fn zone_mut(&mut self, zone: &Name) -> &mut ZoneDenials {
+        self.zones
+            .entry(Canonical::of(zone))
+            .or_insert_with(|| ZoneDenials::new(zone.clone()))
     }
 
     /// Keeps `zone`'s NSEC3 chain parameters; a change (a new salt or iteration count)
     /// forgets the records hashed with the old ones.
     fn nsec3_params(&mut self, zone: &Name, params: Nsec3Params) {
-        let z = self.zones.entry(zone.clone()).or_default();
+        let z = self.zone_mut(zone);
         if z.params.as_ref() == Some(&params) {
             return;
         }
@@ -270,6 +361,20 @@ fn types(set: &VerifiedRRset) -> Vec<RrType> {
 /// nothing about the names below, nor about the types the child holds at the cut.
 fn is_cut(types: &[RrType]) -> bool {
     (types.contains(&RrType::NS) && !types.contains(&RrType::SOA)) || types.contains(&RrType::DNAME)
+}
+
+/// The live NSEC entry at the [`Canonical`] key `key`, else the one covering it (as
+/// [`covering`]), with its key: one range lookup. `None` when that entry has expired.
+fn at_or_covering<'m>(
+    map: &'m BTreeMap<Canonical, Held>,
+    key: &[u8],
+    now: Instant,
+) -> Option<(&'m [u8], &'m Held)> {
+    let (k, h) = map
+        .range::<[u8], _>((Bound::Unbounded, Bound::Included(key)))
+        .next_back()
+        .or_else(|| map.iter().next_back())?;
+    h.live(now).then_some((&k.0, h))
 }
 
 /// The live entry covering `key`: the greatest below it, else the last (the one wrapping to
@@ -357,30 +462,36 @@ fn spans<T: Ord + ?Sized>(owner: &T, next: &T, name: &T) -> bool {
     }
 }
 
-/// NSEC records for `qname` in `z`: the one at it (NODATA), else the one covering it and the
-/// one at or covering the wildcard of the closest encloser it implies. `None` when a name
-/// between the zone and `qname` is a cut or DNAME.
+/// NSEC records for the name whose [`Canonical`] key is `key` in `z`: the one at it (NODATA),
+/// else the one covering it and the one at or covering the wildcard of the closest encloser it
+/// implies. `None` when the name or one between the zone and it is a cut or DNAME.
 fn choose_nsec<'a>(
     zone: &Name,
     z: &'a ZoneDenials,
-    qname: &Name,
+    key: &Canonical,
     now: Instant,
 ) -> Option<Chosen<'a>> {
-    let mut cur = Some(qname.clone());
-    while let Some(n) = cur {
-        if n == *zone {
-            break;
-        }
-        if let Some(h) = z.nsec.get(&n).filter(|h| h.live(now)) {
+    let key = &key.0[..];
+    let (found_key, found) = at_or_covering(&z.nsec, key, now)?;
+    let exact = found_key == key;
+    if exact && is_cut(&types(&found.set)) {
+        return None;
+    }
+    // The names between the zone and qname: a cut or DNAME there hides qname.
+    let labels = label_ends(key).count();
+    let zone_labels = zone.label_count();
+    for end in label_ends(key)
+        .skip(zone_labels)
+        .take(labels.saturating_sub(zone_labels + 1))
+    {
+        if let Some(h) = z.nsec.get(&key[..end]).filter(|h| h.live(now)) {
             if is_cut(&types(&h.set)) {
                 return None;
             }
         }
-        cur = n.parent();
     }
-    let mut sets = Vec::new();
-    if let Some(h) = z.nsec.get(qname).filter(|h| h.live(now)) {
-        Chosen::push(&mut sets, Some(h));
+    let mut sets = vec![found];
+    if exact {
         return Some(Chosen {
             sets,
             exact: true,
@@ -388,41 +499,38 @@ fn choose_nsec<'a>(
             empty_non_terminal: false,
         });
     }
-    let cover = covering(&z.nsec, qname, now)?;
-    Chosen::push(&mut sets, Some(cover));
+    let (owner, cover) = (found_key, found);
     let next = cover
         .set
         .rdatas()
         .first()
-        .and_then(|r| Name::read_uncompressed(r).ok())
-        .map(|(n, _)| n)?;
-    let owner = cover.set.owner();
-    if !spans(owner, &next, qname) {
+        .and_then(|r| NameRef::read(r).ok())?;
+    let next = Canonical::of_wire(next.0.as_wire());
+    let next = &next.0[..];
+    if !spans(owner, next, key) {
         // A gap in what is kept: the record after this one is not held.
         return None;
     }
     // The closest encloser: the longest ancestor of qname that is an ancestor of the covering
     // NSEC's owner or next name (RFC 4035 §5.4).
-    let mut ce = qname.parent();
-    while let Some(c) = &ce {
-        if owner.is_subdomain_of(c) || next.is_subdomain_of(c) {
-            break;
-        }
-        ce = c.parent();
-    }
-    let ce = ce?;
-    let encloser = (ce.label_count(), owner.is_subdomain_of(&ce));
-    let wildcard = ce.prepend_label(b"*").ok()?;
-    let at_wildcard = z.nsec.get(&wildcard).filter(|h| h.live(now));
+    let with_owner = common_labels(key, owner);
+    let with_next = common_labels(key, next);
+    let ce = with_owner.max(with_next).min(labels.checked_sub(1)?);
+    let encloser = (ce, with_owner >= ce);
+    // `*.<closest encloser>`: the encloser's key (its first `ce` labels), then `*`.
+    let end = label_ends(key).take(ce).last().unwrap_or(0);
+    let mut wildcard = Vec::with_capacity(end + 3);
+    wildcard.extend_from_slice(&key[..end]);
+    wildcard.extend_from_slice(b"*\0\0");
     Chosen::push(
         &mut sets,
-        at_wildcard.or_else(|| covering(&z.nsec, &wildcard, now)),
+        at_or_covering(&z.nsec, &wildcard, now).map(|(_, h)| h),
     );
     Some(Chosen {
         sets,
         exact: false,
         encloser,
-        empty_non_terminal: next.is_subdomain_of(qname),
+        empty_non_terminal: with_next == labels,
     })
 }
 
@@ -538,7 +646,7 @@ impl Aggressive {
             });
             let kept = st
                 .zones
-                .get(&zone)
+                .get(&Canonical::of(&zone))
                 .and_then(|z| z.soa.as_ref())
                 .filter(|h| h.live(now))
                 .map(|h| &h.set);
@@ -618,11 +726,13 @@ impl Aggressive {
         }
         let qname = qname.to_lowercase();
         let st = lock(&self.state);
-        let (zone, z) = zone_of(&st, &qname)?;
+        let key = Canonical::of(&qname);
+        let z = zone_of(&st, &key.0)?;
+        let zone = &z.name;
         if expansion(zone, z, &qname, qtype, now).is_some() {
             return None;
         }
-        let (_, chosen) = denial_records(zone, z, &qname, now)?;
+        let (_, chosen) = denial_records(z, &qname, &key, now)?;
         Some(chosen.proof(qtype))
     }
 
@@ -639,12 +749,14 @@ impl Aggressive {
         }
         let qname = qname.to_lowercase();
         let st = lock(&self.state);
-        let (zone, z) = zone_of(&st, &qname)?;
+        let key = Canonical::of(&qname);
+        let z = zone_of(&st, &key.0)?;
+        let zone = &z.name;
         let found = expansion(zone, z, &qname, qtype, now);
         if let Some(expanded) = found.and_then(|f| expand(zone, &qname, qtype, &f, now)) {
             return Some((expanded, None));
         }
-        let (soa, chosen) = denial_records(zone, z, &qname, now)?;
+        let (soa, chosen) = denial_records(z, &qname, &key, now)?;
         let proof = chosen.proof(qtype);
         let expires = chosen
             .sets
@@ -709,30 +821,34 @@ impl Aggressive {
     }
 }
 
-/// The closest zone holding `qname` (lowercase) that has kept records, with them.
-fn zone_of<'s>(st: &'s State, qname: &Name) -> Option<(&'s Name, &'s ZoneDenials)> {
-    let mut cur = Some(qname.clone());
-    loop {
-        let n = cur?;
-        if let Some((zone, z)) = st.zones.get_key_value(&n) {
-            return Some((zone, z));
-        }
-        cur = n.parent();
+/// The closest zone holding the name whose [`Canonical`] key is `key` that has kept records.
+fn zone_of<'s>(st: &'s State, key: &[u8]) -> Option<&'s ZoneDenials> {
+    let mut ends = [0_usize; 128];
+    let mut count = 0;
+    for end in label_ends(key) {
+        ends[count] = end;
+        count += 1;
     }
+    // The name itself, then each ancestor, the root (the empty key) last.
+    ends[..count]
+        .iter()
+        .rev()
+        .chain(std::iter::once(&0))
+        .find_map(|&end| st.zones.get(&key[..end]))
 }
 
 /// The live SOA of `z` and the NSEC or NSEC3 records for a denial proof for `qname`.
 fn denial_records<'z>(
-    zone: &Name,
     z: &'z ZoneDenials,
     qname: &Name,
+    key: &Canonical,
     now: Instant,
 ) -> Option<(&'z Held, Chosen<'z>)> {
     let soa = z.soa.as_ref().filter(|h| h.live(now))?;
     let chosen = if z.params.is_some() {
-        choose_nsec3(zone, z, qname, now)?
+        choose_nsec3(&z.name, z, qname, now)?
     } else {
-        choose_nsec(zone, z, qname, now)?
+        choose_nsec(&z.name, z, key, now)?
     };
     Some((soa, chosen))
 }
@@ -771,7 +887,7 @@ fn expansion<'z>(
     };
     let cover = match &z.params {
         Some(params) => covering(&z.nsec3, &params.hash(&next_closer).to_vec(), now)?,
-        None => covering(&z.nsec, qname, now)?,
+        None => covering(&z.nsec, &Canonical::of(qname), now)?,
     };
     Some(Expansion {
         source,
@@ -910,7 +1026,16 @@ mod tests {
 
     /// example. from `text` signed with `denial`: its SOA and NSEC or NSEC3 RRsets, verified.
     fn verified_zone(text: &str, denial: Denial) -> (VerifiedRRset, Vec<VerifiedRRset>) {
-        let origin = n("example.");
+        verified_origin(&n("example."), text, denial)
+    }
+
+    /// `origin` from `text` signed with `denial`: its SOA and NSEC or NSEC3 RRsets, verified.
+    fn verified_origin(
+        origin: &Name,
+        text: &str,
+        denial: Denial,
+    ) -> (VerifiedRRset, Vec<VerifiedRRset>) {
+        let origin = origin.clone();
         let zone =
             pqdns_test_support::signed_zone(&origin, text, &[Algorithm::EcdsaP256Sha256], denial);
         let dnskeys = zone.nodes[&origin][&RrType::DNSKEY].rdatas.clone();
@@ -936,8 +1061,13 @@ mod tests {
 
     /// A Secure NXDOMAIN answer for `qname` proven by `nsec`, with `soa`.
     fn nxdomain(qname: &str, soa: &VerifiedRRset, nsec: &[VerifiedRRset]) -> Answer {
+        nxdomain_in("example.", qname, soa, nsec)
+    }
+
+    /// As [`nxdomain`], in `zone`.
+    fn nxdomain_in(zone: &str, qname: &str, soa: &VerifiedRRset, nsec: &[VerifiedRRset]) -> Answer {
         let qname = n(qname);
-        let d: VerifiedDenial = prove(&n("example."), &qname, Claim::NxDomain, nsec).unwrap();
+        let d: VerifiedDenial = prove(&n(zone), &qname, Claim::NxDomain, nsec).unwrap();
         let status = conclude(&qname, RrType::A, &[], std::slice::from_ref(&d));
         assert!(status.is_secure());
         Answer {
@@ -1185,5 +1315,50 @@ mod tests {
             inside > 0 && outside > 0,
             "{inside} inside, {outside} outside"
         );
+    }
+
+    /// The root zone's NSEC chain (RFC 8198 §1: most junk queries are for TLDs that do not
+    /// exist): the closest encloser is the root itself, and names that do not exist are
+    /// answered NXDOMAIN with a proof key; an existing TLD is not.
+    #[test]
+    fn names_under_the_root_zone_are_proven_absent() {
+        let origin = Name::root();
+        let text = ". 300 SOA a.root hostmaster 1 7200 3600 1209600 60\n. 300 NS a.root\n\
+                    a.root 300 A 192.0.2.1\ncom 300 NS ns.com\nns.com 300 A 192.0.2.2\n\
+                    org 300 NS ns.org\nns.org 300 A 192.0.2.3\n";
+        let (soa, nsec) = verified_origin(&origin, text, Denial::Nsec);
+        let cache = Aggressive::new(DEFAULT_BYTES);
+        let t0 = Instant::now();
+        cache.learn(&nxdomain_in(".", "nope.", &soa, &nsec), t0);
+        for absent in ["foo.", "corp.", "home.", "zzz.", "x.y."] {
+            let a = cache.answer(&n(absent), RrType::A, t0);
+            assert_eq!(a.map(|a| a.rcode()), Some(Rcode::NXDOMAIN), "{absent}");
+            assert!(cache.proof(&n(absent), RrType::A, t0).is_some(), "{absent}");
+        }
+        assert!(cache.answer(&n("com."), RrType::A, t0).is_none());
+        assert!(cache.answer(&n("x.com."), RrType::A, t0).is_none());
+    }
+
+    /// [`Canonical`] keys sort as names do in canonical order (RFC 4034 §6.1, `Name`'s
+    /// `Ord`): over every pair of names built from labels that are prefixes of each other,
+    /// differ in case, hold zero and high octets, and sit at different depths.
+    #[test]
+    fn canonical_keys_sort_as_names() {
+        let labels: [&[u8]; 9] = [
+            b"a", b"A", b"ab", b"a\0", b"a\0b", b"\0", b"*", b"z\xff", b"-",
+        ];
+        let mut names = vec![Name::root(), n("example."), n("b.example.")];
+        for l in labels {
+            for parent in [n("example."), n("a.example."), n("\\000.example.")] {
+                let name = parent.prepend_label(l).unwrap();
+                names.push(name.prepend_label(b"x").unwrap());
+                names.push(name);
+            }
+        }
+        for a in &names {
+            for b in &names {
+                assert_eq!(Canonical::of(a).cmp(&Canonical::of(b)), a.cmp(b), "{a} {b}");
+            }
+        }
     }
 }
