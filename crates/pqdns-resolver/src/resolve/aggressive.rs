@@ -94,11 +94,20 @@ struct Canonical(Box<[u8]>);
 
 impl Canonical {
     fn of(name: &Name) -> Canonical {
-        Canonical::of_wire(name.as_wire())
+        Canonical(KeyBuf::of(name.as_wire()).as_slice().into())
     }
+}
 
+/// A [`Canonical`] key on the stack, for lookups: at most 255 octets of name make at most
+/// 508 of key (127 one-octet labels, each a zero octet: 2 + 2).
+struct KeyBuf {
+    bytes: [u8; 512],
+    len: usize,
+}
+
+impl KeyBuf {
     /// The key of the uncompressed wire name `wire` (checked by the caller).
-    fn of_wire(wire: &[u8]) -> Canonical {
+    fn of(wire: &[u8]) -> KeyBuf {
         // Label starts, left to right (at most 127 labels in 255 octets).
         let mut starts = [0_u8; 128];
         let (mut count, mut pos) = (0, 0);
@@ -107,21 +116,35 @@ impl Canonical {
             count += 1;
             pos += 1 + usize::from(len);
         }
-        // Each label's length octet becomes two terminator octets: one more per label, less
-        // the root's (more only for zero octets inside labels, which are rare).
-        let mut key = Vec::with_capacity(wire.len() + count - 1);
+        let mut key = KeyBuf::empty();
         for &start in starts[..count].iter().rev() {
             let start = usize::from(start);
             let label = wire.get(start + 1..start + 1 + usize::from(wire[start]));
             for &b in label.unwrap_or_default() {
                 match b {
-                    0 => key.extend_from_slice(&[0, 1]),
-                    b => key.push(b.to_ascii_lowercase()),
+                    0 => key.push(&[0, 1]),
+                    b => key.push(&[b.to_ascii_lowercase()]),
                 }
             }
-            key.extend_from_slice(&[0, 0]);
+            key.push(&[0, 0]);
         }
-        Canonical(key.into_boxed_slice())
+        key
+    }
+
+    fn empty() -> KeyBuf {
+        KeyBuf {
+            bytes: [0; 512],
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.bytes[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len]
     }
 }
 
@@ -379,8 +402,12 @@ fn at_or_covering<'m>(
 
 /// The live entry covering `key`: the greatest below it, else the last (the one wrapping to
 /// the apex).
-fn covering<'m, K: Ord>(map: &'m BTreeMap<K, Held>, key: &K, now: Instant) -> Option<&'m Held> {
-    map.range(..key)
+fn covering<'m, K, Q>(map: &'m BTreeMap<K, Held>, key: &Q, now: Instant) -> Option<&'m Held>
+where
+    K: Ord + std::borrow::Borrow<Q>,
+    Q: Ord + ?Sized,
+{
+    map.range::<Q, _>((Bound::Unbounded, Bound::Excluded(key)))
         .next_back()
         .or_else(|| map.iter().next_back())
         .map(|(_, h)| h)
@@ -468,10 +495,9 @@ fn spans<T: Ord + ?Sized>(owner: &T, next: &T, name: &T) -> bool {
 fn choose_nsec<'a>(
     zone: &Name,
     z: &'a ZoneDenials,
-    key: &Canonical,
+    key: &[u8],
     now: Instant,
 ) -> Option<Chosen<'a>> {
-    let key = &key.0[..];
     let (found_key, found) = at_or_covering(&z.nsec, key, now)?;
     let exact = found_key == key;
     if exact && is_cut(&types(&found.set)) {
@@ -505,8 +531,8 @@ fn choose_nsec<'a>(
         .rdatas()
         .first()
         .and_then(|r| NameRef::read(r).ok())?;
-    let next = Canonical::of_wire(next.0.as_wire());
-    let next = &next.0[..];
+    let next = KeyBuf::of(next.0.as_wire());
+    let next = next.as_slice();
     if !spans(owner, next, key) {
         // A gap in what is kept: the record after this one is not held.
         return None;
@@ -519,13 +545,11 @@ fn choose_nsec<'a>(
     let encloser = (ce, with_owner >= ce);
     // `*.<closest encloser>`: the encloser's key (its first `ce` labels), then `*`.
     let end = label_ends(key).take(ce).last().unwrap_or(0);
-    let mut wildcard = Vec::with_capacity(end + 3);
-    wildcard.extend_from_slice(&key[..end]);
-    wildcard.extend_from_slice(b"*\0\0");
-    Chosen::push(
-        &mut sets,
-        at_or_covering(&z.nsec, &wildcard, now).map(|(_, h)| h),
-    );
+    let mut wildcard = KeyBuf::empty();
+    wildcard.push(&key[..end]);
+    wildcard.push(b"*\0\0");
+    let at_wildcard = at_or_covering(&z.nsec, wildcard.as_slice(), now);
+    Chosen::push(&mut sets, at_wildcard.map(|(_, h)| h));
     Some(Chosen {
         sets,
         exact: false,
@@ -724,15 +748,16 @@ impl Aggressive {
         if !self.answers(qtype) {
             return None;
         }
-        let qname = qname.to_lowercase();
+        let key = KeyBuf::of(qname.as_wire());
         let st = lock(&self.state);
-        let key = Canonical::of(&qname);
-        let z = zone_of(&st, &key.0)?;
-        let zone = &z.name;
-        if expansion(zone, z, &qname, qtype, now).is_some() {
+        let z = zone_of(&st, key.as_slice())?;
+        // The NSEC path works on the key (lowercase); wildcards and NSEC3 on the name.
+        let lower = (z.params.is_some() || !z.wildcards.is_empty()).then(|| qname.to_lowercase());
+        let qname = lower.as_ref().unwrap_or(qname);
+        if expansion(&z.name, z, qname, qtype, now).is_some() {
             return None;
         }
-        let (_, chosen) = denial_records(z, &qname, &key, now)?;
+        let (_, chosen) = denial_records(z, qname, key.as_slice(), now)?;
         Some(chosen.proof(qtype))
     }
 
@@ -749,14 +774,14 @@ impl Aggressive {
         }
         let qname = qname.to_lowercase();
         let st = lock(&self.state);
-        let key = Canonical::of(&qname);
-        let z = zone_of(&st, &key.0)?;
+        let key = KeyBuf::of(qname.as_wire());
+        let z = zone_of(&st, key.as_slice())?;
         let zone = &z.name;
         let found = expansion(zone, z, &qname, qtype, now);
         if let Some(expanded) = found.and_then(|f| expand(zone, &qname, qtype, &f, now)) {
             return Some((expanded, None));
         }
-        let (soa, chosen) = denial_records(z, &qname, &key, now)?;
+        let (soa, chosen) = denial_records(z, &qname, key.as_slice(), now)?;
         let proof = chosen.proof(qtype);
         let expires = chosen
             .sets
@@ -841,7 +866,7 @@ fn zone_of<'s>(st: &'s State, key: &[u8]) -> Option<&'s ZoneDenials> {
 fn denial_records<'z>(
     z: &'z ZoneDenials,
     qname: &Name,
-    key: &Canonical,
+    key: &[u8],
     now: Instant,
 ) -> Option<(&'z Held, Chosen<'z>)> {
     let soa = z.soa.as_ref().filter(|h| h.live(now))?;
@@ -887,7 +912,7 @@ fn expansion<'z>(
     };
     let cover = match &z.params {
         Some(params) => covering(&z.nsec3, &params.hash(&next_closer).to_vec(), now)?,
-        None => covering(&z.nsec, &Canonical::of(qname), now)?,
+        None => covering(&z.nsec, KeyBuf::of(qname.as_wire()).as_slice(), now)?,
     };
     Some(Expansion {
         source,
