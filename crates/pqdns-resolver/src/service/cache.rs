@@ -26,8 +26,8 @@
 //!   ones (hash order), until the new one fits.
 //! - Synthesised answers (RFC 8198) are not kept per QNAME: a flood of random names of one
 //!   span would push the popular answers out. They are kept per denial proof instead
-//!   ([`crate::resolve::DenialProof`]: the kept NSEC/NSEC3 records and closest encloser that
-//!   prove the name absent), written with uncompressed names, so the next name the same proof
+//!   (`DenialProof` of [`crate::resolve`]: the kept NSEC/NSEC3 records and closest encloser
+//!   that prove the name absent), written with uncompressed names, so the next name the same proof
 //!   covers is answered by splicing its question into the kept bytes. These live apart, in
 //!   at most 1/[`PROVEN_SHARE`] of the bytes, never go stale, and are used only after the
 //!   resolver has checked the new name against the records ([`crate::Resolver`]'s
