@@ -115,6 +115,17 @@ struct Prepared {
     prefetch_claimed: AtomicBool,
 }
 
+/// Where a response is written: at `out[base..]` (`out` truncated to `base` first), at most
+/// `limit` bytes (larger ones are sent truncated), with `cookie` as its COOKIE option data
+/// (RFC 7873 §5.2.3, made for this query; only if the response has an OPT record).
+#[derive(Debug)]
+pub(crate) struct Sink<'a> {
+    pub(crate) out: &'a mut Vec<u8>,
+    pub(crate) base: usize,
+    pub(crate) limit: usize,
+    pub(crate) cookie: Option<&'a [u8; RESPONSE_COOKIE_LEN]>,
+}
+
 impl Prepared {
     fn size(&self, key: usize) -> usize {
         key + self.message.len() + 2 * self.ttl_offsets.len() + ENTRY_OVERHEAD
@@ -125,24 +136,15 @@ impl Prepared {
         self.expires < self.stale_until
     }
 
-    /// Writes the response to `query` at `out[base..]` (`out` truncated to `base` first),
-    /// at most `limit` bytes, with `cookie` as its COOKIE option data when it has an OPT
-    /// record; returns its length. A `stale` answer has every TTL [`STALE_ANSWER_TTL`] and,
-    /// with an OPT record, EDE 3 (RFC 8767 §4).
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "the serving path's buffers and limits, passed without allocating"
-    )]
-    fn write(
-        &self,
-        query: &ClientQuery,
-        out: &mut Vec<u8>,
-        base: usize,
-        limit: usize,
-        now: Instant,
-        cookie: Option<&[u8; RESPONSE_COOKIE_LEN]>,
-        stale: bool,
-    ) -> usize {
+    /// Writes the response to `query` to `to`; returns its length. A `stale` answer has every
+    /// TTL [`STALE_ANSWER_TTL`] and, with an OPT record, EDE 3 (RFC 8767 §4).
+    fn write(&self, query: &ClientQuery, to: &mut Sink<'_>, now: Instant, stale: bool) -> usize {
+        let Sink {
+            ref mut out,
+            base,
+            limit,
+            cookie,
+        } = *to;
         out.truncate(base);
         let m = &self.message;
         let qend = usize::from(self.question_end);
@@ -348,45 +350,32 @@ impl ResponseCache {
         }
     }
 
-    /// Writes the cached response to `query` at `out[base..]`, at most `limit` bytes (larger
-    /// ones are sent truncated), with `cookie` as its COOKIE option data (RFC 7873 §5.2.3,
-    /// made for this query; only if the response has an OPT record); `None` on a miss or an
+    /// Writes the cached response to `query` to `to`; its length, or `None` on a miss or an
     /// expired entry.
     pub(crate) fn answer(
         &self,
         query: &ClientQuery,
-        out: &mut Vec<u8>,
-        base: usize,
-        limit: usize,
+        to: &mut Sink<'_>,
         now: Instant,
-        cookie: Option<&[u8; RESPONSE_COOKIE_LEN]>,
     ) -> Option<usize> {
-        self.answer_hit(query, out, base, limit, now, cookie, false)
-            .map(|(len, _)| len)
+        self.answer_hit(query, to, now, false).map(|(len, _)| len)
     }
 
     /// As [`ResponseCache::answer`]; with `prefetch`, also says whether this hit claimed the
     /// entry's refresh ([`super::prefetch`]: an answer in the last tenth of its lifetime, not
     /// claimed before; each entry is claimed once).
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "the serving path's buffers and limits, passed without allocating"
-    )]
     pub(crate) fn answer_hit(
         &self,
         query: &ClientQuery,
-        out: &mut Vec<u8>,
-        base: usize,
-        limit: usize,
+        to: &mut Sink<'_>,
         now: Instant,
-        cookie: Option<&[u8; RESPONSE_COOKIE_LEN]>,
         prefetch: bool,
     ) -> Option<(usize, bool)> {
         self.with_entry(query, |entry| {
             if entry.expires <= now {
                 return None;
             }
-            let len = entry.write(query, out, base, limit, now, cookie, false);
+            let len = entry.write(query, to, now, false);
             let claim = prefetch
                 && entry.answered
                 && super::prefetch::due(entry.stored, entry.expires, now)
@@ -419,15 +408,12 @@ impl ResponseCache {
     pub(crate) fn answer_stale(
         &self,
         query: &ClientQuery,
-        out: &mut Vec<u8>,
-        base: usize,
-        limit: usize,
+        to: &mut Sink<'_>,
         now: Instant,
-        cookie: Option<&[u8; RESPONSE_COOKIE_LEN]>,
     ) -> Option<usize> {
         self.with_entry(query, |entry| {
             let stale = entry.expires <= now && now < entry.stale_until;
-            stale.then(|| entry.write(query, out, base, limit, now, cookie, true))
+            stale.then(|| entry.write(query, to, now, true))
         })
     }
 
@@ -448,53 +434,36 @@ impl ResponseCache {
     /// with `query`'s question spliced in: its length and the DNSSEC algorithms that validated
     /// it. The caller has had `proof` from the resolver for this query's name and type just
     /// now: that is what makes the kept response true for it.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "the serving path's buffers and limits, passed without allocating"
-    )]
     pub(crate) fn answer_proven(
         &self,
         query: &ClientQuery,
         proof: DenialProof,
-        out: &mut Vec<u8>,
-        base: usize,
-        limit: usize,
+        to: &mut Sink<'_>,
         now: Instant,
-        cookie: Option<&[u8; RESPONSE_COOKIE_LEN]>,
     ) -> Option<(usize, Arc<Proven>)> {
         let entry = self.proven.get(&ProvenKey::of(query, proof))?;
         if entry.prepared.expires <= now {
             return None;
         }
-        let len = entry
-            .prepared
-            .write(query, out, base, limit, now, cookie, false);
+        let len = entry.prepared.write(query, to, now, false);
         Some((len, entry))
     }
 
-    /// Writes the response to `query` from `written` at `out[base..]`, at most `limit` bytes,
-    /// with `cookie`, as [`ResponseCache::answer`] would, and keeps it (without the cookie)
-    /// for later queries as `keep` says. Returns the length (0 if an offset of `written` does
+    /// Writes the response to `query` from `written` to `to`, as [`ResponseCache::answer`]
+    /// would, and keeps it (without the cookie) for later queries as `keep` says. Returns the length (0 if an offset of `written` does
     /// not fit 16 bits, which a message of at most 65535 bytes cannot: nothing is sent).
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "the serving path's buffers and limits, passed without allocating"
-    )]
     pub(crate) fn serve(
         &self,
         query: &ClientQuery,
         written: Written,
         keep: Keep,
-        out: &mut Vec<u8>,
-        base: usize,
-        limit: usize,
+        to: &mut Sink<'_>,
         now: Instant,
-        cookie: Option<&[u8; RESPONSE_COOKIE_LEN]>,
     ) -> usize {
         let Some(mut prepared) = self.prepare(written, now) else {
             return 0;
         };
-        let len = prepared.write(query, out, base, limit, now, cookie, false);
+        let len = prepared.write(query, to, now, false);
         match keep {
             Keep::Not => {}
             Keep::ForQuery => self.insert(query, prepared, now),
@@ -696,6 +665,21 @@ mod tests {
 
     /// Serves `w` to `q` from `cache` at `now` within `limit` bytes and stores it: the
     /// response.
+    /// Where a test writes a response.
+    fn sink<'a>(
+        out: &'a mut Vec<u8>,
+        base: usize,
+        limit: usize,
+        cookie: Option<&'a [u8; RESPONSE_COOKIE_LEN]>,
+    ) -> Sink<'a> {
+        Sink {
+            out,
+            base,
+            limit,
+            cookie,
+        }
+    }
+
     fn put(
         cache: &ResponseCache,
         q: &ClientQuery,
@@ -704,7 +688,13 @@ mod tests {
         now: Instant,
     ) -> Vec<u8> {
         let mut out = Vec::new();
-        let len = cache.serve(q, w, Keep::ForQuery, &mut out, 0, limit, now, None);
+        let len = cache.serve(
+            q,
+            w,
+            Keep::ForQuery,
+            &mut sink(&mut out, 0, limit, None),
+            now,
+        );
         out.truncate(len);
         out
     }
@@ -727,11 +717,8 @@ mod tests {
             &stored,
             response("www.example.", 2, 300, true),
             Keep::ForQuery,
-            &mut out,
-            2,
-            65_535,
+            &mut sink(&mut out, 2, 65_535, None),
             t0,
-            None,
         );
         assert_eq!(
             out[..2],
@@ -749,11 +736,8 @@ mod tests {
         let len = cache
             .answer(
                 &other,
-                &mut out,
-                0,
-                65_535,
+                &mut sink(&mut out, 0, 65_535, None),
                 t0 + Duration::from_secs(100),
-                None,
             )
             .expect("a hit");
         let h = Header::parse(&out[..len]).unwrap();
@@ -770,16 +754,13 @@ mod tests {
             }),
         );
         assert!(cache
-            .answer(&no_do, &mut out, 0, 65_535, t0, None)
+            .answer(&no_do, &mut sink(&mut out, 0, 65_535, None), t0)
             .is_none());
         assert!(cache
             .answer(
                 &other,
-                &mut out,
-                0,
-                65_535,
-                t0 + Duration::from_secs(300),
-                None
+                &mut sink(&mut out, 0, 65_535, None),
+                t0 + Duration::from_secs(300)
             )
             .is_none());
     }
@@ -807,10 +788,10 @@ mod tests {
         let cookie = [7u8; RESPONSE_COOKIE_LEN];
         assert!(!cache.has_stale(&q, at(299)), "still fresh");
         assert!(cache
-            .answer_stale(&q, &mut out, 0, 65_535, at(299), None)
+            .answer_stale(&q, &mut sink(&mut out, 0, 65_535, None), at(299))
             .is_none());
         assert!(cache
-            .answer(&q, &mut out, 0, 65_535, at(300), None)
+            .answer(&q, &mut sink(&mut out, 0, 65_535, None), at(300))
             .is_none());
         // A failed refresh (SERVFAIL) is not kept over the stale data.
         let failed = failure(&q, Rcode::SERVFAIL, Ede::NO_REACHABLE_AUTHORITY, "down");
@@ -818,7 +799,7 @@ mod tests {
         for s in [300, 1000, 3899] {
             assert!(cache.has_stale(&q, at(s)), "{s} s");
             let len = cache
-                .answer_stale(&q, &mut out, 0, 65_535, at(s), Some(&cookie))
+                .answer_stale(&q, &mut sink(&mut out, 0, 65_535, Some(&cookie)), at(s))
                 .expect("a stale answer");
             let v = MessageView::parse(&out[..len]).unwrap();
             assert_eq!(v.rcode(), Rcode::NOERROR);
@@ -830,7 +811,7 @@ mod tests {
         }
         assert!(!cache.has_stale(&q, at(3900)), "past max-stale");
         assert!(cache
-            .answer_stale(&q, &mut out, 0, 65_535, at(3900), None)
+            .answer_stale(&q, &mut sink(&mut out, 0, 65_535, None), at(3900))
             .is_none());
 
         // Not validated (Indeterminate data, or CD), or a Bogus SERVFAIL: never stale.
@@ -848,7 +829,7 @@ mod tests {
         for q in [&unvalidated, &bogus] {
             assert!(!cache.has_stale(q, at(61)));
             assert!(cache
-                .answer_stale(q, &mut out, 0, 65_535, at(61), None)
+                .answer_stale(q, &mut sink(&mut out, 0, 65_535, None), at(61))
                 .is_none());
         }
         // Without serve-stale, a validated answer expires at its TTL.
@@ -905,7 +886,7 @@ mod tests {
         assert_eq!(v.opt().unwrap().udp_payload(), 1232);
         // Over TCP the whole answer.
         let len = cache
-            .answer(&q, &mut out, 0, 65_535, Instant::now(), None)
+            .answer(&q, &mut sink(&mut out, 0, 65_535, None), Instant::now())
             .unwrap();
         assert_eq!(MessageView::parse(&out[..len]).unwrap().counts()[1], 40);
     }
@@ -925,28 +906,28 @@ mod tests {
             &q,
             response("c.example.", 3, 60, true),
             Keep::ForQuery,
-            &mut out,
-            0,
-            65_535,
+            &mut sink(&mut out, 0, 65_535, Some(&a)),
             t0,
-            Some(&a),
         );
         assert_eq!(cookie_of(&out[..len]), Some(a.to_vec()), "on the miss");
-        let len = cache.answer(&q, &mut out, 0, 65_535, t0, Some(&b)).unwrap();
+        let len = cache
+            .answer(&q, &mut sink(&mut out, 0, 65_535, Some(&b)), t0)
+            .unwrap();
         assert_eq!(cookie_of(&out[..len]), Some(b.to_vec()), "on a hit");
         assert_eq!(MessageView::parse(&out[..len]).unwrap().counts()[1], 3);
-        let len = cache.answer(&q, &mut out, 0, 65_535, t0, None).unwrap();
+        let len = cache
+            .answer(&q, &mut sink(&mut out, 0, 65_535, None), t0)
+            .unwrap();
         assert_eq!(cookie_of(&out[..len]), None, "not stored");
         // The option counts against the client's size: one byte short, the answer is cut.
-        let len = cache.answer(&q, &mut out, 0, 65_535, t0, None).unwrap();
+        let len = cache
+            .answer(&q, &mut sink(&mut out, 0, 65_535, None), t0)
+            .unwrap();
         let len = cache
             .answer(
                 &q,
-                &mut out,
-                0,
-                len + 4 + RESPONSE_COOKIE_LEN - 1,
+                &mut sink(&mut out, 0, len + 4 + RESPONSE_COOKIE_LEN - 1, Some(&a)),
                 t0,
-                Some(&a),
             )
             .unwrap();
         let v = MessageView::parse(&out[..len]).unwrap();
@@ -968,8 +949,12 @@ mod tests {
         let cache = ResponseCache::new(CacheLimits::default());
         let q = query("nx.example.", 0, None);
         put(&cache, &q, response("nx.example.", 0, 300, false), 512, t0);
-        assert!(cache.answer(&q, &mut out, 0, 512, at(59), None).is_some());
-        assert!(cache.answer(&q, &mut out, 0, 512, at(60), None).is_none());
+        assert!(cache
+            .answer(&q, &mut sink(&mut out, 0, 512, None), at(59))
+            .is_some());
+        assert!(cache
+            .answer(&q, &mut sink(&mut out, 0, 512, None), at(60))
+            .is_none());
         // A cap of 100 s lowers the TTLs served and the lifetime.
         let capped = ResponseCache::new(CacheLimits {
             max_ttl: 100,
@@ -984,29 +969,34 @@ mod tests {
         );
         let len = out.len();
         assert_eq!(ttls(&out[..len]), [100, 100, 100]);
-        assert!(capped.answer(&q, &mut out, 0, 512, at(100), None).is_none());
+        assert!(capped
+            .answer(&q, &mut sink(&mut out, 0, 512, None), at(100))
+            .is_none());
         // A floor of 50 s keeps a 5 s answer; its TTLs count down to 0, not below.
         let floored = ResponseCache::new(CacheLimits {
             min_ttl: 50,
             ..CacheLimits::default()
         });
         put(&floored, &q, response("nx.example.", 1, 5, false), 512, t0);
-        let len = floored.answer(&q, &mut out, 0, 512, at(40), None).unwrap();
+        let len = floored
+            .answer(&q, &mut sink(&mut out, 0, 512, None), at(40))
+            .unwrap();
         assert_eq!(ttls(&out[..len]), [0]);
-        assert!(floored.answer(&q, &mut out, 0, 512, at(50), None).is_none());
+        assert!(floored
+            .answer(&q, &mut sink(&mut out, 0, 512, None), at(50))
+            .is_none());
         // Not stored when asked not to.
         let q2 = query("other.example.", 0, None);
         cache.serve(
             &q2,
             response("other.example.", 1, 60, false),
             Keep::Not,
-            &mut out,
-            0,
-            512,
+            &mut sink(&mut out, 0, 512, None),
             t0,
-            None,
         );
-        assert!(cache.answer(&q2, &mut out, 0, 512, t0, None).is_none());
+        assert!(cache
+            .answer(&q2, &mut sink(&mut out, 0, 512, None), t0)
+            .is_none());
     }
 
     #[test]
@@ -1030,7 +1020,9 @@ mod tests {
         }
         // The latest one is there; many earlier ones were dropped.
         let last = query("n499.example.", 0, None);
-        assert!(cache.answer(&last, &mut out, 0, 512, t0, None).is_some());
+        assert!(cache
+            .answer(&last, &mut sink(&mut out, 0, 512, None), t0)
+            .is_some());
         assert!(cache.bytes() > limits.bytes / 2);
     }
 }

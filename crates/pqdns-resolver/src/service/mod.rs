@@ -73,8 +73,8 @@ use crate::padding;
 use crate::policy::access::Decision;
 use crate::policy::{Policy, ServicePolicy};
 use crate::resolve::Resolver;
-use cache::Keep;
 pub use cache::{CacheLimits, ResponseCache};
+use cache::{Keep, Sink};
 use metrics::Limited;
 pub use metrics::ServiceMetrics;
 use query::{ClientQuery, CookieOption, Parsed};
@@ -323,26 +323,16 @@ impl RecursiveService {
     }
 
     /// Writes the response to `query` synthesised from the resolver's validated NSEC/NSEC3
-    /// records (RFC 8198, [`Resolver::synthesise`]) at `out[base..]`, at once on the serving
+    /// records (RFC 8198, [`Resolver::synthesise`]) to `to`, at once on the serving
     /// thread; its length, or `None` when they prove no answer (the query is resolved as any
     /// other miss). Not kept under the QNAME: the denial records answer every name of their
     /// span, and a flood of random names (RFC 8198 §1) would push the popular answers out of
     /// the cache. A negative answer is kept under its denial proof instead, so the next name
     /// the same proof covers costs a proof check and a copy, like a cache hit.
-    fn synthesise(
-        &self,
-        query: &ClientQuery,
-        out: &mut Vec<u8>,
-        base: usize,
-        limit: usize,
-        now: Instant,
-        cookie: Option<&[u8; RESPONSE_COOKIE_LEN]>,
-    ) -> Option<usize> {
+    fn synthesise(&self, query: &ClientQuery, to: &mut Sink<'_>, now: Instant) -> Option<usize> {
         let qname = query.qname.to_name();
         if let Some(proof) = self.resolver.denial_proof(&qname, query.qtype) {
-            let kept = self
-                .cache
-                .answer_proven(query, proof, out, base, limit, now, cookie);
+            let kept = self.cache.answer_proven(query, proof, to, now);
             if let Some((len, kept)) = kept {
                 self.metrics.synthesised_again(kept.algorithms());
                 return Some(len);
@@ -358,10 +348,7 @@ impl RecursiveService {
             None => (Names::Compressed, Keep::Not),
         };
         let written = response::from_answer(query, &answer, names);
-        Some(
-            self.cache
-                .serve(query, written, keep, out, base, limit, now, cookie),
-        )
+        Some(self.cache.serve(query, written, keep, to, now))
     }
 
     /// RFC 8767 §5 for a query whose cached answer is stale: resolves it in a task of its own,
@@ -545,6 +532,12 @@ impl Service for RecursiveService {
         let limit = limit(&query, request.transport);
         let cookie = self.cookie(&query, request.client.ip());
         let data = cookie.data.as_ref();
+        let mut to = Sink {
+            out,
+            base,
+            limit,
+            cookie: data,
+        };
         let policy = self.policy.read().unwrap_or_else(|e| e.into_inner());
         let rd = query.header.has(FLAG_RD);
         let decision = policy.access.decide(request.client.ip(), rd);
@@ -555,15 +548,13 @@ impl Service for RecursiveService {
         };
         if let Some(text) = refused {
             let written = response::failure(&query, Rcode::REFUSED, Ede::PROHIBITED, text);
-            let len = self
-                .cache
-                .serve(&query, written, Keep::Not, out, base, limit, now(), data);
-            return Reply::Ready(self.finish(request, cookie.check, out, base, len));
+            let len = self.cache.serve(&query, written, Keep::Not, &mut to, now());
+            return Reply::Ready(self.finish(request, cookie.check, to.out, base, len));
         }
         if query.qclass != Class::IN || is_meta_qtype(query.qtype) {
             let edns = query.edns.is_some();
-            let len = bare(query.header, Rcode::NOTIMP, edns, data, out, base);
-            return Reply::Ready(self.finish(request, cookie.check, out, base, len));
+            let len = bare(query.header, Rcode::NOTIMP, edns, data, to.out, base);
+            return Reply::Ready(self.finish(request, cookie.check, to.out, base, len));
         }
         if !policy.local.is_empty() {
             let qname = query.qname.to_name().to_lowercase();
@@ -578,19 +569,14 @@ impl Service for RecursiveService {
                     Names::Compressed,
                 )
                 .authoritative();
-                let now = Instant::now();
-                let len = self
-                    .cache
-                    .serve(&query, written, Keep::Not, out, base, limit, now, data);
+                let len = self.cache.serve(&query, written, Keep::Not, &mut to, now());
                 self.metrics.local_answer();
-                return Reply::Ready(self.finish(request, cookie.check, out, base, len));
+                return Reply::Ready(self.finish(request, cookie.check, to.out, base, len));
             }
         }
         drop(policy);
         let prefetch = self.prefetches.is_some();
-        let hit = self
-            .cache
-            .answer_hit(&query, out, base, limit, now(), data, prefetch);
+        let hit = self.cache.answer_hit(&query, &mut to, now(), prefetch);
         self.metrics.cache(hit.is_some());
         match (hit, decision) {
             (Some((len, true)), _) => match self.prefetches.as_ref().and_then(|p| p.try_slot()) {
@@ -598,27 +584,22 @@ impl Service for RecursiveService {
                 Some(slot) => Reply::Defer(DeferredQuery(query, Some(slot))),
                 None => {
                     self.cache.unclaim_prefetch(&query);
-                    Reply::Ready(self.finish(request, cookie.check, out, base, len))
+                    Reply::Ready(self.finish(request, cookie.check, to.out, base, len))
                 }
             },
             (Some((len, false)), _) => {
-                Reply::Ready(self.finish(request, cookie.check, out, base, len))
+                Reply::Ready(self.finish(request, cookie.check, to.out, base, len))
             }
             (None, Decision::CacheOnly) => {
                 let text = "not in the cache: queries without RD are answered from it only";
                 let written = response::failure(&query, Rcode::SERVFAIL, Ede::OTHER, text);
-                let now = Instant::now();
-                let len = self
-                    .cache
-                    .serve(&query, written, Keep::Not, out, base, limit, now, data);
-                Reply::Ready(self.finish(request, cookie.check, out, base, len))
+                let len = self.cache.serve(&query, written, Keep::Not, &mut to, now());
+                Reply::Ready(self.finish(request, cookie.check, to.out, base, len))
             }
-            (None, Decision::Recurse) => {
-                match self.synthesise(&query, out, base, limit, now(), data) {
-                    Some(len) => Reply::Ready(self.finish(request, cookie.check, out, base, len)),
-                    None => Reply::Defer(DeferredQuery(query, None)),
-                }
-            }
+            (None, Decision::Recurse) => match self.synthesise(&query, &mut to, now()) {
+                Some(len) => Reply::Ready(self.finish(request, cookie.check, to.out, base, len)),
+                None => Reply::Defer(DeferredQuery(query, None)),
+            },
             (None, _) => Reply::Defer(DeferredQuery(query, None)),
         }
     }
@@ -634,10 +615,13 @@ impl Service for RecursiveService {
         if let Some(slot) = prefetch {
             let cookie = self.cookie(&query, request.client.ip());
             let data = cookie.data.as_ref();
-            if let Some(len) = self
-                .cache
-                .answer(&query, &mut out, base, limit, now(), data)
-            {
+            let mut to = Sink {
+                out: &mut out,
+                base,
+                limit,
+                cookie: data,
+            };
+            if let Some(len) = self.cache.answer(&query, &mut to, now()) {
                 self.spawn_prefetch(query, slot);
                 let info = self.finish(&request.as_request(), cookie.check, &mut out, base, len);
                 return (out, info);
@@ -649,16 +633,13 @@ impl Service for RecursiveService {
             let written = response::failure(&query, Rcode::SERVFAIL, Ede::OTHER, text);
             let cookie = self.cookie(&query, request.client.ip());
             let data = cookie.data.as_ref();
-            let len = self.cache.serve(
-                &query,
-                written,
-                Keep::Not,
-                &mut out,
+            let mut to = Sink {
+                out: &mut out,
                 base,
                 limit,
-                now(),
-                data,
-            );
+                cookie: data,
+            };
+            let len = self.cache.serve(&query, written, Keep::Not, &mut to, now());
             let info = self.finish(&request.as_request(), cookie.check, &mut out, base, len);
             return (out, info);
         };
@@ -672,10 +653,14 @@ impl Service for RecursiveService {
         // The cookie when the answer goes out: the secret may have rotated meanwhile.
         let cookie = self.cookie(&query, request.client.ip());
         let (now, data) = (now(), cookie.data.as_ref());
+        let mut to = Sink {
+            out: &mut out,
+            base,
+            limit,
+            cookie: data,
+        };
         let stale = match outcome {
-            Outcome::Stale(_) => self
-                .cache
-                .answer_stale(&query, &mut out, base, limit, now, data),
+            Outcome::Stale(_) => self.cache.answer_stale(&query, &mut to, now),
             Outcome::Store(_) | Outcome::Send(_) => None,
         };
         let len = match (stale, outcome) {
@@ -683,27 +668,19 @@ impl Service for RecursiveService {
                 self.metrics.stale_answer();
                 len
             }
-            (None, Outcome::Store(written)) => self.cache.serve(
-                &query,
-                written,
-                Keep::ForQuery,
-                &mut out,
-                base,
-                limit,
-                now,
-                data,
-            ),
-            (None, Outcome::Send(written) | Outcome::Stale(Some(written))) => {
+            (None, Outcome::Store(written)) => {
                 self.cache
-                    .serve(&query, written, Keep::Not, &mut out, base, limit, now, data)
+                    .serve(&query, written, Keep::ForQuery, &mut to, now)
+            }
+            (None, Outcome::Send(written) | Outcome::Stale(Some(written))) => {
+                self.cache.serve(&query, written, Keep::Not, &mut to, now)
             }
             (None, Outcome::Stale(None)) => {
                 // The stale entry went meanwhile (evicted, or past its window).
                 let text = "no answer within the client response timer (RFC 8767 §5)";
                 let written =
                     response::failure(&query, Rcode::SERVFAIL, Ede::NO_REACHABLE_AUTHORITY, text);
-                self.cache
-                    .serve(&query, written, Keep::Not, &mut out, base, limit, now, data)
+                self.cache.serve(&query, written, Keep::Not, &mut to, now)
             }
         };
         let info = self.finish(&request.as_request(), cookie.check, &mut out, base, len);
