@@ -88,14 +88,10 @@ fn authority(rt: &tokio::runtime::Runtime, answer: Arc<Mutex<Vec<Record>>>) -> S
     addr
 }
 
-/// The keys of a KSK roll for `example.` (ECDSA P-256): the published set (the old KSK, then a
-/// ZSK), the new KSK still to publish, and the two KSKs' DNSKEY RDATA (wire format).
-struct Roll {
-    keys: Vec<ZoneKey>,
-    new: ZoneKey,
-    old_key: Vec<u8>,
-    new_key: Vec<u8>,
-}
+/// The keys of a KSK roll for `example.` (ECDSA P-256), in order: the published set (the old
+/// KSK, then a ZSK), the new KSK still to publish, and the old and the new KSK's DNSKEY RDATA
+/// (wire format).
+struct Roll(Vec<ZoneKey>, ZoneKey, Vec<u8>, Vec<u8>);
 
 impl Roll {
     fn generate(origin: &Name) -> Roll {
@@ -113,12 +109,7 @@ impl Roll {
         };
         let (old, new) = (key(KeyRole::Ksk), key(KeyRole::Ksk));
         let (old_key, new_key) = (old.dnskey_rdata(), new.dnskey_rdata());
-        Roll {
-            keys: vec![old, key(KeyRole::Zsk)],
-            new,
-            old_key,
-            new_key,
-        }
+        Roll(vec![old, key(KeyRole::Zsk)], new, old_key, new_key)
     }
 }
 
@@ -132,12 +123,7 @@ fn resolver(server: SocketAddr, anchors: &TrustAnchors, state: Option<&Path>) ->
 #[test]
 fn a_ksk_roll_is_followed_through_hold_down_and_revocation_across_restarts() {
     let origin = name("example.");
-    let Roll {
-        mut keys,
-        new,
-        old_key,
-        new_key,
-    } = Roll::generate(&origin);
+    let Roll(mut keys, new, old_key, new_key) = Roll::generate(&origin);
     let (zone, first) = dnskey_answer(&keys);
     // The configured anchor: the old KSK's DS, as an operator's file holds it.
     let mut anchors = TrustAnchors::default();
@@ -245,12 +231,7 @@ fn key_state_changes(service: &common::service::Service, n: usize) {
 fn the_binary_follows_a_new_ksk_and_reads_its_state_back_after_a_restart() {
     use common::service::Service;
     let origin = name("example.");
-    let Roll {
-        mut keys,
-        new,
-        old_key,
-        new_key,
-    } = Roll::generate(&origin);
+    let Roll(mut keys, new, old_key, new_key) = Roll::generate(&origin);
     // The anchor file: the old KSK's DS only.
     let (before, _) = dnskey_answer(&keys);
     let dir = tempfile::tempdir().unwrap();
