@@ -18,13 +18,15 @@ use pqdns_core::dnssec::validate::Status;
 use pqdns_core::dnssec::Algorithm;
 use pqdns_core::message::Message;
 use pqdns_core::wire::rdata::Soa;
-use pqdns_core::wire::{MessageView, Rcode, Section, FLAG_AD};
+use pqdns_core::wire::{MessageView, Rcode, Section, FLAG_AD, FLAG_TC};
 use pqdns_core::{Name, Record, RrType};
 use pqdns_resolver::service::{RecursiveService, ServiceConfig};
 use pqdns_resolver::{Answer, Config, Mode, Resolver, TrustAnchors};
 use pqdns_test_support::signed_zone;
 
-use common::{ask_service, counting_relay, name, opt_out_zone, serve_signed, udp_client};
+use common::{
+    ask_service, ask_service_over, counting_relay, name, opt_out_zone, serve_signed, udp_client,
+};
 
 /// Names under test, and SOA MINIMUM 60 below the records' TTL of 300: synthesised answers
 /// live min(NSEC TTL, SOA TTL, SOA MINIMUM) = 60 s (RFC 9077 §3).
@@ -183,6 +185,59 @@ fn nsec_span_answers_a_thousand_names_without_a_query() {
     let (rcode, ad, _) = ask("b1.example.", RrType::A);
     assert_eq!((rcode, ad), (Rcode::NXDOMAIN, false));
     assert_eq!(asked.load(Ordering::SeqCst), warm + 3);
+}
+
+/// A zone whose names are long enough that a synthesised NXDOMAIN fits a 1232-byte UDP
+/// response only with name compression: over UDP it is written compressed and never
+/// truncated, whether or not a response kept for its proof (uncompressed, made for a TCP
+/// query) exists; over TCP the kept one is served.
+#[test]
+fn a_synthesised_answer_that_fits_udp_only_compressed_is_not_truncated() {
+    let zone = format!("{}.example.", "z".repeat(50));
+    let served = serve_signed(signed_zone(
+        &name(&zone),
+        ZONE,
+        &[Algorithm::EcdsaP256Sha256],
+        Denial::Nsec,
+    ));
+    let rt = common::runtime();
+    // No amplification limit: it would cut every such UDP answer to a client without a
+    // cookie (RFC 7873 §5.2.3 aside), whatever its size.
+    let mut config = ServiceConfig::default();
+    config.amplification_limit = 0;
+    let service = Arc::new(RecursiveService::new(
+        resolver(served.addr, served.anchors.clone()),
+        config,
+    ));
+    let ask = |label: &str, transport| {
+        let qname = format!("{label}.{zone}");
+        let (out, at_once) = rt.block_on(ask_service_over(&service, &qname, RrType::A, transport));
+        let v = MessageView::parse(&out).unwrap();
+        assert_eq!(v.rcode(), Rcode::NXDOMAIN, "{qname}");
+        assert!(
+            !v.header().has(FLAG_TC),
+            "{qname}: truncated ({} bytes)",
+            out.len()
+        );
+        if at_once {
+            assert_synthesised_response(&service, &out, &qname, RrType::A);
+        }
+        (out.len(), at_once)
+    };
+    let (udp, tcp) = (pqdns_net::Transport::Udp, pqdns_net::Transport::Tcp);
+    // The first NXDOMAIN is resolved; then names of the same span are synthesised.
+    assert!(!ask("b", udp).1);
+    let (compressed, at_once) = ask("c", udp);
+    assert!(at_once && compressed <= 1232, "{compressed} bytes");
+    let (uncompressed, at_once) = ask("d", tcp);
+    assert!(
+        at_once && uncompressed > 1232,
+        "{uncompressed} bytes: the test needs more"
+    );
+    // The response kept for the proof does not fit UDP: written compressed again.
+    let (again, at_once) = ask("e", udp);
+    assert!(at_once && again <= 1232, "{again} bytes");
+    assert_eq!(ask("f", tcp), (uncompressed, true));
 }
 
 /// The NSEC3 record of `denial` (hashed owner, next hashed owner) covering `hash`.

@@ -126,7 +126,23 @@ pub(crate) struct Sink<'a> {
     pub(crate) cookie: Option<&'a [u8; RESPONSE_COOKIE_LEN]>,
 }
 
+impl Sink<'_> {
+    /// True if a response of `len` bytes fits within the limit, with the COOKIE option
+    /// appended when it has an OPT record (`opt`).
+    pub(crate) fn fits(&self, len: usize, opt: bool) -> bool {
+        let cookie = self.cookie.filter(|_| opt).map_or(0, |c| 4 + c.len());
+        len + cookie <= self.limit
+    }
+}
+
 impl Prepared {
+    /// Its length when written for `query`, whose question goes in place of the stored one,
+    /// bytes (without the COOKIE option).
+    fn len_for(&self, query: &ClientQuery) -> usize {
+        HEADER_LEN + query.qname.as_wire().len() + 4 + self.message.len()
+            - usize::from(self.question_end)
+    }
+
     fn size(&self, key: usize) -> usize {
         key + self.message.len() + 2 * self.ttl_offsets.len() + ENTRY_OVERHEAD
     }
@@ -139,10 +155,16 @@ impl Prepared {
     /// Writes the response to `query` to `to`; returns its length. A `stale` answer has every
     /// TTL [`STALE_ANSWER_TTL`] and, with an OPT record, EDE 3 (RFC 8767 §4).
     fn write(&self, query: &ClientQuery, to: &mut Sink<'_>, now: Instant, stale: bool) -> usize {
+        let ede: &[u8] = if stale && self.opt_at.is_some() {
+            &STALE_EDE_OPTION
+        } else {
+            &[]
+        };
+        let whole = to.fits(self.len_for(query) + ede.len(), self.opt_at.is_some());
         let Sink {
             ref mut out,
             base,
-            limit,
+            limit: _,
             cookie,
         } = *to;
         out.truncate(base);
@@ -162,15 +184,10 @@ impl Prepared {
         };
         let body = &m[qend..];
         let cookie = cookie.filter(|_| self.opt_at.is_some());
-        let ede: &[u8] = if stale && self.opt_at.is_some() {
-            &STALE_EDE_OPTION
-        } else {
-            &[]
-        };
         let extra = cookie.map_or(0, |c| 4 + c.len()) + ede.len();
         // Where the OPT record starts in `out`.
         let opt_at;
-        if question_end + body.len() + extra <= limit {
+        if whole {
             opt_at = self.opt_at.map(moved);
             head(out);
             out.extend_from_slice(body);
@@ -432,7 +449,7 @@ impl ResponseCache {
 
     /// As [`ResponseCache::answer`], for the response kept for `proof` ([`Keep::ForProof`]),
     /// with `query`'s question spliced in: its length and the DNSSEC algorithms that validated
-    /// it. The caller has had `proof` from the resolver for this query's name and type just
+    /// it; `None` also when it does not fit `to` whole. The caller has had `proof` from the resolver for this query's name and type just
     /// now: that is what makes the kept response true for it.
     pub(crate) fn answer_proven(
         &self,
@@ -442,7 +459,12 @@ impl ResponseCache {
         now: Instant,
     ) -> Option<(usize, Arc<Proven>)> {
         let entry = self.proven.get(&ProvenKey::of(query, proof))?;
-        if entry.prepared.expires <= now {
+        let fits = to.fits(
+            entry.prepared.len_for(query),
+            entry.prepared.opt_at.is_some(),
+        );
+        if entry.prepared.expires <= now || !fits {
+            // Uncompressed, it would be truncated where the compressed one may fit.
             return None;
         }
         let len = entry.prepared.write(query, to, now, false);

@@ -340,15 +340,17 @@ impl RecursiveService {
         }
         let (answer, proof) = self.resolver.synthesise_with_proof(&qname, query.qtype)?;
         self.metrics.resolution(&answer);
-        let (names, keep) = match proof {
-            Some(proof) => (
-                Names::Uncompressed,
-                Keep::ForProof(proof, metrics::secure_algorithms(&answer)),
-            ),
-            None => (Names::Compressed, Keep::Not),
-        };
-        let written = response::from_answer(query, &answer, names);
-        Some(self.cache.serve(query, written, keep, to, now))
+        if let Some(proof) = proof {
+            let written = response::from_answer(query, &answer, Names::Uncompressed);
+            // Uncompressed names cost some bytes: kept per proof only if it fits whole (else
+            // written compressed, which may fit where it would be truncated).
+            if to.fits(written.message.len(), written.layout.opt_at.is_some()) {
+                let keep = Keep::ForProof(proof, metrics::secure_algorithms(&answer));
+                return Some(self.cache.serve(query, written, keep, to, now));
+            }
+        }
+        let written = response::from_answer(query, &answer, Names::Compressed);
+        Some(self.cache.serve(query, written, Keep::Not, to, now))
     }
 
     /// RFC 8767 §5 for a query whose cached answer is stale: resolves it in a task of its own,

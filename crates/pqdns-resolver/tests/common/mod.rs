@@ -433,8 +433,18 @@ pub(crate) async fn ask_service(
     name: &str,
     qtype: RrType,
 ) -> (Vec<u8>, bool) {
+    ask_service_over(s, name, qtype, pqdns_net::Transport::Tcp).await
+}
+
+/// As [`ask_service`], over `transport` (UDP: a 1232-byte EDNS payload size).
+pub(crate) async fn ask_service_over(
+    s: &std::sync::Arc<pqdns_resolver::service::RecursiveService>,
+    name: &str,
+    qtype: RrType,
+    transport: pqdns_net::Transport,
+) -> (Vec<u8>, bool) {
     use pqdns_core::message::{Message, Question};
-    use pqdns_net::service::{Reply, Request, Service, Transport};
+    use pqdns_net::service::{Reply, Request, Service};
     let question = Question {
         qname: name.parse().unwrap(),
         qtype,
@@ -442,7 +452,7 @@ pub(crate) async fn ask_service(
     };
     let edns = Some(pqdns_core::wire::Edns::dnssec_ok(1232));
     let packet = Message::query(9, question, true, edns).to_wire();
-    let request = Request::new(&packet, "127.0.0.1:5301".parse().unwrap(), Transport::Tcp);
+    let request = Request::new(&packet, "127.0.0.1:5301".parse().unwrap(), transport);
     let mut out = Vec::new();
     match s.respond(&(), &request, &mut out, 0) {
         Reply::Ready(info) => {
